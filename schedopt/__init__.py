@@ -1,0 +1,36 @@
+"""schedopt: the optimization models behind modern GPU-cluster schedulers.
+
+``import schedopt`` imports no solver: every backend loads its solver when it first solves.
+"""
+
+from __future__ import annotations
+
+from . import errors
+from .backends import available_backends, get_backend, register_backend
+from .infeasibility import InfeasibilityReport, explain_infeasibility
+from .model import ConstraintFamily, LinearModel, VarBlock, VarKind
+from .results import Limit, SolveResult, Termination, TerminationReason, Timings
+from .solve import default_backend, solve
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "LinearModel",
+    "VarBlock",
+    "VarKind",
+    "ConstraintFamily",
+    "solve",
+    "default_backend",
+    "SolveResult",
+    "Termination",
+    "TerminationReason",
+    "Limit",
+    "Timings",
+    "available_backends",
+    "get_backend",
+    "register_backend",
+    "explain_infeasibility",
+    "InfeasibilityReport",
+    "errors",
+    "__version__",
+]

@@ -1,0 +1,92 @@
+"""The backend interface: capabilities, parameters, and the registry entry every solver adapter fills in."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..model import LinearModel
+    from ..results import SolveResult
+
+__all__ = ["Capabilities", "SolveParams", "Backend"]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do."""
+
+    lp: bool = True
+    mip: bool = True
+    duals: bool = False
+    iis: bool = False
+    warm_start: bool = False
+    time_limit_incumbent: bool = True  #: a time limit returns the best incumbent
+    integer_only: bool = False  #: every variable must be integer (CP-SAT)
+    structure: str | None = None  #: a model structure the backend requires (``"mckp"``), if any
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "lp": self.lp,
+            "mip": self.mip,
+            "duals": self.duals,
+            "iis": self.iis,
+            "warm_start": self.warm_start,
+            "time_limit_incumbent": self.time_limit_incumbent,
+            "integer_only": self.integer_only,
+            "structure": self.structure,
+        }
+
+
+@dataclass(frozen=True)
+class SolveParams:
+    """Solver-independent parameters; ``options`` are passed to the solver verbatim."""
+
+    time_limit: float | None = None
+    mip_rel_gap: float | None = 1e-6
+    threads: int = 1
+    seed: int = 0
+    warm_start: Any = None
+    verbose: bool = False
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def time_limit_or_inf(self) -> float:
+        return math.inf if self.time_limit is None else float(self.time_limit)
+
+
+class Backend:
+    """One solver adapter. Subclasses import their solver lazily, inside :meth:`solve`."""
+
+    name: str = ""
+    capabilities: Capabilities = Capabilities()
+    #: Python modules that must be importable
+    requires: tuple[str, ...] = ()
+    #: the pip extra or package that provides the solver, for error messages
+    install_hint: str = ""
+
+    def available(self) -> tuple[bool, str]:
+        """Whether the solver can be used here, and why not when it cannot (never imports the solver)."""
+        for mod in self.requires:
+            if importlib.util.find_spec(mod) is None:
+                return False, f"the Python package {mod!r} is not installed ({self.install_hint})"
+        return True, ""
+
+    def version(self) -> str:
+        return ""
+
+    def check_model(self, model: LinearModel) -> str | None:
+        """Why this backend cannot solve ``model`` (``None`` when it can)."""
+        arr = model.to_arrays()
+        if arr.is_mip and not self.capabilities.mip:
+            return "the model has integer variables and this backend solves LPs only"
+        if not arr.is_mip and not self.capabilities.lp:
+            return "the model is a pure LP and this backend solves integer models only"
+        if self.capabilities.integer_only and not bool(arr.integrality.all()):
+            return "every variable must be integer (this backend is a CP solver)"
+        return None
+
+    def solve(self, model: LinearModel, params: SolveParams) -> SolveResult:  # pragma: no cover - abstract
+        raise NotImplementedError

@@ -1,0 +1,162 @@
+"""scipy.optimize.milp / linprog: always present, the reference backend."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import TYPE_CHECKING
+
+import numpy as np
+import scipy
+import scipy.sparse as sp
+
+from ..results import Limit, SolveResult, Termination, TerminationReason, Timings
+from .base import Backend, Capabilities, SolveParams
+
+if TYPE_CHECKING:
+    from ..model import LinearModel
+
+
+class ScipyBackend(Backend):
+    name = "scipy"
+    capabilities = Capabilities(lp=True, mip=True, duals=True, iis=False, warm_start=False)
+    requires = ("scipy",)
+    install_hint = "pip install scipy"
+
+    def version(self) -> str:
+        return scipy.__version__
+
+    def solve(self, model: LinearModel, params: SolveParams) -> SolveResult:
+        arr = model.to_arrays()
+        sign = -1.0 if arr.maximize else 1.0
+        if arr.is_mip:
+            return self._milp(model, params, sign)
+        return self._linprog(model, params, sign)
+
+    def _milp(self, model: LinearModel, params: SolveParams, sign: float) -> SolveResult:
+        from scipy.optimize import Bounds, LinearConstraint, milp
+
+        arr = model.to_arrays()
+        t0 = time.perf_counter()
+        cons = [LinearConstraint(arr.A, arr.row_lower, arr.row_upper)] if arr.num_rows else []
+        opts: dict = {"disp": bool(params.verbose)}
+        if params.time_limit is not None:
+            opts["time_limit"] = float(params.time_limit)
+        if params.mip_rel_gap is not None:
+            opts["mip_rel_gap"] = float(params.mip_rel_gap)
+        opts.update(params.options)
+        t1 = time.perf_counter()
+        res = milp(
+            sign * arr.c,
+            integrality=arr.integrality,
+            bounds=Bounds(arr.col_lower, arr.col_upper),
+            constraints=cons,
+            options=opts,
+        )
+        t2 = time.perf_counter()
+        x = None if res.x is None else np.asarray(res.x, dtype=float)
+        status = int(res.status)
+        limit = None
+        if status == 0:
+            reason = TerminationReason.OPTIMAL
+        elif status == 1:
+            reason = TerminationReason.FEASIBLE if x is not None else TerminationReason.NO_SOLUTION_FOUND
+            limit = Limit.TIME if "time" in str(res.message).lower() else Limit.OTHER
+        elif status == 2:
+            reason = TerminationReason.INFEASIBLE
+        elif status == 3:
+            reason = TerminationReason.UNBOUNDED
+        else:
+            reason = TerminationReason.ERROR
+        obj = float(arr.c @ x + arr.constant) if x is not None else math.nan
+        bound = math.nan
+        mdb = getattr(res, "mip_dual_bound", None)
+        if mdb is not None and math.isfinite(mdb):
+            bound = sign * float(mdb) + arr.constant
+        elif reason is TerminationReason.OPTIMAL:
+            bound = obj
+        else:
+            bound = math.inf if arr.maximize else -math.inf
+        if reason is TerminationReason.INFEASIBLE:
+            bound = -math.inf if arr.maximize else math.inf
+        return SolveResult(
+            termination=Termination(reason, limit, str(res.message)),
+            backend=self.name,
+            model=model,
+            _x=x if reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE) else None,
+            _objective=obj,
+            bound=bound,
+            timings=Timings(handoff=t1 - t0, solve=t2 - t1),
+            backend_version=self.version(),
+            stats={"mip_nodes": int(getattr(res, "mip_node_count", 0) or 0)},
+        )
+
+    def _linprog(self, model: LinearModel, params: SolveParams, sign: float) -> SolveResult:
+        from scipy.optimize import linprog
+
+        arr = model.to_arrays()
+        t0 = time.perf_counter()
+        A = arr.A
+        lo, up = arr.row_lower, arr.row_upper
+        eq = np.isfinite(lo) & np.isfinite(up) & (lo == up)
+        ub = np.isfinite(up) & ~eq
+        lb = np.isfinite(lo) & ~eq
+        A_ub = sp.vstack([A[ub], -A[lb]], format="csr") if (ub.any() or lb.any()) else None
+        b_ub = np.concatenate([up[ub], -lo[lb]]) if A_ub is not None else None
+        A_eq = A[eq] if eq.any() else None
+        b_eq = lo[eq] if eq.any() else None
+        bounds = np.column_stack(
+            [np.where(np.isfinite(arr.col_lower), arr.col_lower, np.nan), np.where(np.isfinite(arr.col_upper), arr.col_upper, np.nan)]
+        )
+        bounds = [(None if np.isnan(a) else a, None if np.isnan(b) else b) for a, b in bounds]
+        opts: dict = {"disp": bool(params.verbose)}
+        if params.time_limit is not None:
+            opts["time_limit"] = float(params.time_limit)
+        opts.update(params.options)
+        t1 = time.perf_counter()
+        res = linprog(sign * arr.c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs", options=opts)
+        t2 = time.perf_counter()
+        status = int(res.status)
+        limit = None
+        x = None
+        if status == 0:
+            reason = TerminationReason.OPTIMAL
+            x = np.asarray(res.x, dtype=float)
+        elif status == 1:
+            reason, limit = TerminationReason.NO_SOLUTION_FOUND, Limit.ITERATION
+        elif status == 2:
+            reason = TerminationReason.INFEASIBLE
+        elif status == 3:
+            reason = TerminationReason.UNBOUNDED
+        else:
+            reason = TerminationReason.NUMERICAL_ERROR
+        obj = float(arr.c @ x + arr.constant) if x is not None else math.nan
+        duals = None
+        if x is not None:
+            # scipy marginals are d(sign*obj)/d(b); map back to one dual per model row as d(obj)/d(bound)
+            duals = np.zeros(arr.num_rows)
+            if A_ub is not None:
+                mu = np.asarray(res.ineqlin.marginals)
+                nub = int(ub.sum())
+                duals[ub] += sign * mu[:nub]
+                duals[lb] += -sign * mu[nub:]
+            if A_eq is not None:
+                duals[eq] = sign * np.asarray(res.eqlin.marginals)
+        if reason is TerminationReason.OPTIMAL:
+            bound = obj
+        elif reason is TerminationReason.INFEASIBLE:
+            bound = -math.inf if arr.maximize else math.inf
+        else:
+            bound = math.inf if arr.maximize else -math.inf
+        return SolveResult(
+            termination=Termination(reason, limit, str(res.message)),
+            backend=self.name,
+            model=model,
+            _x=x,
+            _objective=obj,
+            bound=bound,
+            duals=duals,
+            timings=Timings(handoff=t1 - t0, solve=t2 - t1),
+            backend_version=self.version(),
+            stats={"iterations": int(getattr(res, "nit", 0) or 0)},
+        )

@@ -1,0 +1,89 @@
+"""The schedopt error hierarchy.
+
+Every error raised on purpose by schedopt derives from :class:`SchedoptError`. Errors about bad input
+are raised before any solve and name the offending field and value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "SchedoptError",
+    "InputError",
+    "BackendError",
+    "BackendUnavailableError",
+    "BackendCapabilityError",
+    "NoSolutionError",
+    "SolveFailedError",
+    "InfeasibleError",
+    "StructureError",
+]
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class SchedoptError(Exception):
+    """Base class of every error schedopt raises on purpose."""
+
+
+class InputError(SchedoptError, ValueError):
+    """Bad input: names the field and the offending value.
+
+    >>> raise InputError("col_lower", -1.0, "must be <= col_upper")  # doctest: +SKIP
+    """
+
+    def __init__(self, field: str, value: Any, message: str) -> None:
+        self.field = field
+        self.value = value
+        self.message = message
+        super().__init__(f"{field}={_short(value)}: {message}")
+
+
+class BackendError(SchedoptError):
+    """Something about a solver backend."""
+
+
+class BackendUnavailableError(BackendError, ImportError):
+    """The backend is unknown or its solver package is not installed."""
+
+    def __init__(self, backend: str, reason: str) -> None:
+        self.backend = backend
+        self.reason = reason
+        super().__init__(f"backend {backend!r} is not available: {reason}")
+
+
+class BackendCapabilityError(BackendError):
+    """The backend cannot solve this kind of model (e.g. CP-SAT and continuous variables)."""
+
+    def __init__(self, backend: str, reason: str) -> None:
+        self.backend = backend
+        self.reason = reason
+        super().__init__(f"backend {backend!r} cannot solve this model: {reason}")
+
+
+class NoSolutionError(SchedoptError, LookupError):
+    """A solution was read from a result that holds none."""
+
+
+class SolveFailedError(SchedoptError):
+    """Raised by ``SolveResult.raise_for_status`` when the solve did not reach the requested status."""
+
+    def __init__(self, message: str, result: Any = None) -> None:
+        self.result = result
+        super().__init__(message)
+
+
+class InfeasibleError(SolveFailedError):
+    """The model (or a problem's forced part) is infeasible; ``explanation`` names the constraint groups."""
+
+    def __init__(self, message: str, result: Any = None, explanation: Any = None) -> None:
+        self.explanation = explanation
+        super().__init__(message, result)
+
+
+class StructureError(SchedoptError):
+    """A model does not have the structure a specialised backend or algorithm needs."""

@@ -1,0 +1,369 @@
+"""Statistical efficiency, goodput optimisation, Sia's bootstrap and the per-job bundle."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ._throughput import ThroughputParams
+from ._validate import (
+    InputError,
+    as_float_array,
+    check_nonnegative,
+    check_placement,
+    check_positive,
+)
+
+__all__ = [
+    "efficiency",
+    "GoodputResult",
+    "goodput",
+    "bootstrap",
+    "bootstrap_params",
+    "JobGoodputModel",
+    "GoodputModel",
+    "N_CANDIDATES",
+]
+
+#: Number of geometric candidate global batch sizes (as in Pollux's ``np.geomspace`` default).
+N_CANDIDATES = 50
+_EPS = 1e-8  # tolerance for floor / ceil
+
+
+def efficiency(batch: Any, init_batch: Any, grad_sqr: Any, grad_var: Any) -> np.ndarray:
+    """Pollux statistical efficiency ``E(B) = gain / scale``, ``scale = B / B0``.
+
+    ``gain = (var + sqr) / (var / scale + sqr)``, i.e. ``E = (var + sqr) / (var + sqr * scale)``;
+    ``E(B0) = 1`` and E is strictly decreasing in B when ``sqr > 0``.  If ``var + sqr * scale == 0``
+    (no gradient signal at all) the gain is taken as 1, as in Pollux.
+    """
+    B = as_float_array("batch", batch)
+    B0 = as_float_array("init_batch", init_batch)
+    sqr = as_float_array("grad_sqr", grad_sqr)
+    var = as_float_array("grad_var", grad_var)
+    check_positive("batch", B)
+    check_positive("init_batch", B0)
+    check_nonnegative("grad_sqr", sqr)
+    check_nonnegative("grad_var", var)
+    return _efficiency(B, B0, sqr, var)
+
+
+def _efficiency(B: np.ndarray, B0: Any, sqr: Any, var: Any) -> np.ndarray:
+    scale = B / B0
+    denom = var + sqr * scale
+    safe = np.where(denom > 0, denom, 1.0)
+    return np.where(denom > 0, (var + sqr) / safe, 1.0 / scale)
+
+
+@dataclass(frozen=True)
+class GoodputResult:
+    """Best configuration per (nodes, replicas) point; arrays have the broadcast shape of the inputs.
+
+    ``batch_size == replicas * local_bsz * (accum_steps + 1)`` exactly.  Infeasible points (no candidate
+    batch fits the local-batch limits and the max batch) have ``feasible == False`` and zeros elsewhere.
+    """
+
+    goodput: np.ndarray
+    batch_size: np.ndarray
+    local_bsz: np.ndarray
+    accum_steps: np.ndarray
+    throughput: np.ndarray
+    efficiency: np.ndarray
+    feasible: np.ndarray = field(default=None)  # type: ignore[assignment]
+
+
+def _check_scalar(name: str, value: Any, positive: bool = True) -> float:
+    arr = as_float_array(name, value)
+    if arr.ndim != 0:
+        raise InputError(name, value, "must be a scalar")
+    if positive:
+        check_positive(name, arr)
+    return float(arr)
+
+
+def goodput(
+    params: ThroughputParams,
+    nodes: Any,
+    replicas: Any,
+    *,
+    init_batch: float,
+    max_batch: float,
+    grad_sqr: float,
+    grad_var: float,
+    local_bsz_range: tuple[float, float] | None = None,
+    accumulation: bool = True,
+    n_candidates: int = N_CANDIDATES,
+) -> GoodputResult:
+    """Maximise ``throughput * efficiency`` over global batch sizes for each (nodes, replicas) point.
+
+    Candidates: ``n_candidates`` geometric points between ``max(B0, r * min_local)`` and ``max_batch``.
+    For candidate ``B`` the local batch is ``B / r``; with accumulation ``s = ceil(B / r / max_local) - 1``
+    and ``b = ceil(B / (r (s + 1)))``, without it ``s = 0`` and ``b = ceil(B / r)``.  The realised batch
+    ``r b (s + 1)`` is what is evaluated and returned.  A candidate is valid when ``min_local <= b <= max_local``
+    and the realised batch is at most ``max_batch`` (the first candidate may exceed it by the rounding).
+    Fully vectorised: one (n_candidates x points) array pass, no Python loop over points.
+    """
+    if not isinstance(params, ThroughputParams):
+        raise InputError("params", type(params).__name__, "must be a ThroughputParams")
+    B0 = _check_scalar("init_batch", init_batch)
+    Bmax = _check_scalar("max_batch", max_batch)
+    if Bmax < B0:
+        raise InputError("max_batch", max_batch, f"must be >= init_batch ({B0})")
+    sqr = as_float_array("grad_sqr", grad_sqr)
+    var = as_float_array("grad_var", grad_var)
+    check_nonnegative("grad_sqr", sqr)
+    check_nonnegative("grad_var", var)
+    if local_bsz_range is None:
+        lo_b, hi_b = 1.0, Bmax
+    else:
+        if len(local_bsz_range) != 2:
+            raise InputError("local_bsz_range", local_bsz_range, "must be (min, max)")
+        lo_b = _check_scalar("local_bsz_range[0]", local_bsz_range[0])
+        hi_b = _check_scalar("local_bsz_range[1]", local_bsz_range[1])
+        if hi_b < lo_b:
+            raise InputError("local_bsz_range", local_bsz_range, "max must be >= min")
+    if int(n_candidates) < 1:
+        raise InputError("n_candidates", n_candidates, "must be >= 1")
+    n, r = check_placement(nodes, replicas)
+    shape = n.shape
+    try:
+        sqr = np.broadcast_to(sqr, shape).ravel()
+        var = np.broadcast_to(var, shape).ravel()
+    except ValueError:
+        raise InputError("grad_sqr", sqr.shape, f"must broadcast to the placement shape {shape}") from None
+    n, r = n.ravel(), r.ravel()
+
+    lo_B = np.maximum(B0, r * lo_b)  # (K,)
+    hi_B = np.maximum(lo_B, Bmax)
+    t = np.linspace(0.0, 1.0, int(n_candidates))[:, None]  # (C, 1)
+    cand = np.exp(np.log(lo_B) + t * (np.log(hi_B) - np.log(lo_B)))  # (C, K)
+    local = cand / r
+    if accumulation:
+        s = np.maximum(np.ceil(local / hi_b - _EPS) - 1, 0)
+    else:
+        s = np.zeros_like(local)
+    b = np.ceil(local / (s + 1) - _EPS)
+    real_B = r * b * (s + 1)
+    valid = (b >= lo_b - _EPS) & (b <= hi_b + _EPS) & (lo_B <= Bmax * (1 + _EPS))
+    first = np.zeros_like(valid)
+    first[0] = True
+    valid &= (real_B <= Bmax * (1 + _EPS)) | first
+
+    xput = r * b * (s + 1) / params._step_time(n, r, b, s)
+    eff = _efficiency(real_B, B0, sqr, var)
+    gp = np.where(valid, xput * eff, -np.inf)
+    idx = np.argmax(gp, axis=0)
+    cols = np.arange(gp.shape[1])
+    ok = valid[idx, cols]
+
+    def pick(a: np.ndarray, dtype: Any = float) -> np.ndarray:
+        return np.where(ok, a[idx, cols], 0).astype(dtype).reshape(shape)
+
+    return GoodputResult(
+        goodput=pick(gp),
+        batch_size=pick(real_B, np.int64),
+        local_bsz=pick(b, np.int64),
+        accum_steps=pick(s, np.int64),
+        throughput=pick(xput),
+        efficiency=pick(eff),
+        feasible=ok.reshape(shape),
+    )
+
+
+def bootstrap(xput_b_1gpu: Any, xput_a_1gpu: Any, xput_a: Any, *args: Any, **kwargs: Any) -> np.ndarray:
+    """Sia's estimate of throughput on a GPU type B the job has not run on.
+
+    ``est_xput_B(N) = xput_B(1) / xput_A(1) * xput_A(N)``, broadcasting over arrays.
+
+    Convenience form: ``bootstrap(params_a, xput_a_1gpu, xput_b_1gpu, nodes, replicas, local_bsz,
+    accum_steps=0)`` evaluates ``xput_A(N)`` from ``params_a`` (see :func:`bootstrap_params`).
+    """
+    if isinstance(xput_b_1gpu, ThroughputParams):
+        return bootstrap_params(xput_b_1gpu, xput_a_1gpu, xput_a, *args, **kwargs).throughput(*_pad(args, kwargs))
+    if args or kwargs:
+        raise InputError("args", args or kwargs, "the formula form takes exactly three arguments")
+    xb = as_float_array("xput_b_1gpu", xput_b_1gpu)
+    xa1 = as_float_array("xput_a_1gpu", xput_a_1gpu)
+    xa = as_float_array("xput_a", xput_a)
+    check_positive("xput_b_1gpu", xb)
+    check_positive("xput_a_1gpu", xa1)
+    check_nonnegative("xput_a", xa)
+    return xb / xa1 * xa
+
+
+def _pad(args: tuple, kwargs: dict) -> tuple:
+    names = ("nodes", "replicas", "local_bsz", "accum_steps")
+    vals = list(args) + [kwargs[k] for k in names[len(args):] if k in kwargs]
+    if len(vals) < 3:
+        raise InputError("args", args, "convenience form needs nodes, replicas, local_bsz")
+    return tuple(vals)
+
+
+def bootstrap_params(params_a: ThroughputParams, xput_a_1gpu: float, xput_b_1gpu: float,
+                     *_: Any, **__: Any) -> ThroughputParams:
+    """Throughput parameters for type B implied by Sia's bootstrap: type A's step times scaled by
+    ``xput_A(1) / xput_B(1)`` (valid because T_o is 1-homogeneous in (T_c, T_net)), so that
+    ``params_b.throughput(...) == xput_B(1) / xput_A(1) * params_a.throughput(...)`` everywhere."""
+    if not isinstance(params_a, ThroughputParams):
+        raise InputError("params_a", type(params_a).__name__, "must be a ThroughputParams")
+    xa1 = _check_scalar("xput_a_1gpu", xput_a_1gpu)
+    xb1 = _check_scalar("xput_b_1gpu", xput_b_1gpu)
+    return params_a.scaled(xa1 / xb1)
+
+
+def _interp_log(x: np.ndarray, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
+    return np.interp(np.log(x), np.log(xp), fp)
+
+
+@dataclass(frozen=True)
+class JobGoodputModel:
+    """Everything the goodput model needs for one job (application), on every GPU type it has.
+
+    ``grad_batch``/``grad_sqr``/``grad_var`` is a table of gradient statistics measured at those global
+    batch sizes (length >= 1), interpolated linearly in log-batch and clamped at the ends.
+    """
+
+    name: str
+    params: Mapping[str, ThroughputParams]
+    init_batch: float
+    max_batch: float
+    local_bsz_limits: Mapping[str, tuple[int, int]]
+    grad_batch: tuple[float, ...]
+    grad_sqr: tuple[float, ...]
+    grad_var: tuple[float, ...]
+    max_epochs: int | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        B0 = _check_scalar("init_batch", self.init_batch)
+        Bmax = _check_scalar("max_batch", self.max_batch)
+        if Bmax < B0:
+            raise InputError("max_batch", self.max_batch, f"must be >= init_batch ({B0})")
+        object.__setattr__(self, "init_batch", B0)
+        object.__setattr__(self, "max_batch", Bmax)
+        if not self.params:
+            raise InputError("params", dict(self.params), "need at least one GPU type")
+        for k, p in self.params.items():
+            if not isinstance(p, ThroughputParams):
+                raise InputError(f"params[{k!r}]", p, "must be a ThroughputParams")
+        if set(self.params) != set(self.local_bsz_limits):
+            raise InputError("local_bsz_limits", sorted(self.local_bsz_limits),
+                             f"keys must equal the params keys {sorted(self.params)}")
+        lims = {}
+        for k, (lo, hi) in self.local_bsz_limits.items():
+            lo_f, hi_f = _check_scalar(f"local_bsz_limits[{k!r}]", lo), _check_scalar(f"local_bsz_limits[{k!r}]", hi)
+            if hi_f < lo_f:
+                raise InputError(f"local_bsz_limits[{k!r}]", (lo, hi), "max must be >= min")
+            lims[k] = (int(lo_f), int(hi_f))
+        object.__setattr__(self, "params", dict(self.params))
+        object.__setattr__(self, "local_bsz_limits", lims)
+        gb = as_float_array("grad_batch", self.grad_batch).ravel()
+        gs = as_float_array("grad_sqr", self.grad_sqr).ravel()
+        gv = as_float_array("grad_var", self.grad_var).ravel()
+        if not (gb.size == gs.size == gv.size) or gb.size == 0:
+            raise InputError("grad_batch", (gb.size, gs.size, gv.size),
+                             "grad_batch, grad_sqr, grad_var must be non-empty and of equal length")
+        check_positive("grad_batch", gb)
+        check_nonnegative("grad_sqr", gs)
+        check_nonnegative("grad_var", gv)
+        order = np.argsort(gb)
+        for name, arr in (("grad_batch", gb), ("grad_sqr", gs), ("grad_var", gv)):
+            object.__setattr__(self, name, tuple(float(v) for v in arr[order]))
+
+    @property
+    def gpu_types(self) -> list[str]:
+        return list(self.params)
+
+    def _type(self, gpu_type: str) -> ThroughputParams:
+        try:
+            return self.params[gpu_type]
+        except KeyError:
+            raise InputError("gpu_type", gpu_type, f"unknown for {self.name!r}; have {sorted(self.params)}") from None
+
+    def grad_stats(self, batch: Any | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(grad_sqr, grad_var) interpolated at global batch ``batch`` (default: init_batch)."""
+        B = as_float_array("batch", self.init_batch if batch is None else batch)
+        check_positive("batch", B)
+        xp = np.array(self.grad_batch)
+        return (_interp_log(B, xp, np.array(self.grad_sqr)), _interp_log(B, xp, np.array(self.grad_var)))
+
+    def efficiency(self, batch: Any, stats_batch: float | None = None) -> np.ndarray:
+        """Statistical efficiency of ``batch`` with the gradient statistics at ``stats_batch`` (default B0)."""
+        sqr, var = self.grad_stats(stats_batch)
+        return efficiency(batch, self.init_batch, sqr, var)
+
+    def goodput(self, gpu_type: str, nodes: Any, replicas: Any, *, stats_batch: float | None = None,
+                accumulation: bool = True) -> GoodputResult:
+        """Best goodput on ``gpu_type`` for every (nodes, replicas) point (vectorised).
+
+        As in the Pollux simulator the gradient statistics are fixed for the candidate search: those
+        measured at ``stats_batch`` (the job's current batch; default B0).
+        """
+        p = self._type(gpu_type)
+        sqr, var = self.grad_stats(stats_batch)
+        return goodput(p, nodes, replicas, init_batch=self.init_batch, max_batch=self.max_batch,
+                       grad_sqr=float(sqr), grad_var=float(var),
+                       local_bsz_range=self.local_bsz_limits[gpu_type], accumulation=accumulation)
+
+    def throughput(self, gpu_type: str, nodes: Any, replicas: Any, batch: Any) -> np.ndarray:
+        """Samples/s when training at global batch ``batch`` on (nodes, replicas) GPUs of ``gpu_type``.
+
+        Uses the fewest accumulation steps that keep the local batch within the type's maximum,
+        ``s = ceil(B / (r max_local)) - 1``, and the (real-valued) local batch ``b = B / (r (s + 1))``.
+        """
+        p = self._type(gpu_type)
+        n, r = check_placement(nodes, replicas)
+        B = as_float_array("batch", batch)
+        check_positive("batch", B)
+        hi = self.local_bsz_limits[gpu_type][1]
+        s = np.maximum(np.ceil(B / (r * hi) - _EPS) - 1, 0)
+        b = B / (r * (s + 1))
+        return B / p._step_time(n, r, b, s)
+
+    def with_bootstrap(self, new_type: str, ref_type: str, xput_ref_1gpu: float, xput_new_1gpu: float,
+                       local_bsz_limits: tuple[int, int]) -> JobGoodputModel:
+        """A copy with ``new_type`` added via Sia's bootstrap from ``ref_type``'s full model."""
+        p_new = bootstrap_params(self._type(ref_type), xput_ref_1gpu, xput_new_1gpu)
+        params = {**self.params, new_type: p_new}
+        lims = {**self.local_bsz_limits, new_type: tuple(local_bsz_limits)}
+        return JobGoodputModel(self.name, params, self.init_batch, self.max_batch, lims, self.grad_batch,
+                               self.grad_sqr, self.grad_var, self.max_epochs, self.meta)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "init_batch": self.init_batch,
+            "max_batch": self.max_batch,
+            "max_epochs": self.max_epochs,
+            "params": {k: p.to_dict() for k, p in self.params.items()},
+            "local_bsz_limits": {k: list(v) for k, v in self.local_bsz_limits.items()},
+            "grad_stats": {"batch": list(self.grad_batch), "grad_sqr": list(self.grad_sqr),
+                           "grad_var": list(self.grad_var)},
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> JobGoodputModel:
+        try:
+            gs = d["grad_stats"]
+            return cls(
+                name=d["name"],
+                params={k: ThroughputParams.from_dict(v) for k, v in d["params"].items()},
+                init_batch=d["init_batch"],
+                max_batch=d["max_batch"],
+                local_bsz_limits={k: tuple(v) for k, v in d["local_bsz_limits"].items()},
+                grad_batch=tuple(gs["batch"]),
+                grad_sqr=tuple(gs["grad_sqr"]),
+                grad_var=tuple(gs["grad_var"]),
+                max_epochs=d.get("max_epochs"),
+                meta={k: v for k, v in d.items() if k not in {"name", "params", "init_batch", "max_batch",
+                                                              "local_bsz_limits", "grad_stats", "max_epochs"}},
+            )
+        except KeyError as exc:
+            raise InputError(str(exc.args[0]), None, "missing from the model dictionary") from None
+
+
+#: Alias (the issue text names both).
+GoodputModel = JobGoodputModel

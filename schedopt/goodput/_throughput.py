@@ -1,0 +1,263 @@
+"""Pollux's seven-parameter throughput model: evaluation and fitting (see formulations/goodput.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+import numpy as np
+import scipy.optimize
+
+from ._validate import (
+    InputError,
+    as_float_array,
+    check_integral,
+    check_nonnegative,
+    check_placement,
+    check_positive,
+)
+
+__all__ = ["ThroughputParams", "fit_throughput", "prediction_errors", "PARAM_NAMES"]
+
+PARAM_NAMES = ("alpha_c", "beta_c", "alpha_n", "beta_n", "alpha_r", "beta_r", "gamma")
+
+#: Network time (seconds) used for a single replica, and the ``eps`` in ``max(r - 2, eps)`` (as in Pollux).
+NET_EPS = 1e-8
+#: Lower bound of every alpha / beta in the fit (Pollux uses 1e-8 too).
+PARAM_FLOOR = 1e-8
+#: Prior enforced by the fit: alpha_n >= NET_PRIOR * alpha_r and beta_n >= NET_PRIOR * beta_r.
+NET_PRIOR = 1.1
+
+
+@dataclass(frozen=True)
+class ThroughputParams:
+    """Per (job, GPU type) throughput parameters; times in seconds, batch sizes in samples.
+
+    ``T_c(b) = alpha_c + beta_c b``; ``T_net(n, r)`` uses (alpha_n, beta_n) across nodes, (alpha_r, beta_r)
+    within one node; ``T_o = (T_c^gamma + T_net^gamma)^(1/gamma)``; an iteration with ``s`` accumulation
+    steps takes ``s T_c + T_o``.
+    """
+
+    alpha_c: float
+    beta_c: float
+    alpha_n: float
+    beta_n: float
+    alpha_r: float
+    beta_r: float
+    gamma: float
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            v = getattr(self, f.name)
+            try:
+                fv = float(v)
+            except (TypeError, ValueError):
+                raise InputError(f.name, v, "must be a real number") from None
+            if not np.isfinite(fv):
+                raise InputError(f.name, v, "must be finite")
+            object.__setattr__(self, f.name, fv)
+        for name in PARAM_NAMES[:6]:
+            if getattr(self, name) < 0:
+                raise InputError(name, getattr(self, name), "must be >= 0")
+        if not 1.0 <= self.gamma <= 10.0:
+            raise InputError("gamma", self.gamma, "must be in [1, 10]")
+
+    # ------------------------------------------------------------------ evaluation
+    def compute_time(self, local_bsz: Any) -> np.ndarray:
+        """Time of one forward/backward pass on one GPU with local batch ``local_bsz``."""
+        b = as_float_array("local_bsz", local_bsz)
+        check_positive("local_bsz", b)
+        return self.alpha_c + self.beta_c * b
+
+    def network_time(self, nodes: Any, replicas: Any) -> np.ndarray:
+        """All-reduce time for ``replicas`` GPUs on ``nodes`` nodes (``NET_EPS``-ish for one replica)."""
+        n, r = check_placement(nodes, replicas)
+        return self._network_time(n, r)
+
+    def _network_time(self, n: np.ndarray, r: np.ndarray) -> np.ndarray:
+        conds = [n > 1, r > 1]
+        alpha = np.select(conds, [self.alpha_n, self.alpha_r], NET_EPS)
+        beta = np.select(conds, [self.beta_n, self.beta_r], NET_EPS)
+        return alpha + beta * np.maximum(r - 2, NET_EPS)
+
+    def _overlap(self, t_c: np.ndarray, t_n: np.ndarray) -> np.ndarray:
+        g = self.gamma
+        m = np.maximum(t_c, t_n)
+        m_safe = np.where(m > 0, m, 1.0)
+        return m * ((t_c / m_safe) ** g + (t_n / m_safe) ** g) ** (1.0 / g)
+
+    def _step_time(self, n: np.ndarray, r: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:
+        t_c = self.alpha_c + self.beta_c * b
+        return s * t_c + self._overlap(t_c, self._network_time(n, r))
+
+    def step_time(self, nodes: Any, replicas: Any, local_bsz: Any, accum_steps: Any = 0) -> np.ndarray:
+        """Seconds per optimizer step: ``s T_c + T_o`` (broadcasts over all arguments)."""
+        n, r = check_placement(nodes, replicas)
+        b = as_float_array("local_bsz", local_bsz)
+        check_positive("local_bsz", b)
+        s = as_float_array("accum_steps", accum_steps)
+        check_nonnegative("accum_steps", s)
+        check_integral("accum_steps", s)
+        try:
+            np.broadcast_shapes(n.shape, b.shape, s.shape)
+        except ValueError:
+            raise InputError("local_bsz", b.shape, f"shape does not broadcast with nodes shape {n.shape}") from None
+        return self._step_time(n, r, b, s)
+
+    def throughput(self, nodes: Any, replicas: Any, local_bsz: Any, accum_steps: Any = 0) -> np.ndarray:
+        """Samples per second: ``r b (s + 1) / (s T_c + T_o)``."""
+        t = self.step_time(nodes, replicas, local_bsz, accum_steps)
+        r = np.asarray(replicas, dtype=float)
+        return r * np.asarray(local_bsz, float) * (np.asarray(accum_steps, float) + 1) / t
+
+    def scaled(self, factor: float) -> ThroughputParams:
+        """Parameters whose step times are ``factor`` times these (T_o is 1-homogeneous in T_c, T_net)."""
+        f = float(factor)
+        if not (np.isfinite(f) and f > 0):
+            raise InputError("factor", factor, "must be finite and > 0")
+        vals = {k: getattr(self, k) * f for k in PARAM_NAMES[:6]}
+        return ThroughputParams(**vals, gamma=self.gamma)
+
+    # ------------------------------------------------------------------ (de)serialisation
+    def to_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ThroughputParams:
+        missing = [k for k in PARAM_NAMES if k not in d]
+        if missing:
+            raise InputError("params", dict(d), f"missing keys {missing}")
+        return cls(**{k: d[k] for k in PARAM_NAMES})
+
+    def as_array(self) -> np.ndarray:
+        return np.array([getattr(self, k) for k in PARAM_NAMES])
+
+
+# ---------------------------------------------------------------------- fitting
+def _check_rows(
+    nodes: Any, replicas: Any, local_bsz: Any, step_time: Any, sync_time: Any
+) -> tuple[np.ndarray, ...]:
+    names = ("nodes", "replicas", "local_bsz", "step_time", "sync_time")
+    arrs = [as_float_array(k, v).ravel() for k, v in zip(names, (nodes, replicas, local_bsz, step_time, sync_time))]
+    sizes = {k: a.size for k, a in zip(names, arrs)}
+    if len(set(sizes.values())) != 1:
+        raise InputError("sync_time" if sizes["sync_time"] != sizes["nodes"] else "replicas", sizes,
+                         "all observation arrays must have the same length")
+    if arrs[0].size == 0:
+        raise InputError("nodes", [], "need at least one observation")
+    n, r = check_placement(arrs[0], arrs[1])
+    b, step, sync = arrs[2:]
+    check_positive("local_bsz", b)
+    check_positive("step_time", step)
+    check_nonnegative("sync_time", sync)
+    bad = sync >= step
+    if bad.any():
+        raise InputError("sync_time", sync[bad][0].item(), "must be < step_time (compute = step - sync > 0)")
+    return n, r, b, step, sync
+
+
+def _raw(alpha_c, beta_c, alpha_n, beta_n, alpha_r, beta_r, gamma) -> ThroughputParams:  # noqa: ANN001
+    """Build without validation (used inside the optimiser loop)."""
+    p = object.__new__(ThroughputParams)
+    for k, v in zip(PARAM_NAMES, (alpha_c, beta_c, alpha_n, beta_n, alpha_r, beta_r, gamma)):
+        object.__setattr__(p, k, float(v))
+    return p
+
+
+def _theta_to_params(theta: np.ndarray) -> ThroughputParams:
+    e = np.exp(theta[:6])
+    return _raw(e[0], e[1], NET_PRIOR * e[4] + e[2], NET_PRIOR * e[5] + e[3], e[4], e[5], theta[6])
+
+
+def _objective(theta: np.ndarray, n, r, b, log_comp, log_step) -> float:  # noqa: ANN001
+    p = _theta_to_params(theta)
+    t_c = p.alpha_c + p.beta_c * b
+    t_o = p._overlap(t_c, p._network_time(n, r))
+    err_c = np.sqrt(np.mean((np.log(t_c) - log_comp) ** 2))
+    err_o = np.sqrt(np.mean((np.log(t_o) - log_step) ** 2))
+    reg_gamma = 1e-3 * (p.gamma - 1.0) ** 2
+    reg_retro = 1e-2 * ((p.alpha_r / p.alpha_n) ** 2 + (p.beta_r / p.beta_n) ** 2)
+    return float(err_c + err_o + reg_gamma + reg_retro)
+
+
+def fit_throughput(
+    nodes: Any, replicas: Any, local_bsz: Any, step_time: Any, sync_time: Any
+) -> ThroughputParams:
+    """Fit the seven parameters to observed rows (one per measurement).
+
+    ``step_time`` is the whole optimizer step (no accumulation), ``sync_time`` its gradient-sync part, so the
+    per-GPU compute time is ``step_time - sync_time``.  Minimises (L-BFGS-B, log-parameterised) the RMS log error
+    of the compute-time predictions plus that of the step-time predictions, with Pollux's two small
+    regularisers.  Pins what the data cannot identify: ``alpha_c = mean(compute)/2`` if one batch size was
+    seen; (alpha_n, beta_n) = 1.1 (alpha_r, beta_r) without multi-node rows; alpha_r (beta_r) at the floor
+    without single-node rows with r > 1 (r > 2).  ``alpha_n >= 1.1 alpha_r`` and ``beta_n >= 1.1 beta_r``
+    always hold (the fit parameterises ``alpha_n = 1.1 alpha_r + d_alpha_n`` with ``d_alpha_n > 0``).
+    """
+    n, r, b, step, sync = _check_rows(nodes, replicas, local_bsz, step_time, sync_time)
+    comp = step - sync
+    log_comp, log_step = np.log(comp), np.log(step)
+    lo, hi = np.log(PARAM_FLOOR), np.log(1e4)
+
+    # Initial guess: least squares line for compute time; network from the sync times.
+    if np.unique(b).size > 1:
+        beta_c0, alpha_c0 = np.polyfit(b, comp, 1)
+    else:
+        beta_c0, alpha_c0 = np.mean(comp) / 2 / b[0], np.mean(comp) / 2
+    alpha_c0 = max(alpha_c0, 1e-2 * np.min(comp))
+    beta_c0 = max(beta_c0, 1e-2 * np.min(comp) / np.max(b))
+    single_multi = (n == 1) & (r > 1)
+    multi_node = n > 1
+    alpha_r0 = np.median(sync[single_multi]) / 2 if single_multi.any() else PARAM_FLOOR
+    alpha_n0 = np.median(sync[multi_node]) / 2 if multi_node.any() else PARAM_FLOOR
+    alpha_r0 = max(alpha_r0, 1e-6)
+    d_alpha_n0 = max(alpha_n0 - NET_PRIOR * alpha_r0, 1e-6)
+    x0 = np.log([alpha_c0, beta_c0, d_alpha_n0, d_alpha_n0 / 10, alpha_r0, alpha_r0 / 10])
+    x0 = np.append(np.clip(x0, lo, hi), 1.0)
+
+    fixed: dict[int, float] = {}
+    if np.unique(b).size == 1:
+        fixed[0] = np.log(np.mean(comp) / 2)
+    if not multi_node.any():
+        fixed[2] = fixed[3] = lo
+    if not single_multi.any():
+        fixed[4] = lo
+    if not (single_multi & (r > 2)).any():
+        fixed[5] = lo
+    free = [i for i in range(7) if i not in fixed]
+    args = (n, r, b, log_comp, log_step)
+
+    def full(x: np.ndarray) -> np.ndarray:
+        th = np.empty(7)
+        for i, v in fixed.items():
+            th[i] = v
+        th[free] = x
+        return th
+
+    bounds = [(lo, hi) if i < 6 else (1.0, 10.0) for i in free]
+    best_val, best_theta = np.inf, full(x0[free])
+    for gamma0 in (1.0, 2.0, 4.0):
+        start = x0.copy()
+        start[6] = gamma0
+        res = scipy.optimize.minimize(
+            lambda x: _objective(full(x), *args), start[free], method="L-BFGS-B", bounds=bounds,
+            options={"maxiter": 2000},
+        )
+        if res.fun < best_val:
+            best_val, best_theta = res.fun, full(res.x)
+    p = _theta_to_params(best_theta)
+    return ThroughputParams(**{k: getattr(p, k) for k in PARAM_NAMES})
+
+
+def prediction_errors(
+    params: ThroughputParams, nodes: Any, replicas: Any, local_bsz: Any, step_time: Any
+) -> tuple[float, float]:
+    """(RMS log error, max relative error) of predicted vs observed step times (no accumulation)."""
+    obs = as_float_array("step_time", step_time)
+    check_positive("step_time", obs)
+    pred = params.step_time(nodes, replicas, local_bsz)
+    if pred.shape != obs.shape:
+        raise InputError("step_time", obs.shape, f"length must match the placements ({pred.shape})")
+    rms = float(np.sqrt(np.mean((np.log(pred) - np.log(obs)) ** 2)))
+    mx = float(np.max(np.abs(pred / obs - 1.0)))
+    return rms, mx

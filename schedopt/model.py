@@ -1,0 +1,606 @@
+"""``LinearModel``: a solver-agnostic linear / mixed-integer model built from whole arrays.
+
+A model is a list of named **variable blocks** (an n-dimensional array of variables sharing a kind, with bounds
+and optional labels per axis) and named **constraint families** (rows given as a sparse matrix over the blocks,
+with lower and upper bounds and one label per row), plus a linear objective with a sense and a constant.
+
+Nothing here loops in Python over single variables or rows: blocks and families are added from numpy /
+scipy.sparse arrays, and :meth:`LinearModel.to_arrays` assembles the ``scipy.optimize.milp``-shaped form
+(``c, A, row_lower, row_upper, col_lower, col_upper, integrality``) every backend consumes.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from .errors import InputError
+
+__all__ = ["VarKind", "VarBlock", "ConstraintFamily", "LinearModel", "ModelArrays"]
+
+INF = np.inf
+
+
+class VarKind(str, Enum):
+    """Kind of a variable block."""
+
+    CONTINUOUS = "continuous"
+    INTEGER = "integer"
+    BINARY = "binary"
+
+
+@dataclass(frozen=True)
+class VarBlock:
+    """A named block of variables occupying columns ``start .. start + size`` of the model.
+
+    ``labels`` holds one sequence of labels per axis (e.g. job ids and configuration names), or ``None``.
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    start: int
+    kind: VarKind
+    labels: tuple[tuple[Any, ...], ...] | None = None
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def stop(self) -> int:
+        return self.start + self.size
+
+    @property
+    def indices(self) -> np.ndarray:
+        """Global column index of every variable, shaped like the block."""
+        return np.arange(self.start, self.stop, dtype=np.int64).reshape(self.shape)
+
+    def label_of(self, flat: int) -> str:
+        """Readable name of the variable at flat position ``flat`` within the block."""
+        idx = np.unravel_index(flat, self.shape) if self.shape else ()
+        if self.labels is None:
+            parts = [str(int(i)) for i in idx]
+        else:
+            parts = [str(self.labels[a][int(i)]) for a, i in enumerate(idx)]
+        return f"{self.name}[{','.join(parts)}]" if parts else self.name
+
+
+@dataclass(frozen=True)
+class ConstraintFamily:
+    """A named family of rows ``lower <= A x <= upper`` occupying rows ``start .. start + size``."""
+
+    name: str
+    start: int
+    size: int
+    labels: tuple[Any, ...] | None = None
+
+    @property
+    def stop(self) -> int:
+        return self.start + self.size
+
+    def label_of(self, row: int) -> str:
+        if self.labels is None:
+            return f"{self.name}[{row}]"
+        return f"{self.name}[{self.labels[row]}]"
+
+
+@dataclass(frozen=True)
+class ModelArrays:
+    """The plain array form of a model (the ``scipy.optimize.milp`` contract, objective as *minimize*-or-not).
+
+    ``c`` is in the model's own sense (``maximize`` is kept, not negated); ``integrality`` is 0 for continuous
+    and 1 for integer columns. ``A`` is CSR with ``num_cols`` columns.
+    """
+
+    c: np.ndarray
+    A: sp.csr_matrix
+    row_lower: np.ndarray
+    row_upper: np.ndarray
+    col_lower: np.ndarray
+    col_upper: np.ndarray
+    integrality: np.ndarray
+    maximize: bool
+    constant: float
+
+    @property
+    def num_cols(self) -> int:
+        return int(self.c.shape[0])
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.A.shape[0])
+
+    @property
+    def is_mip(self) -> bool:
+        return bool(np.any(self.integrality))
+
+
+def _as_float_array(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(name, value, "must be numeric") from exc
+    try:
+        arr = np.broadcast_to(arr, shape)
+    except ValueError as exc:
+        raise InputError(name, arr.shape, f"shape does not broadcast to {shape}") from exc
+    if np.isnan(arr).any():
+        bad = np.argwhere(np.isnan(arr))[0]
+        raise InputError(name, float("nan"), f"contains NaN (first at index {tuple(int(i) for i in bad)})")
+    return arr
+
+
+def _check_bounds(name: str, lower: np.ndarray, upper: np.ndarray) -> None:
+    bad = lower > upper
+    if bad.any():
+        i = int(np.flatnonzero(bad.ravel())[0])
+        raise InputError(
+            f"{name}.lower", float(lower.ravel()[i]), f"is greater than {name}.upper={float(upper.ravel()[i])} at index {i}"
+        )
+
+
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _check_name(kind: str, name: str, taken: Mapping[str, Any]) -> None:
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise InputError(f"{kind}.name", name, "must be an identifier (letters, digits, underscore)")
+    if name in taken:
+        raise InputError(f"{kind}.name", name, "is already used in this model")
+
+
+class LinearModel:
+    """A linear or mixed-integer linear model made of named variable blocks and constraint families.
+
+    >>> import numpy as np, schedopt
+    >>> m = schedopt.LinearModel("knapsack", sense="maximize")
+    >>> x = m.add_variables("x", 3, kind="binary", labels=["a", "b", "c"])
+    >>> m.add_constraints("weight", {"x": [[2, 3, 4]]}, upper=5)
+    >>> m.set_objective({"x": [3, 4, 5]})
+    """
+
+    def __init__(self, name: str = "model", sense: str = "minimize") -> None:
+        self.name = name
+        self._sense = self._parse_sense(sense)
+        self.blocks: dict[str, VarBlock] = {}
+        self.families: dict[str, ConstraintFamily] = {}
+        self._col_lower: list[np.ndarray] = []
+        self._col_upper: list[np.ndarray] = []
+        self._col_int: list[np.ndarray] = []
+        self._rows: list[sp.csr_matrix] = []
+        self._row_lower: list[np.ndarray] = []
+        self._row_upper: list[np.ndarray] = []
+        self._c: dict[str, np.ndarray] = {}
+        self.constant = 0.0
+        self.num_cols = 0
+        self.num_rows = 0
+        self._cache: ModelArrays | None = None
+        self._created = time.perf_counter()
+        #: seconds spent building the model; set by problem builders (``None`` when unknown)
+        self.build_seconds: float | None = None
+        #: free-form information that builders attach (e.g. the structure a specialised backend can exploit)
+        self.meta: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ sense
+    @staticmethod
+    def _parse_sense(sense: str) -> str:
+        if sense not in ("minimize", "maximize"):
+            raise InputError("sense", sense, "must be 'minimize' or 'maximize'")
+        return sense
+
+    @property
+    def sense(self) -> str:
+        return self._sense
+
+    @sense.setter
+    def sense(self, value: str) -> None:
+        self._sense = self._parse_sense(value)
+        self._cache = None
+
+    @property
+    def maximize(self) -> bool:
+        return self._sense == "maximize"
+
+    # ------------------------------------------------------------- variables
+    def add_variables(
+        self,
+        name: str,
+        shape: int | Sequence[int],
+        *,
+        lower: Any = 0.0,
+        upper: Any = INF,
+        kind: str | VarKind = VarKind.CONTINUOUS,
+        labels: Sequence[Any] | Sequence[Sequence[Any]] | None = None,
+    ) -> VarBlock:
+        """Add a block of variables of the given shape; bounds broadcast to the shape.
+
+        ``kind`` is ``"continuous"``, ``"integer"`` or ``"binary"`` (binary clips the bounds to [0, 1]).
+        ``labels``: for a 1-d block a sequence of labels; for an n-d block one sequence per axis.
+        """
+        _check_name("variables", name, self.blocks)
+        shp = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)  # type: ignore[arg-type]
+        if any(s < 0 for s in shp):
+            raise InputError(f"variables[{name}].shape", shp, "dimensions must be non-negative")
+        try:
+            vkind = VarKind(kind)
+        except ValueError as exc:
+            raise InputError(f"variables[{name}].kind", kind, "must be continuous, integer or binary") from exc
+        lo = _as_float_array(f"variables[{name}].lower", lower, shp).ravel().copy()
+        up = _as_float_array(f"variables[{name}].upper", upper, shp).ravel().copy()
+        if vkind is VarKind.BINARY:
+            lo = np.maximum(lo, 0.0)
+            up = np.minimum(up, 1.0)
+        _check_bounds(f"variables[{name}]", lo, up)
+        if vkind is not VarKind.CONTINUOUS:
+            lo = np.ceil(lo - 1e-9)
+            up = np.floor(up + 1e-9)
+            _check_bounds(f"variables[{name}] (integer)", lo, up)
+        lab = self._check_var_labels(name, shp, labels)
+        block = VarBlock(name=name, shape=shp, start=self.num_cols, kind=vkind, labels=lab)
+        self.blocks[name] = block
+        self._col_lower.append(lo)
+        self._col_upper.append(up)
+        self._col_int.append(np.full(block.size, 0 if vkind is VarKind.CONTINUOUS else 1, dtype=np.uint8))
+        self.num_cols += block.size
+        self._cache = None
+        return block
+
+    @staticmethod
+    def _check_var_labels(name: str, shp: tuple[int, ...], labels: Any) -> tuple[tuple[Any, ...], ...] | None:
+        if labels is None:
+            return None
+        if len(shp) == 1 and len(labels) == shp[0]:
+            axes: tuple[tuple[Any, ...], ...] = (tuple(labels),)
+        else:
+            axes = tuple(tuple(a) for a in labels)
+        if len(axes) != len(shp) or any(len(a) != s for a, s in zip(axes, shp, strict=False)):
+            raise InputError(
+                f"variables[{name}].labels", [len(a) for a in axes], f"need one label sequence per axis of shape {shp}"
+            )
+        return axes
+
+    def block_of(self, col: int) -> tuple[VarBlock, int]:
+        """The block holding global column ``col`` and the flat position inside it."""
+        for b in self.blocks.values():
+            if b.start <= col < b.stop:
+                return b, col - b.start
+        raise InputError("col", col, f"out of range 0..{self.num_cols - 1}")
+
+    # ----------------------------------------------------------- constraints
+    def _coeff_matrix(self, family: str, coeffs: Any, nrows: int | None) -> sp.csr_matrix:
+        """Turn ``coeffs`` (a matrix over all columns, or a dict block -> matrix over that block) into CSR."""
+        if isinstance(coeffs, Mapping):
+            parts = []
+            for bname, mat in coeffs.items():
+                if bname not in self.blocks:
+                    raise InputError(f"constraints[{family}].coeffs", bname, "names no variable block")
+                blk = self.blocks[bname]
+                M = sp.csr_matrix(mat, dtype=np.float64) if not sp.issparse(mat) else sp.csr_matrix(mat, dtype=np.float64)
+                if M.ndim != 2 or M.shape[1] != blk.size:
+                    raise InputError(
+                        f"constraints[{family}].coeffs[{bname}]", M.shape, f"needs {blk.size} columns (block size)"
+                    )
+                coo = M.tocoo()
+                parts.append((coo.row, coo.col + blk.start, coo.data, M.shape[0]))
+            if not parts:
+                raise InputError(f"constraints[{family}].coeffs", coeffs, "is empty")
+            rows = {p[3] for p in parts}
+            if len(rows) != 1:
+                raise InputError(f"constraints[{family}].coeffs", sorted(rows), "blocks disagree on the row count")
+            m = rows.pop()
+            r = np.concatenate([p[0] for p in parts])
+            cidx = np.concatenate([p[1] for p in parts])
+            v = np.concatenate([p[2] for p in parts])
+            A = sp.csr_matrix((v, (r, cidx)), shape=(m, self.num_cols))
+        else:
+            A = sp.csr_matrix(coeffs, dtype=np.float64)
+            if A.ndim != 2 or A.shape[1] > self.num_cols:
+                raise InputError(
+                    f"constraints[{family}].coeffs", A.shape, f"needs at most {self.num_cols} columns (the model's)"
+                )
+            if A.shape[1] < self.num_cols:
+                A = sp.csr_matrix((A.data, A.indices, A.indptr), shape=(A.shape[0], self.num_cols))
+        if A.nnz and not np.isfinite(A.data).all():
+            raise InputError(f"constraints[{family}].coeffs", "non-finite", "contains NaN or inf")
+        A.sum_duplicates()
+        if nrows is not None and A.shape[0] != nrows:
+            raise InputError(f"constraints[{family}].coeffs", A.shape, f"row count differs from {nrows}")
+        return A
+
+    def add_constraints(
+        self,
+        name: str,
+        coeffs: Any,
+        *,
+        lower: Any = -INF,
+        upper: Any = INF,
+        labels: Sequence[Any] | None = None,
+    ) -> ConstraintFamily:
+        """Add the family ``lower <= coeffs @ x <= upper``.
+
+        ``coeffs`` is a (rows x model columns) array or sparse matrix, or a mapping from block name to a
+        (rows x block size) matrix over that block's flattened variables.
+        """
+        _check_name("constraints", name, self.families)
+        A = self._coeff_matrix(name, coeffs, None)
+        m = A.shape[0]
+        lo = _as_float_array(f"constraints[{name}].lower", lower, (m,)).copy()
+        up = _as_float_array(f"constraints[{name}].upper", upper, (m,)).copy()
+        _check_bounds(f"constraints[{name}]", lo, up)
+        if labels is not None:
+            labels = tuple(labels)
+            if len(labels) != m:
+                raise InputError(f"constraints[{name}].labels", len(labels), f"need one label per row ({m})")
+        fam = ConstraintFamily(name=name, start=self.num_rows, size=m, labels=labels)
+        self.families[name] = fam
+        self._rows.append(A)
+        self._row_lower.append(lo)
+        self._row_upper.append(up)
+        self.num_rows += m
+        self._cache = None
+        return fam
+
+    # -------------------------------------------------------------- objective
+    def set_objective(self, coeffs: Any, *, sense: str | None = None, constant: float = 0.0) -> None:
+        """Set the linear objective: a mapping block -> coefficients (shaped like the block) or a full vector."""
+        if sense is not None:
+            self.sense = sense
+        self._c = {}
+        if isinstance(coeffs, Mapping):
+            for bname, vec in coeffs.items():
+                if bname not in self.blocks:
+                    raise InputError("objective", bname, "names no variable block")
+                blk = self.blocks[bname]
+                self._c[bname] = _as_float_array(f"objective[{bname}]", vec, blk.shape).ravel().copy()
+        else:
+            full = _as_float_array("objective", coeffs, (self.num_cols,))
+            for b in self.blocks.values():
+                self._c[b.name] = full[b.start : b.stop].copy()
+        if not np.isfinite(constant):
+            raise InputError("objective.constant", constant, "must be finite")
+        self.constant = float(constant)
+        for bname, vec in self._c.items():
+            if not np.isfinite(vec).all():
+                raise InputError(f"objective[{bname}]", "inf", "coefficients must be finite")
+        self._cache = None
+
+    # ---------------------------------------------------------------- arrays
+    def to_arrays(self) -> ModelArrays:
+        """The assembled array form (cached until the model changes)."""
+        if self._cache is not None:
+            return self._cache
+        n = self.num_cols
+        c = np.zeros(n)
+        for bname, vec in self._c.items():
+            b = self.blocks[bname]
+            c[b.start : b.stop] = vec
+        if self._rows:
+            mats = [
+                A if A.shape[1] == n else sp.csr_matrix((A.data, A.indices, A.indptr), shape=(A.shape[0], n))
+                for A in self._rows
+            ]
+            A = sp.vstack(mats, format="csr")
+            rl = np.concatenate(self._row_lower)
+            ru = np.concatenate(self._row_upper)
+        else:
+            A = sp.csr_matrix((0, n))
+            rl = np.zeros(0)
+            ru = np.zeros(0)
+        cat = np.concatenate
+        self._cache = ModelArrays(
+            c=c,
+            A=A,
+            row_lower=rl,
+            row_upper=ru,
+            col_lower=cat(self._col_lower) if self._col_lower else np.zeros(0),
+            col_upper=cat(self._col_upper) if self._col_upper else np.zeros(0),
+            integrality=cat(self._col_int) if self._col_int else np.zeros(0, dtype=np.uint8),
+            maximize=self.maximize,
+            constant=self.constant,
+        )
+        return self._cache
+
+    @classmethod
+    def from_arrays(
+        cls,
+        c: Any,
+        A: Any = None,
+        row_lower: Any = -INF,
+        row_upper: Any = INF,
+        col_lower: Any = 0.0,
+        col_upper: Any = INF,
+        integrality: Any = 0,
+        sense: str = "minimize",
+        constant: float = 0.0,
+        name: str = "model",
+    ) -> LinearModel:
+        """Build a model from the ``scipy.optimize.milp`` array shape: one block ``x`` and one family ``rows``.
+
+        ``integrality`` is 0 (continuous) or 1 (integer) per column, or a scalar.
+        """
+        cvec = np.asarray(c, dtype=np.float64)
+        if cvec.ndim != 1:
+            raise InputError("c", cvec.shape, "must be one-dimensional")
+        n = cvec.shape[0]
+        integ = np.broadcast_to(np.asarray(integrality), (n,))
+        if not np.isin(integ, (0, 1)).all():
+            raise InputError("integrality", integ, "entries must be 0 (continuous) or 1 (integer)")
+        m = cls(name=name, sense=sense)
+        lo = _as_float_array("col_lower", col_lower, (n,))
+        up = _as_float_array("col_upper", col_upper, (n,))
+        _check_bounds("col", lo, up)
+        # one block per integrality kind would reorder columns; instead add integer columns via a mask
+        m.add_variables("x", n, lower=lo, upper=up, kind="continuous")
+        if integ.any():
+            m._col_int[0] = integ.astype(np.uint8).copy()
+            m._col_lower[0] = np.where(integ == 1, np.ceil(lo - 1e-9), lo)
+            m._col_upper[0] = np.where(integ == 1, np.floor(up + 1e-9), up)
+            _check_bounds("col (integer)", m._col_lower[0], m._col_upper[0])
+        if A is not None:
+            Am = sp.csr_matrix(A, dtype=np.float64)
+            if Am.shape[1] != n:
+                raise InputError("A", Am.shape, f"needs {n} columns (len(c))")
+            m.add_constraints("rows", Am, lower=row_lower, upper=row_upper)
+        m.set_objective(cvec, constant=constant)
+        return m
+
+    # -------------------------------------------------------------- utility
+    def copy(self) -> LinearModel:
+        """A deep copy (arrays copied)."""
+        other = LinearModel(self.name, self._sense)
+        other.blocks = dict(self.blocks)
+        other.families = dict(self.families)
+        other._col_lower = [a.copy() for a in self._col_lower]
+        other._col_upper = [a.copy() for a in self._col_upper]
+        other._col_int = [a.copy() for a in self._col_int]
+        other._rows = [a.copy() for a in self._rows]
+        other._row_lower = [a.copy() for a in self._row_lower]
+        other._row_upper = [a.copy() for a in self._row_upper]
+        other._c = {k: v.copy() for k, v in self._c.items()}
+        other.constant = self.constant
+        other.num_cols = self.num_cols
+        other.num_rows = self.num_rows
+        other.build_seconds = self.build_seconds
+        other.meta = dict(self.meta)
+        return other
+
+    def relax(self) -> LinearModel:
+        """The LP relaxation (every column continuous, bounds kept)."""
+        other = self.copy()
+        other._col_int = [np.zeros_like(a) for a in other._col_int]
+        other.name = f"{self.name}_relaxed"
+        return other
+
+    def set_bounds(self, block: str, lower: Any = None, upper: Any = None) -> None:
+        """Replace a block's bounds (broadcast to its shape)."""
+        if block not in self.blocks:
+            raise InputError("block", block, "names no variable block")
+        b = self.blocks[block]
+        i = list(self.blocks).index(block)
+        if lower is not None:
+            self._col_lower[i] = _as_float_array(f"variables[{block}].lower", lower, b.shape).ravel().copy()
+        if upper is not None:
+            self._col_upper[i] = _as_float_array(f"variables[{block}].upper", upper, b.shape).ravel().copy()
+        _check_bounds(f"variables[{block}]", self._col_lower[i], self._col_upper[i])
+        self._cache = None
+
+    def family_rows(self, name: str) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+        """The rows, lower and upper bounds of one constraint family."""
+        if name not in self.families:
+            raise InputError("family", name, "names no constraint family")
+        i = list(self.families).index(name)
+        A = self._rows[i]
+        if A.shape[1] != self.num_cols:
+            A = sp.csr_matrix((A.data, A.indices, A.indptr), shape=(A.shape[0], self.num_cols))
+        return A, self._row_lower[i], self._row_upper[i]
+
+    def without_families(self, names: Sequence[str]) -> LinearModel:
+        """A copy with the named constraint families removed (used by infeasibility analysis)."""
+        drop = set(names)
+        unknown = drop - set(self.families)
+        if unknown:
+            raise InputError("families", sorted(unknown), "name no constraint family")
+        other = self.copy()
+        keep = [i for i, f in enumerate(self.families) if f not in drop]
+        fams = list(self.families.values())
+        other._rows = [other._rows[i] for i in keep]
+        other._row_lower = [other._row_lower[i] for i in keep]
+        other._row_upper = [other._row_upper[i] for i in keep]
+        other.families = {}
+        start = 0
+        for i in keep:
+            f = fams[i]
+            other.families[f.name] = ConstraintFamily(f.name, start, f.size, f.labels)
+            start += f.size
+        other.num_rows = start
+        return other
+
+    def evaluate(self, x: np.ndarray) -> float:
+        """Objective value of the full column vector ``x``."""
+        arr = self.to_arrays()
+        return float(arr.c @ np.asarray(x, dtype=np.float64) + arr.constant)
+
+    def violations(self, x: np.ndarray, tol: float = 1e-6) -> dict[str, float]:
+        """Largest violation per family (and ``bounds``/``integrality``) of ``x``; empty when feasible."""
+        arr = self.to_arrays()
+        x = np.asarray(x, dtype=np.float64)
+        out: dict[str, float] = {}
+        act = arr.A @ x if arr.num_rows else np.zeros(0)
+        viol = np.maximum(arr.row_lower - act, act - arr.row_upper)
+        for f in self.families.values():
+            if f.size:
+                v = float(viol[f.start : f.stop].max())
+                if v > tol:
+                    out[f.name] = v
+        bv = float(np.max(np.maximum(arr.col_lower - x, x - arr.col_upper), initial=0.0))
+        if bv > tol:
+            out["bounds"] = bv
+        iv = float(np.max(np.abs(x - np.round(x))[arr.integrality == 1], initial=0.0))
+        if iv > tol:
+            out["integrality"] = iv
+        return out
+
+    def column_names(self) -> list[str]:
+        """Readable, solver-safe names of every column (``x(job1,cfg3)``)."""
+        names: list[str] = []
+        for b in self.blocks.values():
+            if b.labels is None and b.size > 0:
+                idx = np.indices(b.shape).reshape(len(b.shape), -1).T if b.shape else np.zeros((1, 0), int)
+                names.extend(_safe(f"{b.name}({','.join(map(str, row))})") for row in idx)
+            else:
+                names.extend(_safe(b.label_of(i).replace("[", "(").replace("]", ")")) for i in range(b.size))
+        return names
+
+    def row_names(self) -> list[str]:
+        names: list[str] = []
+        for f in self.families.values():
+            names.extend(_safe(f.label_of(i).replace("[", "(").replace("]", ")")) for i in range(f.size))
+        return names
+
+    def write_lp(self, path: str) -> None:
+        """Write the model in CPLEX LP format with readable names (via HiGHS)."""
+        self._write(path, ".lp")
+
+    def write_mps(self, path: str) -> None:
+        """Write the model in (free) MPS format with readable names (via HiGHS)."""
+        self._write(path, ".mps")
+
+    def _write(self, path: str, suffix: str) -> None:
+        import os
+
+        from .backends.highs import to_highs
+
+        h = to_highs(self, names=True)
+        base, ext = os.path.splitext(str(path))
+        target = str(path) if ext.lower() == suffix else str(path) + suffix
+        h.writeModel(target)
+        if target != str(path):
+            os.replace(target, str(path))
+
+    def summary(self) -> str:
+        arr = self.to_arrays()
+        nint = int(arr.integrality.sum())
+        return (
+            f"LinearModel {self.name!r} ({self.sense}): {self.num_cols} columns ({nint} integer) in "
+            f"{len(self.blocks)} blocks, {self.num_rows} rows in {len(self.families)} families, {arr.A.nnz} nonzeros"
+        )
+
+    def __repr__(self) -> str:
+        return f"<{self.summary()}>"
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9_(),.!\"#$%&/;?@`'{}|~]")
+
+
+def _safe(name: str) -> str:
+    s = _SAFE.sub("_", name)
+    if s and (s[0].isdigit() or s[0] == "."):
+        s = "_" + s
+    return s

@@ -1,0 +1,114 @@
+"""LinearModel building, validation and array assembly."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import schedopt
+from schedopt.errors import InputError
+
+
+def knapsack() -> schedopt.LinearModel:
+    m = schedopt.LinearModel("knapsack", sense="maximize")
+    m.add_variables("x", 3, kind="binary", labels=["a", "b", "c"])
+    m.add_constraints("weight", {"x": [[2, 3, 4]]}, upper=5, labels=["w"])
+    m.set_objective({"x": [3, 4, 5]})
+    return m
+
+
+def test_blocks_and_families_assemble():
+    m = schedopt.LinearModel("t")
+    x = m.add_variables("x", (2, 3), upper=4, kind="integer", labels=(["j0", "j1"], ["c0", "c1", "c2"]))
+    y = m.add_variables("y", 2, lower=-1, upper=1)
+    assert x.indices.tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert y.start == 6 and y.stop == 8
+    m.add_constraints("rowsum", {"x": sp.kron(sp.eye(2), np.ones((1, 3)))}, upper=[2, 3], labels=["j0", "j1"])
+    m.add_constraints("link", {"x": np.ones((1, 6)), "y": [[1, -1]]}, lower=0)
+    m.set_objective({"x": np.arange(6).reshape(2, 3), "y": [1, 1]}, constant=2.5)
+    arr = m.to_arrays()
+    assert arr.A.shape == (3, 8)
+    assert arr.A.toarray()[2].tolist() == [1, 1, 1, 1, 1, 1, 1, -1]
+    assert arr.integrality.tolist() == [1] * 6 + [0, 0]
+    assert arr.c.tolist() == [0, 1, 2, 3, 4, 5, 1, 1]
+    assert m.column_names()[4] == "x(j1,c1)"
+    assert m.row_names() == ["rowsum(j0)", "rowsum(j1)", "link(0)"]
+    assert m.evaluate(np.ones(8)) == pytest.approx(15 + 2 + 2.5)
+
+
+def test_violations_checker():
+    m = knapsack()
+    assert m.violations(np.array([1, 1, 0])) == {}
+    v = m.violations(np.array([1, 1, 1]))
+    assert v == {"weight": pytest.approx(4.0)}
+    assert "integrality" in m.violations(np.array([0.5, 0, 0]))
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda m: m.add_variables("x", 2, lower=[0, np.nan]), "variables[x].lower"),
+        (lambda m: m.add_variables("x", 2, lower=3, upper=1), "variables[x].lower"),
+        (lambda m: m.add_variables("x", 2, lower=[0, 0, 0]), "variables[x].lower"),
+        (lambda m: m.add_variables("1x", 2), "variables.name"),
+        (lambda m: m.add_variables("x", 2, kind="boolean"), "variables[x].kind"),
+        (lambda m: m.add_variables("x", 2, kind="integer", lower=0.2, upper=0.8), "variables[x] (integer).lower"),
+    ],
+)
+def test_variable_errors_name_the_field(call, field):
+    m = schedopt.LinearModel()
+    with pytest.raises(InputError) as ei:
+        call(m)
+    assert ei.value.field == field
+    assert field in str(ei.value)
+
+
+def test_constraint_errors_name_the_field():
+    m = schedopt.LinearModel()
+    m.add_variables("x", 2)
+    with pytest.raises(InputError, match=r"constraints\[c\].coeffs\[x\]"):
+        m.add_constraints("c", {"x": np.ones((1, 3))}, upper=1)
+    with pytest.raises(InputError, match=r"constraints\[c\].coeffs.*names no variable block"):
+        m.add_constraints("c", {"y": np.ones((1, 2))}, upper=1)
+    with pytest.raises(InputError, match=r"constraints\[c\].lower"):
+        m.add_constraints("c", np.ones((1, 2)), lower=2, upper=1)
+    with pytest.raises(InputError, match=r"constraints\[c\].upper"):
+        m.add_constraints("c", np.ones((2, 2)), upper=[1, np.nan])
+    with pytest.raises(InputError, match=r"constraints\[c\].coeffs"):
+        m.add_constraints("c", np.array([[1.0, np.nan]]), upper=1)
+    m.add_constraints("c", np.ones((1, 2)), upper=1)
+    with pytest.raises(InputError, match="already used"):
+        m.add_constraints("c", np.ones((1, 2)), upper=1)
+    with pytest.raises(InputError, match="sense"):
+        schedopt.LinearModel(sense="max")
+
+
+def test_from_arrays_shape_errors():
+    with pytest.raises(InputError, match="A"):
+        schedopt.LinearModel.from_arrays(c=[1, 2], A=[[1, 2, 3]], row_upper=[1])
+    with pytest.raises(InputError, match="integrality"):
+        schedopt.LinearModel.from_arrays(c=[1, 2], integrality=[0, 2])
+    with pytest.raises(InputError, match="col.lower"):
+        schedopt.LinearModel.from_arrays(c=[1, 2], col_lower=[3, 0], col_upper=[1, 1])
+
+
+def test_without_families_and_relax():
+    m = knapsack()
+    m.add_constraints("extra", {"x": [[1, 1, 1]]}, upper=1)
+    assert list(m.without_families(["weight"]).families) == ["extra"]
+    assert m.without_families(["weight"]).families["extra"].start == 0
+    assert not m.relax().to_arrays().is_mip
+    assert m.to_arrays().is_mip
+
+
+def test_import_schedopt_imports_no_solver():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, schedopt; m = schedopt.LinearModel(); m.add_variables('x', 2);"
+        "schedopt.available_backends();"
+        "bad = [k for k in sys.modules if k.split('.')[0] in ('highspy', 'ortools', 'pyomo', 'swiglpk', 'cvxpy')];"
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
