@@ -9,14 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
-    "SchedoptError",
-    "InputError",
+    "BackendCapabilityError",
     "BackendError",
     "BackendUnavailableError",
-    "BackendCapabilityError",
-    "NoSolutionError",
-    "SolveFailedError",
     "InfeasibleError",
+    "InputError",
+    "NoSolutionError",
+    "SchedoptError",
+    "SolveFailedError",
     "StructureError",
 ]
 

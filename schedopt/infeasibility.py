@@ -70,7 +70,7 @@ def _highs_iis(model: LinearModel) -> np.ndarray | None:
     iis = highspy.HighsIis()
     try:
         status = h.getIis(iis)
-    except Exception:  # noqa: BLE001 - the IIS API differs across highspy versions
+    except Exception:
         return None
     if status == highspy.HighsStatus.kError or not getattr(iis, "valid", False):
         return None

@@ -15,7 +15,7 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
@@ -23,12 +23,12 @@ import scipy.sparse as sp
 
 from .errors import InputError
 
-__all__ = ["VarKind", "VarBlock", "ConstraintFamily", "LinearModel", "ModelArrays"]
+__all__ = ["ConstraintFamily", "LinearModel", "ModelArrays", "VarBlock", "VarKind"]
 
 INF = np.inf
 
 
-class VarKind(str, Enum):
+class VarKind(StrEnum):
     """Kind of a variable block."""
 
     CONTINUOUS = "continuous"
@@ -282,7 +282,7 @@ class LinearModel:
                 if bname not in self.blocks:
                     raise InputError(f"constraints[{family}].coeffs", bname, "names no variable block")
                 blk = self.blocks[bname]
-                M = sp.csr_matrix(mat, dtype=np.float64) if not sp.issparse(mat) else sp.csr_matrix(mat, dtype=np.float64)
+                M = sp.csr_matrix(mat, dtype=np.float64)
                 if M.ndim != 2 or M.shape[1] != blk.size:
                     raise InputError(
                         f"constraints[{family}].coeffs[{bname}]", M.shape, f"needs {blk.size} columns (block size)"
@@ -578,11 +578,18 @@ class LinearModel:
         from .backends.highs import to_highs
 
         h = to_highs(self, names=True)
-        base, ext = os.path.splitext(str(path))
+        _base, ext = os.path.splitext(str(path))
         target = str(path) if ext.lower() == suffix else str(path) + suffix
         h.writeModel(target)
         if target != str(path):
             os.replace(target, str(path))
+
+    def to_pyomo(self) -> Any:
+        """A real pyomo ``ConcreteModel``: one indexed ``Var`` per block and one indexed ``Constraint`` per family,
+        named after them, and ``objective``. Needs pyomo."""
+        from .backends.pyomo_backend import to_pyomo
+
+        return to_pyomo(self)
 
     def summary(self) -> str:
         arr = self.to_arrays()

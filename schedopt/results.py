@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,10 +20,10 @@ from .errors import InfeasibleError, NoSolutionError, SolveFailedError
 if TYPE_CHECKING:
     from .model import LinearModel
 
-__all__ = ["TerminationReason", "Limit", "Termination", "Timings", "SolveResult"]
+__all__ = ["Limit", "SolveResult", "Termination", "TerminationReason", "Timings"]
 
 
-class TerminationReason(str, Enum):
+class TerminationReason(StrEnum):
     """Why a solve stopped."""
 
     OPTIMAL = "optimal"  #: proven optimal within the requested gap
@@ -36,7 +36,7 @@ class TerminationReason(str, Enum):
     ERROR = "error"
 
 
-class Limit(str, Enum):
+class Limit(StrEnum):
     """The limit hit when the reason is FEASIBLE or NO_SOLUTION_FOUND."""
 
     TIME = "time"

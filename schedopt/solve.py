@@ -14,7 +14,7 @@ from .errors import BackendCapabilityError, InputError
 from .model import LinearModel
 from .results import SolveResult
 
-__all__ = ["solve", "default_backend"]
+__all__ = ["default_backend", "solve"]
 
 
 def default_backend(model: LinearModel) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import BackendUnavailableError
 from .base import Backend, Capabilities, SolveParams
 
-__all__ = ["Backend", "Capabilities", "SolveParams", "BackendInfo", "register_backend", "get_backend", "available_backends"]
+__all__ = ["Backend", "BackendInfo", "Capabilities", "SolveParams", "available_backends", "get_backend", "register_backend"]
 
 _REGISTRY: dict[str, Backend] = {}
 

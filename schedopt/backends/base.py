@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from ..model import LinearModel
     from ..results import SolveResult
 
-__all__ = ["Capabilities", "SolveParams", "Backend"]
+__all__ = ["Backend", "Capabilities", "SolveParams"]
 
 
 @dataclass(frozen=True)

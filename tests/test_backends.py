@@ -1,0 +1,323 @@
+"""Every backend on golden models with hand-checked optima, brute force, limits, and the one-process pin."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import schedopt
+from schedopt import TerminationReason as TR
+from schedopt.errors import BackendCapabilityError, BackendUnavailableError, InputError, NoSolutionError
+
+ALL = list(schedopt.available_backends())
+LP_BACKENDS = [b for b in ALL if schedopt.available_backends()[b].capabilities.lp]
+MIP_BACKENDS = [b for b in ALL if schedopt.available_backends()[b].capabilities.mip and b != "mckp"]
+
+
+def knapsack() -> schedopt.LinearModel:
+    """max 3a + 4b + 5c + 6d, 2a + 3b + 4c + 5d <= 7, binary.
+
+    Hand check: pairs within weight 7: {a,b}=7 (w5), {a,c}=8 (w6), {a,d}=9 (w7), {b,c}=9 (w7); no triple fits
+    (lightest triple a,b,c weighs 9). Optimum 9.
+    """
+    m = schedopt.LinearModel("knapsack", sense="maximize")
+    m.add_variables("x", 4, kind="binary", labels=list("abcd"))
+    m.add_constraints("weight", {"x": [[2, 3, 4, 5]]}, upper=7, labels=["w"])
+    m.set_objective({"x": [3, 4, 5, 6]})
+    return m
+
+
+def assignment() -> schedopt.LinearModel:
+    """3 jobs x 3 machines, minimise cost; cost matrix [[4,1,3],[2,0,5],[3,2,2]].
+
+    Hand check: of the 6 permutations, (j0->m1, j1->m0, j2->m2) costs 1 + 2 + 2 = 5 and is the unique minimum.
+    """
+    C = np.array([[4, 1, 3], [2, 0, 5], [3, 2, 2]], dtype=float)
+    m = schedopt.LinearModel("assignment")
+    m.add_variables("x", (3, 3), kind="binary", labels=(["j0", "j1", "j2"], ["m0", "m1", "m2"]))
+    rows = np.kron(np.eye(3), np.ones((1, 3)))
+    cols = np.kron(np.ones((1, 3)), np.eye(3))
+    m.add_constraints("one_machine_per_job", {"x": rows}, lower=1, upper=1, labels=["j0", "j1", "j2"])
+    m.add_constraints("one_job_per_machine", {"x": cols}, lower=1, upper=1, labels=["m0", "m1", "m2"])
+    m.set_objective({"x": C})
+    return m
+
+
+def lp_with_dual() -> schedopt.LinearModel:
+    """max 3x + 2y s.t. x + y <= 5 (slack at the optimum), x + 3y <= 6, 0 <= x <= 3.
+
+    Optimum x = 3, y = 1, objective 11. Raising the second row's bound by 1 gives y = 4/3: its dual is 2/3;
+    the first row is slack (3 + 1 < 5), dual 0.
+    """
+    return schedopt.LinearModel.from_arrays(
+        c=[3, 2], A=[[1, 1], [1, 3]], row_upper=[5, 6], col_upper=[3, np.inf], sense="maximize"
+    )
+
+
+def infeasible() -> schedopt.LinearModel:
+    m = schedopt.LinearModel("infeasible")
+    m.add_variables("x", 2, kind="integer", upper=10)
+    m.add_constraints("capacity", {"x": [[1, 1]]}, upper=3, labels=["gpu"])
+    m.add_constraints("demand", {"x": np.eye(2)}, lower=2, labels=["j0", "j1"])
+    return m
+
+
+def unbounded() -> schedopt.LinearModel:
+    return schedopt.LinearModel.from_arrays(c=[1, 1], A=[[1, -1]], row_upper=[1], sense="maximize")
+
+
+def market_split(seed: int = 3, m: int = 4, n: int = 36) -> schedopt.LinearModel:
+    """A Cornuejols-Dawande market-split instance: tiny, and far beyond any solver in a fraction of a second."""
+    rng = np.random.default_rng(seed)
+    A = rng.integers(0, 100, size=(m, n))
+    d = A.sum(axis=1) // 2
+    model = schedopt.LinearModel("market_split")
+    model.add_variables("x", n, kind="binary")
+    model.add_variables("s", (m, 2), upper=1e4, kind="integer")
+    S = np.zeros((m, 2 * m))
+    S[np.arange(m), 2 * np.arange(m)] = 1
+    S[np.arange(m), 2 * np.arange(m) + 1] = -1
+    model.add_constraints("split", {"x": A, "s": S}, lower=d, upper=d)
+    model.set_objective({"s": np.ones((m, 2))})
+    return model
+
+
+@pytest.mark.parametrize("backend", MIP_BACKENDS)
+def test_knapsack(backend):
+    res = schedopt.solve(knapsack(), backend)
+    assert res.termination.reason is TR.OPTIMAL
+    assert res.objective == pytest.approx(9)
+    assert res.bound == pytest.approx(9, abs=1e-6)
+    assert res.gap == pytest.approx(0, abs=1e-6)
+    assert res.values["x"].sum() == 2
+
+
+@pytest.mark.parametrize("backend", MIP_BACKENDS)
+def test_assignment(backend):
+    res = schedopt.solve(assignment(), backend)
+    assert res.objective == pytest.approx(5)
+    assert res.values["x"].tolist() == [[0, 1, 0], [1, 0, 0], [0, 0, 1]]
+
+
+@pytest.mark.parametrize("backend", LP_BACKENDS)
+def test_lp_known_dual(backend):
+    res = schedopt.solve(lp_with_dual(), backend)
+    assert res.objective == pytest.approx(11)
+    assert res.x == pytest.approx([3, 1])
+    if schedopt.available_backends()[backend].capabilities.duals:
+        assert res.duals == pytest.approx([0, 2 / 3], abs=1e-7)
+
+
+@pytest.mark.parametrize("backend", MIP_BACKENDS)
+def test_infeasible_is_reported_not_raised(backend):
+    res = schedopt.solve(infeasible(), backend)
+    assert res.termination.reason in (TR.INFEASIBLE, TR.INFEASIBLE_OR_UNBOUNDED)
+    assert not res.has_solution
+    with pytest.raises(NoSolutionError, match="no feasible solution"):
+        _ = res.x
+    with pytest.raises(NoSolutionError):
+        _ = res.values
+    with pytest.raises(schedopt.errors.InfeasibleError):
+        res.raise_for_status()
+
+
+@pytest.mark.parametrize("backend", LP_BACKENDS)
+def test_unbounded(backend):
+    res = schedopt.solve(unbounded(), backend)
+    assert res.termination.reason in (TR.UNBOUNDED, TR.INFEASIBLE_OR_UNBOUNDED)
+    with pytest.raises(schedopt.errors.SolveFailedError):
+        res.raise_for_status()
+
+
+@pytest.mark.parametrize("backend", MIP_BACKENDS)
+def test_time_limit_returns_status_and_incumbent(backend):
+    model = market_split()
+    res = schedopt.solve(model, backend, time_limit=0.3)
+    assert res.termination.reason in (TR.FEASIBLE, TR.NO_SOLUTION_FOUND), res.termination
+    assert res.termination.limit is schedopt.Limit.TIME
+    if res.has_solution:
+        assert model.violations(res.x) == {}
+        assert res.objective >= res.bound - 1e-6  # minimisation: the incumbent is never below the bound
+        assert res.objective == pytest.approx(model.evaluate(res.x))
+    else:
+        with pytest.raises(NoSolutionError):
+            _ = res.objective
+    with pytest.raises(schedopt.errors.SolveFailedError):
+        res.raise_for_status()
+
+
+def test_explain_infeasibility_names_families_and_labels():
+    rep = schedopt.explain_infeasibility(infeasible())
+    assert not rep.feasible
+    assert set(rep.families) == {"capacity", "demand"}
+    assert "capacity[gpu]" in rep.rows
+    assert schedopt.explain_infeasibility(knapsack()).feasible
+
+
+def test_explain_integer_only_infeasibility():
+    """2x + 2y == 3 has LP solutions but no integer one: the deletion filter must name `parity` only."""
+    m = schedopt.LinearModel("parity")
+    m.add_variables("x", 2, kind="integer", upper=5)
+    m.add_constraints("parity", {"x": [[2, 2]]}, lower=3, upper=3, labels=["p"])
+    m.add_constraints("harmless", {"x": [[1, -1]]}, upper=4)
+    rep = schedopt.explain_infeasibility(m)
+    assert rep.families == ["parity"]
+    assert rep.rows == ["parity[p]"]
+
+
+# ---------------------------------------------------------------- brute force and agreement (hypothesis)
+@st.composite
+def small_ips(draw):
+    n = draw(st.integers(1, 5))
+    m = draw(st.integers(1, 3))
+    ub = draw(st.lists(st.integers(0, 2), min_size=n, max_size=n))
+    A = draw(st.lists(st.lists(st.integers(-3, 4), min_size=n, max_size=n), min_size=m, max_size=m))
+    b = draw(st.lists(st.integers(0, 8), min_size=m, max_size=m))
+    c = draw(st.lists(st.integers(-5, 5), min_size=n, max_size=n))
+    return np.array(A, float), np.array(b, float), np.array(c, float) / 2, np.array(ub, float)
+
+
+@given(small_ips(), st.sampled_from(["minimize", "maximize"]))
+def test_mip_backends_match_brute_force(ip, sense):
+    A, b, c, ub = ip
+    model = schedopt.LinearModel.from_arrays(c=c, A=A, row_upper=b, col_upper=ub, integrality=1, sense=sense)
+    best = None
+    for x in itertools.product(*[range(int(u) + 1) for u in ub]):
+        x = np.array(x, float)
+        if np.all(A @ x <= b + 1e-9):
+            v = c @ x
+            if best is None or (v > best if sense == "maximize" else v < best):
+                best = v
+    for backend in MIP_BACKENDS:
+        res = schedopt.solve(model, backend)
+        if best is None:
+            assert res.termination.reason in (TR.INFEASIBLE, TR.INFEASIBLE_OR_UNBOUNDED), backend
+        else:
+            assert res.termination.reason is TR.OPTIMAL, backend
+            assert res.objective == pytest.approx(best, abs=1e-6), backend
+            assert model.violations(res.x) == {}, backend
+
+
+@given(
+    st.integers(1, 4).flatmap(
+        lambda n: st.tuples(
+            st.lists(st.lists(st.floats(-3, 3), min_size=n, max_size=n), min_size=1, max_size=4),
+            st.lists(st.floats(-3, 3), min_size=n, max_size=n),
+        )
+    )
+)
+def test_lp_backends_agree(data):
+    A, c = (np.round(np.array(v, float), 3) for v in data)
+    b = np.abs(A).sum(axis=1) + 1.0  # x = 0 feasible; boxes keep it bounded
+    model = schedopt.LinearModel.from_arrays(c=c, A=A, row_upper=b, col_lower=-2, col_upper=2)
+    ref = schedopt.solve(model, "highs")
+    assert ref.termination.reason is TR.OPTIMAL
+    for backend in LP_BACKENDS:
+        res = schedopt.solve(model, backend)
+        assert res.objective == pytest.approx(ref.objective, abs=1e-6), backend
+
+
+# ---------------------------------------------------------------- round trips
+def test_write_mps_and_lp_round_trip(tmp_path):
+    import highspy
+
+    for model, opt in ((knapsack(), 9.0), (assignment(), 5.0)):
+        for ext in ("mps", "lp"):
+            path = tmp_path / f"{model.name}.{ext}"
+            getattr(model, f"write_{ext}")(str(path))
+            h = highspy.Highs()
+            h.setOptionValue("output_flag", False)
+            h.readModel(str(path))
+            h.run()
+            assert h.getInfo().objective_function_value == pytest.approx(opt)
+    text = (tmp_path / "assignment.lp").read_text()
+    assert "one_machine_per_job(j1)" in text and "x(j2,m1)" in text
+
+
+def test_to_pyomo_same_optimum():
+    import pyomo.environ as pyo
+
+    pm = assignment().to_pyomo()
+    assert {c.name for c in pm.component_objects(pyo.Var)} == {"x"}
+    assert {c.name for c in pm.component_objects(pyo.Constraint)} == {"one_machine_per_job", "one_job_per_machine"}
+    from pyomo.contrib.solver.common.factory import SolverFactory
+
+    SolverFactory("highs").solve(pm)
+    assert pyo.value(pm.objective) == pytest.approx(5)
+    assert pyo.value(pm.x[0, 1]) == pytest.approx(1)
+
+
+def test_every_backend_in_one_process():
+    """highspy and ortools each carry HiGHS; the pins must let every backend import and solve in one process."""
+    code = (
+        "import schedopt, numpy as np\n"
+        "m = schedopt.LinearModel.from_arrays(c=[1, 2], A=[[1, 1]], row_lower=[1], col_upper=1, integrality=1)\n"
+        "names = [b for b in schedopt.available_backends() if b != 'mckp']\n"
+        "for b in names + names[::-1]:\n"
+        "    r = schedopt.solve(m, b); assert abs(r.objective - 1) < 1e-9, (b, r)\n"
+        "print(len(names))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout.strip()) >= 5  # highs, scipy, cpsat, mathopt, pyomo (+ glpk where installed)
+
+
+# ---------------------------------------------------------------- error paths
+def test_unknown_backend():
+    with pytest.raises(BackendUnavailableError, match="'nope'.*unknown backend"):
+        schedopt.solve(knapsack(), "nope")
+
+
+def test_cpsat_refuses_continuous_models():
+    if "cpsat" not in ALL:
+        pytest.skip("ortools missing")
+    with pytest.raises(BackendCapabilityError, match="integer"):
+        schedopt.solve(lp_with_dual(), "cpsat")
+
+
+def test_cpsat_real_objective_matches_highs():
+    rng = np.random.default_rng(7)
+    n = 25
+    w = rng.integers(1, 30, n)
+    c = rng.random(n) * 10
+    m = schedopt.LinearModel.from_arrays(c=c, A=[w], row_upper=[w.sum() // 3], col_upper=1, integrality=1, sense="maximize")
+    a, b = schedopt.solve(m, "highs", mip_rel_gap=0), schedopt.solve(m, "cpsat", mip_rel_gap=0)
+    assert b.objective == pytest.approx(a.objective, rel=1e-9)
+    assert b.bound >= b.objective - 1e-9
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [({"time_limit": -1}, "time_limit"), ({"mip_rel_gap": 2}, "mip_rel_gap"), ({"threads": -1}, "threads")],
+)
+def test_bad_parameters(kwargs, field):
+    with pytest.raises(InputError) as ei:
+        schedopt.solve(knapsack(), "highs", **kwargs)
+    assert ei.value.field == field
+
+
+def test_warm_start_shape_checked():
+    with pytest.raises(InputError, match="warm_start"):
+        schedopt.solve(knapsack(), "highs", warm_start=[1, 0])
+    res = schedopt.solve(knapsack(), "highs", warm_start=[1, 0, 0, 1])
+    assert res.objective == pytest.approx(9)
+
+
+def test_available_backends_lists_capabilities():
+    info = schedopt.available_backends()
+    assert {"highs", "scipy"} <= set(info)
+    assert info["highs"].capabilities.iis and info["highs"].capabilities.duals
+    assert info["scipy"].available and info["scipy"].reason == ""
+
+
+def test_result_gap_and_summary():
+    res = schedopt.solve(knapsack(), "highs")
+    assert math.isfinite(res.timings.solve) and res.timings.solve >= 0
+    assert "OPTIMAL" in res.summary()
