@@ -18,14 +18,14 @@ from ._validate import (
 )
 
 __all__ = [
-    "efficiency",
+    "N_CANDIDATES",
+    "GoodputModel",
     "GoodputResult",
-    "goodput",
+    "JobGoodputModel",
     "bootstrap",
     "bootstrap_params",
-    "JobGoodputModel",
-    "GoodputModel",
-    "N_CANDIDATES",
+    "efficiency",
+    "goodput",
 ]
 
 #: Number of geometric candidate global batch sizes (as in Pollux's ``np.geomspace`` default).
@@ -182,7 +182,8 @@ def bootstrap(xput_b_1gpu: Any, xput_a_1gpu: Any, xput_a: Any, *args: Any, **kwa
     accum_steps=0)`` evaluates ``xput_A(N)`` from ``params_a`` (see :func:`bootstrap_params`).
     """
     if isinstance(xput_b_1gpu, ThroughputParams):
-        return bootstrap_params(xput_b_1gpu, xput_a_1gpu, xput_a, *args, **kwargs).throughput(*_pad(args, kwargs))
+        params_a, xa1_, xb1_ = xput_b_1gpu, _check_scalar("xput_a_1gpu", xput_a_1gpu), _check_scalar("xput_b_1gpu", xput_a)
+        return xb1_ / xa1_ * params_a.throughput(*_pad(args, kwargs))
     if args or kwargs:
         raise InputError("args", args or kwargs, "the formula form takes exactly three arguments")
     xb = as_float_array("xput_b_1gpu", xput_b_1gpu)
@@ -202,8 +203,7 @@ def _pad(args: tuple, kwargs: dict) -> tuple:
     return tuple(vals)
 
 
-def bootstrap_params(params_a: ThroughputParams, xput_a_1gpu: float, xput_b_1gpu: float,
-                     *_: Any, **__: Any) -> ThroughputParams:
+def bootstrap_params(params_a: ThroughputParams, xput_a_1gpu: float, xput_b_1gpu: float) -> ThroughputParams:
     """Throughput parameters for type B implied by Sia's bootstrap: type A's step times scaled by
     ``xput_A(1) / xput_B(1)`` (valid because T_o is 1-homogeneous in (T_c, T_net)), so that
     ``params_b.throughput(...) == xput_B(1) / xput_A(1) * params_a.throughput(...)`` everywhere."""

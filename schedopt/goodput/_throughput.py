@@ -18,7 +18,7 @@ from ._validate import (
     check_positive,
 )
 
-__all__ = ["ThroughputParams", "fit_throughput", "prediction_errors", "PARAM_NAMES"]
+__all__ = ["PARAM_NAMES", "ThroughputParams", "fit_throughput", "prediction_errors"]
 
 PARAM_NAMES = ("alpha_c", "beta_c", "alpha_n", "beta_n", "alpha_r", "beta_r", "gamma")
 
@@ -157,7 +157,7 @@ def _check_rows(
     return n, r, b, step, sync
 
 
-def _raw(alpha_c, beta_c, alpha_n, beta_n, alpha_r, beta_r, gamma) -> ThroughputParams:  # noqa: ANN001
+def _raw(alpha_c, beta_c, alpha_n, beta_n, alpha_r, beta_r, gamma) -> ThroughputParams:
     """Build without validation (used inside the optimiser loop)."""
     p = object.__new__(ThroughputParams)
     for k, v in zip(PARAM_NAMES, (alpha_c, beta_c, alpha_n, beta_n, alpha_r, beta_r, gamma)):
@@ -170,12 +170,16 @@ def _theta_to_params(theta: np.ndarray) -> ThroughputParams:
     return _raw(e[0], e[1], NET_PRIOR * e[4] + e[2], NET_PRIOR * e[5] + e[3], e[4], e[5], theta[6])
 
 
-def _objective(theta: np.ndarray, n, r, b, log_comp, log_step) -> float:  # noqa: ANN001
+_SMOOTH = 1e-10
+
+
+def _objective(theta: np.ndarray, n, r, b, log_comp, log_step) -> float:
     p = _theta_to_params(theta)
     t_c = p.alpha_c + p.beta_c * b
     t_o = p._overlap(t_c, p._network_time(n, r))
-    err_c = np.sqrt(np.mean((np.log(t_c) - log_comp) ** 2))
-    err_o = np.sqrt(np.mean((np.log(t_o) - log_step) ** 2))
+    # RMS log errors, smoothed at 0 (sqrt has an infinite slope there, which stalls L-BFGS-B).
+    err_c = np.sqrt(np.mean((np.log(t_c) - log_comp) ** 2) + _SMOOTH)
+    err_o = np.sqrt(np.mean((np.log(t_o) - log_step) ** 2) + _SMOOTH)
     reg_gamma = 1e-3 * (p.gamma - 1.0) ** 2
     reg_retro = 1e-2 * ((p.alpha_r / p.alpha_n) ** 2 + (p.beta_r / p.beta_n) ** 2)
     return float(err_c + err_o + reg_gamma + reg_retro)
@@ -208,12 +212,25 @@ def fit_throughput(
     beta_c0 = max(beta_c0, 1e-2 * np.min(comp) / np.max(b))
     single_multi = (n == 1) & (r > 1)
     multi_node = n > 1
-    alpha_r0 = np.median(sync[single_multi]) / 2 if single_multi.any() else PARAM_FLOOR
-    alpha_n0 = np.median(sync[multi_node]) / 2 if multi_node.any() else PARAM_FLOOR
-    alpha_r0 = max(alpha_r0, 1e-6)
-    d_alpha_n0 = max(alpha_n0 - NET_PRIOR * alpha_r0, 1e-6)
-    x0 = np.log([alpha_c0, beta_c0, d_alpha_n0, d_alpha_n0 / 10, alpha_r0, alpha_r0 / 10])
-    x0 = np.append(np.clip(x0, lo, hi), 1.0)
+
+    def net_start(gamma0: float) -> list[float]:
+        """(d_alpha_n, d_beta_n, alpha_r, beta_r) from line fits to the network times implied by gamma0."""
+        t_net = np.maximum(step**gamma0 - comp**gamma0, 0.0) ** (1.0 / gamma0)
+
+        def line(mask: np.ndarray) -> tuple[float, float]:
+            if not mask.any():
+                return PARAM_FLOOR, PARAM_FLOOR
+            x = np.maximum(r[mask] - 2, 0)
+            if np.unique(x).size > 1:
+                slope, icpt = np.polyfit(x, t_net[mask], 1)
+            else:
+                slope, icpt = 0.0, float(np.mean(t_net[mask]))
+            med = float(np.median(t_net[mask])) + PARAM_FLOOR
+            return max(icpt, 1e-3 * med), max(slope, 1e-4 * med)
+
+        a_r, b_r = line(single_multi)
+        a_n, b_n = line(multi_node)
+        return [max(a_n - NET_PRIOR * a_r, 1e-3 * a_n), max(b_n - NET_PRIOR * b_r, 1e-3 * b_n), a_r, b_r]
 
     fixed: dict[int, float] = {}
     if np.unique(b).size == 1:
@@ -235,13 +252,15 @@ def fit_throughput(
         return th
 
     bounds = [(lo, hi) if i < 6 else (1.0, 10.0) for i in free]
-    best_val, best_theta = np.inf, full(x0[free])
-    for gamma0 in (1.0, 2.0, 4.0):
-        start = x0.copy()
-        start[6] = gamma0
+    best_val, best_theta = np.inf, None
+    for gamma0 in (1.0, 1.5, 2.0, 3.0, 5.0, 8.0):
+        start = np.clip(np.log([alpha_c0, beta_c0, *net_start(gamma0)]), lo, hi)
+        start = np.append(start, gamma0)
+        for i, v in fixed.items():
+            start[i] = v
         res = scipy.optimize.minimize(
             lambda x: _objective(full(x), *args), start[free], method="L-BFGS-B", bounds=bounds,
-            options={"maxiter": 2000},
+            options={"maxiter": 1000},
         )
         if res.fun < best_val:
             best_val, best_theta = res.fun, full(res.x)

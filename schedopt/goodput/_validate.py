@@ -23,7 +23,7 @@ except ImportError:  # pragma: no cover - only when schedopt.errors is missing
             super().__init__(f"{field}={text}: {message}")
 
 
-__all__ = ["InputError", "as_float_array", "check_finite", "check_positive", "check_nonnegative"]
+__all__ = ["InputError", "as_float_array", "check_finite", "check_nonnegative", "check_positive"]
 
 
 def _first_bad(arr: np.ndarray, mask: np.ndarray) -> Any:

@@ -1,0 +1,40 @@
+"""Pollux (OSDI'21) goodput model as used by Sia (SOSP'23).
+
+* :class:`ThroughputParams` -- the seven per-(job, GPU type) parameters; ``step_time`` / ``throughput``.
+* :func:`fit_throughput` -- fit them to measured (nodes, replicas, local_bsz, step_time, sync_time) rows.
+* :func:`efficiency` -- statistical efficiency from the gradient noise scale.
+* :func:`goodput` -- best (batch, local batch, accumulation steps) per (nodes, replicas), vectorised.
+* :func:`bootstrap` -- Sia's throughput estimate for an unseen GPU type.
+* :class:`JobGoodputModel` (alias :data:`GoodputModel`) -- one job's model on all its GPU types.
+
+Formulas and deviations from the Pollux / Sia code: ``formulations/goodput.md``.
+"""
+
+from ._goodput import (
+    N_CANDIDATES,
+    GoodputModel,
+    GoodputResult,
+    JobGoodputModel,
+    bootstrap,
+    bootstrap_params,
+    efficiency,
+    goodput,
+)
+from ._throughput import PARAM_NAMES, ThroughputParams, fit_throughput, prediction_errors
+from ._validate import InputError
+
+__all__ = [
+    "N_CANDIDATES",
+    "PARAM_NAMES",
+    "GoodputModel",
+    "GoodputResult",
+    "InputError",
+    "JobGoodputModel",
+    "ThroughputParams",
+    "bootstrap",
+    "bootstrap_params",
+    "efficiency",
+    "fit_throughput",
+    "goodput",
+    "prediction_errors",
+]
