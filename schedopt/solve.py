@@ -12,7 +12,7 @@ from .backends import get_backend
 from .backends.base import SolveParams
 from .errors import BackendCapabilityError, InputError
 from .model import LinearModel
-from .results import SolveResult
+from .results import SolveResult, Termination, TerminationReason
 
 __all__ = ["default_backend", "solve"]
 
@@ -61,6 +61,8 @@ def solve(
     if not isinstance(name, str):
         raise InputError("backend", backend, "must be a backend name (see schedopt.available_backends())")
     b = get_backend(name)
+    if model.num_cols == 0:
+        return _empty_model_result(model, name)
     why = b.check_model(model)
     if why:
         raise BackendCapabilityError(name, why)
@@ -104,3 +106,20 @@ def solve(
         **backend_options,
     }
     return res
+
+
+def _empty_model_result(model: LinearModel, backend: str) -> SolveResult:
+    """A model without columns is its constant objective, feasible iff every row admits activity 0; solvers
+    disagree on how to report it (HiGHS: kModelEmpty), so it is decided here, for every backend alike."""
+    arr = model.to_arrays()
+    ok = bool(np.all(arr.row_lower <= 1e-9) and np.all(arr.row_upper >= -1e-9))
+    reason = TerminationReason.OPTIMAL if ok else TerminationReason.INFEASIBLE
+    bound = arr.constant if ok else (-math.inf if arr.maximize else math.inf)
+    return SolveResult(
+        termination=Termination(reason, None, "empty model: decided without a solve"),
+        backend=backend,
+        model=model,
+        _x=np.zeros(0) if ok else None,
+        _objective=arr.constant if ok else math.nan,
+        bound=bound,
+    )

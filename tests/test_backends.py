@@ -321,3 +321,13 @@ def test_result_gap_and_summary():
     res = schedopt.solve(knapsack(), "highs")
     assert math.isfinite(res.timings.solve) and res.timings.solve >= 0
     assert "OPTIMAL" in res.summary()
+
+
+@pytest.mark.parametrize("backend", ALL)
+def test_empty_model_is_its_constant(backend):
+    """Regression: HiGHS answers kModelEmpty and scipy raises on a model without columns."""
+    m = schedopt.LinearModel("empty", sense="maximize")
+    m.set_objective(np.zeros(0), constant=3.0)
+    res = schedopt.solve(m, backend)
+    assert res.termination.reason is TR.OPTIMAL
+    assert res.objective == 3.0 and res.x.shape == (0,)

@@ -103,7 +103,13 @@ class HighsBackend(Backend):
         sname = ms.name if hasattr(ms, "name") else str(ms).split(".")[-1]
         info = h.getInfo()
         has_primal = int(info.primal_solution_status) == 2  # kSolutionStatusFeasible
-        if sname in _STATUS:
+        if sname == "kModelEmpty":
+            # no columns: the model is the constant objective, feasible iff every row admits activity 0
+            ok = bool(np.all(arr.row_lower <= 1e-9) and np.all(arr.row_upper >= -1e-9))
+            sname = "kModelEmpty (decided without a solve)"
+            reason, limit = (TerminationReason.OPTIMAL if ok else TerminationReason.INFEASIBLE), None
+            has_primal = ok
+        elif sname in _STATUS:
             reason = _STATUS[sname]
             limit = None
         elif sname in _LIMITS:
@@ -120,7 +126,7 @@ class HighsBackend(Backend):
         duals = rc = None
         if has_primal and reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE):
             sol = h.getSolution()
-            x = np.asarray(sol.col_value, dtype=float)
+            x = np.asarray(sol.col_value, dtype=float) if arr.num_cols else np.zeros(0)
             obj = float(arr.c @ x + arr.constant)
             if not arr.is_mip and sol.dual_valid:
                 duals = np.asarray(sol.row_dual, dtype=float)

@@ -1,0 +1,279 @@
+"""Sia's specs: GPU types, the cluster, configurations and jobs (frozen, validated dataclasses).
+
+Every check raises :class:`~schedopt.errors.InputError` naming the field and the value. A :class:`Job` built
+directly names itself ``job[<id>].<field>``; :class:`~schedopt.sia.SiaProblem` and the JSON reader re-raise with
+their own paths (``jobs[3].min_gpus``, ``data.jobs[3].min_gpus``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from ..errors import InputError
+
+__all__ = ["Cluster", "Config", "GpuType", "Job", "JobId", "JobKind", "rewrap", "virtual_bins"]
+
+JobKind = Literal["adaptive", "strong", "rigid"]
+JobId = str | int
+KINDS = ("adaptive", "strong", "rigid")
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
+def _need_int(path: str, v: Any, low: int) -> int:
+    if not _is_int(v):
+        raise InputError(path, v, "must be an integer")
+    if v < low:
+        raise InputError(path, v, f"must be >= {low}")
+    return int(v)
+
+
+def _need_num(path: str, v: Any, low: float) -> float:
+    if not _is_num(v) or not np.isfinite(v):
+        raise InputError(path, v, "must be a finite number")
+    if v < low:
+        raise InputError(path, v, f"must be >= {low}")
+    return float(v)
+
+
+def is_pow2(n: int) -> bool:
+    return n >= 1 and (n & (n - 1)) == 0
+
+
+def virtual_bins(gpus_per_node: int) -> tuple[int, ...]:
+    """Sizes of the power-of-two virtual nodes one physical node of ``gpus_per_node`` GPUs is split into
+    (its binary digits, largest first): 8 -> (8,), 6 -> (4, 2), 7 -> (4, 2, 1)."""
+    return tuple(1 << k for k in range(int(gpus_per_node).bit_length() - 1, -1, -1) if gpus_per_node >> k & 1)
+
+
+def rewrap(err: InputError, old_prefix: str, new_prefix: str) -> InputError:
+    """The same error with its field path re-rooted (``job[j3].min_gpus`` -> ``jobs[3].min_gpus``)."""
+    f = err.field
+    if f.startswith(old_prefix):
+        f = new_prefix + f[len(old_prefix) :]
+    return InputError(f, err.value, err.message)
+
+
+@dataclass(frozen=True)
+class GpuType:
+    """``nodes`` nodes holding ``gpus_per_node`` GPUs of type ``name`` each."""
+
+    name: str
+    gpus_per_node: int
+    nodes: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name or any(c in self.name for c in " @,[]()"):
+            raise InputError("gpu_type.name", self.name, "must be a non-empty string without spaces or @,[]()")
+        object.__setattr__(self, "gpus_per_node", _need_int(f"gpu_type[{self.name}].gpus_per_node", self.gpus_per_node, 1))
+        object.__setattr__(self, "nodes", _need_int(f"gpu_type[{self.name}].nodes", self.nodes, 0))
+
+    @property
+    def total_gpus(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+    @property
+    def max_partial(self) -> int:
+        """The largest single-node (partial) configuration: the largest power of two <= gpus_per_node."""
+        return 1 << (self.gpus_per_node.bit_length() - 1)
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A heterogeneous cluster: one :class:`GpuType` per GPU type (names unique, order kept)."""
+
+    gpu_types: tuple[GpuType, ...]
+
+    def __post_init__(self) -> None:
+        try:
+            types = tuple(self.gpu_types)
+        except TypeError as exc:
+            raise InputError("cluster.gpu_types", self.gpu_types, "must be a sequence of GpuType") from exc
+        for i, t in enumerate(types):
+            if not isinstance(t, GpuType):
+                raise InputError(f"cluster.gpu_types[{i}]", t, "must be a GpuType")
+        names = [t.name for t in types]
+        for i, n in enumerate(names):
+            if n in names[:i]:
+                raise InputError(f"cluster.gpu_types[{i}].name", n, "is a duplicate GPU type name")
+        if not types:
+            raise InputError("cluster.gpu_types", [], "needs at least one GPU type")
+        object.__setattr__(self, "gpu_types", types)
+
+    @property
+    def type_names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.gpu_types)
+
+    def type_index(self, name: str) -> int:
+        try:
+            return self.type_names.index(name)
+        except ValueError:
+            raise InputError("gpu_type", name, f"is not in the cluster ({', '.join(self.type_names)})") from None
+
+    def __getitem__(self, name: str) -> GpuType:
+        return self.gpu_types[self.type_index(name)]
+
+    @property
+    def gpus_per_node(self) -> np.ndarray:
+        return np.array([t.gpus_per_node for t in self.gpu_types], dtype=np.int64)
+
+    @property
+    def nodes(self) -> np.ndarray:
+        return np.array([t.nodes for t in self.gpu_types], dtype=np.int64)
+
+    @property
+    def total_gpus(self) -> np.ndarray:
+        """GPUs per type (array in type order)."""
+        return self.gpus_per_node * self.nodes
+
+    @property
+    def num_gpus(self) -> int:
+        return int(self.total_gpus.sum())
+
+    def node_ids(self, name: str) -> list[str]:
+        """Node ids of one type: ``<type>-0``, ``<type>-1``, ..."""
+        return [f"{name}-{k}" for k in range(self[name].nodes)]
+
+
+@dataclass(frozen=True)
+class Config:
+    """A configuration: ``n_nodes`` nodes holding ``n_gpus`` GPUs of type ``gpu_type`` in total."""
+
+    n_nodes: int
+    n_gpus: int
+    gpu_type: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "n_nodes", _need_int("config.n_nodes", self.n_nodes, 1))
+        object.__setattr__(self, "n_gpus", _need_int("config.n_gpus", self.n_gpus, 1))
+        if self.n_gpus < self.n_nodes:
+            raise InputError("config.n_gpus", self.n_gpus, f"must be >= n_nodes ({self.n_nodes})")
+        if not isinstance(self.gpu_type, str) or not self.gpu_type:
+            raise InputError("config.gpu_type", self.gpu_type, "must be a non-empty string")
+
+    @property
+    def label(self) -> str:
+        """``<n_nodes>x<n_gpus>x<gpu_type>`` (n_gpus is the total): ``2x16xa100``, ``1x4xt4``."""
+        return f"{self.n_nodes}x{self.n_gpus}x{self.gpu_type}"
+
+    def __str__(self) -> str:
+        return self.label
+
+
+def _types_tuple(path: str, v: Any) -> tuple[str, ...] | None:
+    if v is None:
+        return None
+    if isinstance(v, str) or not isinstance(v, Iterable):
+        raise InputError(path, v, "must be a sequence of GPU type names or None")
+    out = tuple(v)
+    if not out:
+        raise InputError(path, list(out), "must name at least one GPU type (None: every type)")
+    for i, t in enumerate(out):
+        if not isinstance(t, str):
+            raise InputError(f"{path}[{i}]", t, "must be a GPU type name")
+    if len(set(out)) != len(out):
+        raise InputError(path, list(out), "names a GPU type twice")
+    return out
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job of the round.
+
+    * ``kind``: ``"adaptive"`` (batch size and GPUs free; goodput), ``"strong"`` (fixed batch size; goodput is
+      throughput), ``"rigid"`` (fixed GPU count ``rigid_gpus`` and batch size: only the GPU type is chosen).
+    * ``min_gpus`` / ``max_gpus`` / ``scale_unit`` (GPU counts must be multiples of it) and the growth rule
+      (at most ``max(2 * max_profiled_gpus, u)`` GPUs, ``u`` the smallest valid count) prune configurations.
+    * ``allowed_types``: GPU types the job may use (``None``: all).
+    * ``current``: the configuration it runs in now (``None``: not running); with ``preemptible=False`` that
+      configuration is forced for the next round.
+    * ``age_s``, ``restarts``, ``restart_cost_s``: the restart factor's inputs.
+    * ``batch_size``: the fixed batch of strong/rigid jobs when the goodput comes from a model with a
+      ``throughput`` method (``None``: the model's ``init_batch``). Not in the paper's API (an extension).
+    """
+
+    id: JobId
+    kind: str = "adaptive"
+    min_gpus: int = 1
+    max_gpus: int | None = None
+    scale_unit: int = 1
+    max_profiled_gpus: int = 0
+    allowed_types: Sequence[str] | None = None
+    current: Config | None = None
+    age_s: float = 0.0
+    restarts: int = 0
+    restart_cost_s: float = 0.0
+    preemptible: bool = True
+    rigid_gpus: int | None = None
+    batch_size: float | None = field(default=None, compare=True)
+
+    def __post_init__(self) -> None:
+        jid = self.id
+        if not (_is_int(jid) or (isinstance(jid, str) and jid and not any(c in jid for c in " @,[]()"))):
+            raise InputError("job.id", jid, "must be an int or a non-empty string without spaces or @,[]()")
+        if _is_int(jid):
+            object.__setattr__(self, "id", int(jid))
+        p = f"job[{jid}]"
+        if self.kind not in KINDS:
+            raise InputError(f"{p}.kind", self.kind, f"must be one of {', '.join(KINDS)}")
+        set_ = object.__setattr__
+        set_(self, "min_gpus", _need_int(f"{p}.min_gpus", self.min_gpus, 1))
+        if self.max_gpus is not None:
+            set_(self, "max_gpus", _need_int(f"{p}.max_gpus", self.max_gpus, self.min_gpus))
+        set_(self, "scale_unit", _need_int(f"{p}.scale_unit", self.scale_unit, 1))
+        set_(self, "max_profiled_gpus", _need_int(f"{p}.max_profiled_gpus", self.max_profiled_gpus, 0))
+        set_(self, "allowed_types", _types_tuple(f"{p}.allowed_types", self.allowed_types))
+        if self.current is not None and not isinstance(self.current, Config):
+            raise InputError(f"{p}.current", self.current, "must be a Config or None")
+        set_(self, "age_s", _need_num(f"{p}.age_s", self.age_s, 0.0))
+        set_(self, "restarts", _need_int(f"{p}.restarts", self.restarts, 0))
+        set_(self, "restart_cost_s", _need_num(f"{p}.restart_cost_s", self.restart_cost_s, 0.0))
+        if not isinstance(self.preemptible, (bool, np.bool_)):
+            raise InputError(f"{p}.preemptible", self.preemptible, "must be a bool")
+        set_(self, "preemptible", bool(self.preemptible))
+        if self.kind == "rigid":
+            if self.rigid_gpus is None:
+                raise InputError(f"{p}.rigid_gpus", None, "a rigid job needs its fixed GPU count")
+            set_(self, "rigid_gpus", _need_int(f"{p}.rigid_gpus", self.rigid_gpus, 1))
+        elif self.rigid_gpus is not None:
+            raise InputError(f"{p}.rigid_gpus", self.rigid_gpus, f"is only for rigid jobs (kind is {self.kind!r})")
+        if self.batch_size is not None:
+            set_(self, "batch_size", _need_num(f"{p}.batch_size", self.batch_size, 1e-12))
+        if self.kind != "rigid" and self.smallest_count() is None:
+            raise InputError(
+                f"{p}.scale_unit",
+                self.scale_unit,
+                f"no multiple of it lies in [min_gpus={self.min_gpus}, max_gpus={self.max_gpus}]",
+            )
+
+    def smallest_count(self) -> int | None:
+        """``u``: the smallest GPU count the job may run at (the rigid count for rigid jobs)."""
+        if self.kind == "rigid":
+            return self.rigid_gpus
+        u = -(-self.min_gpus // self.scale_unit) * self.scale_unit
+        if self.max_gpus is not None and u > self.max_gpus:
+            return None
+        return u
+
+    def growth_limit(self) -> int:
+        """The growth rule: at most ``max(2 * max_profiled_gpus, u)`` GPUs (a new job starts at ``u``, 1 for
+        data-parallel jobs)."""
+        u = self.smallest_count() or 1
+        return max(2 * self.max_profiled_gpus, u)
+
+    def restart_factor(self) -> float:
+        """``r = max(T - N S, 0) / (T + S)``; 1 while ``T < S`` (and when ``T = S = 0``)."""
+        T, N, S = self.age_s, self.restarts, self.restart_cost_s
+        if T < S or T + S == 0:
+            return 1.0
+        return max(T - N * S, 0.0) / (T + S)
