@@ -1,0 +1,72 @@
+"""Gandiva (Xiao et al., "Gandiva: Introspective Cluster Scheduling for Deep Learning", OSDI 2018).
+
+Affinity-aware node allocation (Algorithm 1), GPU packing (Gandiva's greedy and an exact MILP), migration for
+locality (Gandiva's greedy and a fewest-migrations MILP), time-slicing, grow-shrink, and a round-based replay.
+The formulations are in ``formulations/gandiva.md``.
+"""
+
+from __future__ import annotations
+
+from ..instances import register_problem
+from .allocate import TIERS, Allocation, allocate, find_nodes
+from .check import check_defragmentation, check_packing, check_state, recompute
+from .growshrink import GrowShrink, grow, shrink
+from .io import PROBLEM_IO, GandivaInstance
+from .migration import Defragmentation, Move, build_defrag_model, defragment, fits, movable_jobs
+from .packing import (
+    Packing,
+    apply_packing,
+    build_packing_model,
+    idle_gpus,
+    pack_exact,
+    pack_greedy,
+    packing_gap,
+    packing_throughput,
+)
+from .profiles import Profiles, load_profiles, philly_distribution
+from .replay import ReplayResult, generate_trace, replay, sample_philly, uniform_cluster
+from .state import MIXED, ClusterState, GandivaJob, Node, nodes_needed
+
+register_problem(PROBLEM_IO)
+
+__all__ = [
+    "MIXED",
+    "TIERS",
+    "Allocation",
+    "ClusterState",
+    "Defragmentation",
+    "GandivaInstance",
+    "GandivaJob",
+    "GrowShrink",
+    "Move",
+    "Node",
+    "Packing",
+    "Profiles",
+    "ReplayResult",
+    "allocate",
+    "apply_packing",
+    "build_defrag_model",
+    "build_packing_model",
+    "check_defragmentation",
+    "check_packing",
+    "check_state",
+    "defragment",
+    "find_nodes",
+    "fits",
+    "generate_trace",
+    "grow",
+    "idle_gpus",
+    "load_profiles",
+    "movable_jobs",
+    "nodes_needed",
+    "pack_exact",
+    "pack_greedy",
+    "packing_gap",
+    "packing_throughput",
+    "philly_distribution",
+    "recompute",
+    "replay",
+    "sample_philly",
+    "shrink",
+    "uniform_cluster",
+]
