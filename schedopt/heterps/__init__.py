@@ -1,0 +1,69 @@
+"""HeterPS (Liu et al., FGCS 2023): schedule DNN layers onto resource types (CPU, GPU, ...) and size each stage to
+minimize monetary cost under a throughput floor and per-type unit limits.
+
+* Spec: :class:`Layer`, :class:`ResourceType`, :class:`HeterPSProblem` (validated).
+* Cost model / independent checker: :func:`evaluate` -> :class:`Evaluation`.
+* Exact: :func:`solve_exact` (``method="dp"`` or ``"milp"`` with any backend; :func:`build_milp`).
+* The paper's provisioning: :func:`k1_lower_bound`, :func:`balance_units`, :func:`provision_paper`; exact per-plan
+  provisioning :func:`provision`.
+* Baselines: :func:`solve_rl` (numpy LSTM + REINFORCE), :func:`solve_greedy`, :func:`solve_genetic`,
+  :func:`solve_bruteforce`.
+* Instances: :func:`generate` (``ctrdnn``, ``matchnet``, ``2emb``, ``nce``); :func:`frontier`, :func:`plot_frontier`.
+
+Formulation, proofs and deviations: ``formulations/heterps.md``.
+"""
+
+from . import io
+from .core import (
+    HeterPSPlan,
+    balance_units,
+    k1_lower_bound,
+    kmin,
+    max_throughput,
+    plan_max_throughput,
+    provision,
+    provision_paper,
+)
+from .cost import Evaluation, evaluate, stages_of
+from .exact import HeterPSInfeasibleError, build_milp, candidate_levels, diagnose_infeasibility, solve_exact
+from .frontier import Frontier, frontier, plot_frontier
+from .generators import MODELS, generate
+from .heuristics import solve_bruteforce, solve_genetic, solve_greedy
+from .rl import LSTMPolicy, layer_features, solve_rl
+from .spec import CPU_PRICE, GPU_PRICE, HeterPSProblem, Layer, ResourceType
+
+__all__ = [
+    "CPU_PRICE",
+    "GPU_PRICE",
+    "MODELS",
+    "Evaluation",
+    "Frontier",
+    "HeterPSInfeasibleError",
+    "HeterPSPlan",
+    "HeterPSProblem",
+    "LSTMPolicy",
+    "Layer",
+    "ResourceType",
+    "balance_units",
+    "build_milp",
+    "candidate_levels",
+    "diagnose_infeasibility",
+    "evaluate",
+    "frontier",
+    "generate",
+    "io",
+    "k1_lower_bound",
+    "kmin",
+    "layer_features",
+    "max_throughput",
+    "plan_max_throughput",
+    "plot_frontier",
+    "provision",
+    "provision_paper",
+    "solve_bruteforce",
+    "solve_exact",
+    "solve_genetic",
+    "solve_greedy",
+    "solve_rl",
+    "stages_of",
+]

@@ -1,0 +1,383 @@
+"""Exact HeterPS solvers: a dynamic program over layers (``method="dp"``) and a MILP over enumerated
+(stage, type, k) options solved by any schedopt backend (``method="milp"``). Both are proved in
+``formulations/heterps.md``.
+
+DP. Let ``tau`` be a time per B0 samples (throughput level ``B0 / tau``). For a level, every stage's minimal k is a
+closed form (:func:`~schedopt.heterps.core.kmin`). The optimum's throughput equals some stage's ``B0 / tau_i(k_i)``
+(its bottleneck), so the optimum is ``min over candidate levels tau_c of C0 * F(tau_c) * tau_c / B0`` where
+``F(tau)`` is the cheapest ``sum price_t * units_t`` of a plan whose stages all run within ``tau`` under the type
+limits. Candidates are all distinct ``tau(a, b, t, k) <= B0 / limit`` over stages [a, b), types t and k <= N_t.
+``F`` is computed exactly by a DP over layer boundaries whose states keep the Pareto set of per-type unit vectors
+(the type limits are handled exactly; dominated vectors can never lead to a cheaper or a feasible completion that
+the dominating one cannot). The candidates are visited in increasing order of a lower bound (the same DP without the
+cross-stage type limits, vectorised over all candidates at once) and the search stops when the bound reaches the
+best actual cost found.
+
+MILP. Binary ``y[o]`` per option o = (stage [a, b), type t, k), a continuous ``theta`` (the pipeline throughput over
+the limit), path-flow rows over layer boundaries, a type change at every internal boundary, the type limits, and
+``theta <= throughput of the stage covering layer l`` for every layer. The objective ``C0 * sum price k / Theta`` is a
+ratio; it is made linear exactly by Dinkelbach's method: solve ``min sum c y - lambda * Theta`` with lambda the
+best ratio so far until the optimum is 0 (finitely many steps, each a MILP).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import InfeasibleError, InputError, SolveFailedError
+from ..model import LinearModel
+from ..results import TerminationReason
+from .core import TAU_RTOL, HeterPSPlan, interval_sums, kmin, make_plan, max_throughput, stage_tau
+from .spec import HeterPSProblem
+
+__all__ = [
+    "HeterPSInfeasibleError",
+    "build_milp",
+    "candidate_levels",
+    "diagnose_infeasibility",
+    "solve_exact",
+]
+
+
+class HeterPSInfeasibleError(InfeasibleError):
+    """No plan meets the floor and the limits. ``family`` is ``"throughput_limit"`` (no plan reaches the floor even
+    when every stage gets all units of its type) or ``"type_limit"`` (the floor is reachable stage by stage but the
+    types' unit limits, shared across stages, cannot cover a plan)."""
+
+    def __init__(self, message: str, family: str, best_throughput: float, best_plan: tuple[str, ...],
+                 result: Any = None, explanation: Any = None) -> None:
+        self.family = family
+        self.best_throughput = best_throughput
+        self.best_plan = best_plan
+        super().__init__(message, result, explanation)
+
+
+def diagnose_infeasibility(problem: HeterPSProblem) -> HeterPSInfeasibleError | None:
+    """None when some plan is feasible for the throughput alone; otherwise the error to raise. Used after a solver
+    found no plan: names ``throughput_limit`` or ``type_limit[...]``."""
+    tp, plan = max_throughput(problem)
+    lim = problem.throughput_limit
+    if problem.base_batch / tp > problem.base_batch / lim * (1 + TAU_RTOL):
+        return HeterPSInfeasibleError(
+            f"infeasible: throughput_limit={lim:g} samples/s is out of reach: the best plan reaches {tp:.6g} samples/s "
+            f"even with every stage given all units of its type (plan {list(plan)}); the serial fractions and "
+            "type limits bound it",
+            "throughput_limit", tp, plan,
+        )
+    limits = ", ".join(f"type_limit[{t.name}]={t.limit}" for t in problem.types)
+    return HeterPSInfeasibleError(
+        f"infeasible: throughput_limit={lim:g} samples/s is reachable stage by stage (up to {tp:.6g} with plan "
+        f"{list(plan)}) but no plan reaches it within the unit limits shared by its stages ({limits})",
+        "type_limit", tp, plan,
+    )
+
+
+# ============================================================================================ the DP
+def candidate_levels(problem: HeterPSProblem) -> np.ndarray:
+    """Distinct stage times ``tau(a, b, t, k)`` (k <= N_t) meeting the floor, ascending: the candidate bottleneck
+    levels (throughput ``B0 / tau``). At most ``L (L + 1) / 2 * sum_t N_t`` values."""
+    _, _, S, P, R, Q = interval_sums(problem)
+    tau_lim = problem.base_batch / problem.throughput_limit * (1 + TAU_RTOL)
+    out = []
+    for t, N in enumerate(problem.limits):
+        ks = np.arange(1, int(N) + 1, dtype=float)
+        taus = stage_tau(S[:, t, None], P[:, t, None], R[:, t, None], Q[:, t, None], ks[None, :])
+        out.append(taus[taus <= tau_lim])
+    return np.unique(np.concatenate(out))
+
+
+def _relaxed_bounds(problem: HeterPSProblem, taus: np.ndarray, chunk: int = 1024) -> np.ndarray:
+    """``F_relax(tau)``: the cheapest ``price . units`` of a plan within ``tau`` when each stage only respects its
+    own type's limit (the sharing across stages is dropped): a lower bound on ``F(tau)``, for all levels at once."""
+    L, m = problem.num_layers, len(problem.types)
+    ia, ib, S, P, R, Q = interval_sums(problem)
+    N, price = problem.limits, problem.prices
+    ends = [np.flatnonzero(ib == b) for b in range(L + 1)]
+    out = np.empty(taus.size)
+    for c0 in range(0, taus.size, chunk):
+        tau = taus[c0 : c0 + chunk]
+        K = kmin(S[None], P[None], R[None], Q[None], tau[:, None, None], N[None, None, :])  # (C, n_int, m)
+        U = np.where(np.isfinite(K), K * price, np.inf)
+        f = np.full((tau.size, L + 1, m + 1), np.inf)
+        f[:, 0, m] = 0.0
+        for b in range(1, L + 1):
+            sel = ends[b]
+            a = ia[sel]
+            fa = f[:, a, :]  # (C, n_a, m+1)
+            for t in range(m):
+                g = np.delete(fa, t, axis=2).min(axis=2)
+                f[:, b, t] = (g + U[:, sel, t]).min(axis=1)
+        out[c0 : c0 + chunk] = f[:, L, :m].min(axis=1)
+    return out
+
+
+def _pareto(U: np.ndarray, back: np.ndarray, price: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Keep the non-dominated unit vectors (rows of U), cheapest first; ``back`` rides along."""
+    if U.shape[0] <= 1:
+        return U, back
+    order = np.lexsort((*U.T[::-1], U @ price))
+    U, back = U[order], back[order]
+    _, first = np.unique(U, axis=0, return_index=True)
+    keep = np.zeros(U.shape[0], bool)
+    keep[first] = True
+    U, back = U[keep], back[keep]
+    le = (U[None, :, :] <= U[:, None, :]).all(axis=2)  # le[i, j]: U_j <= U_i
+    np.fill_diagonal(le, False)
+    dominated = le.any(axis=1)
+    return U[~dominated], back[~dominated]
+
+
+def _dp_level(problem: HeterPSProblem, tau: float, idx: np.ndarray, ia: np.ndarray, ib: np.ndarray,
+              sums: tuple[np.ndarray, ...]) -> tuple[list[tuple[int, int, int, int]], float] | None:
+    """``F(tau)`` exactly with the type limits: DP over boundaries with Pareto sets of unit vectors per
+    (boundary, type of the stage ending there). Returns the stages [(a, b, t, k)] and ``price . units``."""
+    L, m = problem.num_layers, len(problem.types)
+    N, price = problem.limits, problem.prices
+    S, P, R, Q = sums
+    K = kmin(S, P, R, Q, tau, N[None, :])  # (n_int, m)
+    units: dict[tuple[int, int], np.ndarray] = {(0, m): np.zeros((1, m), np.int64)}
+    backs: dict[tuple[int, int], np.ndarray] = {(0, m): np.zeros((1, 3), np.int64)}
+    for b in range(1, L + 1):
+        for t in range(m):
+            parts_u, parts_b = [], []
+            for a in range(b):
+                k = K[idx[a, b], t]
+                if not np.isfinite(k):
+                    continue
+                for tp in range(m + 1):
+                    if tp == t or (a, tp) not in units:
+                        continue
+                    U = units[(a, tp)].copy()
+                    U[:, t] += int(k)
+                    ok = U[:, t] <= N[t]
+                    if not ok.any():
+                        continue
+                    n = int(ok.sum())
+                    parts_u.append(U[ok])
+                    parts_b.append(np.column_stack([np.full(n, a), np.full(n, tp), np.flatnonzero(ok)]))
+            if parts_u:
+                units[(b, t)], backs[(b, t)] = _pareto(np.vstack(parts_u), np.vstack(parts_b), price)
+    finals = [(float(units[(L, t)][0] @ price), t) for t in range(m) if (L, t) in units]
+    if not finals:
+        return None
+    value, t = min(finals)
+    stages: list[tuple[int, int, int, int]] = []
+    b, row = L, 0
+    while b > 0:
+        a, tp, prow = (int(v) for v in backs[(b, t)][row])
+        stages.append((a, b, t, int(K[idx[a, b], t])))
+        b, t, row = a, tp, prow
+    return stages[::-1], value
+
+
+def _solve_dp(problem: HeterPSProblem) -> tuple[tuple[str, ...], tuple[int, ...], dict[str, Any]]:
+    L = problem.num_layers
+    ia, ib, S, P, R, Q = interval_sums(problem)
+    idx = np.full((L + 1, L + 1), -1, dtype=np.int64)
+    idx[ia, ib] = np.arange(ia.size)
+    B0, C0, price = problem.base_batch, problem.sample_hours, problem.prices
+    t0 = time.perf_counter()
+    taus = candidate_levels(problem)
+    lb = C0 * _relaxed_bounds(problem, taus) * taus / B0 if taus.size else np.zeros(0)
+    t_bounds = time.perf_counter() - t0
+    order = np.argsort(lb, kind="stable")
+    best_cost, best = math.inf, None
+    examined = 0
+    for j in order:
+        if not math.isfinite(lb[j]) or lb[j] >= best_cost * (1 - 1e-12):
+            break
+        examined += 1
+        got = _dp_level(problem, float(taus[j]), idx, ia, ib, (S, P, R, Q))
+        if got is None:
+            continue
+        stages, _ = got
+        a = np.array([s[0] for s in stages])
+        b = np.array([s[1] for s in stages])
+        t = np.array([s[2] for s in stages])
+        k = np.array([s[3] for s in stages], dtype=float)
+        sidx = idx[a, b]
+        tau_act = float(stage_tau(S[sidx, t], P[sidx, t], R[sidx, t], Q[sidx, t], k).max())
+        cost = C0 * float(price[t] @ k) * tau_act / B0
+        if cost < best_cost:
+            best_cost, best = cost, stages
+    info = {"candidates": int(taus.size), "levels_examined": examined, "bound_seconds": t_bounds}
+    if best is None:
+        err = diagnose_infeasibility(problem)
+        assert err is not None
+        raise err
+    plan: list[str] = []
+    for a_, b_, t_, _ in best:
+        plan.extend([problem.type_names[t_]] * (b_ - a_))
+    return tuple(plan), tuple(s[3] for s in best), info
+
+
+# ============================================================================================ the MILP
+def _options(problem: HeterPSProblem) -> dict[str, np.ndarray]:
+    """Enumerated options (stage [a, b), type t, k): every k up to N_t at which the stage still gets faster
+    (a k at which neither CT nor DT improves is dominated by k - 1 and is not created) and meets the throughput
+    floor on its own (a slower stage can never be part of a feasible plan and is not created either)."""
+    ia, ib, S, P, R, Q = interval_sums(problem)
+    tau_lim = problem.base_batch / problem.throughput_limit * (1 + TAU_RTOL)
+    oa, ob, ot, ok, otau = [], [], [], [], []
+    for t, N in enumerate(problem.limits):
+        ks = np.arange(1, int(N) + 1, dtype=float)
+        taus = stage_tau(S[:, t, None], P[:, t, None], R[:, t, None], Q[:, t, None], ks[None, :])
+        keep = np.ones_like(taus, dtype=bool)
+        keep[:, 1:] = taus[:, 1:] < taus[:, :-1] * (1 - TAU_RTOL)
+        keep &= taus <= tau_lim
+        s_i, k_i = np.nonzero(keep)
+        oa.append(ia[s_i])
+        ob.append(ib[s_i])
+        ot.append(np.full(s_i.size, t))
+        ok.append(k_i + 1)
+        otau.append(taus[s_i, k_i])
+    cat = np.concatenate
+    return {"a": cat(oa), "b": cat(ob), "t": cat(ot), "k": cat(ok).astype(np.int64), "tau": cat(otau)}
+
+
+def build_milp(problem: HeterPSProblem, lam: float = 0.0) -> LinearModel:
+    """The MILP of the Dinkelbach step ``min sum_o price_t(o) k(o) y[o] - lam * Theta`` (Theta = limit * theta).
+
+    Blocks ``y`` (binary, one per option) and ``theta``; families ``path_flow`` (layer boundaries), ``type_change``
+    (internal boundary x type), ``type_limit`` (type), ``stage_throughput_floor`` (layer), ``throughput_limit``."""
+    t0 = time.perf_counter()
+    L, m = problem.num_layers, len(problem.types)
+    names = np.array([layer.name for layer in problem.layers], dtype=object)
+    tnames = np.array(problem.type_names, dtype=object)
+    o = _options(problem)
+    a, b, t, k, tau = o["a"], o["b"], o["t"], o["k"], o["tau"]
+    n = a.size
+    scale = problem.throughput_limit
+    tp = problem.base_batch / tau / scale
+    cols = np.arange(n)
+    model = LinearModel("heterps", sense="minimize")
+    labels = (names[a] + ".." + names[b - 1] + ":" + tnames[t] + ":k=" + k.astype(str).astype(object)).tolist()
+    model.add_variables("y", n, kind="binary", labels=labels)
+    model.add_variables("theta", 1, lower=0.0, upper=float(tp.max()), labels=["throughput/limit"])
+    # path over boundaries 0..L: out(p) - in(p) = [1 at 0, -1 at L, 0 between]
+    A = sp.csr_matrix((np.r_[np.ones(n), -np.ones(n)], (np.r_[a, b], np.r_[cols, cols])), shape=(L + 1, n))
+    rhs = np.zeros(L + 1)
+    rhs[0], rhs[L] = 1.0, -1.0
+    bnames = ["start"] + [f"{names[p - 1]}|{names[p]}" for p in range(1, L)] + ["end"]
+    model.add_constraints("path_flow", {"y": A}, lower=rhs, upper=rhs, labels=bnames)
+    # no two adjacent stages share a type (stages are maximal runs): at boundary p, type t ends + starts <= 1
+    end_in = (b >= 1) & (b <= L - 1)
+    start_in = (a >= 1) & (a <= L - 1)
+    rows = np.r_[(b[end_in] - 1) * m + t[end_in], (a[start_in] - 1) * m + t[start_in]]
+    A = sp.csr_matrix((np.ones(rows.size), (rows, np.r_[cols[end_in], cols[start_in]])), shape=((L - 1) * m, n))
+    model.add_constraints("type_change", {"y": A}, upper=1.0,
+                          labels=[f"{bnames[p]}:{tn}" for p in range(1, L) for tn in problem.type_names])
+    A = sp.csr_matrix((k.astype(float), (t, cols)), shape=(m, n))
+    model.add_constraints("type_limit", {"y": A}, upper=problem.limits.astype(float), labels=list(problem.type_names))
+    # theta <= throughput of the stage covering layer l (exactly one stage covers each layer)
+    length = b - a
+    starts = np.repeat(np.cumsum(length) - length, length)
+    lrow = np.repeat(a, length) + (np.arange(length.sum()) - starts)
+    A = sp.csr_matrix((-np.repeat(tp, length), (lrow, np.repeat(cols, length))), shape=(L, n))
+    model.add_constraints("stage_throughput_floor", {"y": A, "theta": np.ones((L, 1))}, upper=0.0,
+                          labels=names.tolist())
+    model.add_constraints("throughput_limit", {"theta": np.ones((1, 1))}, lower=1.0, labels=["floor"])
+    model.meta.update(structure="heterps_options", options=o, scale=scale)
+    _set_dinkelbach_objective(problem, model, lam)
+    model.build_seconds = time.perf_counter() - t0
+    return model
+
+
+def _set_dinkelbach_objective(problem: HeterPSProblem, model: LinearModel, lam: float) -> None:
+    o = model.meta["options"]
+    price = problem.prices
+    cy = price[o["t"]] * o["k"]
+    # the constant makes the objective non-negative so that a relative gap stays meaningful near the fixed point
+    theta_max = float((problem.base_batch / o["tau"]).max() / model.meta["scale"])
+    model.set_objective({"y": cy, "theta": [-lam * model.meta["scale"]]}, constant=lam * model.meta["scale"] * theta_max)
+
+
+def _decode(problem: HeterPSProblem, model: LinearModel, y: np.ndarray) -> tuple[list[str], list[int], float, float]:
+    o = model.meta["options"]
+    sel = np.flatnonzero(y > 0.5)
+    sel = sel[np.argsort(o["a"][sel])]
+    plan: list[str] = []
+    for j in sel:
+        plan.extend([problem.type_names[o["t"][j]]] * int(o["b"][j] - o["a"][j]))
+    units_cost = float((problem.prices[o["t"][sel]] * o["k"][sel]).sum())
+    theta = float((problem.base_batch / o["tau"][sel]).min())
+    return plan, [int(x) for x in o["k"][sel]], units_cost, theta
+
+
+def _solve_milp(problem: HeterPSProblem, backend: str | None, time_limit: float | None,
+                explain: bool) -> tuple[tuple[str, ...], tuple[int, ...], dict[str, Any], str]:
+    from .. import solve
+    from ..infeasibility import explain_infeasibility
+
+    if candidate_levels(problem).size == 0:  # no stage meets the floor at any k: no option exists
+        err = diagnose_infeasibility(problem)
+        assert err is not None
+        raise err
+    model = build_milp(problem, 0.0)
+    t_end = None if time_limit is None else time.perf_counter() + time_limit
+    lam = 0.0
+    best: tuple[float, list[str], list[int]] | None = None
+    history: list[dict[str, Any]] = []
+    status = "optimal"
+    for it in range(100):
+        remaining = None if t_end is None else max(0.0, t_end - time.perf_counter())
+        _set_dinkelbach_objective(problem, model, lam)
+        res = solve(model, backend, time_limit=remaining, mip_rel_gap=1e-9)
+        reason = res.termination.reason
+        if reason in (TerminationReason.INFEASIBLE, TerminationReason.INFEASIBLE_OR_UNBOUNDED):
+            err = diagnose_infeasibility(problem)
+            assert err is not None
+            err.result = res
+            if explain:
+                err.explanation = explain_infeasibility(model)
+            raise err
+        if not res.has_solution:
+            if best is None:
+                raise SolveFailedError(f"heterps MILP ({res.backend}): {res.termination} before any plan", res)
+            status = "time_limit"
+            break
+        plan, k, ucost, theta = _decode(problem, model, res.values["y"])
+        ratio = ucost / theta
+        history.append({"lambda": lam, "ratio": ratio, "termination": str(res.termination),
+                        "solve_seconds": res.timings.solve, "backend": res.backend})
+        if best is None or ratio < best[0]:
+            best = (ratio, plan, k)
+        if reason is not TerminationReason.OPTIMAL:
+            status = "time_limit"
+            break
+        if it > 0 and ucost - lam * theta >= -1e-9 * max(ucost, 1e-300):
+            break
+        lam = best[0]
+    else:
+        status = "iteration_limit"
+    assert best is not None
+    info = {"dinkelbach": history, "options": int(model.meta["options"]["a"].size),
+            "build_seconds": model.build_seconds, "model": model}
+    return tuple(best[1]), tuple(best[2]), info, status
+
+
+# ============================================================================================ entry point
+def solve_exact(problem: HeterPSProblem, method: str = "dp", backend: str | None = None, *,
+                time_limit: float | None = None, explain: bool = True) -> HeterPSPlan:
+    """The cheapest plan meeting ``throughput >= throughput_limit`` and the type limits.
+
+    ``method="dp"`` (pure numpy/Python) or ``"milp"`` (Dinkelbach over a MILP, ``backend`` any schedopt backend).
+    Raises :class:`HeterPSInfeasibleError` (an :class:`~schedopt.errors.InfeasibleError`) naming
+    ``throughput_limit`` or ``type_limit`` when no plan exists. A MILP time-out returns the best plan found with
+    ``status="time_limit"`` (not proven optimal)."""
+    if not isinstance(problem, HeterPSProblem):
+        raise InputError("problem", type(problem).__name__, "must be a HeterPSProblem")
+    t0 = time.perf_counter()
+    if method == "dp":
+        plan, k, info = _solve_dp(problem)
+        status = "optimal"
+    elif method == "milp":
+        plan, k, info, status = _solve_milp(problem, backend, time_limit, explain)
+    else:
+        raise InputError("method", method, "must be 'dp' or 'milp'")
+    return make_plan(problem, plan, k, f"exact-{method}", status, time.perf_counter() - t0, **info)
