@@ -7,9 +7,12 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from ..results import Limit, SolveResult, Termination, TerminationReason, Timings
+
 if TYPE_CHECKING:
     from ..model import LinearModel
-    from ..results import SolveResult
 
 __all__ = ["Backend", "Capabilities", "SolveParams"]
 
@@ -90,3 +93,46 @@ class Backend:
 
     def solve(self, model: LinearModel, params: SolveParams) -> SolveResult:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def result(
+        self,
+        model: LinearModel,
+        reason: TerminationReason,
+        times: tuple[float, float, float],
+        *,
+        limit: Limit | None = None,
+        detail: str = "",
+        x: np.ndarray | None = None,
+        bound: float | None = None,
+        duals: np.ndarray | None = None,
+        reduced_costs: np.ndarray | None = None,
+        stats: dict[str, Any] | None = None,
+    ) -> SolveResult:
+        """The one place a backend's outcome becomes a :class:`SolveResult`.
+
+        ``times`` = (start, solver handed the model, solver returned). The objective is recomputed from ``x`` with
+        the model's own coefficients; ``x`` is dropped unless the reason holds a solution. ``bound=None`` means the
+        solver gave none: the objective when OPTIMAL, otherwise the trivial bound (``±inf``); an infeasible model's
+        bound is always the trivial one of the other side.
+        """
+        arr = model.to_arrays()
+        has = x is not None and reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE)
+        objv = float(arr.c @ x + arr.constant) if has else math.nan  # type: ignore[operator]
+        if reason is TerminationReason.INFEASIBLE:
+            bound = -math.inf if arr.maximize else math.inf
+        elif bound is None or math.isnan(bound):
+            bound = objv if reason is TerminationReason.OPTIMAL and has else (math.inf if arr.maximize else -math.inf)
+        t0, t1, t2 = times
+        return SolveResult(
+            termination=Termination(reason, limit, detail),
+            backend=self.name,
+            model=model,
+            _x=np.asarray(x, dtype=float) if has else None,
+            _objective=objv,
+            bound=float(bound),
+            duals=duals,
+            reduced_costs=reduced_costs,
+            timings=Timings(handoff=t1 - t0, solve=t2 - t1),
+            backend_version=self.version(),
+            stats=dict(stats or {}),
+        )

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import BackendCapabilityError
-from ..results import Limit, SolveResult, Termination, TerminationReason, Timings
+from ..results import Limit, SolveResult, TerminationReason
 from .base import Backend, Capabilities, SolveParams
 
 if TYPE_CHECKING:
@@ -140,23 +140,19 @@ class CpSatBackend(Backend):
         if reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE):
             x = np.asarray(solver.response_proto.solution, dtype=float)
             objv = float(arr.c @ x + arr.constant)
-        if reason is TerminationReason.INFEASIBLE:
-            bound = -math.inf if arr.maximize else math.inf
-        elif reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE, TerminationReason.NO_SOLUTION_FOUND):
+        bound = None
+        if reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE, TerminationReason.NO_SOLUTION_FOUND):
             b = float(solver.best_objective_bound) + arr.constant
             bound = b + round_err if arr.maximize else b - round_err
             if reason is TerminationReason.OPTIMAL and abs(bound - objv) <= round_err + 1e-9 * max(1, abs(objv)):
                 bound = objv
-        else:
-            bound = math.inf if arr.maximize else -math.inf
-        return SolveResult(
-            termination=Termination(reason, limit, sname),
-            backend=self.name,
-            model=model,
-            _x=x,
-            _objective=objv,
+        return self.result(
+            model,
+            reason,
+            (t0, t1, t2),
+            limit=limit,
+            detail=sname,
+            x=x,
             bound=bound,
-            timings=Timings(handoff=t1 - t0, solve=t2 - t1),
-            backend_version=self.version(),
             stats={"branches": int(solver.num_branches), "objective_scale": S, "objective_rounding_error": round_err},
         )

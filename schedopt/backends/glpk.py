@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..results import Limit, SolveResult, Termination, TerminationReason, Timings
+from ..results import Limit, SolveResult, TerminationReason
 from .base import Backend, Capabilities, SolveParams
 
 if TYPE_CHECKING:
@@ -83,7 +83,6 @@ class GlpkBackend(Backend):
         tl_ms = None if params.time_limit is None else max(1, int(params.time_limit * 1000))
         t1 = time.perf_counter()
         x = None
-        objv = math.nan
         duals = None
         limit = None
         if arr.is_mip:
@@ -102,7 +101,6 @@ class GlpkBackend(Backend):
             st = g.glp_mip_status(lp)
             if st in (g.GLP_OPT, g.GLP_FEAS):
                 x = np.array([g.glp_mip_col_val(lp, j) for j in range(1, n + 1)], dtype=float)
-                objv = float(arr.c @ x + arr.constant)
             if ret == 0 and st == g.GLP_OPT:
                 reason = TerminationReason.OPTIMAL
             elif ret in (g.GLP_ETMLIM, g.GLP_EMIPGAP, g.GLP_ESTOP) or (ret == 0 and st == g.GLP_FEAS):
@@ -131,7 +129,6 @@ class GlpkBackend(Backend):
             if ret == 0 and st == g.GLP_OPT:
                 reason = TerminationReason.OPTIMAL
                 x = np.array([g.glp_get_col_prim(lp, j) for j in range(1, n + 1)], dtype=float)
-                objv = float(arr.c @ x + arr.constant)
                 duals = np.array([g.glp_get_row_dual(lp, i) for i in range(1, m + 1)], dtype=float)
             elif ret == g.GLP_ENOPFS or st in (g.GLP_NOFEAS, g.GLP_INFEAS):
                 reason = TerminationReason.INFEASIBLE
@@ -142,20 +139,4 @@ class GlpkBackend(Backend):
             else:
                 reason = TerminationReason.ERROR
             detail = f"glp_simplex returned {ret}, status {st}"
-        if reason is TerminationReason.OPTIMAL:
-            bound = objv
-        elif reason is TerminationReason.INFEASIBLE:
-            bound = -math.inf if arr.maximize else math.inf
-        else:
-            bound = math.inf if arr.maximize else -math.inf
-        return SolveResult(
-            termination=Termination(reason, limit, detail),
-            backend=self.name,
-            model=model,
-            _x=x,
-            _objective=objv,
-            bound=bound,
-            duals=duals,
-            timings=Timings(handoff=t1 - t0, solve=t2 - t1),
-            backend_version=self.version(),
-        )
+        return self.result(model, reason, (t0, t1, t2), limit=limit, detail=detail, x=x, duals=duals)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..results import Limit, SolveResult, Termination, TerminationReason, Timings
+from ..results import Limit, SolveResult, TerminationReason
 from .base import Backend, Capabilities, SolveParams
 
 if TYPE_CHECKING:
@@ -103,13 +103,7 @@ class HighsBackend(Backend):
         sname = ms.name if hasattr(ms, "name") else str(ms).split(".")[-1]
         info = h.getInfo()
         has_primal = int(info.primal_solution_status) == 2  # kSolutionStatusFeasible
-        if sname == "kModelEmpty":
-            # no columns: the model is the constant objective, feasible iff every row admits activity 0
-            ok = bool(np.all(arr.row_lower <= 1e-9) and np.all(arr.row_upper >= -1e-9))
-            sname = "kModelEmpty (decided without a solve)"
-            reason, limit = (TerminationReason.OPTIMAL if ok else TerminationReason.INFEASIBLE), None
-            has_primal = ok
-        elif sname in _STATUS:
+        if sname in _STATUS:
             reason = _STATUS[sname]
             limit = None
         elif sname in _LIMITS:
@@ -121,38 +115,20 @@ class HighsBackend(Backend):
             reason, limit = TerminationReason.ERROR, None
         if reason is TerminationReason.OPTIMAL and not has_primal:
             reason = TerminationReason.ERROR
-        x = None
-        obj = math.nan
-        duals = rc = None
+        x = duals = rc = None
         if has_primal and reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE):
             sol = h.getSolution()
-            x = np.asarray(sol.col_value, dtype=float) if arr.num_cols else np.zeros(0)
-            obj = float(arr.c @ x + arr.constant)
+            x = np.asarray(sol.col_value, dtype=float)
             if not arr.is_mip and sol.dual_valid:
                 duals = np.asarray(sol.row_dual, dtype=float)
                 rc = np.asarray(sol.col_dual, dtype=float)
-        if arr.is_mip:
-            bound = float(info.mip_dual_bound)
-            if not math.isfinite(bound) and reason is TerminationReason.OPTIMAL:
-                bound = obj
-        else:
-            bound = obj if reason is TerminationReason.OPTIMAL else (math.inf if arr.maximize else -math.inf)
-        if reason is TerminationReason.INFEASIBLE:
-            bound = -math.inf if arr.maximize else math.inf
+        # a MIP's proven bound comes from HiGHS; an LP's is its optimum (None: the default rule in Backend.result)
+        mdb = float(info.mip_dual_bound)
+        bound = mdb if arr.is_mip and math.isfinite(mdb) else None
         stats = {
             "simplex_iterations": int(info.simplex_iteration_count),
             "mip_nodes": int(info.mip_node_count) if arr.is_mip else 0,
         }
-        return SolveResult(
-            termination=Termination(reason, limit, sname),
-            backend=self.name,
-            model=model,
-            _x=x,
-            _objective=obj,
-            bound=bound,
-            duals=duals,
-            reduced_costs=rc,
-            timings=Timings(handoff=t1 - t0, solve=t2 - t1),
-            backend_version=self.version(),
-            stats=stats,
+        return self.result(
+            model, reason, (t0, t1, t2), limit=limit, detail=sname, x=x, bound=bound, duals=duals, reduced_costs=rc, stats=stats
         )

@@ -8,13 +8,12 @@ to pick another MathOpt solver.
 from __future__ import annotations
 
 import datetime
-import math
 import time
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..results import Limit, SolveResult, Termination, TerminationReason, Timings
+from ..results import Limit, SolveResult, TerminationReason
 from .base import Backend, Capabilities, SolveParams
 
 if TYPE_CHECKING:
@@ -110,12 +109,10 @@ class MathOptBackend(Backend):
                 mathopt.Limit.INTERRUPTED: Limit.INTERRUPTED,
             }.get(res.termination.limit, Limit.OTHER)
         x = None
-        objv = math.nan
         duals = rc = None
         if reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE) and res.has_primal_feasible_solution():
             vals = res.variable_values()
             x = np.array([vals[v] for v in mm.variables()], dtype=float)
-            objv = float(arr.c @ x + arr.constant)
             if not arr.is_mip and res.has_dual_feasible_solution():
                 dv = res.dual_values()
                 duals = np.array([dv[c] for c in mm.linear_constraints()], dtype=float)
@@ -123,19 +120,15 @@ class MathOptBackend(Backend):
                 rc = np.array([rcv[v] for v in mm.variables()], dtype=float)
         elif reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE):
             reason = TerminationReason.ERROR
-        bound = float(res.termination.objective_bounds.dual_bound)
-        if reason is TerminationReason.INFEASIBLE:
-            bound = -math.inf if arr.maximize else math.inf
-        return SolveResult(
-            termination=Termination(reason, limit, f"{solver_name}: {res.termination.detail}".strip()),
-            backend=self.name,
-            model=model,
-            _x=x,
-            _objective=objv,
-            bound=bound,
+        return self.result(
+            model,
+            reason,
+            (t0, t1, t2),
+            limit=limit,
+            detail=f"{solver_name}: {res.termination.detail}".strip(),
+            x=x,
+            bound=float(res.termination.objective_bounds.dual_bound),
             duals=duals,
             reduced_costs=rc,
-            timings=Timings(handoff=t1 - t0, solve=t2 - t1),
-            backend_version=self.version(),
             stats={"solver": solver_name},
         )

@@ -8,13 +8,12 @@ speed (the ``highs`` backend hands the same arrays to the same solver in one cal
 
 from __future__ import annotations
 
-import math
 import time
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..results import Limit, SolveResult, Termination, TerminationReason, Timings
+from ..results import Limit, SolveResult, TerminationReason
 from .base import Backend, Capabilities, SolveParams
 
 if TYPE_CHECKING:
@@ -151,45 +150,19 @@ class PyomoBackend(Backend):
         else:
             reason = TerminationReason.ERROR
         x = None
-        objv = math.nan
         if has_sol and reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE):
             prim = res.solution_loader.get_vars()
             x0 = _rest_point(arr)
             x = np.array([prim.get(v, x0[j]) for j, v in enumerate(pm._schedopt_vars)], dtype=float)
-            objv = float(arr.c @ x + arr.constant)
         elif reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE):
             reason = TerminationReason.ERROR
-        bound = res.objective_bound
-        bound = float(bound) if bound is not None else (math.inf if arr.maximize else -math.inf)
-        if reason is TerminationReason.OPTIMAL and not arr.is_mip:
-            bound = objv
-        if reason is TerminationReason.INFEASIBLE:
-            bound = -math.inf if arr.maximize else math.inf
-        return SolveResult(
-            termination=Termination(reason, limit, f"{solver_name}: {tc.name}"),
-            backend=self.name,
-            model=model,
-            _x=x,
-            _objective=objv,
-            bound=bound,
-            timings=Timings(handoff=t1 - t0, solve=t2 - t1),
-            backend_version=self.version(),
-            stats={"solver": solver_name},
+        bound = None if res.objective_bound is None or not arr.is_mip else float(res.objective_bound)
+        return self.result(
+            model, reason, (t0, t1, t2), limit=limit, detail=f"{solver_name}: {tc.name}", x=x, bound=bound, stats={"solver": solver_name}
         )
 
     def _fixed_point(self, model: LinearModel) -> SolveResult:
-        arr = model.to_arrays()
-        x = _rest_point(arr)
-        ok = not model.violations(x)
-        obj = float(arr.c @ x + arr.constant)
-        reason = TerminationReason.OPTIMAL if ok else TerminationReason.INFEASIBLE
-        bound = obj if ok else (-math.inf if arr.maximize else math.inf)
-        return SolveResult(
-            termination=Termination(reason, None, "every variable fixed: checked without a solver"),
-            backend=self.name,
-            model=model,
-            _x=x if ok else None,
-            _objective=obj if ok else math.nan,
-            bound=bound,
-            backend_version=self.version(),
-        )
+        x = _rest_point(model.to_arrays())
+        reason = TerminationReason.INFEASIBLE if model.violations(x) else TerminationReason.OPTIMAL
+        t = time.perf_counter()
+        return self.result(model, reason, (t, t, t), detail="no free variable appears: checked without a solver", x=x)

@@ -10,7 +10,7 @@ import numpy as np
 import scipy
 import scipy.sparse as sp
 
-from ..results import Limit, SolveResult, Termination, TerminationReason, Timings
+from ..results import Limit, SolveResult, TerminationReason
 from .base import Backend, Capabilities, SolveParams
 
 if TYPE_CHECKING:
@@ -68,26 +68,16 @@ class ScipyBackend(Backend):
             reason = TerminationReason.UNBOUNDED
         else:
             reason = TerminationReason.ERROR
-        obj = float(arr.c @ x + arr.constant) if x is not None else math.nan
-        bound = math.nan
         mdb = getattr(res, "mip_dual_bound", None)
-        if mdb is not None and math.isfinite(mdb):
-            bound = sign * float(mdb) + arr.constant
-        elif reason is TerminationReason.OPTIMAL:
-            bound = obj
-        else:
-            bound = math.inf if arr.maximize else -math.inf
-        if reason is TerminationReason.INFEASIBLE:
-            bound = -math.inf if arr.maximize else math.inf
-        return SolveResult(
-            termination=Termination(reason, limit, str(res.message)),
-            backend=self.name,
-            model=model,
-            _x=x if reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE) else None,
-            _objective=obj,
+        bound = sign * float(mdb) + arr.constant if mdb is not None and math.isfinite(mdb) else None
+        return self.result(
+            model,
+            reason,
+            (t0, t1, t2),
+            limit=limit,
+            detail=str(res.message),
+            x=x,
             bound=bound,
-            timings=Timings(handoff=t1 - t0, solve=t2 - t1),
-            backend_version=self.version(),
             stats={"mip_nodes": int(getattr(res, "mip_node_count", 0) or 0)},
         )
 
@@ -130,7 +120,6 @@ class ScipyBackend(Backend):
             reason = TerminationReason.UNBOUNDED
         else:
             reason = TerminationReason.NUMERICAL_ERROR
-        obj = float(arr.c @ x + arr.constant) if x is not None else math.nan
         duals = None
         if x is not None:
             # scipy marginals are d(sign*obj)/d(b); map back to one dual per model row as d(obj)/d(bound)
@@ -142,21 +131,13 @@ class ScipyBackend(Backend):
                 duals[lb] += -sign * mu[nub:]
             if A_eq is not None:
                 duals[eq] = sign * np.asarray(res.eqlin.marginals)
-        if reason is TerminationReason.OPTIMAL:
-            bound = obj
-        elif reason is TerminationReason.INFEASIBLE:
-            bound = -math.inf if arr.maximize else math.inf
-        else:
-            bound = math.inf if arr.maximize else -math.inf
-        return SolveResult(
-            termination=Termination(reason, limit, str(res.message)),
-            backend=self.name,
-            model=model,
-            _x=x,
-            _objective=obj,
-            bound=bound,
+        return self.result(
+            model,
+            reason,
+            (t0, t1, t2),
+            limit=limit,
+            detail=str(res.message),
+            x=x,
             duals=duals,
-            timings=Timings(handoff=t1 - t0, solve=t2 - t1),
-            backend_version=self.version(),
             stats={"iterations": int(getattr(res, "nit", 0) or 0)},
         )
