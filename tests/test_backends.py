@@ -331,3 +331,20 @@ def test_empty_model_is_its_constant(backend):
     res = schedopt.solve(m, backend)
     assert res.termination.reason is TR.OPTIMAL
     assert res.objective == 3.0 and res.x.shape == (0,)
+
+
+@pytest.mark.parametrize("backend", MIP_BACKENDS)
+def test_bound_stays_valid_when_stopping_at_a_gap(backend):
+    """Regression: GLPK stopping at its relative gap (GLP_EMIPGAP) reported bound = incumbent, above the optimum."""
+    rng = np.random.default_rng(11)
+    n = 40
+    W = rng.integers(5, 40, size=(3, n))
+    m = schedopt.LinearModel.from_arrays(
+        c=rng.integers(10, 60, n) + rng.random(n), A=W, row_upper=W.sum(axis=1) // 4, col_upper=1, integrality=1, sense="maximize"
+    )
+    opt = schedopt.solve(m, "highs", mip_rel_gap=0).objective
+    res = schedopt.solve(m, backend, mip_rel_gap=0.05, time_limit=30)
+    assert res.has_solution
+    assert res.objective <= opt + 1e-6
+    assert res.bound >= opt - 1e-6
+    assert res.gap <= 0.05 + 1e-9 or res.termination.reason is TR.FEASIBLE

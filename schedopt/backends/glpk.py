@@ -85,6 +85,7 @@ class GlpkBackend(Backend):
         x = None
         duals = None
         limit = None
+        bound = None
         if arr.is_mip:
             parm = g.glp_iocp()
             g.glp_init_iocp(parm)
@@ -104,8 +105,13 @@ class GlpkBackend(Backend):
             if ret == 0 and st == g.GLP_OPT:
                 reason = TerminationReason.OPTIMAL
             elif ret in (g.GLP_ETMLIM, g.GLP_EMIPGAP, g.GLP_ESTOP) or (ret == 0 and st == g.GLP_FEAS):
-                if ret == g.GLP_EMIPGAP:
-                    reason = TerminationReason.OPTIMAL  # stopped within the requested relative gap
+                if ret == g.GLP_EMIPGAP and x is not None:
+                    # stopped within the requested relative gap: GLPK guarantees
+                    # |best_mip - best_bound| <= mip_gap * (|best_mip| + DBL_EPSILON), so that is the bound we can claim
+                    reason = TerminationReason.OPTIMAL
+                    obj = float(arr.c @ x + arr.constant)
+                    slack = float(parm.mip_gap) * (abs(obj) + 2.220446049250313e-16)
+                    bound = obj + slack if arr.maximize else obj - slack
                 else:
                     reason = TerminationReason.FEASIBLE if x is not None else TerminationReason.NO_SOLUTION_FOUND
                     limit = Limit.TIME if ret == g.GLP_ETMLIM else Limit.INTERRUPTED
@@ -139,4 +145,4 @@ class GlpkBackend(Backend):
             else:
                 reason = TerminationReason.ERROR
             detail = f"glp_simplex returned {ret}, status {st}"
-        return self.result(model, reason, (t0, t1, t2), limit=limit, detail=detail, x=x, duals=duals)
+        return self.result(model, reason, (t0, t1, t2), limit=limit, detail=detail, x=x, bound=bound, duals=duals)
