@@ -1,0 +1,1050 @@
+"""``mckp``: an exact solver for the one-configuration-per-job family (multiple-choice multi-knapsack).
+
+The family (detected from the :class:`~schedopt.model.LinearModel` itself, never from ``meta`` alone)::
+
+    max / min   sum_i v_i x_i + const
+    s.t.        sum_{i in g} x_i <= 1          for every group g   (at-most-one rows: the GUB rows)
+                sum_i W_ki x_i <= b_k          for k = 1..K        (knapsack rows, W >= 0, K <= 64)
+                x_i in {0, 1}, some x_i fixed  (by bounds or single-column rows such as ``forced_config``)
+
+Columns in no at-most-one row are free binaries (groups of one). The algorithm (``formulations/mckp.md``):
+
+1. **presolve**: fixed columns are removed (their weight leaves the capacities, their value joins the constant);
+   the other columns of a forced column's group, columns that cannot fit alone and columns whose value is not
+   positive (in the maximisation form) are dropped: setting them to 0 never hurts.
+2. **Lagrangian dual** over the K capacity prices ``lam >= 0``:
+   ``L(lam) = lam.b + sum_g max(0, max_{i in g} v_i - lam.W_i)``, convex piecewise linear; for given prices every
+   group picks its best column with numpy (``np.maximum.reduceat`` over the groups, stored contiguously). It is
+   minimised exactly by Kelley's cutting-plane method with Wentges smoothing on a (K+1)-variable HiGHS LP. Every
+   ``L(lam)`` is a valid bound; the minimum equals the LP relaxation's bound.
+3. **repair**: the Lagrangian choice at the best prices is made feasible by switching, one over-used row at a
+   time, the groups with the smallest loss per unit freed, then improved greedily with the remaining capacity:
+   a feasible incumbent and a certificate (bound, gap).
+4. **exact mode** (``exact=True``, the default, whenever the gap exceeds ``mip_rel_gap``): reduced-cost fixing
+   removes every option whose Lagrangian reduced cost is worse than its group's best by more than the gap (it can
+   be in no improving solution), fixes groups left with one option, and hands the residual problem to HiGHS
+   through :func:`schedopt.solve` with the incumbent as warm start. OPTIMAL is returned only with a proof
+   (bound within ``mip_rel_gap`` of the objective), FEASIBLE with the limit hit otherwise.
+
+Backend options (``schedopt.solve(model, "mckp", exact=..., ...)``): ``exact`` (bool, default True),
+``residual_backend`` ("highs"), ``max_dual_iterations`` (500), ``dual_tolerance`` (1e-10, relative).
+``mip_rel_gap=None`` means 1e-4 (HiGHS's default).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import StructureError
+from ..results import Limit, SolveResult, Termination, TerminationReason, Timings
+from .base import Backend, Capabilities, SolveParams
+
+if TYPE_CHECKING:
+    from ..model import LinearModel
+
+__all__ = ["MAX_KNAPSACK_ROWS", "MckpBackend", "MckpStructure", "analyze", "detect_structure"]
+
+#: the largest number of knapsack rows the backend accepts (the dual has one price per row)
+MAX_KNAPSACK_ROWS = 64
+_TOL = 1e-9
+
+
+# ---------------------------------------------------------------------------------------------- structure
+@dataclass
+class MckpStructure:
+    """The model in multiple-choice knapsack form, presolved (internally always a maximisation).
+
+    ``cols`` are the model columns that stay free, sorted by ``group`` (0..G-1, contiguous: ``starts``/``counts``);
+    ``value`` their objective in the maximisation form; their knapsack weights are stored column-wise in ELL form:
+    ``ri[i, j]`` / ``wt[i, j]`` is the j-th (row, weight) of column i (padding: row ``K``, weight 0); ``cap`` holds
+    the capacities left after the forced columns; ``const`` the maximisation-form constant (forced values included).
+    ``infeasible`` is a reason naming the row when the presolve proves the model infeasible.
+    """
+
+    maximize: bool
+    n_cols: int
+    gub_rows: np.ndarray
+    knap_rows: np.ndarray
+    knap_labels: list[str]
+    forced: np.ndarray
+    cols: np.ndarray
+    group: np.ndarray
+    starts: np.ndarray
+    counts: np.ndarray
+    value: np.ndarray
+    ri: np.ndarray
+    wt: np.ndarray
+    cap: np.ndarray
+    const: float
+    infeasible: str | None = None
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return int(self.cols.shape[0])
+
+    @property
+    def G(self) -> int:
+        return int(self.starts.shape[0])
+
+    @property
+    def K(self) -> int:
+        return int(self.cap.shape[0])
+
+    def priced(self, lam_pad: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray:
+        """``lam . W_i`` for the columns ``idx`` (all when None); ``lam_pad`` has a trailing 0 for the padding."""
+        ri = self.ri if idx is None else self.ri[idx]
+        wt = self.wt if idx is None else self.wt[idx]
+        out = lam_pad[ri[:, 0]] * wt[:, 0]
+        for j in range(1, ri.shape[1]):
+            out += lam_pad[ri[:, j]] * wt[:, j]
+        return out
+
+    def dense(self, idx: np.ndarray) -> np.ndarray:
+        """Dense (len(idx) x K) weights of the columns ``idx`` (-1: the empty option, all zero)."""
+        out = np.zeros((idx.size, self.K + 1))
+        ok = np.flatnonzero(idx >= 0)
+        if ok.size:
+            out[ok[:, None], self.ri[idx[ok]]] = self.wt[idx[ok]]
+        return out[:, : self.K]
+
+    def usage(self, sel: np.ndarray) -> np.ndarray:
+        """Total weight per knapsack row of the columns ``sel``."""
+        if not sel.size:
+            return np.zeros(self.K)
+        return np.bincount(self.ri[sel].ravel(), weights=self.wt[sel].ravel(), minlength=self.K + 1)[: self.K]
+
+    def weights_csr(self, idx: np.ndarray) -> sp.csr_matrix:
+        """The (K x len(idx)) knapsack weights of the columns ``idx``."""
+        ri, wt = self.ri[idx], self.wt[idx]
+        cc = np.repeat(np.arange(idx.size), ri.shape[1])
+        keep = ri.ravel() < self.K
+        return sp.csr_matrix((wt.ravel()[keep], (ri.ravel()[keep], cc[keep])), shape=(self.K, idx.size))
+
+
+def _row_label(model: LinearModel, r: int) -> str:
+    for f in model.families.values():
+        if f.start <= r < f.stop:
+            return f.label_of(r - f.start)
+    return f"row {r}"
+
+
+def _col_label(model: LinearModel, j: int) -> str:
+    b, flat = model.block_of(int(j))
+    return b.label_of(flat)
+
+
+@dataclass
+class _Detected:
+    lower: np.ndarray
+    upper: np.ndarray
+    col_gub: np.ndarray  # GUB index per column or -1
+    gub_rows: np.ndarray
+    knap_rows: np.ndarray
+    infeasible: str | None
+    row_of: np.ndarray  # row index of every nonzero of A (CSR order)
+
+
+def _detect(model: LinearModel) -> _Detected:
+    """Classify the rows and columns of ``model``; raise :class:`StructureError` when it is outside the family."""
+    arr = model.to_arrays()
+    n = arr.num_cols
+    if n and not bool(np.all(arr.integrality == 1)):
+        j = int(np.flatnonzero(arr.integrality != 1)[0])
+        b, _ = model.block_of(j)
+        raise StructureError(
+            f"column {_col_label(model, j)} is continuous (block {b.name!r}); the mckp family needs every column binary"
+        )
+    lo = arr.col_lower.copy()
+    up = arr.col_upper.copy()
+    bad = (lo < -_TOL) | (up > 1 + _TOL)
+    if bad.any():
+        j = int(np.flatnonzero(bad)[0])
+        raise StructureError(
+            f"column {_col_label(model, j)} is integer with bounds [{lo[j]:g}, {up[j]:g}]; the mckp family needs binaries"
+        )
+    A = arr.A
+    rl, ru = arr.row_lower, arr.row_upper
+    nnz = np.diff(A.indptr)
+    row_of = np.repeat(np.arange(A.shape[0]), nnz)
+    infeasible: str | None = None
+    # empty rows: satisfied or infeasible
+    empty = np.flatnonzero((nnz == 0) & ((rl > _TOL) | (ru < -_TOL)))
+    if empty.size:
+        infeasible = f"row {_row_label(model, int(empty[0]))} has no columns and bounds [{rl[empty[0]]:g}, {ru[empty[0]]:g}]"
+    # single-column rows are bounds on a binary
+    single = np.flatnonzero(nnz == 1)
+    if single.size:
+        a = A.data[A.indptr[single]]
+        j = A.indices[A.indptr[single]]
+        l_, u_ = rl[single], ru[single]
+        tol = _TOL * np.maximum(1.0, np.abs(a))
+        ok0 = (l_ <= tol) & (u_ >= -tol)
+        ok1 = (l_ <= a + tol) & (u_ >= a - tol)
+        np.maximum.at(lo, j, np.where(ok0, 0.0, 1.0))
+        np.minimum.at(up, j, np.where(ok1, 1.0, 0.0))
+        none = np.flatnonzero(~ok0 & ~ok1)
+        if none.size and infeasible is None:
+            infeasible = f"row {_row_label(model, int(single[none[0]]))} admits neither 0 nor 1 for its binary column"
+    clash = np.flatnonzero(lo > up)
+    if clash.size and infeasible is None:
+        infeasible = f"column {_col_label(model, int(clash[0]))} is forced to 1 and to 0 (bounds and single-column rows)"
+    multi = np.flatnonzero(nnz >= 2)
+    gub_rows = np.zeros(0, dtype=np.int64)
+    knap_rows = np.zeros(0, dtype=np.int64)
+    col_gub = np.full(n, -1, dtype=np.int64)
+    if multi.size:
+        starts = A.indptr[multi]
+        rmin = np.minimum.reduceat(A.data, A.indptr[:-1][nnz > 0])
+        rmax = np.maximum.reduceat(A.data, A.indptr[:-1][nnz > 0])
+        pos_of = np.cumsum(nnz > 0) - 1
+        rmin, rmax = rmin[pos_of[multi]], rmax[pos_of[multi]]
+        neg = np.flatnonzero(rmin < 0)
+        if neg.size:
+            r = int(multi[neg[0]])
+            s, e = A.indptr[r], A.indptr[r + 1]
+            k = int(np.argmin(A.data[s:e]))
+            raise StructureError(
+                f"row {_row_label(model, r)} has a negative coefficient ({A.data[s + k]:g} on column "
+                f"{_col_label(model, int(A.indices[s + k]))}); knapsack rows need nonnegative coefficients"
+            )
+        l_, u_ = rl[multi], ru[multi]
+        covering = np.flatnonzero(l_ > _TOL * np.maximum(1.0, np.abs(l_)))
+        if covering.size:
+            r = int(multi[covering[0]])
+            kind = "an equality row" if ru[r] == rl[r] else "a covering row (lower bound > 0)"
+            raise StructureError(
+                f"row {_row_label(model, r)} is {kind} with bounds [{rl[r]:g}, {ru[r]:g}]; the mckp family allows only "
+                "<= rows with nonnegative coefficients (at-most-one rows and knapsack rows)"
+            )
+        del starts
+        finite = np.isfinite(u_)
+        # a row whose total weight fits its capacity never binds
+        tot = np.add.reduceat(A.data, A.indptr[:-1][nnz > 0])[pos_of[multi]]
+        redundant = ~finite | (tot <= u_ + _TOL)
+        if infeasible is None:
+            below = np.flatnonzero(u_ < -_TOL)
+            if below.size:
+                r = int(multi[below[0]])
+                infeasible = f"row {_row_label(model, r)} needs a nonnegative sum <= {ru[r]:g}"
+        ratio = np.where(rmax > 0, u_ / np.where(rmax > 0, rmax, 1.0), np.inf)
+        eligible = (~redundant) & (rmin == rmax) & (rmax > 0) & (ratio >= 1 - _TOL) & (ratio < 2 - _TOL)
+        elig_rows = multi[eligible]
+        # GUB rows: a maximal set of disjoint at-most-one rows, in row order
+        is_elig = np.zeros(A.shape[0], dtype=bool)
+        is_elig[elig_rows] = True
+        ecols = A.indices[is_elig[row_of]]
+        cnt = np.bincount(ecols, minlength=n) if ecols.size else np.zeros(n, dtype=np.int64)
+        overlap_note = ""
+        if ecols.size and cnt.max() > 1:
+            sub = A[elig_rows]
+            chosen = np.zeros(elig_rows.size, dtype=bool)
+            covered = np.zeros(n, dtype=bool)
+            first_clash: tuple[int, int, int] | None = None
+            owner = np.full(n, -1, dtype=np.int64)
+            for i in range(elig_rows.size):  # only when at-most-one rows overlap (rare)
+                cols_i = sub.indices[sub.indptr[i] : sub.indptr[i + 1]]
+                hit = covered[cols_i]
+                if hit.any():
+                    if first_clash is None:
+                        c0 = int(cols_i[np.argmax(hit)])
+                        first_clash = (c0, int(owner[c0]), int(elig_rows[i]))
+                    continue
+                chosen[i] = True
+                covered[cols_i] = True
+                owner[cols_i] = elig_rows[i]
+            gub_rows = elig_rows[chosen]
+            assert first_clash is not None
+            c0, r1, r2 = first_clash
+            overlap_note = (
+                f"column {_col_label(model, c0)} lies in two at-most-one rows ({_row_label(model, r1)} and "
+                f"{_row_label(model, r2)}); overlapping at-most-one rows are kept as knapsack rows"
+            )
+        else:
+            gub_rows = elig_rows
+        is_gub = np.zeros(A.shape[0], dtype=bool)
+        is_gub[gub_rows] = True
+        knap_rows = multi[(~redundant) & ~is_gub[multi]]
+        if knap_rows.size > MAX_KNAPSACK_ROWS:
+            why = f"{knap_rows.size} knapsack rows (more than MAX_KNAPSACK_ROWS={MAX_KNAPSACK_ROWS})"
+            raise StructureError(f"{overlap_note}, which leaves {why}" if overlap_note else f"the model has {why}")
+        if gub_rows.size:
+            gidx = np.full(A.shape[0], -1, dtype=np.int64)
+            gidx[gub_rows] = np.arange(gub_rows.size)
+            gm = gidx[row_of]
+            on = gm >= 0
+            col_gub[A.indices[on]] = gm[on]
+    return _Detected(lo, up, col_gub, gub_rows, knap_rows, infeasible, row_of)
+
+
+def _presolve(model: LinearModel, d: _Detected) -> MckpStructure:
+    arr = model.to_arrays()
+    n = arr.num_cols
+    sign = 1.0 if arr.maximize else -1.0
+    A = arr.A
+    K = int(d.knap_rows.size)
+    kpos = np.full(A.shape[0], -1, dtype=np.int64)
+    kpos[d.knap_rows] = np.arange(K)
+    km = kpos[d.row_of]
+    on = km >= 0
+    er, ec, ew = km[on], A.indices[on].astype(np.int64), A.data[on]
+    capfull = arr.row_upper[d.knap_rows].astype(np.float64)
+    labels = [_row_label(model, int(r)) for r in d.knap_rows]
+    infeasible = d.infeasible
+    fixed1 = d.lower >= 0.5
+    fixed0 = d.upper < 0.5
+    forced = np.flatnonzero(fixed1)
+    # two forced columns in one at-most-one row
+    fg = d.col_gub[forced]
+    fg = fg[fg >= 0]
+    if fg.size and infeasible is None:
+        c = np.bincount(fg)
+        if c.max() > 1:
+            g = int(np.argmax(c))
+            infeasible = f"row {_row_label(model, int(d.gub_rows[g]))} has {int(c[g])} forced columns but allows one"
+    if K and forced.size:
+        use = np.bincount(er, weights=ew * fixed1[ec], minlength=K)[:K]
+    else:
+        use = np.zeros(K)
+    cap = capfull - use
+    over = np.flatnonzero(cap < -_TOL * np.maximum(1.0, np.abs(capfull)))
+    if over.size and infeasible is None:
+        k = int(over[0])
+        infeasible = f"row {labels[k]}: the forced columns need {use[k]:g} but the capacity is {capfull[k]:g}"
+    cap = np.maximum(cap, 0.0)
+    val = sign * arr.c
+    const = sign * (arr.constant + float(arr.c[forced].sum()))
+    keep = ~fixed0 & ~fixed1 & (val > 0)
+    fixed_groups = np.unique(fg)
+    if fixed_groups.size:
+        in_fixed = np.zeros(max(int(d.gub_rows.size), 1), dtype=bool)
+        in_fixed[fixed_groups] = True
+        keep &= ~((d.col_gub >= 0) & in_fixed[np.maximum(d.col_gub, 0)])
+    n_nonpos = int(np.count_nonzero(val <= 0))
+    if ew.size:
+        # a column that does not fit alone can never be chosen
+        tb = ew > cap[er] + _TOL * np.maximum(1.0, cap[er])
+        keep[ec[tb]] = False
+    cols = np.flatnonzero(keep)
+    gkey = d.col_gub[cols].copy()
+    free = gkey < 0
+    gkey[free] = d.gub_rows.size + np.arange(int(free.sum()))
+    if gkey.size and np.any(gkey[1:] < gkey[:-1]):
+        order = np.argsort(gkey, kind="stable")
+        cols, gkey = cols[order], gkey[order]
+    if cols.size:
+        newg = np.r_[True, gkey[1:] != gkey[:-1]]
+        starts = np.flatnonzero(newg)
+        group = np.cumsum(newg) - 1
+    else:
+        starts = np.zeros(0, dtype=np.int64)
+        group = np.zeros(0, dtype=np.int64)
+    counts = np.diff(np.r_[starts, cols.size]).astype(np.int64)
+    # ELL weights of the kept columns
+    pos = np.full(n, -1, dtype=np.int64)
+    pos[cols] = np.arange(cols.size)
+    ic = pos[ec]
+    if cols.size < n:
+        ok = ic >= 0
+        er, ic, ew = er[ok], ic[ok], ew[ok]
+    per = np.bincount(ic, minlength=cols.size) if ic.size else np.zeros(cols.size, dtype=np.int64)
+    mm = max(1, int(per.max(initial=0)))
+    ri = np.full((cols.size, mm), K, dtype=np.int64)
+    wt = np.zeros((cols.size, mm))
+    if ic.size:
+        if mm == 1:
+            ri[ic, 0] = er
+            wt[ic, 0] = ew
+        else:
+            o = np.argsort(ic, kind="stable")
+            ic_s = ic[o]
+            first = np.searchsorted(ic_s, ic_s, side="left")
+            slot = np.arange(ic_s.size) - first
+            ri[ic_s, slot] = er[o]
+            wt[ic_s, slot] = ew[o]
+    st = MckpStructure(
+        maximize=arr.maximize,
+        n_cols=n,
+        gub_rows=d.gub_rows,
+        knap_rows=d.knap_rows,
+        knap_labels=labels,
+        forced=forced,
+        cols=cols,
+        group=np.asarray(group, dtype=np.int64),
+        starts=np.asarray(starts, dtype=np.int64),
+        counts=counts,
+        value=val[cols],
+        ri=ri,
+        wt=wt,
+        cap=cap,
+        const=const,
+        infeasible=infeasible,
+        stats={
+            "columns": n,
+            "columns_forced": int(forced.size),
+            "columns_presolved": int(cols.size),
+            "columns_dropped_nonpositive": n_nonpos,
+            "groups": int(starts.size),
+            "knapsack_rows": K,
+            "gub_rows": int(d.gub_rows.size),
+        },
+    )
+    return st
+
+
+def detect_structure(model: LinearModel) -> None:
+    """Raise :class:`~schedopt.errors.StructureError` (with the family / row to blame) when ``model`` is outside
+    the one-configuration-per-job family; return ``None`` when it is inside."""
+    analyze(model)
+
+
+def analyze(model: LinearModel) -> MckpStructure:
+    """The presolved :class:`MckpStructure` of ``model`` (cached until the model changes); raises
+    :class:`~schedopt.errors.StructureError` when the model is outside the family."""
+    arr = model.to_arrays()
+    cached = getattr(model, "_mckp_cache", None)
+    if cached is not None and cached[0] is arr:
+        if isinstance(cached[1], StructureError):
+            raise cached[1]
+        return cached[1]
+    t0 = time.perf_counter()
+    try:
+        st = _presolve(model, _detect(model))
+    except StructureError as exc:
+        model._mckp_cache = (arr, exc)  # type: ignore[attr-defined]
+        raise
+    st.stats["detect_seconds"] = time.perf_counter() - t0
+    model._mckp_cache = (arr, st)  # type: ignore[attr-defined]
+    return st
+
+
+# ---------------------------------------------------------------------------------------------- algorithm
+@dataclass
+class _Oracle:
+    lam: np.ndarray
+    L: float
+    s: np.ndarray  # subgradient b - W x(lam)
+    choice: np.ndarray  # chosen column per group, -1 for none
+
+
+class _ColSet:
+    """A subset of the columns (whole groups' worth or a screened part) laid out for fast group maxima: a padded
+    (groups x slots) array and ``argmax(axis=1)`` when the groups are about equally long, ``reduceat`` otherwise."""
+
+    def __init__(self, st: MckpStructure, idx: np.ndarray | None = None) -> None:
+        idx = np.arange(st.n) if idx is None else idx
+        self.idx = idx
+        g = st.group[idx]
+        if idx.size:
+            newg = np.r_[True, g[1:] != g[:-1]]
+            starts = np.flatnonzero(newg)
+        else:
+            starts = np.zeros(0, dtype=np.int64)
+        counts = np.diff(np.r_[starts, idx.size]).astype(np.int64)
+        self.gid = g[starts]
+        self.starts, self.counts = starts, counts
+        self.v = st.value[idx]
+        self.ri, self.wt = st.ri[idx], st.wt[idx]
+        self.K = st.K
+        Gs = starts.size
+        M = int(counts.max(initial=0))
+        self.padded = bool(idx.size) and Gs * M <= 2 * idx.size + 64
+        self._built = False
+
+    def _build_padded(self) -> None:
+        idx, starts, counts = self.idx, self.starts, self.counts
+        Gs = starts.size
+        M = int(counts.max(initial=0))
+        if True:
+            gl = np.repeat(np.arange(Gs), counts)
+            slot = np.arange(idx.size) - np.repeat(starts, counts)
+            m = self.ri.shape[1]
+            self.vp = np.full((Gs, M), -np.inf)
+            self.vp[gl, slot] = self.v
+            self.rip = np.full((Gs, M, m), self.K, dtype=np.int64)
+            self.rip[gl, slot] = self.ri
+            self.wtp = np.zeros((Gs, M, m))
+            self.wtp[gl, slot] = self.wt
+            self.idp = np.full((Gs, M), -1, dtype=np.int64)
+            self.idp[gl, slot] = idx
+            self.ar = np.arange(Gs)
+        self._built = True
+
+    def evaluate(self, lam_pad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(best reduced value, best column) per group of the subset at prices ``lam_pad``."""
+        if not self.idx.size:
+            return np.zeros(0), np.zeros(0, dtype=np.int64)
+        if self.padded:
+            if not self._built:
+                self._build_padded()
+            rc = self.vp - lam_pad[self.rip[:, :, 0]] * self.wtp[:, :, 0]
+            for j in range(1, self.rip.shape[2]):
+                rc -= lam_pad[self.rip[:, :, j]] * self.wtp[:, :, j]
+            am = rc.argmax(axis=1)
+            return rc[self.ar, am], self.idp[self.ar, am]
+        rc = self.v - lam_pad[self.ri[:, 0]] * self.wt[:, 0]
+        for j in range(1, self.ri.shape[1]):
+            rc -= lam_pad[self.ri[:, j]] * self.wt[:, j]
+        gmax = np.maximum.reduceat(rc, self.starts)
+        hit = np.flatnonzero(rc >= np.repeat(gmax, self.counts))
+        gl = np.repeat(np.arange(self.starts.size), self.counts)[hit]
+        first = hit[np.r_[True, gl[1:] != gl[:-1]]]
+        return gmax, self.idx[first]
+
+
+class _Master:
+    """Kelley's master LP: min eta s.t. eta >= L_j + s_j.(lam - lam_j), lo <= lam <= hi."""
+
+    def __init__(self, lam_max: np.ndarray) -> None:
+        import highspy
+
+        self.K = int(lam_max.size)
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("presolve", "off")
+        inf = highspy.kHighsInf
+        cost = np.r_[np.zeros(self.K), 1.0]
+        lower = np.r_[np.zeros(self.K), -inf]
+        upper = np.r_[lam_max, inf]
+        h.addCols(self.K + 1, cost, lower, upper, 0, np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0))
+        self.h = h
+        self.inf = inf
+        self.idx = np.arange(self.K + 1, dtype=np.int32)
+        self.kidx = np.arange(self.K, dtype=np.int32)
+
+    def set_box(self, lo: np.ndarray, hi: np.ndarray) -> None:
+        self.h.changeColsBounds(self.K, self.kidx, lo, hi)
+
+    def add_cut(self, o: _Oracle) -> None:
+        vals = np.r_[-o.s, 1.0]
+        self.h.addRow(float(o.L - o.s @ o.lam), self.inf, self.K + 1, self.idx, vals)
+
+    def solve(self) -> tuple[np.ndarray, float]:
+        self.h.run()
+        x = np.asarray(self.h.getSolution().col_value, dtype=np.float64)
+        return np.maximum(x[: self.K], 0.0), float(x[self.K])
+
+
+class _Solver:
+    def __init__(self, st: MckpStructure, params: SolveParams, t_start: float) -> None:
+        self.st = st
+        self.params = params
+        self.deadline = t_start + params.time_limit_or_inf
+        self.v = st.value
+        self.n, self.G, self.K = st.n, st.G, st.K
+        self.oracle_calls = 0
+        self.oracle_columns = 0
+
+    def time_left(self) -> float:
+        return self.deadline - time.perf_counter()
+
+    # ---- Lagrangian oracle
+    def oracle(self, cs: _ColSet, lam: np.ndarray, cap: np.ndarray | None = None) -> _Oracle:
+        st = self.st
+        cap = st.cap if cap is None else cap
+        self.oracle_calls += 1
+        self.oracle_columns += cs.idx.size
+        gmax, best = cs.evaluate(np.r_[lam, 0.0])
+        pos = gmax > 0
+        L = float(lam @ cap + gmax[pos].sum())
+        choice = np.full(self.G, -1, dtype=np.int64)
+        choice[cs.gid[pos]] = best[pos]
+        s = cap - st.usage(best[pos])
+        return _Oracle(lam, L, s, choice)
+
+    def full_oracle(self, lam: np.ndarray) -> tuple[_Oracle, np.ndarray, np.ndarray]:
+        """The exact oracle over every column, with the reduced values and the group maxima (for the fixing)."""
+        st = self.st
+        self.oracle_calls += 1
+        self.oracle_columns += st.n
+        rc = self.v - st.priced(np.r_[lam, 0.0])
+        if not st.n:
+            return _Oracle(lam, float(lam @ st.cap), st.cap.copy(), np.zeros(0, np.int64)), rc, np.zeros(0)
+        gmax = np.maximum.reduceat(rc, st.starts)
+        hit = np.flatnonzero(rc >= gmax[st.group])
+        gh = st.group[hit]
+        first = hit[np.r_[True, gh[1:] != gh[:-1]]]
+        pos = gmax > 0
+        choice = np.where(pos, first, -1)
+        L = float(lam @ st.cap + gmax[pos].sum())
+        return _Oracle(lam, L, st.cap - st.usage(first[pos]), choice), rc, gmax
+
+    def lam_max(self) -> np.ndarray:
+        st = self.st
+        out = np.zeros(self.K + 1)
+        if self.K and st.n:
+            r = np.maximum(self.v, 0.0)[:, None] / np.where(st.wt > 0, st.wt, np.inf)
+            np.maximum.at(out, st.ri.ravel(), r.ravel())
+        return out[: self.K] * (1 + 1e-9) + 1e-12
+
+    def screen(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Columns that can be their group's best for some prices in the box [lo, hi] (W >= 0: a column's reduced
+        value is largest at ``lo``; its group's best is at least the best reduced value at ``hi``, and 0)."""
+        st = self.st
+        ub = self.v - st.priced(np.r_[lo, 0.0])
+        rc_hi = self.v - st.priced(np.r_[hi, 0.0])
+        lbg = np.maximum(np.maximum.reduceat(rc_hi, st.starts), 0.0)
+        tol = 1e-9 * (np.abs(self.v) + 1.0)
+        return np.flatnonzero(ub >= lbg[st.group] - tol)
+
+    def _kelley(self, cs: _ColSet, master: _Master, best: _Oracle, tol: float, max_it: int,
+                stop_gap: float, cap: np.ndarray | None = None) -> tuple[_Oracle, float, int]:
+        """Kelley's method with Wentges smoothing (queries stay within the master's box)."""
+        center = best.lam
+        alpha = 0.5
+        lb = -math.inf
+        it = 0
+        scale = max(1.0, abs(best.L) + abs(self.st.const))
+        while it < max_it:
+            lam_m, eta = master.solve()
+            lb = eta
+            if best.L - lb <= max(tol, stop_gap) * scale or self.time_left() <= 0:
+                break
+            q = alpha * center + (1 - alpha) * lam_m
+            o = self.oracle(cs, q, cap)
+            it += 1
+            master.add_cut(o)
+            if o.L < best.L:
+                best, center = o, q
+            elif o.L + o.s @ (lam_m - q) <= eta + 1e-12 * scale:
+                # mispricing: the smoothed point does not cut off the master's point; evaluate that point itself
+                o2 = self.oracle(cs, lam_m, cap)
+                it += 1
+                master.add_cut(o2)
+                if o2.L < best.L:
+                    best, center = o2, lam_m
+        return best, lb, it
+
+    def _sample_prices(self, lmax: np.ndarray, tol: float) -> np.ndarray:
+        """Prices of a random sample of the groups with proportionally scaled capacities (a warm start)."""
+        m = min(max(300, self.G // 20), self.G)
+        rng = np.random.default_rng(self.params.seed)
+        gs = np.sort(rng.choice(self.G, m, replace=False))
+        cs = _ColSet(self.st, self._cols_of_groups(gs, full=True))
+        cap = self.st.cap * (m / self.G)
+        master = _Master(lmax)
+        o = self.oracle(cs, np.zeros(self.K), cap)
+        master.add_cut(o)
+        best, _lb, it = self._kelley(cs, master, o, max(tol, 1e-7), 200, 0.0, cap)
+        self.sample_iterations = it + 1
+        return best.lam
+
+    def dual(self) -> tuple[_Oracle, np.ndarray, np.ndarray, int]:
+        """Minimise L over lam >= 0: the final exact oracle at the best prices (its L is the bound), the reduced
+        values and group maxima there, and the number of oracle calls.
+
+        Large instances start from the prices of a random sample of groups; then Kelley's method runs on the
+        columns that can win for prices in a box around the current prices (``screen``: exact there); the box
+        grows until the best prices lie inside it, not on a face."""
+        K = self.K
+        opts = self.params.options
+        tol = float(opts.get("dual_tolerance", 1e-10))
+        max_it = int(opts.get("max_dual_iterations", 500))
+        o0, rc0, g0 = self.full_oracle(np.zeros(K))
+        self.pool = _ColSet(self.st)
+        if K == 0 or o0.s.min(initial=0.0) >= 0:
+            return o0, rc0, g0, 1  # lam = 0 is optimal: its choice fits (complementary slackness holds)
+        lmax = self.lam_max()
+        master = _Master(lmax)
+        master.add_cut(o0)
+        best = o0
+        it = 1
+        if self.G >= 600 and self.n >= 20000:
+            lam_c = self._sample_prices(lmax, tol)
+            width = 0.25
+        else:
+            lam_c = None
+            width = math.inf
+        while True:
+            if lam_c is None or math.isinf(width):
+                lo, hi = np.zeros(K), lmax
+                cs = self.pool
+            else:
+                r = width * lam_c + 1e-3 * lmax
+                lo, hi = np.maximum(lam_c - r, 0.0), np.minimum(lam_c + r, lmax)
+                cs = _ColSet(self.st, self.screen(lo, hi))
+                o = self.oracle(cs, lam_c)
+                it += 1
+                master.add_cut(o)
+                if o.L < best.L:
+                    best = o
+            master.set_box(lo, hi)
+            if not (lo <= best.lam).all() or not (best.lam <= hi).all():
+                best = self.oracle(cs, np.clip(best.lam, lo, hi))
+                it += 1
+                master.add_cut(best)
+            best, _lb, k = self._kelley(cs, master, best, tol, max(max_it - it, 1), 0.0)
+            it += k
+            lam = best.lam
+            eps = 1e-9 * (lmax + 1.0)
+            on_face = ((lam <= lo + eps) & (lo > 0)) | ((lam >= hi - eps) & (hi < lmax))
+            self.pool = cs
+            if not on_face.any() or it >= max_it or self.time_left() <= 0:
+                break
+            lam_c = lam
+            width *= 3
+        final, rc, gmax = self.full_oracle(best.lam)
+        return final, rc, gmax, it + 1
+
+    # ---- helpers on group choices
+    def value_of(self, choice: np.ndarray) -> float:
+        sel = choice[choice >= 0]
+        return float(self.v[sel].sum()) + self.st.const
+
+    def usage_of(self, choice: np.ndarray) -> np.ndarray:
+        return self.st.usage(choice[choice >= 0])
+
+    def _cols_of_groups(self, gs: np.ndarray, full: bool = False) -> np.ndarray:
+        """The columns of the groups ``gs`` (sorted): all of them, or those in the working pool."""
+        if full or self.pool.idx.size == self.n:
+            starts, cnt = self.st.starts[gs], self.st.counts[gs]
+            base_idx = None
+        else:
+            p = self.pool
+            loc = np.minimum(np.searchsorted(p.gid, gs), max(p.gid.size - 1, 0))
+            here = p.gid[loc] == gs if p.gid.size else np.zeros(gs.size, dtype=bool)
+            starts = p.starts[loc]
+            cnt = np.where(here, p.counts[loc], 0)
+            base_idx = p.idx
+        tot = int(cnt.sum())
+        if tot == 0:
+            return np.zeros(0, dtype=np.int64)
+        out = np.repeat(starts - np.cumsum(cnt) + cnt, cnt) + np.arange(tot)
+        return out if base_idx is None else base_idx[out]
+
+    def _weight_on(self, idx: np.ndarray, k: int) -> np.ndarray:
+        return ((self.st.ri[idx] == k) * self.st.wt[idx]).sum(axis=1)
+
+    def repair(self, choice: np.ndarray, lam: np.ndarray) -> np.ndarray:
+        """A feasible choice near ``choice``: switch groups off the over-used rows (least loss per unit freed,
+        other rows priced at ``lam``), then upgrade groups greedily with the capacity left."""
+        st = self.st
+        choice = choice.copy()
+        K = self.K
+        if K == 0:
+            return self.improve(choice)
+        cap = st.cap
+        captol = _TOL * np.maximum(1.0, cap)
+        usage = self.usage_of(choice)
+        for it in range(200):
+            over = usage - cap
+            viol = over > captol
+            if not viol.any():
+                break
+            pure = it >= 8  # after a few rounds only moves that raise no row at all
+            k = int(np.argmax(np.where(viol, over / np.maximum(cap, 1.0), -np.inf)))
+            chosen = np.flatnonzero(choice >= 0)
+            gs = chosen[self._weight_on(choice[chosen], k) > 0]
+            cur = choice[gs]
+            Dcur = st.dense(cur)
+            cc = self._cols_of_groups(gs)
+            gi = np.searchsorted(gs, st.group[cc])
+            f = self._weight_on(cc, k) < Dcur[gi, k] - captol[k]
+            cc, gi = cc[f], gi[f]
+            cand_g = np.r_[gi, np.arange(gs.size)]
+            cand_c = np.r_[cc, np.full(gs.size, -1)]
+            D = st.dense(cand_c) - Dcur[cand_g]
+            slack = np.maximum(cap - usage, 0.0)
+            lim = np.where(viol | pure, 0.0, slack) + captol
+            other = np.delete(np.arange(K), k)
+            ok = np.all(D[:, other] <= lim[other], axis=1) if other.size else np.ones(D.shape[0], dtype=bool)
+            cand_g, cand_c, D = cand_g[ok], cand_c[ok], D[ok]
+            vcur = self.v[cur[cand_g]]
+            valt = np.where(cand_c >= 0, self.v[np.maximum(cand_c, 0)], 0.0)
+            lam_o = lam.copy()
+            lam_o[k] = 0.0
+            score = ((vcur - valt) + D @ lam_o) / (-D[:, k])
+            o = np.lexsort((score, cand_g))
+            firsts = o[np.r_[True, cand_g[o][1:] != cand_g[o][:-1]]]
+            o2 = firsts[np.argsort(score[firsts], kind="stable")]
+            freed = np.cumsum(-D[o2, k])
+            p = int(np.searchsorted(freed, over[k] - captol[k])) + 1
+            if not pure:
+                inc = np.cumsum(np.maximum(D[o2], 0.0), axis=0)
+                bad = np.any(inc > slack + captol, axis=1)
+                if bad.any():
+                    p = min(p, max(1, int(np.argmax(bad))))
+            take = o2[:p]
+            choice[gs[cand_g[take]]] = cand_c[take]
+            usage = self.usage_of(choice)
+        return self.improve(choice)
+
+    def improve(self, choice: np.ndarray) -> np.ndarray:
+        """Greedy upgrades with the capacity left (each accepted batch keeps every row within capacity)."""
+        st = self.st
+        choice = choice.copy()
+        K = self.K
+        cap = st.cap
+        captol = _TOL * np.maximum(1.0, cap)
+        usage = self.usage_of(choice)
+        Wcur = np.zeros((self.G, K + 1))
+        on = np.flatnonzero(choice >= 0)
+        Wcur[on, :K] = st.dense(choice[on])
+        vcur = np.where(choice >= 0, self.v[np.maximum(choice, 0)], 0.0)
+        mark = np.zeros(self.n, dtype=bool)
+        mark[self.pool.idx] = True
+        mark[choice[choice >= 0]] = True
+        cand = np.flatnonzero(mark)
+        for _ in range(100):
+            if not cand.size or self.time_left() <= 0:
+                break
+            gc = st.group[cand]
+            gain = self.v[cand] - vcur[gc]
+            keep = gain > _TOL * np.maximum(1.0, np.abs(self.v[cand]))
+            cand, gc, gain = cand[keep], gc[keep], gain[keep]
+            slack = np.maximum(cap - usage, 0.0)
+            if K:
+                slack_pad = np.r_[slack + captol, np.inf]
+                ri, wt = st.ri[cand], st.wt[cand]
+                fit = np.all(wt - Wcur[gc[:, None], ri] <= slack_pad[ri], axis=1)
+                cand, gc, gain = cand[fit], gc[fit], gain[fit]
+            if not cand.size:
+                break
+            if K:
+                D = st.dense(cand) - Wcur[gc, :K]
+                Dp = np.maximum(D, 0.0)
+                use = (Dp / np.maximum(slack, captol)).sum(axis=1)
+            else:
+                Dp = np.zeros((cand.size, 0))
+                use = np.zeros(cand.size)
+            score = gain / (use + 1e-12)
+            o = np.lexsort((-score, gc))
+            firsts = o[np.r_[True, gc[o][1:] != gc[o][:-1]]]
+            o2 = firsts[np.argsort(-score[firsts], kind="stable")]
+            if K:
+                inc = np.cumsum(Dp[o2], axis=0)
+                bad = np.any(inc > slack + captol, axis=1)
+                p = max(int(np.argmax(bad)) if bad.any() else o2.size, 1)
+            else:
+                p = o2.size
+            take = cand[o2[:p]]
+            gt = st.group[take]
+            choice[gt] = take
+            vcur[gt] = self.v[take]
+            if K:
+                Wcur[gt, :K] = st.dense(take)
+            usage = self.usage_of(choice)
+            if not K:
+                break
+            rest = np.ones(cand.size, dtype=bool)
+            rest[o2[:p]] = False
+            cand = np.unique(np.concatenate([cand[rest], self._cols_of_groups(np.sort(gt))]))
+        return choice
+
+
+def _full_x(st: MckpStructure, choice: np.ndarray) -> np.ndarray:
+    x = np.zeros(st.n_cols)
+    x[st.forced] = 1.0
+    sel = choice[choice >= 0]
+    x[st.cols[sel]] = 1.0
+    return x
+
+
+_OPTIONS = {"exact", "residual_backend", "max_dual_iterations", "dual_tolerance", "core_columns"}
+
+
+class MckpBackend(Backend):
+    """The structure-exploiting exact solver for the one-configuration-per-job family (see the module doc)."""
+
+    name = "mckp"
+    capabilities = Capabilities(lp=False, mip=True, duals=False, iis=False, warm_start=True, structure="mckp")
+    requires = ("highspy",)
+    install_hint = "pip install highspy==1.12.0"
+
+    def version(self) -> str:
+        return "1.0"
+
+    def check_model(self, model: LinearModel) -> str | None:
+        arr = model.to_arrays()
+        if not arr.is_mip:
+            return "the model is a pure LP (the mckp family is binary)"
+        try:
+            analyze(model)
+        except StructureError as exc:
+            return f"outside the mckp family: {exc}"
+        return None
+
+    def solve(self, model: LinearModel, params: SolveParams) -> SolveResult:
+        t0 = time.perf_counter()
+        opts = params.options
+        unknown = set(opts) - _OPTIONS
+        if unknown:
+            from ..errors import InputError
+
+            raise InputError("options", sorted(unknown), f"unknown mckp option(s); known: {', '.join(sorted(_OPTIONS))}")
+        st = analyze(model)
+        arr = model.to_arrays()
+        sign = 1.0 if st.maximize else -1.0
+        gap_tol = 1e-4 if params.mip_rel_gap is None else float(params.mip_rel_gap)
+        exact = bool(opts.get("exact", True))
+        stats: dict[str, Any] = dict(st.stats)
+        phases: dict[str, float] = {"detect": st.stats.get("detect_seconds", 0.0)}
+        t1 = time.perf_counter()
+
+        def result(reason: TerminationReason, limit: Limit | None, detail: str, choice: np.ndarray | None,
+                   bound_int: float) -> SolveResult:
+            x = _full_x(st, choice) if choice is not None else None
+            obj = float(arr.c @ x + arr.constant) if x is not None else math.nan
+            stats["phase_seconds"] = phases
+            return SolveResult(
+                termination=Termination(reason, limit, detail),
+                backend=self.name,
+                model=model,
+                _x=x,
+                _objective=obj,
+                bound=sign * bound_int,
+                timings=Timings(handoff=t1 - t0, solve=time.perf_counter() - t1),
+                backend_version=self.version(),
+                stats=stats,
+            )
+
+        if st.infeasible:
+            return result(TerminationReason.INFEASIBLE, None, st.infeasible, None, -math.inf)
+        solver = _Solver(st, params, t0)
+        # ---- dual
+        ta = time.perf_counter()
+        best, rc, gmax, iters = solver.dual()
+        UB = best.L + st.const
+        phases["dual"] = time.perf_counter() - ta
+        stats["dual_iterations"] = iters
+        stats["oracle_columns"] = solver.oracle_columns
+        stats["sample_iterations"] = getattr(solver, "sample_iterations", 0)
+        stats["pool_columns"] = int(solver.pool.idx.size)
+        stats["prices"] = dict(zip(st.knap_labels, best.lam.tolist()))
+        stats["lagrangian_bound"] = sign * UB
+        # ---- repair
+        ta = time.perf_counter()
+        choice = solver.repair(best.choice, best.lam)
+        LB = solver.value_of(choice)
+        if params.warm_start is not None:
+            ws = np.asarray(params.warm_start, dtype=float)
+            if not model.violations(ws):
+                pos = np.full(st.n_cols, -1, dtype=np.int64)
+                pos[st.cols] = np.arange(st.n)
+                on = pos[np.flatnonzero(ws > 0.5)]
+                on = on[on >= 0]
+                ch = np.full(st.G, -1, dtype=np.int64)
+                ch[st.group[on]] = on
+                ch = solver.improve(ch)
+                if solver.value_of(ch) > LB:
+                    choice, LB = ch, solver.value_of(ch)
+        phases["repair"] = time.perf_counter() - ta
+        stats["repair_objective"] = sign * LB
+        gap_abs = max(UB - LB, 0.0)
+        stats["gap_after_repair"] = gap_abs / max(abs(LB), 1e-10)
+
+        def within(ub: float, lb: float) -> bool:
+            return ub - lb <= max(gap_tol * max(abs(lb), 1e-10), 1e-9 * max(1.0, abs(lb)))
+
+        if within(UB, LB):
+            return result(TerminationReason.OPTIMAL, None, "Lagrangian bound met by the repaired solution", choice,
+                          max(UB, LB))
+        if solver.time_left() <= 0:
+            return result(TerminationReason.FEASIBLE, Limit.TIME, "time limit after the repair", choice, UB)
+        if not exact:
+            return result(TerminationReason.FEASIBLE, Limit.OTHER, "exact=False: repaired solution with its bound",
+                          choice, UB)
+        # ---- exact mode: reduced-cost fixing, then the residual problem
+        from ..solve import solve as _solve
+
+        rb = str(opts.get("residual_backend", "highs"))
+        bestg = np.maximum(gmax, 0.0)
+        delta = bestg[st.group] - rc  # reduced-cost loss of each column against its group's best (>= 0)
+        eps = 1e-9 * max(1.0, abs(UB))
+
+        def restricted(tau: float, time_limit: float | None) -> tuple[Any, int, int]:
+            """Solve the problem restricted to the options within ``tau`` of their group's best (the incumbent's
+            options always kept; groups left with one option keep the incumbent's); adopt a better answer."""
+            nonlocal choice, LB
+            alive = delta <= tau
+            none_alive = bestg <= tau
+            alive[choice[choice >= 0]] = True
+            none_alive[choice < 0] = True
+            n_alive = np.add.reduceat(alive.astype(np.int64), st.starts)
+            open_g = (n_alive + none_alive) >= 2
+            fixed_choice = np.where(open_g, -1, choice)
+            res_cols = np.flatnonzero(alive & open_g[st.group])
+            if res_cols.size == 0:
+                return None, 0, int(st.n - alive.sum())
+            sub, ws = self._residual_model(solver, res_cols, open_g, none_alive, fixed_choice, choice)
+            r = _solve(sub, rb, time_limit=time_limit, mip_rel_gap=gap_tol, threads=params.threads,
+                       seed=params.seed, warm_start=ws)
+            if r.has_solution and float(r.objective) > LB:
+                on = res_cols[r.x > 0.5]
+                ch = fixed_choice.copy()
+                ch[st.group[on]] = on
+                choice, LB = ch, solver.value_of(ch)
+            return r, int(res_cols.size), int(st.n - alive.sum())
+
+        core_max = int(opts.get("core_columns", 2000))
+        n_close = int(np.count_nonzero(delta <= gap_abs + eps))
+        if n_close > core_max:
+            # core step: the options closest to their group's best first (a large-neighbourhood search around
+            # the incumbent); a better incumbent shrinks the gap and with it the residual problem
+            ta = time.perf_counter()
+            tau = float(np.partition(delta, core_max - 1)[core_max - 1]) + eps
+            left = solver.time_left()
+            r_core, ncore, _ = restricted(tau, None if math.isinf(left) else max(left, 0.0) / 2)
+            phases["core"] = time.perf_counter() - ta
+            stats["core_columns"] = ncore
+            stats["core_objective"] = sign * LB
+            if r_core is not None:
+                stats["core_status"] = str(r_core.termination)
+            gap_abs = max(UB - LB, 0.0)
+            if within(UB, LB):
+                return result(TerminationReason.OPTIMAL, None, "Lagrangian bound met by the core solution", choice,
+                              max(UB, LB))
+            if solver.time_left() <= 0:
+                return result(TerminationReason.FEASIBLE, Limit.TIME, "time limit after the core step", choice, UB)
+        ta = time.perf_counter()
+        left = solver.time_left()
+        gap_fix = gap_abs
+        r, nres, nfixed = restricted(gap_fix + eps, None if math.isinf(left) else max(left, 0.0))
+        phases["residual"] = time.perf_counter() - ta
+        stats["columns_fixed"] = nfixed
+        stats["residual_columns"] = nres
+        if r is None:
+            return result(TerminationReason.OPTIMAL, None, "reduced-cost fixing left nothing to improve", choice, LB)
+        stats["residual_status"] = str(r.termination)
+        stats["residual_stats"] = dict(r.stats)
+        if r.termination.reason is TerminationReason.INFEASIBLE:
+            # no choice among the options left improves on the incumbent: it is optimal
+            return result(TerminationReason.OPTIMAL, None, "the residual problem has no improving solution", choice, LB)
+        # every solution better than the incumbent at the time of the fixing lies in the residual problem
+        res_bound = r.bound if not math.isnan(r.bound) else math.inf
+        bound = min(UB, max(LB, res_bound))
+        if r.termination.reason is TerminationReason.OPTIMAL or within(bound, LB):
+            return result(TerminationReason.OPTIMAL, None, "residual problem solved", choice, max(bound, LB))
+        limit = r.termination.limit or Limit.OTHER
+        return result(TerminationReason.FEASIBLE, limit, f"residual problem: {r.termination}", choice, bound)
+
+    def _residual_model(self, solver: _Solver, res_cols: np.ndarray, open_g: np.ndarray, none_alive: np.ndarray,
+                        fixed_choice: np.ndarray, choice: np.ndarray) -> tuple[LinearModel, np.ndarray]:
+        from ..model import LinearModel
+
+        st = solver.st
+        m = len(res_cols)
+        cap = st.cap - solver.usage_of(fixed_choice)
+        const = solver.value_of(fixed_choice)
+        sub = LinearModel("mckp_residual", sense="maximize")
+        sub.add_variables("x", m, kind="binary")
+        ug, gi = np.unique(st.group[res_cols], return_inverse=True)
+        A1 = sp.csr_matrix((np.ones(m), (gi, np.arange(m))), shape=(ug.size, m))
+        sub.add_constraints("one_option", {"x": A1}, lower=np.where(none_alive[ug], -np.inf, 1.0), upper=1.0)
+        if solver.K:
+            sub.add_constraints("capacity", {"x": st.weights_csr(res_cols)}, upper=np.maximum(cap, 0.0),
+                                labels=st.knap_labels)
+        sub.set_objective({"x": solver.v[res_cols]}, constant=const)
+        ws = np.zeros(m)
+        pos = np.full(st.n, -1, dtype=np.int64)
+        pos[res_cols] = np.arange(m)
+        inc = choice[open_g]
+        inc = inc[inc >= 0]
+        ws[pos[inc]] = 1.0
+        return sub, ws

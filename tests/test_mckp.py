@@ -1,0 +1,313 @@
+"""The ``mckp`` backend: exact optima against the general solvers, bound and repair guarantees, structure detection."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import schedopt
+from schedopt.backends.mckp import MAX_KNAPSACK_ROWS, analyze
+from schedopt.errors import BackendCapabilityError, StructureError
+from schedopt.results import Limit, TerminationReason
+from schedopt.testing import backends_for
+
+
+def make_mckp(n_jobs: int, n_cfg: int, K: int, seed: int, *, sense: str = "maximize", forced: int = 0,
+              free_cols: int = 0, negative: bool = False, cap_frac: float = 0.4, fix_by_rows: bool = True
+              ) -> schedopt.LinearModel:
+    """Random one-configuration-per-job model: configs with 1, 2, 4, 8, ... GPUs of one of K types, goodput
+    concave in the GPU count; ``forced`` jobs get a forced config (via a [1, inf) row or a bound), ``free_cols``
+    extra binaries in no at-most-one row, ``negative`` some negative values."""
+    rng = np.random.default_rng(seed)
+    gpus = 2 ** rng.integers(0, 5, size=(n_jobs, n_cfg))
+    typ = rng.integers(0, K, size=(n_jobs, n_cfg))
+    alpha = rng.uniform(0.05, 0.5, size=(n_jobs, 1))
+    val = rng.uniform(0.5, 2.0, size=(n_jobs, 1)) * gpus / (1 + alpha * (gpus - 1)) * rng.uniform(0.8, 1.2, (1, K))[0][typ]
+    if negative:
+        val = val - rng.uniform(0, 1.5, size=val.shape)
+    P = n_jobs * n_cfg
+    fg = rng.integers(1, 8, size=free_cols)
+    ft = rng.integers(0, K, size=free_cols)
+    fv = rng.uniform(-0.5, 2.0, size=free_cols)
+    N = P + free_cols
+    sign = 1.0 if sense == "maximize" else -1.0
+    m = schedopt.LinearModel("mckp_rand", sense=sense)
+    lower = np.zeros(N)
+    jobs_forced = rng.choice(n_jobs, size=min(forced, n_jobs), replace=False)
+    fcols = jobs_forced * n_cfg + rng.integers(0, n_cfg, size=jobs_forced.size)
+    if not fix_by_rows:
+        lower[fcols] = 1
+    m.add_variables("x", N, kind="binary", lower=lower)
+    col = np.arange(P)
+    m.add_constraints("one_config_per_job", {"x": sp.csr_matrix((np.ones(P), (col // n_cfg, col)), shape=(n_jobs, N))},
+                      upper=1, labels=[f"j{i}" for i in range(n_jobs)])
+    w = np.r_[gpus.ravel(), fg].astype(float)
+    t = np.r_[typ.ravel(), ft]
+    total = np.bincount(t, weights=w, minlength=K)
+    cap = np.floor(cap_frac * total) + np.bincount(t[fcols], weights=w[fcols], minlength=K)
+    m.add_constraints("gpu_capacity", {"x": sp.csr_matrix((w, (t, np.arange(N))), shape=(K, N))}, upper=cap,
+                      labels=[f"type{k}" for k in range(K)])
+    if fix_by_rows and fcols.size:
+        m.add_constraints("forced_config", {"x": sp.csr_matrix((np.ones(fcols.size), (np.arange(fcols.size), fcols)),
+                                                               shape=(fcols.size, N))}, lower=1,
+                          labels=[f"j{j}" for j in jobs_forced])
+    m.set_objective({"x": sign * np.r_[val.ravel(), fv]}, constant=sign * 0.75)
+    m.meta["structure"] = "mckp"
+    return m
+
+
+def brute_force(m: schedopt.LinearModel) -> float:
+    """Optimum by enumerating every 0/1 vector (tiny models only)."""
+    arr = m.to_arrays()
+    n = arr.num_cols
+    X = np.array(list(itertools.product((0.0, 1.0), repeat=n)))
+    ok = np.all(X >= arr.col_lower - 1e-9, axis=1) & np.all(X <= arr.col_upper + 1e-9, axis=1)
+    act = (arr.A @ X.T).T
+    ok &= np.all(act >= arr.row_lower - 1e-9, axis=1) & np.all(act <= arr.row_upper + 1e-9, axis=1)
+    vals = X[ok] @ arr.c + arr.constant
+    return float(vals.max() if arr.maximize else vals.min())
+
+
+def test_tiny_hand_checked() -> None:
+    """Two jobs, one GPU type with 4 GPUs. Job a: 2 GPUs -> 3, 4 GPUs -> 5; job b: 2 GPUs -> 2.5, 4 GPUs -> 4.
+    Options within 4 GPUs: a4 (5), b4 (4), a2+b2 (5.5), a2 (3), b2 (2.5): the optimum is a2 + b2 = 5.5, and the
+    LP bound is also 5.5 (a2 + b2 is an LP vertex), so the backend proves it from the dual alone."""
+    m = schedopt.LinearModel("tiny", sense="maximize")
+    m.add_variables("x", (2, 2), kind="binary", labels=(["a", "b"], ["g2", "g4"]))
+    m.add_constraints("one_config_per_job", {"x": sp.csr_matrix([[1, 1, 0, 0], [0, 0, 1, 1]])}, upper=1)
+    m.add_constraints("gpu_capacity", {"x": [[2, 4, 2, 4]]}, upper=4)
+    m.set_objective({"x": [[3, 5], [2.5, 4]]})
+    r = schedopt.solve(m, "mckp")
+    assert r.termination.reason is TerminationReason.OPTIMAL
+    assert r.objective == pytest.approx(5.5)
+    assert r.values["x"].tolist() == [[1, 0], [1, 0]]
+    assert r.bound == pytest.approx(5.5)
+    # minimisation of the negated objective: the same choice
+    m.set_objective({"x": [[-3, -5], [-2.5, -4]]}, sense="minimize", constant=1.0)
+    r = schedopt.solve(m, "mckp")
+    assert r.objective == pytest.approx(-4.5)
+    assert r.bound == pytest.approx(-4.5)
+
+
+def test_tiny_integrality_gap_needs_exact_mode() -> None:
+    """One type with 5 GPUs; jobs a, b, c each: 2 GPUs -> 2 (free binaries). The LP takes 2.5 jobs (bound 5);
+    the integer optimum is 4 (two jobs). The Lagrangian bound 5 > 4, so OPTIMAL needs the exact mode.
+    (With capacity 3 the row 2a + 2b <= 3 is recognised as the at-most-one row a + b <= 1 instead.)"""
+    m = schedopt.LinearModel("gap", sense="maximize")
+    m.add_variables("x", 3, kind="binary")
+    m.add_constraints("gpu_capacity", {"x": [[2, 2, 2]]}, upper=5)
+    m.set_objective({"x": [2, 2, 2]})
+    r = schedopt.solve(m, "mckp")
+    assert r.termination.reason is TerminationReason.OPTIMAL and r.objective == pytest.approx(4.0)
+    h = schedopt.solve(m, "mckp", exact=False)
+    assert h.termination.reason is TerminationReason.FEASIBLE and h.termination.limit is Limit.OTHER
+    assert h.objective == pytest.approx(4.0) and h.bound == pytest.approx(5.0)
+    m2 = schedopt.LinearModel("gub", sense="maximize")
+    m2.add_variables("x", 2, kind="binary")
+    m2.add_constraints("gpu_capacity", {"x": [[2, 2]]}, upper=3)
+    m2.set_objective({"x": [2, 2]})
+    assert analyze(m2).K == 0 and analyze(m2).G == 1
+    assert schedopt.solve(m2, "mckp").objective == pytest.approx(2.0)
+
+
+instances = st.tuples(
+    st.integers(1, 7),  # jobs
+    st.integers(1, 5),  # configs per job
+    st.integers(1, 3),  # K
+    st.integers(0, 10_000),  # seed
+    st.sampled_from(["maximize", "minimize"]),
+    st.integers(0, 2),  # forced
+    st.integers(0, 3),  # free binaries
+    st.booleans(),  # negative values
+    st.floats(0.1, 0.9),  # capacity fraction
+    st.booleans(),  # forced by rows or by bounds
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances)
+def test_equals_general_solvers(spec: tuple) -> None:
+    n, c, K, seed, sense, forced, free, neg, frac, by_rows = spec
+    m = make_mckp(n, c, K, seed, sense=sense, forced=forced, free_cols=free, negative=neg, cap_frac=frac,
+                  fix_by_rows=by_rows)
+    names = backends_for(m)
+    assert "mckp" in names and "highs" in names and "scipy" in names
+    r = schedopt.solve(m, "mckp", mip_rel_gap=0.0)
+    ref = schedopt.solve(m, "highs", mip_rel_gap=0.0)
+    if ref.termination.reason is TerminationReason.INFEASIBLE:
+        assert r.termination.reason is TerminationReason.INFEASIBLE
+        return
+    assert r.termination.reason is TerminationReason.OPTIMAL
+    assert m.violations(r.x) == {}
+    tol = 1e-7 * max(1.0, abs(ref.objective))
+    assert r.objective == pytest.approx(ref.objective, abs=tol)
+    # the dual bound is on the right side of the optimum
+    if m.maximize:
+        assert r.stats.get("lagrangian_bound", math.inf) >= ref.objective - tol
+    else:
+        assert r.stats.get("lagrangian_bound", -math.inf) <= ref.objective + tol
+    for b in names:
+        if b in ("mckp", "highs"):
+            continue
+        o = schedopt.solve(m, b, time_limit=20)
+        assert o.objective == pytest.approx(ref.objective, abs=1e-5 * max(1.0, abs(ref.objective))), b
+    if m.num_cols <= 14:
+        assert r.objective == pytest.approx(brute_force(m), abs=tol)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(5, 60), st.integers(2, 12), st.integers(1, 4), st.integers(0, 10_000),
+       st.sampled_from(["maximize", "minimize"]), st.integers(0, 3), st.booleans())
+def test_bound_and_repair_guarantees(n: int, c: int, K: int, seed: int, sense: str, forced: int, neg: bool) -> None:
+    """Without the exact mode: the repaired answer is feasible and the bound is never beaten by the optimum."""
+    m = make_mckp(n, c, K, seed, sense=sense, forced=forced, negative=neg)
+    h = schedopt.solve(m, "mckp", exact=False, mip_rel_gap=0.0)
+    ref = schedopt.solve(m, "highs", mip_rel_gap=0.0, time_limit=20)
+    if ref.termination.reason is TerminationReason.INFEASIBLE:
+        assert h.termination.reason is TerminationReason.INFEASIBLE
+        return
+    assert h.has_solution
+    assert m.violations(h.x) == {}
+    tol = 1e-7 * max(1.0, abs(ref.objective))
+    if m.maximize:
+        assert h.bound >= ref.objective - tol >= h.objective - 2 * tol
+    else:
+        assert h.bound <= ref.objective + tol <= h.objective + 2 * tol
+    exact = schedopt.solve(m, "mckp", mip_rel_gap=0.0)
+    assert exact.objective == pytest.approx(ref.objective, abs=tol)
+
+
+def test_medium_instances_equal_highs() -> None:
+    for seed in range(3):
+        m = make_mckp(300, 10, 3, seed, forced=5, free_cols=10)
+        r = schedopt.solve(m, "mckp", mip_rel_gap=1e-9)
+        h = schedopt.solve(m, "highs", mip_rel_gap=1e-9, time_limit=30)
+        assert r.termination.reason is TerminationReason.OPTIMAL
+        assert m.violations(r.x) == {}
+        assert r.objective == pytest.approx(h.objective, rel=1e-8)
+        assert r.stats["dual_iterations"] > 0
+
+
+def test_default_backend_is_mckp() -> None:
+    m = make_mckp(4, 3, 2, 0)
+    assert schedopt.default_backend(m) == "mckp"
+    r = schedopt.solve(m)
+    assert r.backend == "mckp"
+
+
+def test_infeasible_forced_part_names_the_row() -> None:
+    m = make_mckp(4, 3, 1, 0)
+    A = sp.csr_matrix(([1.0, 1.0], ([0, 1], [0, 1])), shape=(2, m.num_cols))
+    m.add_constraints("forced_config", A, lower=1, labels=["a", "b"])  # two configs of job j0
+    r = schedopt.solve(m, "mckp")
+    assert r.termination.reason is TerminationReason.INFEASIBLE
+    assert "one_config_per_job[j0]" in r.termination.detail
+    assert schedopt.solve(m, "highs").termination.reason is TerminationReason.INFEASIBLE
+
+
+def test_forced_beyond_capacity_is_infeasible() -> None:
+    m = schedopt.LinearModel("f", sense="maximize")
+    m.add_variables("x", 2, kind="binary", lower=[1, 1])
+    m.add_constraints("gpu_capacity", {"x": [[3, 3]]}, upper=5, labels=["a100"])
+    m.set_objective({"x": [1, 1]})
+    r = schedopt.solve(m, "mckp")
+    assert r.termination.reason is TerminationReason.INFEASIBLE
+    assert "gpu_capacity[a100]" in r.termination.detail
+
+
+def test_time_limit_returns_incumbent() -> None:
+    m = make_mckp(2000, 12, 3, 1)
+    r = schedopt.solve(m, "mckp", time_limit=0.0, mip_rel_gap=0.0)
+    assert r.termination.reason in (TerminationReason.FEASIBLE, TerminationReason.OPTIMAL)
+    if r.termination.reason is TerminationReason.FEASIBLE:
+        assert r.termination.limit is Limit.TIME
+    assert r.has_solution and m.violations(r.x) == {}
+    assert r.bound >= r.objective - 1e-9
+
+
+# ---------------------------------------------------------------------------------------------- structure
+def _base() -> schedopt.LinearModel:
+    m = schedopt.LinearModel("s", sense="maximize")
+    m.add_variables("x", 4, kind="binary")
+    m.add_constraints("one_config_per_job", {"x": [[1, 1, 0, 0], [0, 0, 1, 1]]}, upper=1, labels=["j0", "j1"])
+    m.set_objective({"x": [1, 2, 3, 4]})
+    return m
+
+
+def _rejects(m: schedopt.LinearModel, *words: str) -> None:
+    why = schedopt.get_backend("mckp").check_model(m)
+    assert why is not None
+    for w in words:
+        assert w in why, (w, why)
+    with pytest.raises(StructureError):
+        analyze(m)
+    with pytest.raises(BackendCapabilityError):
+        schedopt.solve(m, "mckp")
+    assert "mckp" not in backends_for(m)
+
+
+def test_rejects_continuous_variable() -> None:
+    m = _base()
+    m.add_variables("y", 1, upper=2.0)
+    m.set_objective(np.ones(5))
+    _rejects(m, "continuous", "y[0]")
+
+
+def test_rejects_negative_knapsack_coefficient() -> None:
+    m = _base()
+    m.add_constraints("gpu_capacity", {"x": [[2, -1, 1, 1]]}, upper=3, labels=["t4"])
+    _rejects(m, "gpu_capacity[t4]", "negative coefficient")
+
+
+def test_rejects_equality_knapsack_row() -> None:
+    m = _base()
+    m.add_constraints("gpu_capacity", {"x": [[2, 1, 1, 1]]}, lower=3, upper=3, labels=["t4"])
+    _rejects(m, "gpu_capacity[t4]", "equality row")
+
+
+def test_rejects_columns_in_two_at_most_one_rows() -> None:
+    """An assignment structure: every column lies in a job row and a machine row; the overlapping rows would have
+    to be knapsack rows, more than MAX_KNAPSACK_ROWS of them."""
+    n = MAX_KNAPSACK_ROWS + 6
+    m = schedopt.LinearModel("assign", sense="maximize")
+    m.add_variables("x", (n, n), kind="binary")
+    eye = sp.identity(n, format="csr")
+    m.add_constraints("job", {"x": sp.kron(eye, np.ones((1, n)), format="csr")}, upper=1)
+    m.add_constraints("machine", {"x": sp.kron(np.ones((1, n)), eye, format="csr")}, upper=1)
+    m.set_objective({"x": np.ones((n, n))})
+    _rejects(m, "lies in two at-most-one rows", "job[0]", "machine[0]", "knapsack rows")
+
+
+def test_overlapping_at_most_one_row_kept_as_knapsack_row() -> None:
+    """A capacity row that happens to look like an at-most-one row (a 1-GPU type) is solved as a knapsack row."""
+    m = _base()
+    m.add_constraints("gpu_capacity", {"x": [[1, 0, 1, 0]]}, upper=1, labels=["tiny"])
+    r = schedopt.solve(m, "mckp")
+    assert r.objective == pytest.approx(schedopt.solve(m, "highs").objective) == pytest.approx(6.0)
+
+
+def test_lp_is_not_accepted() -> None:
+    m = schedopt.LinearModel("lp")
+    m.add_variables("x", 2)
+    m.set_objective([1, 1])
+    assert "LP" in schedopt.get_backend("mckp").check_model(m)
+
+
+# ---------------------------------------------------------------------------------------------- Sia
+def test_sia_instance_equals_highs() -> None:
+    sia = pytest.importorskip("schedopt.sia")
+    inst = sia.generate_instance(64, 3)
+    m = inst.problem().build()
+    assert m.meta.get("structure") == "mckp"
+    assert "mckp" in backends_for(m)
+    r = schedopt.solve(m, "mckp", mip_rel_gap=1e-9)
+    h = schedopt.solve(m, "highs", mip_rel_gap=1e-9, time_limit=30)
+    assert r.termination.reason is TerminationReason.OPTIMAL
+    assert m.violations(r.x) == {}
+    assert r.objective == pytest.approx(h.objective, rel=1e-7)
