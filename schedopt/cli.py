@@ -29,6 +29,10 @@ def _fmt(v: Any) -> str:
         return f"{v:.6g}"
     if v is None:
         return "-"
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={_fmt(x)}" for k, x in v.items()) or "-"
+    if isinstance(v, (list, tuple)):
+        return ", ".join(_fmt(x) for x in v) or "-"
     return str(v)
 
 
@@ -57,7 +61,10 @@ def _print_summary(summary: dict[str, Any]) -> None:
 
 
 def _solved(summary: dict[str, Any]) -> bool:
-    return str(summary.get("termination", "")).split()[0].lower() in ("optimal", "feasible")
+    if "solved" in summary:  # a problem may say so itself
+        return bool(summary["solved"])
+    words = str(summary.get("termination", "")).split()
+    return bool(words) and words[0].lower() in ("optimal", "feasible", "valid")
 
 
 # ----------------------------------------------------------------------------------------------- commands
