@@ -365,36 +365,74 @@ def _prop_option(opts: JobOptions, r: int) -> int:
     return lo + int(hit[0])
 
 
-def _ideal_option(opts: JobOptions, r: int, g: int, servers: Sequence[Server]) -> int:
-    """The job's best point (max W; ties: fewest CPUs, then least GB) that fits an empty server per GPU."""
+def _ideal_option(
+    opts: JobOptions, r: int, g: int, servers: Sequence[Server], threshold: float = 0.0
+) -> int:
+    """The job's best-case demand: among its points that fit an empty server per GPU (and reach at least the
+    proportional throughput), those within ``threshold`` of the best (``W >= max W / (1 + threshold)``; with 0,
+    the maximum), the fewest CPUs, then the least GB, then the highest W."""
     lo, hi = int(opts.start[r]), int(opts.start[r + 1])
     big = max(servers, key=lambda s: (s.gpus, s.cpus, s.mem_gb))
     per = min(g, big.gpus)
     idx = np.arange(lo, hi)
     ok = (opts.cpu[idx] * per <= big.cpus + 1e-9) & (opts.mem[idx] * per <= big.mem_gb + 1e-9)
     ok &= opts.w[idx] >= opts.w_prop[r] - 1e-12
-    idx = idx[ok]
-    best = idx[np.lexsort((opts.mem[idx], opts.cpu[idx], -opts.w[idx]))]
-    return int(best[0])
+    idx = idx[ok]  # never empty: the proportional point fits any server (common ratio) and reaches W_prop
+    near = idx[opts.w[idx] >= opts.w[idx].max() / (1.0 + threshold) - 1e-12]
+    return int(near[np.lexsort((-opts.w[near], opts.mem[near], opts.cpu[near]))[0]])
 
 
-def synergy_tune(servers: Sequence[Server], jobs: Sequence[SynergyJob], *, weighted: bool = False) -> SynergyAllocation:
+def _over_share(opts: JobOptions, o: int) -> bool:
+    """Whether option ``o`` asks for more than the proportional share in CPUs or GB (per GPU)."""
+    pc, pm = opts.share
+    return bool(opts.cpu[o] > pc * (1 + 1e-9) or opts.mem[o] > pm * (1 + 1e-9))
+
+
+def _demotion_servers(cl: _Cluster, g: int) -> np.ndarray:
+    """Servers TUNE frees resources on for a job of ``g`` GPUs: one server with ``g`` GPUs free if any (the one
+    with the fewest GPUs free: best fit), else servers in order of most GPUs free until they hold ``g``."""
+    fg = np.floor(cl.free[:, 0] + _EPS).astype(np.int64)
+    allowed = np.zeros(fg.size, dtype=bool)
+    one = np.flatnonzero(fg >= g)
+    if one.size:
+        allowed[one[np.lexsort((one, fg[one]))[0]]] = True
+        return allowed
+    pick = np.lexsort((np.arange(fg.size), -fg))
+    cum = np.cumsum(fg[pick])
+    allowed[pick[: int(np.searchsorted(cum, g)) + 1]] = True
+    return allowed
+
+
+def synergy_tune(
+    servers: Sequence[Server],
+    jobs: Sequence[SynergyJob],
+    *,
+    weighted: bool = False,
+    demand_threshold: float = 0.0,
+) -> SynergyAllocation:
     """Synergy-TUNE (the paper's greedy heuristic, Sec. 4.3), never below the GPU-proportional share.
 
-    Runnable jobs sorted by (GPUs, CPUs, GB) of their ideal demand, largest first. Each goes to
-    :meth:`_Cluster.place` at its ideal point; if that fails and the ideal exceeds the proportional share, at the
-    proportional point; if that fails, servers with the GPUs free are picked (most free GPUs first) and jobs there
-    holding more than their proportional share (in CPUs or GB) are moved back to it one at a time (largest excess
-    first, only when the move keeps every server within capacity) until the job fits. Should that stall, every
-    job holding more than its share is moved back (then every server uses at most its proportional share per used
-    GPU, so the job fits). ``stats["demotions"]`` counts the moves.
+    Each runnable job's demand is its best-case point (:func:`_ideal_option`: the fewest CPUs, then the least GB,
+    reaching the maximum throughput -- within ``demand_threshold`` of it if > 0 -- among points fitting an empty
+    server). Jobs sorted by (GPUs, CPUs, GB) of that demand, largest first. Each goes to :meth:`_Cluster.place` at
+    its demand. If that fails and the demand exceeds the proportional share in CPUs or GB, the job switches to the
+    proportional point and retries (a demand within the share is kept, as in the published ``_make_fair_share``).
+    If that fails, servers with the GPUs free are picked (:func:`_demotion_servers`) and jobs there holding more
+    than their share are moved back to the proportional point one at a time (largest relative excess first, only
+    when the move keeps every server within capacity) until the job fits at its (possibly switched) demand.
+    Should that stall, every job over its share is moved back (then every server uses at most the share per used
+    GPU and the job fits). ``stats["demotions"]`` counts the moves, ``stats["placed_at"]`` the path each job took.
     """
     t0 = time.perf_counter()
     _check_flag("weighted", weighted)
+    if isinstance(demand_threshold, bool) or not isinstance(demand_threshold, (int, float)) or not (
+        0.0 <= demand_threshold < math.inf
+    ):
+        raise InputError("demand_threshold", demand_threshold, "must be a finite number >= 0")
     run, mask, opts = _prepare(servers, jobs)
     J = len(run)
     g = np.array([j.gpus for j in run], dtype=np.int64)
-    ideal = np.array([_ideal_option(opts, r, int(g[r]), servers) for r in range(J)], dtype=np.int64)
+    ideal = np.array([_ideal_option(opts, r, int(g[r]), servers, float(demand_threshold)) for r in range(J)], dtype=np.int64)
     prop = np.array([_prop_option(opts, r) for r in range(J)], dtype=np.int64)
     pc, pm = opts.share
     order = np.lexsort((-opts.mem[ideal] * g, -opts.cpu[ideal] * g, -g)) if J else np.zeros(0, np.int64)
@@ -424,19 +462,16 @@ def synergy_tune(servers: Sequence[Server], jobs: Sequence[SynergyJob], *, weigh
             cl.commit(r, on, opts.cpu[o], opts.mem[o], o)
             fallbacks["ideal"] += 1
             continue
-        o = int(prop[r])
-        on = cl.place(int(g[r]), pc, pm)
-        if on is not None:
-            cl.commit(r, on, pc, pm, o)
-            fallbacks["proportional"] += 1
-            continue
+        if _over_share(opts, o):  # switch to the fair share and retry
+            o = int(prop[r])
+            on = cl.place(int(g[r]), pc, pm)
+            if on is not None:
+                cl.commit(r, on, pc, pm, o)
+                fallbacks["proportional"] += 1
+                continue
+        c, m = opts.cpu[o], opts.mem[o]  # the demand now: the proportional point, or a demand within the share
         fallbacks["demote"] += 1
-        fg = np.floor(cl.free[:, 0] + _EPS).astype(np.int64)
-        pick = np.lexsort((np.arange(fg.size), -fg))
-        cum = np.cumsum(fg[pick])
-        chosen = pick[: int(np.searchsorted(cum, g[r])) + 1]
-        allowed = np.zeros(fg.size, dtype=bool)
-        allowed[chosen] = True
+        allowed = _demotion_servers(cl, int(g[r]))
         while on is None:
             cands = [q for q in cl.where if any(allowed[i] for i in cl.where[q]) and over(q) > 1e-12]
             cands.sort(key=lambda q: (-over(q), q))
@@ -450,12 +485,12 @@ def synergy_tune(servers: Sequence[Server], jobs: Sequence[SynergyJob], *, weigh
                 for q in [q for q in cl.where if over(q) > 1e-12]:
                     demote(q, check=False)
                     demotions += 1
-                on = cl.place(int(g[r]), pc, pm)
+                on = cl.place(int(g[r]), c, m)
                 break
-            on = cl.place(int(g[r]), pc, pm, allowed)
+            on = cl.place(int(g[r]), c, m, allowed)
         if on is None:  # pragma: no cover - excluded by the argument in the docstring
             raise SolveFailedError(f"Synergy-TUNE could not place job {run[r].id}")
-        cl.commit(r, on, pc, pm, o)
+        cl.commit(r, on, c, m, o)
     gpu = np.zeros((len(servers), J), dtype=np.int64)
     choice = np.zeros(J, dtype=np.int64)
     for r in range(J):
