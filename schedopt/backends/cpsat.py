@@ -118,6 +118,9 @@ class CpSatBackend(Backend):
             sp_.max_time_in_seconds = float(params.time_limit)
         if params.mip_rel_gap is not None:
             sp_.relative_gap_limit = float(params.mip_rel_gap)
+        # CP-SAT's default absolute gap (1e-4, in objective units) would stop it short of the requested relative gap
+        # on small objectives; schedopt's contract is the relative gap alone (pass absolute_gap_limit to override)
+        sp_.absolute_gap_limit = 0.0
         for k, v in params.options.items():
             setattr(sp_, k, v)
         t1 = time.perf_counter()
