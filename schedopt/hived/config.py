@@ -1,0 +1,196 @@
+"""Read and write the ``physicalCluster`` and ``virtualClusters`` sections of a hivedscheduler YAML config.
+
+Format (hivedscheduler ``pkg/api``): ``physicalCluster.cellTypes`` maps a type to ``childCellType``,
+``childCellNumber`` and ``isNodeLevel``; ``physicalCluster.physicalCells`` lists top cells with ``cellType``,
+``cellAddress``, ``pinnedCellId`` and ``cellChildren`` (omitted children and addresses are inferred);
+``virtualClusters`` maps a VC name to ``virtualCells`` (``cellType`` fully qualified from the chain's top type, e.g.
+``4-DGX2-V100-NODE.2-DGX2-V100-NODE``, and ``cellNumber``) and ``pinnedCells`` (``pinnedCellId``). ``skuTypes`` /
+``gpuTypes`` are kept but not used. An OpenPAI ``services-configuration`` document (``hivedscheduler.config`` holding
+the YAML text) is accepted too. Loading checks structure and names, never quota validity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import InputError
+from .cells import CellType, PhysicalCellSpec, PhysicalCluster
+from .vc import VirtualCluster
+
+__all__ = ["dump_hived_config", "load_hived_config", "qualified_type"]
+
+
+def _mapping(v: Any, path: str) -> Mapping[str, Any]:
+    if not isinstance(v, Mapping):
+        raise InputError(path, v if not isinstance(v, list) else f"list of {len(v)}", "must be a mapping")
+    return v
+
+
+def _check_keys(d: Mapping[str, Any], allowed: set[str], path: str) -> None:
+    for k in d:
+        if k not in allowed:
+            raise InputError(f"{path}.{k}", d[k], f"is no known field (expected one of {sorted(allowed)})")
+
+
+def load_hived_config(path_or_dict: str | Path | Mapping[str, Any]) -> tuple[PhysicalCluster, list[VirtualCluster]]:
+    """``(cluster, vcs)`` from a hivedscheduler YAML config file (path) or the already-parsed dict."""
+    if isinstance(path_or_dict, str | Path):
+        p = Path(path_or_dict)
+        if not p.exists():
+            raise InputError("path", str(path_or_dict), "does not exist")
+        try:
+            doc = yaml.safe_load(p.read_text())
+        except yaml.YAMLError as exc:
+            raise InputError("path", str(path_or_dict), f"is not valid YAML: {exc}") from exc
+    else:
+        doc = path_or_dict
+    doc = _mapping(doc, "config")
+    if "hivedscheduler" in doc and "physicalCluster" not in doc:  # OpenPAI services-configuration.yaml
+        inner = _mapping(doc["hivedscheduler"], "hivedscheduler").get("config")
+        if isinstance(inner, str):
+            try:
+                inner = yaml.safe_load(inner)
+            except yaml.YAMLError as exc:
+                raise InputError("hivedscheduler.config", "<yaml text>", f"is not valid YAML: {exc}") from exc
+        doc = _mapping(inner, "hivedscheduler.config")
+    if "physicalCluster" not in doc:
+        raise InputError("physicalCluster", None, "is missing")
+    pc = _mapping(doc["physicalCluster"], "physicalCluster")
+    _check_keys(pc, {"skuTypes", "gpuTypes", "cellTypes", "physicalCells"}, "physicalCluster")
+    cts_raw = _mapping(pc.get("cellTypes"), "physicalCluster.cellTypes")
+    cell_types: dict[str, CellType] = {}
+    for name, spec in cts_raw.items():
+        path = f"physicalCluster.cellTypes.{name}"
+        spec = _mapping(spec, path)
+        _check_keys(spec, {"childCellType", "childCellNumber", "isNodeLevel"}, path)
+        for req in ("childCellType", "childCellNumber"):
+            if req not in spec:
+                raise InputError(f"{path}.{req}", None, "is missing")
+        child, num, node = spec["childCellType"], spec["childCellNumber"], spec.get("isNodeLevel", False)
+        if not isinstance(child, str):
+            raise InputError(f"{path}.childCellType", child, "must be a string")
+        if isinstance(num, bool) or not isinstance(num, int) or num < 1:
+            raise InputError(f"{path}.childCellNumber", num, "must be a positive integer")
+        if not isinstance(node, bool):
+            raise InputError(f"{path}.isNodeLevel", node, "must be true or false")
+        cell_types[str(name)] = CellType(str(name), child, num, node)
+    cells_raw = pc.get("physicalCells")
+    if not isinstance(cells_raw, list) or not cells_raw:
+        raise InputError("physicalCluster.physicalCells", cells_raw, "must be a non-empty list")
+    specs = [PhysicalCellSpec.from_dict(c, f"physicalCluster.physicalCells[{i}]") for i, c in enumerate(cells_raw)]
+    for i, s in enumerate(specs):
+        if s.cell_type is None:
+            raise InputError(f"physicalCluster.physicalCells[{i}].cellType", None, "is missing")
+        if s.cell_type not in cell_types:
+            raise InputError(f"physicalCluster.physicalCells[{i}].cellType", s.cell_type, "names no cellType")
+    sku = pc.get("skuTypes", pc.get("gpuTypes")) or {}
+    try:
+        cluster = PhysicalCluster(cell_types, specs, sku_types=_mapping(sku, "physicalCluster.skuTypes"))
+    except InputError as exc:
+        if exc.field.startswith("physicalCells"):
+            raise InputError(f"physicalCluster.{exc.field}", exc.value, exc.message) from exc
+        raise
+    vcs: list[VirtualCluster] = []
+    vcs_raw = _mapping(doc.get("virtualClusters") or {}, "virtualClusters")
+    owner: dict[str, str] = {}
+    for vname, vspec in vcs_raw.items():
+        path = f"virtualClusters.{vname}"
+        vspec = _mapping(vspec or {}, path)
+        _check_keys(vspec, {"virtualCells", "pinnedCells", "weight"}, path)
+        cells: dict[str, int] = {}
+        vcells = vspec.get("virtualCells") or []
+        if not isinstance(vcells, list):
+            raise InputError(f"{path}.virtualCells", vcells, "must be a list")
+        for i, c in enumerate(vcells):
+            cp = f"{path}.virtualCells[{i}]"
+            c = _mapping(c, cp)
+            _check_keys(c, {"cellType", "cellNumber"}, cp)
+            ct, num = c.get("cellType"), c.get("cellNumber")
+            if not isinstance(ct, str):
+                raise InputError(f"{cp}.cellType", ct, "must be a fully qualified cellType string")
+            if isinstance(num, bool) or not isinstance(num, int) or num < 0:
+                raise InputError(f"{cp}.cellNumber", num, "must be a non-negative integer")
+            cluster.resolve_cell(ct, f"{cp}.cellType")
+            cells[ct] = cells.get(ct, 0) + num
+        pins: list[str] = []
+        praw = vspec.get("pinnedCells") or []
+        if not isinstance(praw, list):
+            raise InputError(f"{path}.pinnedCells", praw, "must be a list")
+        for i, pcell in enumerate(praw):
+            pp = f"{path}.pinnedCells[{i}]"
+            pcell = _mapping(pcell, pp)
+            _check_keys(pcell, {"pinnedCellId"}, pp)
+            pid = pcell.get("pinnedCellId")
+            if not isinstance(pid, str) or pid not in cluster.pinned:
+                raise InputError(f"{pp}.pinnedCellId", pid, "names no pinnedCellId of physicalCells")
+            if pid in owner:
+                raise InputError(f"{pp}.pinnedCellId", pid, f"is already pinned to VC {owner[pid]!r}")
+            owner[pid] = str(vname)
+            pins.append(pid)
+        weight = vspec.get("weight", 1.0)
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or weight <= 0:
+            raise InputError(f"{path}.weight", weight, "must be a positive number")
+        vcs.append(VirtualCluster(str(vname), cells, pins, float(weight)))
+    return cluster, vcs
+
+
+def qualified_type(cluster: PhysicalCluster, chain: str, level: int) -> str:
+    """hivedscheduler's fully qualified cellType of a (chain, level): ``TOP.CHILD...``."""
+    ch = cluster.chains[chain]
+    return ".".join(ch.types[k] for k in range(ch.levels, level - 1, -1))
+
+
+def _dump_cell(spec: PhysicalCellSpec, cluster: PhysicalCluster, chain: str, level: int, default: int) -> dict[str, Any]:
+    ch = cluster.chains[chain]
+    out: dict[str, Any] = {}
+    if spec.address is not None and spec.address != str(default):
+        out["cellAddress"] = int(spec.address) if level == 1 and spec.address.isdigit() else spec.address
+    if spec.pinned_id is not None:
+        out["pinnedCellId"] = spec.pinned_id
+    if spec.children:
+        n = ch.child_count[level]
+        base = 0 if level == ch.node_level else default
+        kids = [_dump_cell(c, cluster, chain, level - 1, base * n + i) for i, c in enumerate(spec.children)]
+        if any(kids):
+            out["cellChildren"] = kids
+    return out
+
+
+def dump_hived_config(
+    cluster: PhysicalCluster, vcs: Sequence[VirtualCluster], path: str | Path | None = None
+) -> dict[str, Any]:
+    """The ``physicalCluster`` / ``virtualClusters`` document of ``cluster`` and ``vcs`` (written as YAML to
+    ``path`` when given). Addresses equal to the inferred defaults are omitted."""
+    cts = {
+        name: {"childCellType": t.child_type, "childCellNumber": int(t.child_count), **({"isNodeLevel": True} if t.is_node_level else {})}
+        for name, t in cluster.cell_types.items()
+    }
+    cells = []
+    for i, s in enumerate(cluster.specs):
+        d = {"cellType": s.cell_type, **_dump_cell(s, cluster, s.cell_type, cluster.chains[s.cell_type].levels, i)}  # type: ignore[index, arg-type]
+        cells.append(d)
+    pc: dict[str, Any] = {}
+    if cluster.sku_types:
+        pc["skuTypes"] = dict(cluster.sku_types)
+    pc["cellTypes"] = cts
+    pc["physicalCells"] = cells
+    vdoc: dict[str, Any] = {}
+    for v in vcs:
+        vc_cells = []
+        for key, num in v.cells.items():
+            c, k = cluster.resolve_cell(key, f"virtualClusters.{v.name}.virtualCells")
+            vc_cells.append({"cellType": qualified_type(cluster, c, k), "cellNumber": int(num)})
+        entry: dict[str, Any] = {"virtualCells": vc_cells}
+        if v.pinned:
+            entry["pinnedCells"] = [{"pinnedCellId": p} for p in v.pinned]
+        if v.weight != 1.0:
+            entry["weight"] = float(v.weight)
+        vdoc[v.name] = entry
+    doc = {"physicalCluster": pc, "virtualClusters": vdoc}
+    if path is not None:
+        Path(path).write_text(yaml.safe_dump(doc, sort_keys=False))
+    return doc
