@@ -56,11 +56,7 @@ def _load_problem_packages() -> None:
     import importlib
 
     for name in ("sia", "synergy", "heterps", "hived", "gandiva"):
-        try:
-            importlib.import_module(f"schedopt.{name}")
-        except ModuleNotFoundError as exc:  # a problem package not present in this checkout
-            if exc.name != f"schedopt.{name}":
-                raise
+        importlib.import_module(f"schedopt.{name}")
 
 
 def problems() -> dict[str, ProblemIO]:

@@ -64,25 +64,17 @@ def available_backends(include_missing: bool = False) -> dict[str, BackendInfo]:
 
 
 def _register_builtins() -> None:
+    # each module imports its solver lazily, inside solve(): importing them here loads no solver
+    from .cpsat import CpSatBackend
+    from .glpk import GlpkBackend
     from .highs import HighsBackend
+    from .mathopt import MathOptBackend
+    from .mckp import MckpBackend
+    from .pyomo_backend import PyomoBackend
     from .scipy_backend import ScipyBackend
 
-    for cls in (HighsBackend, ScipyBackend):
+    for cls in (HighsBackend, ScipyBackend, CpSatBackend, MathOptBackend, PyomoBackend, GlpkBackend, MckpBackend):
         register_backend(cls())
-    for modname, clsname in (
-        ("cpsat", "CpSatBackend"),
-        ("mathopt", "MathOptBackend"),
-        ("pyomo_backend", "PyomoBackend"),
-        ("glpk", "GlpkBackend"),
-        ("mckp", "MckpBackend"),
-    ):
-        try:
-            mod = __import__(f"{__name__}.{modname}", fromlist=[clsname])
-        except ModuleNotFoundError as exc:  # a backend module not written yet in this checkout
-            if exc.name and exc.name.endswith(modname):
-                continue
-            raise
-        register_backend(getattr(mod, clsname)())
 
 
 _register_builtins()
