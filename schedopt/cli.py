@@ -155,6 +155,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         guard_seconds=args.guard,
         threads=args.threads,
         out=args.output,
+        workers=args.workers,
     )
     if args.output:
         bench.write_records(records, args.output)
@@ -265,6 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--time-limit", type=float, default=None)
     bench.add_argument("--guard", type=float, default=None, help="wall-clock seconds before a run is killed")
     bench.add_argument("--threads", type=int, default=1)
+    bench.add_argument("--workers", type=int, default=1, help="runs at once (each in its own process); 1 for timings")
     bench.add_argument("-o", "--output", default=None, help="results table (.csv or .jsonl)")
     bench.set_defaults(func=cmd_bench)
     return p

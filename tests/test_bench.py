@@ -238,3 +238,19 @@ def test_cvxpy_baseline_is_the_same_model(form):
     x = built.pair_values()
     assert problem.build().violations(np.round(x)) == {}
     assert problem.build().evaluate(np.round(x)) == pytest.approx(ref.objective, rel=1e-7)
+
+
+def test_parallel_sweep_on_a_pool_keeps_order_and_results(smoke):
+    """workers=2 (a local pool) and a user-supplied executor give the same records, in sweep order."""
+    import concurrent.futures as cf
+
+    _, recs = smoke
+    seq = {r.backend: r.objective for r in recs if r.problem == "sia"}
+    par = bench.run("sia", sizes=[64], seeds=[0], loads=["normal"], backends=["highs", "scipy"], progress=False, workers=2)
+    assert [r.backend for r in par] == ["highs", "scipy"]
+    assert {r.backend: r.objective for r in par} == pytest.approx(seq)
+    with cf.ThreadPoolExecutor(2) as pool:
+        ext = bench.run(KNAP, backends=["highs", "scipy"], progress=False, executor=pool)
+    assert [r.objective for r in ext] == pytest.approx([9.0, 9.0])
+    with pytest.raises(schedopt.errors.InputError, match="workers"):
+        bench.run(KNAP, backends=["highs"], workers=0)

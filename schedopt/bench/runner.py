@@ -544,6 +544,8 @@ def run(
     mip_rel_gap: float | None = None,
     solver_seed: int | None = None,
     on_record: Callable[[Record], None] | None = None,
+    workers: int = 1,
+    executor: Any = None,
 ) -> list[Record]:
     """Run a sweep: every (size, seed, load) x repetition x backend in its own process; one :class:`Record` each.
 
@@ -552,6 +554,11 @@ def run(
     ``time_limit`` is the solver's own limit; ``guard_seconds`` (default ``2 * time_limit + 60``, or 600 s without a
     limit) is the wall-clock guard that kills a stuck run. ``progress``: a progress bar on stderr (``None``: only
     when stderr is a terminal). ``out``: a ``.csv`` / ``.jsonl`` path rewritten after every run.
+
+    ``workers`` > 1 runs that many guarded runs at once (each still in its own process), on a local thread pool
+    that drives the child processes, or on ``executor`` (anything with ``submit`` returning futures: a
+    ``concurrent.futures`` pool, a Dask ``Client``, ...). Runs that share cores time each other: use it for sweeps
+    whose point is the objective and the gap, keep ``workers=1`` for timings. Records keep the sweep order.
     """
     spec = get_spec(spec_or_name)
     size_list = _sizes_arg(spec, sizes)
@@ -582,40 +589,73 @@ def run(
     machine = machine_info()
     total = len(size_list) * len(seed_list) * len(load_list) * repeat * len(ok)
     bar = Progress(total, progress)
-    records: list[Record] = []
+    if not isinstance(workers, int) or workers < 1:
+        raise InputError("workers", workers, "must be a positive integer")
+    tasks = [
+        {"spec": spec, "gpus": gpus, "seed": seed, "load": load, "repeat": rep, "backend": backend, "params": params}
+        for gpus in size_list
+        for seed in seed_list
+        for load in load_list
+        for rep in range(repeat)
+        for backend in ok  # interleaved: every backend sees the same conditions
+    ]
+
+    def label(task: dict[str, Any]) -> str:
+        load = task["load"]
+        return f"{spec.name} {task['gpus']} GPUs{' ' + load if load else ''} seed {task['seed']} #{task['repeat']} {task['backend']}"
+
+    def record(task: dict[str, Any], fields: dict[str, Any]) -> Record:
+        gpus, load, seed = task["gpus"], task["load"], task["seed"]
+        rec = Record(
+            sweep=sweep, spec=spec.name, problem=spec.problem,
+            instance_id=f"{spec.problem}-{gpus}g{'-' + load if load else ''}-s{seed}",
+            seed=seed, load=load, repeat=task["repeat"], gpus=gpus, backend=task["backend"],
+            route="problemio" if isinstance(spec.pipeline, ProblemIOPipeline) else "schedopt",
+            threads=threads, solver_seed=params["solver_seed"], time_limit=params["time_limit"],
+            mip_rel_gap=params["mip_rel_gap"], guard_seconds=guard,
+            timestamp=datetime.now(UTC).isoformat(timespec="seconds"), **machine,
+        )
+        known = set(Record.__dataclass_fields__)
+        for k, v in fields.items():
+            if k in known and v is not None:
+                setattr(rec, k, v)
+        rec.lp_gap = _lp_gap(rec)
+        return rec
+
+    done: dict[int, Record] = {}
+
+    def finish(i: int, fields: dict[str, Any]) -> None:
+        done[i] = record(tasks[i], fields)
+        if on_record is not None:
+            on_record(done[i])
+        if out is not None:
+            write_records([done[k] for k in sorted(done)], out)
+        bar.update(label(tasks[i]), advance=1)
+
     try:
-        for gpus in size_list:
-            for seed in seed_list:
-                for load in load_list:
-                    for rep in range(repeat):
-                        for backend in ok:  # interleaved: every backend sees the same conditions
-                            label = f"{spec.name} {gpus} GPUs{' ' + load if load else ''} seed {seed} #{rep} {backend}"
-                            bar.update(label)
-                            task = {"spec": spec, "gpus": gpus, "seed": seed, "load": load, "repeat": rep,
-                                    "backend": backend, "params": params}
-                            fields = _run_in_child(task, guard)
-                            rec = Record(
-                                sweep=sweep, spec=spec.name, problem=spec.problem,
-                                instance_id=f"{spec.problem}-{gpus}g{'-' + load if load else ''}-s{seed}",
-                                seed=seed, load=load, repeat=rep, gpus=gpus, backend=backend,
-                                route="problemio" if isinstance(spec.pipeline, ProblemIOPipeline) else "schedopt",
-                                threads=threads, solver_seed=params["solver_seed"], time_limit=params["time_limit"],
-                                mip_rel_gap=params["mip_rel_gap"], guard_seconds=guard,
-                                timestamp=datetime.now(UTC).isoformat(timespec="seconds"), **machine,
-                            )
-                            known = set(Record.__dataclass_fields__)
-                            for k, v in fields.items():
-                                if k in known and v is not None:
-                                    setattr(rec, k, v)
-                            rec.lp_gap = _lp_gap(rec)
-                            records.append(rec)
-                            if on_record is not None:
-                                on_record(rec)
-                            if out is not None:
-                                write_records(records, out)
-                            bar.update(label, advance=1)
+        if workers == 1 and executor is None:
+            for i, task in enumerate(tasks):
+                bar.update(label(task))
+                finish(i, _run_in_child(task, guard))
+        else:
+            import concurrent.futures as cf
+
+            pool = executor if executor is not None else cf.ThreadPoolExecutor(max_workers=workers)
+            try:
+                futures = [(i, pool.submit(_run_in_child, task, guard)) for i, task in enumerate(tasks)]
+                if all(isinstance(f, cf.Future) for _, f in futures):
+                    index = {f: i for i, f in futures}
+                    for fut in cf.as_completed(index):
+                        finish(index[fut], fut.result())
+                else:  # another engine's futures (Dask, Ray): collect them in order
+                    for i, fut in futures:
+                        finish(i, fut.result())
+            finally:
+                if executor is None:
+                    pool.shutdown()
     finally:
         bar.close()
+    records = [done[k] for k in sorted(done)]
     if out is not None:
         write_records(records, Path(out))
     return records
