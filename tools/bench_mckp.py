@@ -1,6 +1,6 @@
 """Time the ``mckp`` backend on the Sia instances of issue 11 (and HiGHS once, up to 16384 GPUs).
 
-    python tools/bench_mckp.py [--quick] [--repeat 3]
+    python tools/bench_mckp.py [--quick] [--repeat 3] [--seeds 0,1,2,3,4] [--no-local-search]
 
 Prints, per instance: model build time, ``mckp`` wall time to ``mip_rel_gap`` 1e-4 and 1e-6 (median of
 ``--repeat`` runs, each from a fresh copy of the model so no cached structure is reused), termination, gap and the
@@ -38,17 +38,21 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="2048-GPU instances only")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seeds", type=str, default=None, help="comma-separated seeds (overrides --seed)")
     ap.add_argument("--no-highs", action="store_true")
+    ap.add_argument("--no-local-search", action="store_true", help="mckp option local_search=False (A/B)")
     a = ap.parse_args()
-    for name, gpus, jobs, cap, highs in CASES:
+    seeds = [int(x) for x in a.seeds.split(",")] if a.seeds else [a.seed]
+    extra = {"local_search": False} if a.no_local_search else {}
+    for (name, gpus, jobs, cap, highs), seed in ((c, s) for c in CASES for s in seeds):
         if a.quick and gpus > 2048:
             continue
         t0 = time.perf_counter()
-        inst = generate_instance(gpus, a.seed, jobs=jobs, max_gpus_per_job=cap)
+        inst = generate_instance(gpus, seed, jobs=jobs, max_gpus_per_job=cap)
         t1 = time.perf_counter()
         model = inst.problem().build()
         t2 = time.perf_counter()
-        print(f"== {name}: {len(inst.jobs)} jobs, {model.num_cols} columns, {model.num_rows} rows; "
+        print(f"== {name}, seed {seed}: {len(inst.jobs)} jobs, {model.num_cols} columns, {model.num_rows} rows; "
               f"generate {t1 - t0:.2f} s, build {t2 - t1:.3f} s (build_seconds {model.build_seconds:.3f})", flush=True)
         schedopt.solve(_fresh(model), "mckp", exact=False)  # warm-up: imports
         for gap in (1e-4, 1e-6):
@@ -56,7 +60,7 @@ def main() -> None:
             for _ in range(a.repeat):
                 m = _fresh(model)
                 s = time.perf_counter()
-                last = schedopt.solve(m, "mckp", mip_rel_gap=gap, time_limit=60)
+                last = schedopt.solve(m, "mckp", mip_rel_gap=gap, time_limit=60, **extra)
                 times.append(time.perf_counter() - s)
             assert last is not None
             ph = {k: round(v * 1e3, 1) for k, v in last.stats.get("phase_seconds", {}).items()}

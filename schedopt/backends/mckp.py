@@ -18,8 +18,9 @@ Columns in no at-most-one row are free binaries (groups of one). The algorithm (
    minimised exactly by Kelley's cutting-plane method with Wentges smoothing on a (K+1)-variable HiGHS LP. Every
    ``L(lam)`` is a valid bound; the minimum equals the LP relaxation's bound.
 3. **repair**: the Lagrangian choice at the best prices is made feasible by switching, one over-used row at a
-   time, the groups with the smallest loss per unit freed, then improved greedily with the remaining capacity:
-   a feasible incumbent and a certificate (bound, gap).
+   time, the groups with the smallest loss per unit freed, then improved greedily with the remaining capacity;
+   then a **local search** on the aggregated counts (:func:`local_search`: exchanges of up to three bundles of
+   moves that keep every row within capacity): a feasible incumbent and a certificate (bound, gap).
 4. **exact mode** (``exact=True``, the default, whenever the gap exceeds ``mip_rel_gap``): reduced-cost fixing
    removes every option whose Lagrangian reduced cost is worse than its group's best by more than the gap (it can
    be in no improving solution), fixes groups left with one option, and hands the residual problem to HiGHS
@@ -31,6 +32,7 @@ Identical groups (same multiset of (value, weights) columns) are first collapsed
 the answer is disaggregated deterministically.
 
 Backend options (``schedopt.solve(model, "mckp", exact=..., ...)``): ``exact`` (bool, default True),
+``local_search`` (bool, default True),
 ``residual_backend`` ("cpsat" when OR-Tools is installed, else "highs"), ``residual_form`` ("auto": "integer"
 counts for CP-SAT, "binary" per-member variables otherwise), ``max_dual_iterations`` (500), ``dual_tolerance`` (1e-10, relative).
 ``mip_rel_gap=None`` means 1e-4 (HiGHS's default).
@@ -53,7 +55,8 @@ from .base import Backend, Capabilities, SolveParams
 if TYPE_CHECKING:
     from ..model import LinearModel
 
-__all__ = ["MAX_KNAPSACK_ROWS", "Aggregate", "MckpBackend", "MckpStructure", "aggregate", "analyze", "detect_structure"]
+__all__ = ["MAX_KNAPSACK_ROWS", "Aggregate", "MckpBackend", "MckpStructure", "aggregate", "analyze", "detect_structure",
+           "local_search"]
 
 #: the largest number of knapsack rows the backend accepts (the dual has one price per row)
 MAX_KNAPSACK_ROWS = 64
@@ -986,6 +989,157 @@ class _Solver:
         return choice
 
 
+#: a fixed generic vector: ``D @ _KEY`` is a scalar key per weight-change vector (a collision only merges groups of
+#: moves in the local search, whose exchanges are checked on the counts before they are applied)
+_KEY = np.random.default_rng(12345).uniform(1.0, 2.0, MAX_KNAPSACK_ROWS)
+
+
+def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.ndarray, bestg: np.ndarray, gam: float,
+                 deadline: float = math.inf, max_rounds: int = 500, kmax: int = 2) -> tuple[np.ndarray, int]:
+    """Improve the integer counts ``y`` of the aggregated structure ``a`` (``a.mult`` members per class) by compound
+    exchanges that keep every knapsack row within capacity; returns (counts, exchanges applied).
+
+    A *move* switches one member of a class from a used option (or from choosing nothing) to another option; only
+    options that can appear in a solution better than the incumbent are targets (``delta <= gam``: the reduced-cost
+    fixing argument; ``delta`` / ``bestg`` are the Lagrangian losses of the options / of choosing nothing). Moves are
+    grouped by their weight change ``D`` (a few distinct small vectors on these instances); a *bundle* is the ``k``
+    best moves of one group (``k <= kmax``, a source used ``n`` times gives up to ``n`` copies), with weight change
+    ``k D``. An exchange is one bundle, or a bundle with a positive gain plus any other bundle, whose total weight
+    change fits the slack: e.g. a job leaving an 8-GPU option (``D = (-8, 0, 4)``) paid by two ``(4, 0, -2)`` moves.
+    The best exchange (largest value gain) is applied, until none gains."""
+    K = a.K
+    mult = a.mult if a.mult is not None else np.ones(a.G, dtype=np.int64)
+    y = y.astype(np.int64).copy()
+    vpad = np.r_[a.value, 0.0]
+    Dpad = np.vstack([a.dense(np.arange(a.n)), np.zeros((1, K))])
+    cap = a.cap
+    tol = _TOL * np.maximum(1.0, cap)
+    gtol = 1e-12 * max(1.0, float(np.abs(a.value).sum()))
+    tgt_cols = np.flatnonzero(delta <= gam)
+    tgt_g = np.r_[a.group[tgt_cols], np.flatnonzero(bestg <= gam)]
+    tgt_o = np.r_[tgt_cols, np.full(tgt_g.size - tgt_cols.size, -1)]
+    o = np.argsort(tgt_g, kind="stable")
+    tgt_g, tgt_o = tgt_g[o], tgt_o[o]
+    tcnt = np.bincount(tgt_g, minlength=a.G)
+    tstart = np.r_[0, np.cumsum(tcnt)[:-1]]
+    done = 0
+    for _ in range(max_rounds):
+        if time.perf_counter() > deadline:
+            break
+        used = np.flatnonzero(y > 0)
+        none_cnt = mult - (np.add.reduceat(y, a.starts) if a.n else 0)
+        ng = np.flatnonzero(none_cnt > 0)
+        src_g = np.r_[a.group[used], ng]
+        src_o = np.r_[used, np.full(ng.size, -1)]
+        src_n = np.r_[y[used], none_cnt[ng]]
+        rep = tcnt[src_g]
+        tot = int(rep.sum())
+        if not tot:
+            break
+        ti = np.repeat(tstart[src_g] - np.cumsum(rep) + rep, rep) + np.arange(tot)
+        ms = np.repeat(src_o, rep)
+        mn = np.repeat(np.minimum(src_n, kmax), rep)
+        mt = tgt_o[ti]
+        ok = ms != mt
+        ms, mn, mt = ms[ok], mn[ok], mt[ok]
+        gain = vpad[mt] - vpad[ms]
+        D = Dpad[mt] - Dpad[ms]
+        slack = cap - (Dpad[used].T @ y[used] if used.size else np.zeros(K)) + tol
+        if K:
+            _, inv = np.unique(D @ _KEY[:K], return_inverse=True)
+        else:
+            inv = np.zeros(gain.size, dtype=np.int64)
+        # copies: a move whose source is used n times can be made min(n, kmax) times
+        cp = np.repeat(np.arange(gain.size), mn)
+        order = cp[np.lexsort((-gain[cp], inv[cp]))]
+        si = inv[order]
+        first = np.r_[True, si[1:] != si[:-1]]
+        rank = np.arange(si.size) - np.maximum.accumulate(np.where(first, np.arange(si.size), 0))
+        top = rank < kmax
+        order, si, rank = order[top], si[top], rank[top]
+        T = int(si.max()) + 1 if si.size else 0
+        cg = np.full((T, kmax + 1), -np.inf)
+        cg[:, 0] = 0.0
+        csum = np.cumsum(gain[order])
+        start = np.maximum.accumulate(np.where(rank == 0, np.arange(si.size), 0))
+        cg[si, rank + 1] = csum - csum[start] + gain[order][start]
+        Dt = np.zeros((T, K))
+        Dt[si] = D[order]
+        bt, bk = np.nonzero(np.isfinite(cg[:, 1:]))
+        bk = bk + 1
+        bg = cg[bt, bk]
+        bD = Dt[bt] * bk[:, None]
+        # exchanges: a gaining bundle alone or with up to two partner bundles of other groups. The value gain is
+        # the sum of the reduced gains plus lam . (total weight change) <= lam . slack, so a partner's reduced
+        # loss must stay below the best reduced gain plus lam . slack.
+        brg = bg - bD @ lam
+        P = np.flatnonzero((bg > gtol) | (brg > gtol))
+        if not P.size:
+            break
+        room = float(brg[P].max()) + float(lam @ np.maximum(slack, 0.0)) + gtol
+        Bq = np.flatnonzero(brg > -room)
+        q1 = np.r_[Bq, -1]
+        qa = np.repeat(q1, q1.size)
+        qb = np.tile(q1, q1.size)
+        bt_pad = np.r_[bt, -1]
+        okq = ((qa < qb) | ((qa == -1) & (qb == -1))) & ((bt_pad[qa] != bt_pad[qb]) | (qb == -1))
+        qa, qb = qa[okq], qb[okq]
+        bg_pad = np.r_[bg, 0.0]
+        bD_pad = np.vstack([bD, np.zeros((1, K))])
+        qg = bg_pad[qa] + bg_pad[qb]
+        qD = bD_pad[qa] + bD_pad[qb]
+        if K and qa.size > 64:
+            # partners with the same weight change: only the 3 best matter (the gaining bundle's group can clash
+            # with at most two of them)
+            _, qinv = np.unique(qD @ _KEY[:K], return_inverse=True)
+            qo = np.lexsort((-qg, qinv))
+            qs = qinv[qo]
+            qf = np.r_[True, qs[1:] != qs[:-1]]
+            qr = np.arange(qs.size) - np.maximum.accumulate(np.where(qf, np.arange(qs.size), 0))
+            qk = qo[qr < 3]
+            qa, qb, qg, qD = qa[qk], qb[qk], qg[qk], qD[qk]
+        live = qg > gtol - float(bg[P].max())
+        qa, qb, qg, qD = qa[live], qb[live], qg[live], qD[live]
+        tgain = bg[P][:, None] + qg[None, :]
+        fit = tgain > gtol
+        for k in range(K):  # row by row: much faster than an (P x Q x K) temporary and all(axis=2)
+            fit &= bD[P, k][:, None] + qD[:, k][None, :] <= slack[k]
+        tp = bt[P][:, None]
+        fit &= (tp != bt_pad[qa][None, :]) & (tp != bt_pad[qb][None, :])
+        if not fit.any():
+            break
+        cand = np.flatnonzero(fit.ravel())
+        cand = cand[np.argsort(-tgain.ravel()[cand], kind="stable")]
+        # apply the best exchange, then every further candidate that still fits and still gains (checked on the
+        # counts themselves: members available, capacities, true value)
+        applied = 0
+        val = float(a.value @ y)
+        for flat in cand[:64]:
+            i, j = divmod(int(flat), qa.size)
+            yy = y.copy()
+            for b in (P[i], qa[j], qb[j]):
+                if b < 0:
+                    continue
+                mv = order[si == bt[b]][: bk[b]]
+                np.subtract.at(yy, ms[mv][ms[mv] >= 0], 1)
+                np.add.at(yy, mt[mv][mt[mv] >= 0], 1)
+            if yy.min(initial=0) < 0:
+                continue
+            if a.n and np.any(np.add.reduceat(yy, a.starts) > mult):
+                continue
+            if np.any(Dpad[:-1].T @ yy > cap + tol):
+                continue
+            v2 = float(a.value @ yy)
+            if v2 <= val + gtol:
+                continue
+            y, val = yy, v2
+            applied += 1
+        if not applied:
+            break
+        done += applied
+    return y, done
+
+
 def _full_x(st: MckpStructure, choice: np.ndarray) -> np.ndarray:
     x = np.zeros(st.n_cols)
     x[st.forced] = 1.0
@@ -994,7 +1148,7 @@ def _full_x(st: MckpStructure, choice: np.ndarray) -> np.ndarray:
     return x
 
 
-_OPTIONS = {"exact", "residual_backend", "residual_form", "max_dual_iterations", "dual_tolerance", "core_columns"}
+_OPTIONS = {"exact", "local_search", "residual_backend", "residual_form", "max_dual_iterations", "dual_tolerance", "core_columns"}
 
 
 def _default_residual_backend() -> str:
@@ -1103,6 +1257,21 @@ class MckpBackend(Backend):
                     choice, LB = ch, solver.value_of(ch)
         phases["repair"] = time.perf_counter() - ta
         stats["repair_objective"] = sign * LB
+        # ---- local search on the aggregated counts (1- and 2-exchanges at the final prices)
+        ta = time.perf_counter()
+        bestg = np.maximum(gmax, 0.0)  # per class
+        delta = bestg[ast.group] - rc  # reduced-cost loss of each aggregated column against its class's best (>= 0)
+        if ast.n and UB - LB > 0 and bool(opts.get("local_search", True)):
+            y0 = agg.counts(choice)
+            y1, nmoves = local_search(ast, y0, best.lam, delta, bestg, UB - LB + 1e-9 * max(1.0, abs(UB)), solver.deadline)
+            stats["local_search_moves"] = nmoves
+            if nmoves:
+                ch = agg.disaggregate(y1)
+                fits = not np.any(solver.usage_of(ch) > st.cap + 1e-6 * np.maximum(1.0, st.cap))
+                if fits and solver.value_of(ch) > LB:
+                    choice, LB = ch, solver.value_of(ch)
+        phases["local_search"] = time.perf_counter() - ta
+        stats["local_search_objective"] = sign * LB
         gap_abs = max(UB - LB, 0.0)
         stats["gap_after_repair"] = gap_abs / max(abs(LB), 1e-10)
 
@@ -1110,7 +1279,7 @@ class MckpBackend(Backend):
             return ub - lb <= max(gap_tol * max(abs(lb), 1e-10), 1e-9 * max(1.0, abs(lb)))
 
         if within(UB, LB):
-            return result(TerminationReason.OPTIMAL, None, "Lagrangian bound met by the repaired solution", choice,
+            return result(TerminationReason.OPTIMAL, None, "Lagrangian bound met by the repaired and locally improved solution", choice,
                           max(UB, LB))
         if solver.time_left() <= 0:
             return result(TerminationReason.FEASIBLE, Limit.TIME, "time limit after the repair", choice, UB)
@@ -1124,8 +1293,6 @@ class MckpBackend(Backend):
             form = "integer" if rb == "cpsat" else "binary"
         stats["residual_backend"] = rb
         stats["residual_form"] = form
-        bestg = np.maximum(gmax, 0.0)  # per class
-        delta = bestg[ast.group] - rc  # reduced-cost loss of each aggregated column against its class's best (>= 0)
         mult = ast.mult if ast.mult is not None else np.ones(ast.G, dtype=np.int64)
         eps = 1e-9 * max(1.0, abs(UB))
 
