@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -136,28 +137,9 @@ def goodput(
         raise InputError("grad_sqr", sqr.shape, f"must broadcast to the placement shape {shape}") from None
     n, r = n.ravel(), r.ravel()
 
-    lo_B = np.maximum(B0, r * lo_b)  # (K,)
-    hi_B = np.maximum(lo_B, Bmax)
-    t = np.linspace(0.0, 1.0, int(n_candidates))[:, None]  # (C, 1)
-    cand = np.exp(np.log(lo_B) + t * (np.log(hi_B) - np.log(lo_B)))  # (C, K)
-    local = cand / r
-    if accumulation:
-        s = np.maximum(np.ceil(local / hi_b - _EPS) - 1, 0)
-    else:
-        s = np.zeros_like(local)
-    b = np.ceil(local / (s + 1) - _EPS)
-    real_B = r * b * (s + 1)
-    valid = (b >= lo_b - _EPS) & (b <= hi_b + _EPS) & (lo_B <= Bmax * (1 + _EPS))
-    first = np.zeros_like(valid)
-    first[0] = True
-    valid &= (real_B <= Bmax * (1 + _EPS)) | first
-
-    xput = r * b * (s + 1) / params._step_time(n, r, b, s)
-    eff = _efficiency(real_B, B0, sqr, var)
-    gp = np.where(valid, xput * eff, -np.inf)
-    idx = np.argmax(gp, axis=0)
-    cols = np.arange(gp.shape[1])
-    ok = valid[idx, cols]
+    gp, real_B, b, s, xput, eff, idx, cols, ok = _search(
+        params, n, r, B0, Bmax, sqr, var, lo_b, hi_b, accumulation, int(n_candidates)
+    )
 
     def pick(a: np.ndarray, dtype: Any = float) -> np.ndarray:
         return np.where(ok, a[idx, cols], 0).astype(dtype).reshape(shape)
@@ -171,6 +153,49 @@ def goodput(
         efficiency=pick(eff),
         feasible=ok.reshape(shape),
     )
+
+
+_GRIDS: dict[int, np.ndarray] = {}
+
+
+def _unit_grid(n: int) -> np.ndarray:
+    """``linspace(0, 1, n)[:, None]`` (read-only, cached per n)."""
+    g = _GRIDS.get(n)
+    if g is None:
+        g = np.linspace(0.0, 1.0, n)[:, None]
+        g.setflags(write=False)
+        if len(_GRIDS) < 64:
+            _GRIDS[n] = g
+    return g
+
+
+def _search(params: ThroughputParams, n: np.ndarray, r: np.ndarray, B0: float, Bmax: float, sqr: Any, var: Any,
+            lo_b: float, hi_b: float, accumulation: bool, n_candidates: int) -> tuple[np.ndarray, ...]:
+    """The candidate search of :func:`goodput` on validated flat (K,) float arrays ``n``, ``r`` (no input checks):
+    (goodput, realised batch, local batch, accumulation steps, throughput, efficiency) as (C x K) arrays, then
+    the best candidate row per point, the point indices and the feasibility per point."""
+    lo_B = np.maximum(B0, r * lo_b)  # (K,)
+    hi_B = np.maximum(lo_B, Bmax)
+    t = _unit_grid(n_candidates)  # (C, 1)
+    log_lo = np.log(lo_B)
+    cand = np.exp(log_lo + t * (np.log(hi_B) - log_lo))  # (C, K)
+    local = cand / r
+    if accumulation:
+        s = np.maximum(np.ceil(local / hi_b - _EPS) - 1, 0)
+    else:
+        s = np.zeros_like(local)
+    b = np.ceil(local / (s + 1) - _EPS)
+    real_B = r * b * (s + 1)
+    valid = (b >= lo_b - _EPS) & (b <= hi_b + _EPS) & (lo_B <= Bmax * (1 + _EPS))
+    valid[1:] &= real_B[1:] <= Bmax * (1 + _EPS)  # the first candidate may exceed max_batch by the rounding
+
+    xput = real_B / params._step_time(n, r, b, s)
+    eff = _efficiency(real_B, B0, sqr, var)
+    gp = np.where(valid, xput * eff, -np.inf)
+    idx = np.argmax(gp, axis=0)
+    cols = np.arange(gp.shape[1])
+    ok = valid[idx, cols]
+    return gp, real_B, b, s, xput, eff, idx, cols, ok
 
 
 def bootstrap(xput_b_1gpu: Any, xput_a_1gpu: Any, xput_a: Any, *args: Any, **kwargs: Any) -> np.ndarray:
@@ -290,6 +315,12 @@ class JobGoodputModel:
         xp = np.array(self.grad_batch)
         return (_interp_log(B, xp, np.array(self.grad_sqr)), _interp_log(B, xp, np.array(self.grad_var)))
 
+    @cached_property
+    def _stats_b0(self) -> tuple[float, float]:
+        """``grad_stats()`` at init_batch as floats (computed once; the model is frozen)."""
+        sqr, var = self.grad_stats(None)
+        return float(sqr), float(var)
+
     def efficiency(self, batch: Any, stats_batch: float | None = None) -> np.ndarray:
         """Statistical efficiency of ``batch`` with the gradient statistics at ``stats_batch`` (default B0)."""
         sqr, var = self.grad_stats(stats_batch)
@@ -303,10 +334,29 @@ class JobGoodputModel:
         measured at ``stats_batch`` (the job's current batch; default B0).
         """
         p = self._type(gpu_type)
-        sqr, var = self.grad_stats(stats_batch)
+        sqr, var = self._stats_b0 if stats_batch is None else self.grad_stats(stats_batch)
         return goodput(p, nodes, replicas, init_batch=self.init_batch, max_batch=self.max_batch,
                        grad_sqr=float(sqr), grad_var=float(var),
                        local_bsz_range=self.local_bsz_limits[gpu_type], accumulation=accumulation)
+
+    def _goodput_values(self, gpu_type: str, nodes: np.ndarray, replicas: np.ndarray) -> np.ndarray:
+        """``goodput(gpu_type, nodes, replicas).goodput`` for 1-d float arrays of valid points (integral, nodes >= 1,
+        replicas >= nodes, checked by the caller) without the input checks: the same arithmetic, values
+        identical. For callers that evaluate many (model, type) groups, e.g. :class:`schedopt.sia.SiaProblem`."""
+        lo, hi = self.local_bsz_limits[gpu_type]
+        sqr, var = self._stats_b0
+        gp, _, _, _, _, _, idx, cols, ok = _search(self._type(gpu_type), nodes, replicas, self.init_batch,
+                                                   self.max_batch, sqr, var, float(lo), float(hi), True, N_CANDIDATES)
+        return np.where(ok, gp[idx, cols], 0).astype(float)
+
+    def _throughput_values(self, gpu_type: str, nodes: np.ndarray, replicas: np.ndarray, batch: float) -> np.ndarray:
+        """``throughput(gpu_type, nodes, replicas, batch)`` for 1-d float arrays of valid points and a positive
+        float batch, without the input checks (values identical)."""
+        p = self._type(gpu_type)
+        hi = self.local_bsz_limits[gpu_type][1]
+        s = np.maximum(np.ceil(batch / (replicas * hi) - _EPS) - 1, 0)
+        b = batch / (replicas * (s + 1))
+        return batch / p._step_time(nodes, replicas, b, s)
 
     def throughput(self, gpu_type: str, nodes: Any, replicas: Any, batch: Any) -> np.ndarray:
         """Samples/s when training at global batch ``batch`` on (nodes, replicas) GPUs of ``gpu_type``.

@@ -76,9 +76,9 @@ class ThroughputParams:
         return self._network_time(n, r)
 
     def _network_time(self, n: np.ndarray, r: np.ndarray) -> np.ndarray:
-        conds = [n > 1, r > 1]
-        alpha = np.select(conds, [self.alpha_n, self.alpha_r], NET_EPS)
-        beta = np.select(conds, [self.beta_n, self.beta_r], NET_EPS)
+        multi, within = n > 1, r > 1  # np.select over (multi, within) written as two wheres (faster, same values)
+        alpha = np.where(multi, self.alpha_n, np.where(within, self.alpha_r, NET_EPS))
+        beta = np.where(multi, self.beta_n, np.where(within, self.beta_r, NET_EPS))
         return alpha + beta * np.maximum(r - 2, NET_EPS)
 
     def _overlap(self, t_c: np.ndarray, t_n: np.ndarray) -> np.ndarray:

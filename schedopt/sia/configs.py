@@ -42,7 +42,16 @@ class ConfigTable:
 
     @cached_property
     def configs(self) -> list[Config]:
-        return [self[i] for i in range(len(self))]
+        # the table's entries are valid by construction: build the frozen Configs without re-running their checks
+        names = self.type_names
+        out = []
+        for n, g, t in zip(self.n_nodes.tolist(), self.n_gpus.tolist(), self.type_index.tolist()):
+            c = object.__new__(Config)
+            object.__setattr__(c, "n_nodes", n)
+            object.__setattr__(c, "n_gpus", g)
+            object.__setattr__(c, "gpu_type", names[t])
+            out.append(c)
+        return out
 
     @cached_property
     def labels(self) -> np.ndarray:

@@ -181,6 +181,122 @@ def _order_key(c: Config, cluster: Cluster) -> tuple[int, int]:
     return (0 if multi else 1, -c.n_gpus)
 
 
+def _check_jobs(cluster: Cluster, allocation: Mapping[JobId, Config | None]) -> list[tuple[JobId, Config]]:
+    """The placed jobs (configuration not None), validated; each distinct configuration is checked once."""
+    by_name = {t.name: t for t in cluster.gpu_types}
+    jobs = [(jid, c) for jid, c in allocation.items() if c is not None]
+    ok: set[int] = set()  # ids of checked Config objects (the allocation holds them, so ids stay unique here)
+    for jid, c in jobs:
+        if id(c) in ok:
+            continue
+        if not isinstance(c, Config):
+            raise InputError(f"allocation[{jid}]", c, "must be a Config or None")
+        t = by_name.get(c.gpu_type)
+        if t is None:
+            raise InputError(f"allocation[{jid}].gpu_type", c.gpu_type, "is not a GPU type of the cluster")
+        partial = c.n_nodes == 1 and c.n_gpus <= t.max_partial
+        if partial and not is_pow2(c.n_gpus):
+            raise InputError(f"allocation[{jid}]", c.label, "a single-node configuration needs a power-of-two GPU count")
+        if not partial and c.n_gpus != c.n_nodes * t.gpus_per_node:
+            raise InputError(f"allocation[{jid}]", c.label, f"a multi-node configuration uses whole nodes ({t.gpus_per_node} GPUs each)")
+        ok.add(id(c))
+    return jobs
+
+
+def _place_empty(cluster: Cluster, jobs: list[tuple[JobId, Config]]) -> tuple[dict[JobId, list[Slot]], list[JobId]]:
+    """Place ``jobs`` on an empty cluster with array arithmetic; the same result as the greedy grid placer
+    (:class:`_Grid`, multi-node configurations first taking the last whole nodes, then partial configurations
+    largest first, best fit into the fullest virtual node, ties to the lowest node and then the earlier virtual
+    node) without a per-job search.
+
+    Why this is the same: partial sizes arrive in decreasing powers of two, so every virtual node's used GPUs stay
+    a prefix whose length is a multiple of the current size ``s`` (the first free aligned block is at that
+    offset), and its free GPUs are a multiple of ``s`` too. A virtual node chosen by best fit stays the fullest
+    one that fits until it is full, so the jobs of one size fill the eligible virtual nodes one after the other in
+    the order (free GPUs, node, virtual node): one ``argsort`` and one ``cumsum`` / ``searchsorted`` per size and
+    GPU type. Multi-node jobs take the last whole nodes: a ``cumsum`` over their node counts.
+    """
+    J = len(jobs)
+    names = {t.name: k for k, t in enumerate(cluster.gpu_types)}
+    confs = [c for _, c in jobs]
+    tix = np.fromiter((names[c.gpu_type] for c in confs), np.int64, J)
+    ng = np.fromiter((c.n_gpus for c in confs), np.int64, J)
+    nn = np.fromiter((c.n_nodes for c in confs), np.int64, J)
+    maxp = np.array([t.max_partial for t in cluster.gpu_types], dtype=np.int64)
+    partial = (nn == 1) & (ng <= maxp[tix])
+    order = np.lexsort((-ng, partial))  # multi-node first, then GPUs descending; stable in allocation order
+    node0 = np.full(J, -1, dtype=np.int64)  # first node (multi-node: nodes node0 .. node0 + n - 1)
+    gpu0 = np.zeros(J, dtype=np.int64)  # first GPU of a partial configuration
+    tix_o, part_o = tix[order], partial[order]
+    for k, t in enumerate(cluster.gpu_types):
+        of_t = tix_o == k
+        if not of_t.any():
+            continue
+        rem = t.nodes
+        multi = order[of_t & ~part_o]
+        if multi.size:
+            need = nn[multi]
+            cum = np.cumsum(need)
+            if cum[-1] <= rem:
+                node0[multi] = rem - cum
+                rem -= int(cum[-1])
+            else:  # some do not fit: a failed job leaves the nodes to the (smaller) ones after it
+                for i, n in zip(multi.tolist(), need.tolist()):
+                    if n <= rem:
+                        rem -= n
+                        node0[i] = rem
+        part = order[of_t & part_o]
+        if not part.size or rem == 0:
+            continue
+        vb = np.array(virtual_bins(t.gpus_per_node), dtype=np.int64)
+        nb = vb.size
+        bsize = np.tile(vb, rem)
+        bstart = np.tile(np.cumsum(vb) - vb, rem)
+        bnode = np.repeat(np.arange(rem, dtype=np.int64), nb)
+        used = np.zeros(rem * nb, dtype=np.int64)
+        sizes = ng[part]
+        cuts = np.flatnonzero(sizes[1:] != sizes[:-1]) + 1
+        for a, b in zip(np.r_[0, cuts].tolist(), np.r_[cuts, sizes.size].tolist()):
+            s = int(sizes[a])
+            free = bsize - used
+            elig = np.flatnonzero((bsize >= s) & (free > 0))
+            if not elig.size:
+                continue
+            o = elig[np.argsort(free[elig], kind="stable")]  # (free, node, virtual node): the best-fit order
+            cap = free[o] // s
+            cum = np.cumsum(cap)
+            m = min(b - a, int(cum[-1]))
+            q = np.arange(m)
+            pos = np.searchsorted(cum, q, side="right")
+            bins = o[pos]
+            who = part[a : a + m]
+            node0[who] = bnode[bins]
+            gpu0[who] = bstart[bins] + used[bins] + (q - (cum[pos] - cap[pos])) * s
+            used[o] += s * np.clip(m - (cum - cap), 0, cap)
+    placed = node0 >= 0
+    failed = [jobs[i][0] for i in order[~placed[order]].tolist()]
+    node_ids = {t.name: [f"{t.name}-{k}" for k in range(t.nodes)] for t in cluster.gpu_types}
+    spans: dict[tuple[int, int], tuple[int, ...]] = {}
+    assignments: dict[JobId, list[Slot]] = {}
+    for (jid, c), n0, g0, p in zip(jobs, node0.tolist(), gpu0.tolist(), partial.tolist()):
+        if n0 < 0:
+            continue
+        ids = node_ids[c.gpu_type]
+        if p:
+            key = (g0, c.n_gpus)
+            span = spans.get(key)
+            if span is None:
+                span = spans[key] = tuple(range(g0, g0 + c.n_gpus))
+            assignments[jid] = [(ids[n0], span)]
+        else:
+            r = c.n_gpus // c.n_nodes
+            span = spans.get((0, r))
+            if span is None:
+                span = spans[(0, r)] = tuple(range(r))
+            assignments[jid] = [(ids[n], span) for n in range(n0, n0 + c.n_nodes)]
+    return assignments, failed
+
+
 def place(
     cluster: Cluster,
     allocation: Mapping[JobId, Config | None],
@@ -195,50 +311,44 @@ def place(
     """
     if not isinstance(cluster, Cluster):
         raise InputError("cluster", type(cluster).__name__, "must be a Cluster")
-    jobs = [(jid, c) for jid, c in allocation.items() if c is not None]
-    for jid, c in jobs:
-        if not isinstance(c, Config):
-            raise InputError(f"allocation[{jid}]", c, "must be a Config or None")
-        if c.gpu_type not in cluster.type_names:
-            raise InputError(f"allocation[{jid}].gpu_type", c.gpu_type, "is not a GPU type of the cluster")
-        t = cluster[c.gpu_type]
-        partial = c.n_nodes == 1 and c.n_gpus <= t.max_partial
-        if partial and not is_pow2(c.n_gpus):
-            raise InputError(f"allocation[{jid}]", c.label, "a single-node configuration needs a power-of-two GPU count")
-        if not partial and c.n_gpus != c.n_nodes * t.gpus_per_node:
-            raise InputError(f"allocation[{jid}]", c.label, f"a multi-node configuration uses whole nodes ({t.gpus_per_node} GPUs each)")
+    jobs = _check_jobs(cluster, allocation)
+    if previous is None:
+        assignments, failed = _place_empty(cluster, jobs)
+        return Placement(
+            assignments=assignments,
+            configs={jid: c for jid, c in jobs if jid in assignments},
+            unplaced=tuple(failed),
+        )
     slot_of = {jid: k for k, (jid, _) in enumerate(jobs)}
     conf = dict(jobs)
     prev_slots: dict[JobId, list[Slot]] = {}
     prev_conf: dict[JobId, Config | None] = {}
-    if previous is not None:
-        for jid, slots in previous.items():
-            prev_slots[jid] = [(str(n), tuple(int(g) for g in gs)) for n, gs in slots]
-            if isinstance(previous, Placement) and jid in previous.configs:
-                prev_conf[jid] = previous.configs[jid]
-            else:
-                prev_conf[jid] = _config_of_slots(prev_slots[jid], cluster)
+    for jid, slots in previous.items():
+        prev_slots[jid] = [(str(n), tuple(int(g) for g in gs)) for n, gs in slots]
+        if isinstance(previous, Placement) and jid in previous.configs:
+            prev_conf[jid] = previous.configs[jid]
+        else:
+            prev_conf[jid] = _config_of_slots(prev_slots[jid], cluster)
 
-    def run(keep_previous: bool) -> tuple[_Grid, list[JobId]]:
+    def run() -> tuple[_Grid, list[JobId]]:
         grid = _Grid(cluster)
         kept: set[JobId] = set()
-        if keep_previous:
-            for jid, slots in prev_slots.items():
-                if jid not in conf or prev_conf.get(jid) != conf[jid]:
-                    continue
-                cells = []
-                okay = True
-                for node, gpus in slots:
-                    t, k = _split_node(node, cluster)
-                    occ = grid.occ[t]
-                    if t != conf[jid].gpu_type or any(g < 0 or g >= occ.shape[1] or occ[k, g] >= 0 for g in gpus):
-                        okay = False
-                        break
-                    cells.append((t, k, list(gpus)))
-                if okay:
-                    for t, k, gpus in cells:
-                        grid.occ[t][k, gpus] = slot_of[jid]
-                    kept.add(jid)
+        for jid, slots in prev_slots.items():
+            if jid not in conf or prev_conf.get(jid) != conf[jid]:
+                continue
+            cells = []
+            okay = True
+            for node, gpus in slots:
+                t, k = _split_node(node, cluster)
+                occ = grid.occ[t]
+                if t != conf[jid].gpu_type or any(g < 0 or g >= occ.shape[1] or occ[k, g] >= 0 for g in gpus):
+                    okay = False
+                    break
+                cells.append((t, k, list(gpus)))
+            if okay:
+                for t, k, gpus in cells:
+                    grid.occ[t][k, gpus] = slot_of[jid]
+                kept.add(jid)
         queue = sorted((jid for jid, _ in jobs if jid not in kept), key=lambda j: _order_key(conf[j], cluster))
         cost = {slot_of[j]: (1.0 if j in kept else 1e-3) for j, _ in jobs}
         for j in pinned:
@@ -251,7 +361,7 @@ def place(
             c = conf[jid]
             if grid.put(c, slot_of[jid]):
                 continue
-            victims = grid.evict_for(c, cost) if keep_previous and budget > 0 else None
+            victims = grid.evict_for(c, cost) if budget > 0 else None
             if not victims:
                 failed.append(jid)
                 continue
@@ -265,16 +375,16 @@ def place(
             queue.sort(key=lambda j: _order_key(conf[j], cluster))
         return grid, failed
 
-    grid, failed = run(previous is not None)
-    if failed and previous is not None:  # greedy eviction got stuck: place everything afresh (always fits)
-        grid2, failed2 = run(False)
-        if len(failed2) <= len(failed):
-            grid, failed = grid2, failed2
+    grid, failed = run()
     by_slot = grid.slots_by_job()
     assignments: dict[JobId, list[Slot]] = {}
     for jid, _ in jobs:
         if slot_of[jid] in by_slot:
             assignments[jid] = by_slot[slot_of[jid]]
+    if failed:  # greedy eviction got stuck: place everything afresh (always fits)
+        assignments2, failed2 = _place_empty(cluster, jobs)
+        if len(failed2) <= len(failed):
+            assignments, failed = assignments2, failed2
     evicted = tuple(
         jid for jid in prev_slots
         if jid in conf and prev_conf.get(jid) == conf[jid] and jid in assignments
@@ -288,4 +398,3 @@ def place(
         unplaced=tuple(failed),
         moved_from=moved_from,
     )
-

@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InfeasibleError, InputError, SolveFailedError
+from ..goodput import JobGoodputModel
 from ..model import LinearModel
 from ..results import SolveResult, TerminationReason
 from .configs import ConfigTable, generate_configs
@@ -67,6 +68,13 @@ class PairTable:
         m = np.zeros((self.n_jobs, self.n_configs), dtype=bool)
         m[self.job, self.config] = True
         return m
+
+
+def _indptr(rows: np.ndarray, n: int) -> np.ndarray:
+    """CSR row pointers for entries whose row indices are ``rows`` (entries grouped by row in the stable order)."""
+    out = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=out[1:])
+    return out
 
 
 class SiaProblem:
@@ -141,27 +149,43 @@ class SiaProblem:
         return out
 
     def _check_jobs(self) -> None:
+        """One pass over the jobs: types, duplicate ids, allowed types, current configurations (their table
+        positions are kept for :attr:`_job_arrays`), rigid counts (checked once per distinct (count, types))."""
         seen: dict[JobId, int] = {}
         tnames = self.cluster.type_names
+        tset = set(tnames)
+        find = self.configs.find
+        cur = [-1] * len(self.jobs)
+        rigid_seen: set[tuple[Any, Any]] = set()
         for i, j in enumerate(self.jobs):
             if not isinstance(j, Job):
                 raise InputError(f"jobs[{i}]", j, "must be a Job")
-            if j.id in seen:
-                raise InputError(f"jobs[{i}].id", j.id, f"duplicates jobs[{seen[j.id]}].id")
-            seen[j.id] = i
-            if j.allowed_types is not None:
-                for k, t in enumerate(j.allowed_types):
-                    if t not in tnames:
+            jid = j.id
+            if jid in seen:
+                raise InputError(f"jobs[{i}].id", jid, f"duplicates jobs[{seen[jid]}].id")
+            seen[jid] = i
+            at = j.allowed_types
+            if at is not None:
+                for k, t in enumerate(at):
+                    if t not in tset:
                         raise InputError(f"jobs[{i}].allowed_types[{k}]", t, f"is not a GPU type of the cluster ({', '.join(tnames)})")
-            if j.current is not None and self.configs.find(j.current) < 0:
-                raise InputError(
-                    f"jobs[{i}].current", j.current.label,
-                    "is not a configuration of this cluster (power-of-two GPUs on one node or whole nodes"
-                    + (f", at most {self.max_gpus_per_job} GPUs" if self.max_gpus_per_job else "") + ")",
-                )
+            c = j.current
+            if c is not None:
+                f = find(c)
+                if f < 0:
+                    raise InputError(
+                        f"jobs[{i}].current", c.label,
+                        "is not a configuration of this cluster (power-of-two GPUs on one node or whole nodes"
+                        + (f", at most {self.max_gpus_per_job} GPUs" if self.max_gpus_per_job else "") + ")",
+                    )
+                cur[i] = f
             if j.kind == "rigid":
-                self._check_rigid(i, j)
+                key = (j.rigid_gpus, at)  # the rigid check depends on these two only
+                if key not in rigid_seen:
+                    self._check_rigid(i, j)
+                    rigid_seen.add(key)
         self._index = seen
+        self._current_index = np.array(cur, dtype=np.int64)
 
     def _check_rigid(self, i: int, j: Job) -> None:
         cfg = self.configs
@@ -190,12 +214,16 @@ class SiaProblem:
     def _check_goodput_input(self) -> None:
         g = self.goodput
         if isinstance(g, Mapping):
+            checked: set[int] = set()  # ids of model objects already checked (the mapping keeps them alive)
             for i, j in enumerate(self.jobs):
                 if j.id not in g:
                     raise InputError(f"goodput[{j.id}]", None, f"no goodput model for jobs[{i}]")
                 mdl = g[j.id]
+                if id(mdl) in checked:
+                    continue
                 if not callable(getattr(mdl, "goodput", None)):
                     raise InputError(f"goodput[{j.id}]", type(mdl).__name__, "needs a goodput(gpu_type, nodes, replicas) method")
+                checked.add(id(mdl))
         elif callable(g):
             return
         else:
@@ -226,24 +254,35 @@ class SiaProblem:
         J, T = len(jobs), len(self.cluster.type_names)
         tpos = {t: k for k, t in enumerate(self.cluster.type_names)}
         allowed = np.ones((J, T), dtype=bool)
-        for i, j in enumerate(jobs):  # one pass over jobs (not variables) to read the Python objects
+        # one pass over jobs (not variables) to read the Python objects: integer and float fields as rows
+        ints = np.array(
+            [(_KIND_CODE[j.kind], j.min_gpus, -1 if j.max_gpus is None else j.max_gpus, j.scale_unit,
+              j.max_profiled_gpus, j.rigid_gpus or 0, j.restarts, (not j.preemptible) and j.current is not None)
+             for j in jobs],
+            dtype=np.int64,
+        ).reshape(J, 8)
+        floats = np.array([(j.age_s, j.restart_cost_s) for j in jobs], dtype=np.float64).reshape(J, 2)
+        for i, j in enumerate(jobs):
             if j.allowed_types is not None:
                 allowed[i] = False
                 allowed[i, [tpos[t] for t in j.allowed_types]] = True
-        cur = np.array([self.configs.find(j.current) if j.current is not None else -1 for j in jobs], dtype=np.int64)
+        kind, mn, mx, unit, prof, rigid = (ints[:, k].copy() for k in range(6))
+        # Job.growth_limit() vectorised: max(2 max_profiled_gpus, u), u = the rigid count or the least multiple of
+        # scale_unit >= min_gpus (a Job guarantees u <= max_gpus)
+        u = np.where(kind == _KIND_CODE["rigid"], rigid, -(-mn // unit) * unit)
         return {
-            "kind": np.array([_KIND_CODE[j.kind] for j in jobs], dtype=np.int64),
-            "min": np.array([j.min_gpus for j in jobs], dtype=np.int64),
-            "max": np.array([_BIG if j.max_gpus is None else j.max_gpus for j in jobs], dtype=np.int64),
-            "unit": np.array([j.scale_unit for j in jobs], dtype=np.int64),
-            "growth": np.array([j.growth_limit() for j in jobs], dtype=np.int64),
-            "rigid": np.array([j.rigid_gpus or 0 for j in jobs], dtype=np.int64),
+            "kind": kind,
+            "min": mn,
+            "max": np.where(mx < 0, _BIG, mx),
+            "unit": unit,
+            "growth": np.maximum(2 * prof, u),
+            "rigid": rigid,
             "allowed": allowed,
-            "current": cur,
-            "forced": np.array([(not j.preemptible) and j.current is not None for j in jobs], dtype=bool),
-            "age": np.array([j.age_s for j in jobs], dtype=np.float64),
-            "restarts": np.array([j.restarts for j in jobs], dtype=np.float64),
-            "rcost": np.array([j.restart_cost_s for j in jobs], dtype=np.float64),
+            "current": self._current_index,
+            "forced": ints[:, 7].astype(bool),
+            "age": floats[:, 0].copy(),
+            "restarts": ints[:, 6].astype(np.float64),
+            "rcost": floats[:, 1].copy(),
         }
 
     def restart_factors(self) -> np.ndarray:
@@ -309,17 +348,24 @@ class SiaProblem:
         keys: dict[tuple, int] = {}
         kinfo: list[tuple[Any, str, float | None]] = []
         jkey = np.empty(len(self.jobs), dtype=np.int64)
+        models = self.goodput
+        has_xput: dict[int, bool] = {}  # per model object: does it have a throughput method
         for i, j in enumerate(self.jobs):  # one pass over jobs
-            mdl = self.goodput[j.id]
-            mode = "throughput" if j.kind != "adaptive" and callable(getattr(mdl, "throughput", None)) else "goodput"
-            batch = None
-            if mode == "throughput":
-                batch = j.batch_size if j.batch_size is not None else float(mdl.init_batch)
+            mdl = models[j.id]
+            mode, batch = "goodput", None
+            if j.kind != "adaptive":
+                h = has_xput.get(id(mdl))
+                if h is None:
+                    h = has_xput[id(mdl)] = callable(getattr(mdl, "throughput", None))
+                if h:
+                    mode = "throughput"
+                    batch = j.batch_size if j.batch_size is not None else float(mdl.init_batch)
             key = (id(mdl), mode, batch)
-            if key not in keys:
-                keys[key] = len(kinfo)
+            k = keys.get(key)
+            if k is None:
+                k = keys[key] = len(kinfo)
                 kinfo.append((mdl, mode, batch))
-            jkey[i] = keys[key]
+            jkey[i] = k
         out = np.zeros(jj.shape[0], dtype=np.float64)
         if not jj.size:
             return out
@@ -336,7 +382,13 @@ class SiaProblem:
                 continue  # the model has no estimate on this type: the pairs are dropped (goodput 0)
             ucfg, inv = np.unique(cc[sel], return_inverse=True)
             nodes, reps = cfg.n_nodes[ucfg], cfg.n_gpus[ucfg]
-            if mode == "throughput":
+            if type(mdl) is JobGoodputModel:  # table points are valid by construction: skip the model's input checks
+                nf, rf = nodes.astype(np.float64), reps.astype(np.float64)
+                if mode == "throughput":
+                    vals = mdl._throughput_values(tname, nf, rf, float(batch))  # type: ignore[arg-type]
+                else:
+                    vals = mdl._goodput_values(tname, nf, rf)
+            elif mode == "throughput":
                 vals = np.asarray(mdl.throughput(tname, nodes, reps, batch), dtype=np.float64)
             else:
                 res = mdl.goodput(tname, nodes, reps)
@@ -449,19 +501,23 @@ class SiaProblem:
         ids = np.array([str(j.id) for j in self.jobs], dtype=object)
         labels = ids[pt.job] + "@" + cfg.labels[pt.config] if P else np.zeros(0, dtype=object)
         m.add_variables("x", P, kind="binary", labels=labels.tolist())
+        # x is the model's only block (columns 0..P-1), so the families are given as whole-model CSR matrices built
+        # straight from (data, indices, indptr): the pairs are sorted by job, so one_config_per_job's row pointers
+        # are a cumsum of the pairs per job, and gpu_capacity's rows come from a stable sort by GPU type.
         col = np.arange(P)
         job_labels = self.job_ids
-        A1 = sp.csr_matrix((np.ones(P), (pt.job, col)), shape=(J, P))
-        m.add_constraints("one_config_per_job", {"x": A1}, upper=1, labels=job_labels)
+        A1 = sp.csr_matrix((np.ones(P), col, _indptr(pt.job, J)), shape=(J, P))
+        m.add_constraints("one_config_per_job", A1, upper=1, labels=job_labels)
         gpus = cfg.n_gpus[pt.config].astype(np.float64)
         tix = cfg.type_index[pt.config]
-        A2 = sp.csr_matrix((gpus, (tix, col)), shape=(T, P))
-        m.add_constraints("gpu_capacity", {"x": A2}, upper=self.available.astype(np.float64), labels=self.cluster.type_names)
+        by_type = np.argsort(tix, kind="stable")
+        A2 = sp.csr_matrix((gpus[by_type], by_type, _indptr(tix, T)), shape=(T, P))
+        m.add_constraints("gpu_capacity", A2, upper=self.available.astype(np.float64), labels=self.cluster.type_names)
         A3, up3, lab3 = self.virtual_rows()
-        m.add_constraints("virtual_node_capacity", {"x": A3}, upper=up3, labels=lab3)
+        m.add_constraints("virtual_node_capacity", A3, upper=up3, labels=lab3)
         fcols = np.flatnonzero(pt.forced)
-        A4 = sp.csr_matrix((np.ones(fcols.size), (np.arange(fcols.size), fcols)), shape=(fcols.size, P))
-        m.add_constraints("forced_config", {"x": A4}, lower=1, labels=[self.jobs[i].id for i in pt.job[fcols]])
+        A4 = sp.csr_matrix((np.ones(fcols.size), fcols, np.arange(fcols.size + 1)), shape=(fcols.size, P))
+        m.add_constraints("forced_config", A4, lower=1, labels=[self.jobs[i].id for i in pt.job[fcols].tolist()])
         m.set_objective({"x": coef}, constant=const)
         W = sp.vstack([A2, A3], format="csr").toarray() if P else np.zeros((T + A3.shape[0], 0))
         m.meta["structure"] = "mckp"
@@ -581,10 +637,10 @@ class SiaSolution:
     def allocation(self) -> dict[JobId, Config | None]:
         pt = self.problem.valid_pairs()
         cols = self.chosen_columns
-        out: dict[JobId, Config | None] = dict.fromkeys(self.problem.job_ids)
+        ids = self.problem.job_ids
+        out: dict[JobId, Config | None] = dict.fromkeys(ids)
         confs = self.problem.configs.configs
-        for j, c in zip(pt.job[cols].tolist(), pt.config[cols].tolist()):
-            out[self.problem.jobs[j].id] = confs[c]
+        out.update(zip([ids[j] for j in pt.job[cols].tolist()], [confs[c] for c in pt.config[cols].tolist()]))
         return out
 
     def place(self, previous: Placement | None = None) -> Placement:
