@@ -302,6 +302,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FileNotFoundError as exc:
         print(f"schedopt: error: {exc}", file=sys.stderr)
         return EXIT_INPUT
+    except BrokenPipeError:  # e.g. `schedopt demo | head`: the reader left; not an error of ours
+        sys.stderr.close()
+        return EXIT_OK
 
 
 if __name__ == "__main__":  # pragma: no cover
