@@ -109,7 +109,8 @@ def _warm_up(spec: BenchSpec, backend: str) -> None:
     try:
         schedopt.solve(_tiny_model(), backend)
     except schedopt.errors.SchedoptError:
-        pass  # a structure-specific backend (mckp) cannot take the tiny model: importing it is enough
+        pass  # a structure-specific backend may refuse the tiny model; warm_up() below loads what it uses
+    schedopt.get_backend(backend).warm_up()
 
 
 def _problem_package(spec: BenchSpec) -> None:
