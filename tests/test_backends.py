@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import schedopt
+import schedopt.testing
 from schedopt import TerminationReason as TR
 from schedopt.errors import BackendCapabilityError, BackendUnavailableError, InputError, NoSolutionError
 
@@ -73,20 +74,7 @@ def unbounded() -> schedopt.LinearModel:
     return schedopt.LinearModel.from_arrays(c=[1, 1], A=[[1, -1]], row_upper=[1], sense="maximize")
 
 
-def market_split(seed: int = 3, m: int = 4, n: int = 36) -> schedopt.LinearModel:
-    """A Cornuejols-Dawande market-split instance: tiny, and far beyond any solver in a fraction of a second."""
-    rng = np.random.default_rng(seed)
-    A = rng.integers(0, 100, size=(m, n))
-    d = A.sum(axis=1) // 2
-    model = schedopt.LinearModel("market_split")
-    model.add_variables("x", n, kind="binary")
-    model.add_variables("s", (m, 2), upper=1e4, kind="integer")
-    S = np.zeros((m, 2 * m))
-    S[np.arange(m), 2 * np.arange(m)] = 1
-    S[np.arange(m), 2 * np.arange(m) + 1] = -1
-    model.add_constraints("split", {"x": A, "s": S}, lower=d, upper=d)
-    model.set_objective({"s": np.ones((m, 2))})
-    return model
+market_split = schedopt.testing.market_split
 
 
 @pytest.mark.parametrize("backend", MIP_BACKENDS)

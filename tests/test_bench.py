@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import schedopt
+import schedopt.testing
 from schedopt import bench
 from schedopt.bench.records import COLUMNS, Record
 from schedopt.bench.registry import BenchSpec, ModelPipeline
@@ -35,21 +36,8 @@ def knapsack(gpus: int, seed: int) -> schedopt.LinearModel:
 
 
 def market_split(gpus: int, seed: int) -> schedopt.LinearModel:
-    """A Cornuejols-Dawande market-split instance (as in tests/test_backends.py): any x is feasible through the
-    slacks (so an incumbent comes at once), and proving optimality is far beyond a fraction of a second."""
-    rng = np.random.default_rng(3)
-    m_, n = 4, 36
-    A = rng.integers(0, 100, size=(m_, n))
-    d = A.sum(axis=1) // 2
-    model = schedopt.LinearModel("market_split")
-    model.add_variables("x", n, kind="binary")
-    model.add_variables("s", (m_, 2), upper=1e4, kind="integer")
-    S = np.zeros((m_, 2 * m_))
-    S[np.arange(m_), 2 * np.arange(m_)] = 1
-    S[np.arange(m_), 2 * np.arange(m_) + 1] = -1
-    model.add_constraints("split", {"x": A, "s": S}, lower=d, upper=d)
-    model.set_objective({"s": np.ones((m_, 2))})
-    return model
+    """The market-split instance of schedopt.testing as a benchmark generator (sizes and seeds ignored)."""
+    return schedopt.testing.market_split()
 
 
 def sleepy_route(state, model, params):  # a "solver" stuck far longer than the guard
