@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .._validate import indices_of
 from ..errors import InputError
 
 __all__ = ["Profiles", "load_profiles", "philly_distribution"]
@@ -60,13 +61,9 @@ class Profiles:
             raise InputError(path, job_type, f"is not a profiled job type ({len(self.types)} known)") from None
 
     def indices(self, job_types: Sequence[str], path: str = "jobs") -> np.ndarray:
-        pos = {t: i for i, t in enumerate(self.types)}
-        out = np.empty(len(job_types), dtype=np.int64)
-        for i, t in enumerate(job_types):
-            if t not in pos:
-                raise InputError(f"{path}[{i}].job_type", t, f"is not a profiled job type ({len(self.types)} known)")
-            out[i] = pos[t]
-        return out
+        return indices_of(
+            job_types, self.types, lambda i: f"{path}[{i}].job_type", f"is not a profiled job type ({len(self.types)} known)"
+        )
 
     def subset(self, job_types: Sequence[str]) -> Profiles:
         """The table restricted to ``job_types`` (kept in first-seen order)."""

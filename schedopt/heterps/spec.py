@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .._validate import check_named_items, indices_of
 from ..errors import InputError
 
 __all__ = ["CPU_PRICE", "GPU_PRICE", "HeterPSProblem", "Layer", "ResourceType"]
@@ -136,13 +137,7 @@ class HeterPSProblem:
             raise InputError("layers", [], "must hold at least one layer")
         if not types:
             raise InputError("types", [], "must hold at least one resource type")
-        tnames: list[str] = []
-        for j, t in enumerate(types):
-            if not isinstance(t, ResourceType):
-                raise InputError(f"types[{j}]", t, "must be a ResourceType")
-            if t.name in tnames:
-                raise InputError(f"types[{j}].name", t.name, "is used by an earlier type")
-            tnames.append(t.name)
+        tnames = check_named_items(types, ResourceType, "types", "is used by an earlier type")
         seen: set[str] = set()
         for i, layer in enumerate(layers):
             if not isinstance(layer, Layer):
@@ -197,13 +192,7 @@ class HeterPSProblem:
             raise InputError(path, plan, "must be a sequence of resource-type names, one per layer")
         if len(plan) != self.num_layers:
             raise InputError(path, len(plan), f"needs one type per layer ({self.num_layers})")
-        pos = {n: j for j, n in enumerate(self.type_names)}
-        out = np.empty(len(plan), dtype=np.int64)
-        for i, n in enumerate(plan):
-            if n not in pos:
-                raise InputError(f"{path}[{i}]", n, f"names no resource type ({list(pos)})")
-            out[i] = pos[n]
-        return out
+        return indices_of(plan, self.type_names, lambda i: f"{path}[{i}]", f"names no resource type ({list(self.type_names)})")
 
     def arrays(self) -> dict[str, np.ndarray]:
         """Cached per-layer arrays (L x m): serial / parallel compute S, P and communication R, Q, plus prefix sums."""

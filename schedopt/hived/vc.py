@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .._validate import check_named_items
 from ..errors import InputError
 from .cells import PhysicalCluster
 
@@ -64,13 +65,7 @@ class DemandTable:
 def demand_table(cluster: PhysicalCluster, vcs: Iterable[VirtualCluster]) -> DemandTable:
     """Resolve every VC's cell keys and pinned ids against ``cluster`` (errors name the VC field)."""
     vcs = list(vcs)
-    names: list[str] = []
-    for i, v in enumerate(vcs):
-        if not isinstance(v, VirtualCluster):
-            raise InputError(f"vcs[{i}]", v, "must be a VirtualCluster")
-        if v.name in names:
-            raise InputError(f"vcs[{i}].name", v.name, "two VCs have the same name")
-        names.append(v.name)
+    names = check_named_items(vcs, VirtualCluster, "vcs", "two VCs have the same name")
     cn = cluster.chain_names
     total = np.zeros((len(vcs), len(cn), cluster.max_levels + 1), dtype=np.int64)
     pinned: list[list[int]] = []

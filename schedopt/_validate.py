@@ -1,0 +1,36 @@
+"""Input checks that several problem packages share (errors name the path and the value)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .errors import InputError
+
+
+def check_named_items(items: Sequence[Any], cls: type, path: str, duplicate: str) -> list[str]:
+    """Every item is a ``cls`` and the ``name`` fields are unique; returns the names in order.
+
+    Errors: ``{path}[i]`` "must be a <cls>"; ``{path}[i].name`` with the message ``duplicate``.
+    """
+    names: list[str] = []
+    for i, item in enumerate(items):
+        if not isinstance(item, cls):
+            raise InputError(f"{path}[{i}]", item, f"must be a {cls.__name__}")
+        if item.name in names:
+            raise InputError(f"{path}[{i}].name", item.name, duplicate)
+        names.append(item.name)
+    return names
+
+
+def indices_of(values: Sequence[Any], vocabulary: Sequence[Any], field_of: Any, message: str) -> np.ndarray:
+    """Position of each value in ``vocabulary``; an unknown value raises ``InputError(field_of(i), value, message)``."""
+    pos = {v: i for i, v in enumerate(vocabulary)}
+    out = np.empty(len(values), dtype=np.int64)
+    for i, v in enumerate(values):
+        if v not in pos:
+            raise InputError(field_of(i), v, message)
+        out[i] = pos[v]
+    return out
