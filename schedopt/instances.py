@@ -14,12 +14,11 @@ raises :class:`~schedopt.errors.InputError` naming the field path (``data.jobs[3
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .errors import InputError
+from .problem import ProblemIO, problem_of, problems, register_problem
 
 __all__ = ["SCHEMA", "VERSION", "ProblemIO", "dumps", "load", "loads", "problems", "register_problem", "save"]
 
@@ -27,49 +26,8 @@ SCHEMA = "schedopt.instance"
 VERSION = 1
 
 
-@dataclass(frozen=True)
-class ProblemIO:
-    """How one problem reads and writes its instances (and, optionally, solves and explains them for the CLI).
-
-    ``solve(instance, backend, time_limit) -> (result_object, printable_rows: list[dict], summary: dict)``
-    ``explain(instance) -> str``
-    """
-
-    name: str
-    cls: type
-    to_data: Callable[[Any], dict]
-    from_data: Callable[[dict], Any]
-    solve: Callable[..., Any] | None = None
-    explain: Callable[[Any], str] | None = None
-    generate: Callable[..., Any] | None = None  #: generate(gpus=..., seed=..., **kw) -> instance
-
-
-_PROBLEMS: dict[str, ProblemIO] = {}
-
-
-def register_problem(io: ProblemIO) -> ProblemIO:
-    _PROBLEMS[io.name] = io
-    return io
-
-
-def _load_problem_packages() -> None:
-    import importlib
-
-    for name in ("sia", "synergy", "heterps", "hived", "gandiva"):
-        importlib.import_module(f"schedopt.{name}")
-
-
-def problems() -> dict[str, ProblemIO]:
-    """Every registered problem (importing the problem packages registers them)."""
-    _load_problem_packages()
-    return dict(_PROBLEMS)
-
-
 def _io_for_instance(instance: Any) -> ProblemIO:
-    for io in problems().values():
-        if isinstance(instance, io.cls):
-            return io
-    raise InputError("instance", type(instance).__name__, f"is no registered problem type ({', '.join(_PROBLEMS)})")
+    return problem_of(instance)
 
 
 def dumps(instance: Any, generator: dict | None = None) -> str:

@@ -44,6 +44,8 @@ class Limit(StrEnum):
     NODE = "node"
     SOLUTION = "solution"
     INTERRUPTED = "interrupted"
+    #: the method stops without a proof of optimality (a greedy rule, a rounding): the answer is feasible only
+    HEURISTIC = "heuristic"
     OTHER = "other"
 
 

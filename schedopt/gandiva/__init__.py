@@ -7,7 +7,6 @@ The formulations are in ``formulations/gandiva.md``.
 
 from __future__ import annotations
 
-from ..instances import register_problem
 from .allocate import TIERS, Allocation, allocate, find_nodes
 from .check import check_defragmentation, check_packing, check_state, recompute
 from .growshrink import GrowShrink, grow, shrink
@@ -27,9 +26,8 @@ from .profiles import Profiles, load_profiles, philly_distribution
 from .replay import ReplayResult, generate_trace, replay, sample_philly, uniform_cluster
 from .state import MIXED, ClusterState, GandivaJob, Node, nodes_needed
 
-register_problem(PROBLEM_IO)
-
 __all__ = [
+    "PROBLEM_IO",
     "MIXED",
     "TIERS",
     "Allocation",

@@ -14,6 +14,7 @@ Formulation, proofs and deviations: ``formulations/heterps.md``.
 """
 
 from . import io
+from .io import PROBLEM_IO
 from .core import (
     HeterPSPlan,
     balance_units,
@@ -33,6 +34,7 @@ from .rl import LSTMPolicy, layer_features, solve_rl
 from .spec import CPU_PRICE, GPU_PRICE, HeterPSProblem, Layer, ResourceType
 
 __all__ = [
+    "PROBLEM_IO",
     "CPU_PRICE",
     "GPU_PRICE",
     "MODELS",

@@ -6,12 +6,12 @@ import math
 from typing import Any
 
 from ..errors import InputError
-from ..instances import ProblemIO, field, register_problem
+from ..instances import ProblemIO, field
 from .core import max_throughput
 from .exact import HeterPSInfeasibleError, solve_exact
 from .spec import HeterPSProblem, Layer, ResourceType
 
-__all__ = ["HETERPS_IO", "from_data", "to_data"]
+__all__ = ["HETERPS_IO", "PROBLEM_IO", "from_data", "to_data"]
 
 _LAYER_KEYS = ("name", "kind", "oct", "odt", "alpha", "beta", "input_size", "weight_size")
 _TYPE_KEYS = ("name", "price_per_hour", "limit")
@@ -134,7 +134,7 @@ def _cli_generate(gpus: int = 8, seed: int = 0, **kw: Any) -> HeterPSProblem:
     return generate(kw.pop("model", "ctrdnn"), seed, gpus=gpus, **kw)
 
 
-HETERPS_IO = register_problem(ProblemIO(
+PROBLEM_IO = HETERPS_IO = ProblemIO(
     name="heterps", cls=HeterPSProblem, to_data=to_data, from_data=from_data, solve=_cli_solve,
     explain=_cli_explain, generate=_cli_generate,
-))
+)

@@ -15,10 +15,11 @@ from .cells import CellType, Chain, PhysicalCellSpec, PhysicalCluster, generate_
 from .check import CheckReport, check_vc_assignment
 from .config import dump_hived_config, load_hived_config
 from .exact import build_exact_model, max_extra_quota, verify_mapping
-from .io import HivedInstance, Release
+from .io import PROBLEM_IO, HivedInstance, Release
 from .vc import VirtualCluster, demand_table, generate_vcs
 
 __all__ = [
+    "PROBLEM_IO",
     "Allocation",
     "BuddyAllocator",
     "CellType",

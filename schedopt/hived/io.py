@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
-from ..instances import ProblemIO, register_problem
+from ..instances import ProblemIO
 from ..instances import field as dfield
 from .allocator import BuddyAllocator, Request
 from .cells import PhysicalCluster, generate_cluster
@@ -147,5 +147,5 @@ def generate_instance(gpus: int = 2048, seed: int = 0, n_vcs: int = 4, fill: flo
     return HivedInstance(cluster, generate_vcs(cluster, n_vcs, seed, fill))
 
 
-register_problem(ProblemIO(name="hived", cls=HivedInstance, to_data=to_data, from_data=from_data, solve=solve_instance,
-                           explain=explain_instance, generate=generate_instance))
+PROBLEM_IO = ProblemIO(name="hived", cls=HivedInstance, to_data=to_data, from_data=from_data, solve=solve_instance,
+                           explain=explain_instance, generate=generate_instance)

@@ -7,7 +7,7 @@ independent checkers, seeded generators and JSON IO (problem ``"sia"``). Formula
 
 from __future__ import annotations
 
-from ..instances import ProblemIO, register_problem
+from ..instances import ProblemIO
 from . import io as _io
 from .check import check_allocation, check_placement, objective_value
 from .configs import ConfigTable, generate_configs
@@ -18,6 +18,7 @@ from .problem import PairTable, SiaProblem, SiaSolution
 from .spec import Cluster, Config, GpuType, Job, virtual_bins
 
 __all__ = [
+    "PROBLEM_IO",
     "Cluster",
     "Config",
     "ConfigTable",
@@ -40,8 +41,7 @@ __all__ = [
     "virtual_bins",
 ]
 
-register_problem(
-    ProblemIO(
+PROBLEM_IO = ProblemIO(
         name="sia",
         cls=SiaInstance,
         to_data=to_data,
@@ -49,5 +49,4 @@ register_problem(
         solve=_io.solve_instance,
         explain=_io.explain_instance,
         generate=_io.generate,
-    )
 )

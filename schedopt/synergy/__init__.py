@@ -21,7 +21,7 @@ from .generators import (
     optimistic_profile,
     profile_job,
 )
-from .io import SynergyInstance, from_data, to_data
+from .io import PROBLEM_IO, SynergyInstance, from_data, to_data
 from .methods import (
     build_p1,
     proportional,
@@ -46,6 +46,7 @@ from .spec import (
 )
 
 __all__ = [
+    "PROBLEM_IO",
     "AllocationCheckError",
     "JobAllocation",
     "Server",

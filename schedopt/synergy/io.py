@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..instances import ProblemIO, register_problem
+from ..instances import ProblemIO
 from ..instances import field as jfield
 from .spec import Server, SynergyJob, validate
 
@@ -156,8 +156,7 @@ def _generate(gpus: int = 128, seed: int = 0, **kw: Any) -> SynergyInstance:
     return generate_instance(gpus, seed, **kw)
 
 
-register_problem(
-    ProblemIO(
+PROBLEM_IO = ProblemIO(
         name="synergy",
         cls=SynergyInstance,
         to_data=to_data,
@@ -165,5 +164,4 @@ register_problem(
         solve=solve_instance,
         explain=explain_instance,
         generate=_generate,
-    )
 )
