@@ -27,8 +27,8 @@ from .replay import ReplayResult, generate_trace, replay, sample_philly, uniform
 from .state import MIXED, ClusterState, GandivaJob, Node, nodes_needed
 
 __all__ = [
-    "PROBLEM_IO",
     "MIXED",
+    "PROBLEM_IO",
     "TIERS",
     "Allocation",
     "ClusterState",

@@ -14,7 +14,6 @@ Formulation, proofs and deviations: ``formulations/heterps.md``.
 """
 
 from . import io
-from .io import PROBLEM_IO
 from .core import (
     HeterPSPlan,
     balance_units,
@@ -30,14 +29,15 @@ from .exact import HeterPSInfeasibleError, build_milp, candidate_levels, diagnos
 from .frontier import Frontier, frontier, plot_frontier
 from .generators import MODELS, generate
 from .heuristics import solve_bruteforce, solve_genetic, solve_greedy
+from .io import PROBLEM_IO
 from .rl import LSTMPolicy, layer_features, solve_rl
 from .spec import CPU_PRICE, GPU_PRICE, HeterPSProblem, Layer, ResourceType
 
 __all__ = [
-    "PROBLEM_IO",
     "CPU_PRICE",
     "GPU_PRICE",
     "MODELS",
+    "PROBLEM_IO",
     "Evaluation",
     "Frontier",
     "HeterPSInfeasibleError",
