@@ -15,6 +15,7 @@ __all__ = [
     "InfeasibleError",
     "InputError",
     "NoSolutionError",
+    "ResultInvariantError",
     "SchedoptError",
     "SolveFailedError",
     "StructureError",
@@ -87,3 +88,9 @@ class InfeasibleError(SolveFailedError):
 
 class StructureError(SchedoptError):
     """A model does not have the structure a specialised backend or algorithm needs."""
+
+
+class ResultInvariantError(SchedoptError):
+    """A :class:`~schedopt.SolveResult` or :class:`~schedopt.Termination` was built inconsistent (a limit without a
+    FEASIBLE / NO_SOLUTION_FOUND reason, a bound on the wrong side of the objective, a solution where the reason
+    holds none, ...): a defect in the backend or code that built it, refused rather than reported."""

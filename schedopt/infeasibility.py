@@ -17,22 +17,35 @@ import numpy as np
 import scipy.sparse as sp
 
 from .model import LinearModel
-from .results import TerminationReason
+from .results import Termination, TerminationReason
 
 __all__ = ["InfeasibilityReport", "explain_infeasibility"]
 
 
 @dataclass
 class InfeasibilityReport:
-    """Which named constraint families (and rows) conflict. ``feasible`` is True when nothing conflicts."""
+    """Which named constraint families (and rows) conflict.
 
-    feasible: bool
+    ``feasible`` is True when a feasible point was found (nothing conflicts), False when infeasibility was proven,
+    and ``None`` when the analysis could not decide (the feasibility solve ended for another reason: a time limit
+    without a solution, an error); ``termination`` is then the solve's termination, which says why.
+    """
+
+    feasible: bool | None
     families: list[str] = field(default_factory=list)
     rows: list[str] = field(default_factory=list)  #: readable row labels, ``family[label]``
     bounds_only: bool = False  #: the variable bounds alone (or integrality) are infeasible
     method: str = ""
+    #: the termination of the feasibility solve that decided (or failed to decide) the question
+    termination: Termination | None = None
+
+    @property
+    def decided(self) -> bool:
+        return self.feasible is not None
 
     def __str__(self) -> str:
+        if self.feasible is None:
+            return f"undecided: the feasibility solve ended {self.termination} before proving feasibility or infeasibility"
         if self.feasible:
             return "the model is feasible"
         if self.bounds_only:
@@ -41,12 +54,21 @@ class InfeasibilityReport:
         return f"infeasible: constraint families {', '.join(self.families)} conflict{rows} ({self.method})"
 
 
-def _status(model: LinearModel, time_limit: float | None) -> TerminationReason:
+_PROVEN_INFEASIBLE = (TerminationReason.INFEASIBLE, TerminationReason.INFEASIBLE_OR_UNBOUNDED)
+#: with a zero objective, UNBOUNDED cannot occur; a held solution proves feasibility
+_PROVEN_FEASIBLE = (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE, TerminationReason.UNBOUNDED)
+
+
+def _termination(model: LinearModel, time_limit: float | None) -> Termination:
     from .solve import solve
 
     m = model.copy()
     m.set_objective(np.zeros(m.num_cols))
-    return solve(m, "highs", time_limit=time_limit).termination.reason
+    return solve(m, "highs", time_limit=time_limit).termination
+
+
+def _status(model: LinearModel, time_limit: float | None) -> TerminationReason:
+    return _termination(model, time_limit).reason
 
 
 def _rows_to_labels(model: LinearModel, rows: np.ndarray) -> tuple[list[str], list[str]]:
@@ -63,7 +85,7 @@ def _rows_to_labels(model: LinearModel, rows: np.ndarray) -> tuple[list[str], li
 def _highs_iis(model: LinearModel) -> np.ndarray | None:
     import highspy
 
-    from .backends.highs import to_highs
+    from .export import to_highs
 
     h = to_highs(model.relax())
     h.setOptionValue("iis_strategy", 1)  # 1: prioritise rows (HiGHS 1.12); the default (0) only reads a ray
@@ -113,21 +135,25 @@ def _elastic_rows(model: LinearModel, families: list[str], time_limit: float | N
 def explain_infeasibility(model: LinearModel, *, time_limit: float | None = 60.0) -> InfeasibilityReport:
     """Name the constraint families (and rows, by label) that make ``model`` infeasible.
 
-    Returns ``InfeasibilityReport(feasible=True)`` when the model is feasible.
+    Returns ``InfeasibilityReport(feasible=True)`` when a feasible point was found, and ``feasible=None``
+    (undecided, with the termination that says why) when the feasibility solve ended otherwise: a time limit
+    without a solution, an error. Only a proof of infeasibility leads to naming families.
     """
-    full = _status(model, time_limit)
-    if full not in (TerminationReason.INFEASIBLE, TerminationReason.INFEASIBLE_OR_UNBOUNDED):
-        return InfeasibilityReport(feasible=True, method="solved")
+    full = _termination(model, time_limit)
+    if full.reason in _PROVEN_FEASIBLE:
+        return InfeasibilityReport(feasible=True, method="solved", termination=full)
+    if full.reason not in _PROVEN_INFEASIBLE:
+        return InfeasibilityReport(feasible=None, method="undecided", termination=full)
     # bounds and integrality alone?
     if not model.families or _status(model.without_families(list(model.families)), time_limit) is TerminationReason.INFEASIBLE:
-        return InfeasibilityReport(feasible=False, bounds_only=True, method="bounds")
+        return InfeasibilityReport(feasible=False, bounds_only=True, method="bounds", termination=full)
     relaxed = model.relax()
     if _status(relaxed, time_limit) is TerminationReason.INFEASIBLE:
         rows = _highs_iis(model)
         if rows is not None:
             fams, labels = _rows_to_labels(model, rows)
             if fams:
-                return InfeasibilityReport(False, fams, labels, method="HiGHS IIS of the LP relaxation")
+                return InfeasibilityReport(False, fams, labels, method="HiGHS IIS of the LP relaxation", termination=full)
     # deletion filter over families (on the integer model)
     keep = list(model.families)
     for fam in list(keep):
@@ -138,4 +164,5 @@ def explain_infeasibility(model: LinearModel, *, time_limit: float | None = 60.0
             keep = trial
     rows = _elastic_rows(model, keep, time_limit)
     _, labels = _rows_to_labels(model, rows)
-    return InfeasibilityReport(False, keep, labels, method="deletion filter over families + elastic rows")
+    return InfeasibilityReport(False, keep, labels, method="deletion filter over families + elastic rows",
+                               termination=full)

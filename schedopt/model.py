@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .errors import InputError
+from .problem import Structure
 
 __all__ = ["ConstraintFamily", "LinearModel", "ModelArrays", "VarBlock", "VarKind"]
 
@@ -166,8 +167,10 @@ class LinearModel:
     >>> m.set_objective({"x": [3, 4, 5]})
     """
 
-    def __init__(self, name: str = "model", sense: str = "minimize") -> None:
+    def __init__(self, name: str = "model", sense: str = "minimize",
+                 structure: Structure | str = Structure.GENERAL) -> None:
         self.name = name
+        self.structure = structure  # type: ignore[assignment]
         self._sense = self._parse_sense(sense)
         self.blocks: dict[str, VarBlock] = {}
         self.families: dict[str, ConstraintFamily] = {}
@@ -185,8 +188,22 @@ class LinearModel:
         self._created = time.perf_counter()
         #: seconds spent building the model; set by problem builders (``None`` when unknown)
         self.build_seconds: float | None = None
-        #: free-form information that builders attach (e.g. the structure a specialised backend can exploit)
+        #: free-form notes; not read by the core (the structure tag is :attr:`structure`, typed)
         self.meta: dict[str, Any] = {}
+
+    # -------------------------------------------------------------- structure
+    @property
+    def structure(self) -> Structure:
+        """The structure tag solvers may exploit (:class:`schedopt.problem.Structure`; ``MCKP`` makes the ``mckp``
+        backend the default). The tag is a hint: the ``mckp`` backend still checks the model itself."""
+        return self._structure
+
+    @structure.setter
+    def structure(self, value: Structure | str) -> None:
+        try:
+            self._structure = Structure(value)
+        except ValueError:
+            raise InputError("structure", value, f"must be one of {[s.value for s in Structure]}") from None
 
     # ------------------------------------------------------------------ sense
     @staticmethod
@@ -469,6 +486,7 @@ class LinearModel:
         other.num_rows = self.num_rows
         other.build_seconds = self.build_seconds
         other.meta = dict(self.meta)
+        other._structure = self._structure
         return other
 
     def relax(self) -> LinearModel:
@@ -565,29 +583,21 @@ class LinearModel:
         return names
 
     def write_lp(self, path: str) -> None:
-        """Write the model in CPLEX LP format with readable names (via HiGHS)."""
-        self._write(path, ".lp")
+        """Write the model in CPLEX LP format with readable names (via HiGHS; :func:`schedopt.export.write_lp`)."""
+        from .export import write_lp
+
+        write_lp(self, path)
 
     def write_mps(self, path: str) -> None:
-        """Write the model in (free) MPS format with readable names (via HiGHS)."""
-        self._write(path, ".mps")
+        """Write the model in (free) MPS format with readable names (via HiGHS; :func:`schedopt.export.write_mps`)."""
+        from .export import write_mps
 
-    def _write(self, path: str, suffix: str) -> None:
-        import os
-
-        from .backends.highs import to_highs
-
-        h = to_highs(self, names=True)
-        _base, ext = os.path.splitext(str(path))
-        target = str(path) if ext.lower() == suffix else str(path) + suffix
-        h.writeModel(target)
-        if target != str(path):
-            os.replace(target, str(path))
+        write_mps(self, path)
 
     def to_pyomo(self) -> Any:
         """A real pyomo ``ConcreteModel``: one indexed ``Var`` per block and one indexed ``Constraint`` per family,
-        named after them, and ``objective``. Needs pyomo."""
-        from .backends.pyomo_backend import to_pyomo
+        named after them, and ``objective`` (:func:`schedopt.export.to_pyomo`). Needs pyomo."""
+        from .export import to_pyomo
 
         return to_pyomo(self)
 

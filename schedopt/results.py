@@ -7,6 +7,7 @@ from the solution held; the objective bound is always present; reading a solutio
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -15,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .errors import InfeasibleError, NoSolutionError, SolveFailedError
+from .errors import InfeasibleError, NoSolutionError, ResultInvariantError, SolveFailedError
 
 if TYPE_CHECKING:
     from .model import LinearModel
 
-__all__ = ["Limit", "SolveResult", "Termination", "TerminationReason", "Timings"]
+__all__ = ["Limit", "SolveResult", "Termination", "TerminationReason", "Timings", "bound_tolerance"]
 
 
 class TerminationReason(StrEnum):
@@ -49,11 +50,33 @@ class Limit(StrEnum):
     OTHER = "other"
 
 
+_LIMITED = (TerminationReason.FEASIBLE, TerminationReason.NO_SOLUTION_FOUND)
+
+
 @dataclass(frozen=True)
 class Termination:
+    """Why a solve ended, checked when built (MathOpt's rule): ``limit`` is set exactly when ``reason`` is FEASIBLE
+    or NO_SOLUTION_FOUND."""
+
     reason: TerminationReason
     limit: Limit | None = None
     detail: str = ""  #: the solver's own status text
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.reason, TerminationReason):
+            raise ResultInvariantError(f"Termination.reason={self.reason!r}: must be a TerminationReason")
+        if self.limit is not None and not isinstance(self.limit, Limit):
+            raise ResultInvariantError(f"Termination.limit={self.limit!r}: must be a Limit or None")
+        limited = self.reason in _LIMITED
+        if limited and self.limit is None:
+            raise ResultInvariantError(
+                f"Termination({self.reason.value}): a {self.reason.value.upper()} termination needs the limit that was hit"
+            )
+        if not limited and self.limit is not None:
+            raise ResultInvariantError(
+                f"Termination({self.reason.value}, limit={self.limit.value}): a limit is set only when the reason is "
+                "FEASIBLE or NO_SOLUTION_FOUND"
+            )
 
     @property
     def is_optimal(self) -> bool:
@@ -68,9 +91,11 @@ class Termination:
         return s
 
 
-@dataclass
+@dataclass(frozen=True)
 class Timings:
-    """Seconds spent in each phase: building the model, handing it to the solver, solving, decoding."""
+    """Seconds spent in each phase: building the model, handing it to the solver, solving, decoding.
+
+    Frozen: derive a changed copy with :meth:`replace` (``t.replace(build=0.1)``) or :meth:`add`."""
 
     build: float = math.nan
     handoff: float = 0.0
@@ -81,20 +106,47 @@ class Timings:
     def total(self) -> float:
         return (0.0 if math.isnan(self.build) else self.build) + self.handoff + self.solve + self.decode
 
+    def replace(self, **changes: float) -> Timings:
+        """A copy with the given phases set."""
+        return dataclasses.replace(self, **changes)
+
+    def add(self, **extra: float) -> Timings:
+        """A copy with the given seconds added to their phases (a NaN build counts as 0)."""
+        cur = self.as_dict()
+        return dataclasses.replace(
+            self, **{k: (0.0 if math.isnan(cur[k]) else cur[k]) + float(v) for k, v in extra.items()}
+        )
+
     def as_dict(self) -> dict[str, float]:
         return {"build": self.build, "handoff": self.handoff, "solve": self.solve, "decode": self.decode}
 
 
 _HAS_SOLUTION = (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE)
+_INFEASIBLE = (TerminationReason.INFEASIBLE, TerminationReason.INFEASIBLE_OR_UNBOUNDED)
 
 
-@dataclass
+def bound_tolerance(objective: float) -> float:
+    """How far a bound may lie on the wrong side of the objective before the result is refused (solver
+    feasibility and rounding tolerances): ``1e-6 * max(1, |objective|)``."""
+    return 1e-6 * max(1.0, abs(objective))
+
+
+@dataclass(frozen=True, eq=False)
 class SolveResult:
-    """The outcome of :func:`schedopt.solve`.
+    """The outcome of :func:`schedopt.solve`: frozen, and checked when built, so it cannot be made to lie later.
+
+    Build one with :meth:`create` (or, in a backend, ``Backend.result()``, which calls it). Invariants checked at
+    construction (:class:`~schedopt.errors.ResultInvariantError` otherwise):
+
+    * the termination's own rule (a limit is set exactly when the reason is FEASIBLE or NO_SOLUTION_FOUND);
+    * a solution is held exactly when the reason is OPTIMAL or FEASIBLE, and its objective is finite;
+    * the bound is never on the wrong side of the held objective (``bound >= objective`` for a maximisation, within
+      :func:`bound_tolerance`), so ``gap >= 0`` always; an OPTIMAL result has a bound that is not NaN;
+    * an INFEASIBLE result's bound is the trivial one (``-inf`` for a maximisation, ``+inf`` for a minimisation).
 
     ``objective`` and ``x`` raise :class:`~schedopt.errors.NoSolutionError` when no feasible solution is held;
     ``bound`` (the best proven bound in the model's sense) and ``gap`` are always present (``±inf`` / ``inf``
-    when unknown).
+    when unknown). Changed copies: :meth:`replace`, :meth:`with_timings` (both re-checked).
     """
 
     termination: Termination
@@ -109,6 +161,101 @@ class SolveResult:
     backend_version: str = ""
     stats: dict[str, Any] = field(default_factory=dict)  #: nodes, iterations, solver-specific figures
     params: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        t = self.termination
+        if not isinstance(t, Termination):
+            raise ResultInvariantError(f"SolveResult.termination={t!r}: must be a Termination")
+        if not isinstance(self.timings, Timings):
+            raise ResultInvariantError(f"SolveResult.timings={self.timings!r}: must be a Timings")
+        holds = t.reason in _HAS_SOLUTION
+        if holds and self._x is None:
+            raise ResultInvariantError(f"{self.backend}: {t} holds no solution (report NO_SOLUTION_FOUND instead)")
+        if not holds and self._x is not None:
+            raise ResultInvariantError(f"{self.backend}: {t} cannot hold a solution")
+        if self._x is not None:
+            x = np.array(self._x, dtype=np.float64)  # a private, read-only copy
+            x.setflags(write=False)
+            object.__setattr__(self, "_x", x)
+            if not math.isfinite(self._objective):
+                raise ResultInvariantError(f"{self.backend}: {t} with a non-finite objective {self._objective!r}")
+        maximize = self.model.maximize if self.model is not None else None
+        b = float(self.bound)
+        object.__setattr__(self, "bound", b)
+        if t.reason is TerminationReason.OPTIMAL and math.isnan(b):
+            raise ResultInvariantError(f"{self.backend}: OPTIMAL without a bound")
+        if t.reason is TerminationReason.INFEASIBLE and maximize is not None:
+            trivial = -math.inf if maximize else math.inf
+            if b != trivial:
+                raise ResultInvariantError(f"{self.backend}: INFEASIBLE with the bound {b!r} (must be {trivial!r})")
+        if holds and maximize is not None and not math.isnan(b):
+            wrong = (self._objective - b) if maximize else (b - self._objective)
+            if wrong > bound_tolerance(self._objective):
+                side = "below" if maximize else "above"
+                raise ResultInvariantError(
+                    f"{self.backend}: the bound {b!r} lies {side} the objective {self._objective!r} of a "
+                    f"{'maximisation' if maximize else 'minimisation'} ({t})"
+                )
+
+    # ------------------------------------------------------------ the factory
+    @classmethod
+    def create(
+        cls,
+        model: LinearModel,
+        termination: Termination,
+        *,
+        backend: str,
+        x: np.ndarray | None = None,
+        bound: float | None = None,
+        duals: np.ndarray | None = None,
+        reduced_costs: np.ndarray | None = None,
+        timings: Timings | None = None,
+        backend_version: str = "",
+        stats: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> SolveResult:
+        """The one factory: the objective is recomputed from ``x`` with the model's own coefficients; ``x`` is kept
+        only when the reason holds a solution. ``bound=None`` (or NaN) means none was proven: the objective when
+        OPTIMAL, otherwise the trivial bound (``±inf``). An INFEASIBLE model's bound is always the trivial one of the
+        other side; a bound within :func:`bound_tolerance` on the wrong side of the objective is set to the
+        objective (solver tolerance), one beyond it is refused."""
+        arr = model.to_arrays()
+        reason = termination.reason
+        has = x is not None and reason in _HAS_SOLUTION
+        xv = np.asarray(x, dtype=np.float64) if has else None
+        objv = float(arr.c @ xv + arr.constant) if xv is not None else math.nan
+        if reason is TerminationReason.INFEASIBLE:
+            b = -math.inf if arr.maximize else math.inf
+        elif bound is None or math.isnan(bound):
+            b = objv if reason is TerminationReason.OPTIMAL and has else (math.inf if arr.maximize else -math.inf)
+        else:
+            b = float(bound)
+            if has:
+                wrong = (objv - b) if arr.maximize else (b - objv)
+                if 0 < wrong <= bound_tolerance(objv):
+                    b = objv
+        return cls(
+            termination=termination,
+            backend=backend,
+            model=model,
+            _x=xv,
+            _objective=objv,
+            bound=b,
+            duals=duals,
+            reduced_costs=reduced_costs,
+            timings=timings if timings is not None else Timings(),
+            backend_version=backend_version,
+            stats=dict(stats or {}),
+            params=dict(params or {}),
+        )
+
+    def replace(self, **changes: Any) -> SolveResult:
+        """A changed copy, checked like a new one (``res.replace(backend="cvxpy-glpk")``)."""
+        return dataclasses.replace(self, **changes)
+
+    def with_timings(self, **changes: float) -> SolveResult:
+        """A copy with the given timing phases set (``res.with_timings(build=0.02)``)."""
+        return dataclasses.replace(self, timings=self.timings.replace(**changes))
 
     # ------------------------------------------------------------ accessors
     @property

@@ -1,35 +1,82 @@
-"""``schedopt.solve``: one entry point for every backend."""
+"""``schedopt.solve``: one entry point for every backend (the only dispatcher).
+
+The registry of backends is imported inside the functions: the core modules (model, results, solve, problem,
+infeasibility) import no backend at module level.
+"""
 
 from __future__ import annotations
 
 import math
 import time
-from typing import Any
+import warnings
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .backends import get_backend
-from .backends.base import SolveParams
 from .errors import BackendCapabilityError, InputError
 from .model import LinearModel
-from .results import SolveResult, Termination, TerminationReason
+from .problem import Formulation, Structure
+from .results import SolveResult, Termination, TerminationReason, Timings
+
+if TYPE_CHECKING:
+    from .backends.base import Backend
 
 __all__ = ["default_backend", "solve"]
 
 
-def default_backend(model: LinearModel) -> str:
-    """The backend schedopt picks for ``model``: the structure-exploiting ``mckp`` solver when the model has the
-    one-configuration-per-job structure and that backend is registered, HiGHS otherwise."""
-    if model.meta.get("structure") == "mckp":
-        from .backends import available_backends
+def _structure_of(model: LinearModel, structure: Structure | None = None) -> Structure:
+    """The structure tag: the given one (a Formulation's), else ``model.structure``, else the legacy
+    ``model.meta["structure"]`` string (deprecated)."""
+    if structure is not None and structure is not Structure.GENERAL:
+        return structure
+    if model.structure is not Structure.GENERAL:
+        return model.structure
+    legacy = model.meta.get("structure")
+    if legacy == Structure.MCKP.value:
+        warnings.warn(
+            'model.meta["structure"] = "mckp" is deprecated: set model.structure = schedopt.problem.Structure.MCKP '
+            "(or return a Formulation with that structure)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return Structure.MCKP
+    return Structure.GENERAL
 
-        if "mckp" in available_backends():
-            return "mckp"
+
+def default_backend(model: LinearModel | Formulation) -> str:
+    """The backend schedopt picks: the structure-exploiting ``mckp`` solver when the model (or formulation) is
+    tagged :attr:`Structure.MCKP <schedopt.problem.Structure.MCKP>` and that backend is installed, HiGHS otherwise."""
+    from .backends import available_backends
+
+    if isinstance(model, Formulation):
+        structure = _structure_of(model.model, model.structure)
+    elif isinstance(model, LinearModel):
+        structure = _structure_of(model)
+    else:
+        raise InputError("model", type(model).__name__, "must be a schedopt.LinearModel or a Formulation")
+    if structure is Structure.MCKP and "mckp" in available_backends():
+        return "mckp"
     return "highs"
 
 
+def _check_params(time_limit: Any, mip_rel_gap: Any, threads: Any, seed: Any) -> None:
+    if time_limit is not None and (
+        isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or math.isnan(time_limit)
+        or time_limit < 0
+    ):
+        raise InputError("time_limit", time_limit, "must be a non-negative number of seconds or None")
+    if mip_rel_gap is not None and (
+        isinstance(mip_rel_gap, bool) or not isinstance(mip_rel_gap, (int, float)) or not 0 <= mip_rel_gap < 1
+    ):
+        raise InputError("mip_rel_gap", mip_rel_gap, "must be in [0, 1) or None")
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
+        raise InputError("threads", threads, "must be a non-negative integer (0: the solver's choice)")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise InputError("seed", seed, "must be an integer")
+
+
 def solve(
-    model: LinearModel,
+    model: LinearModel | Formulation,
     backend: str | None = None,
     *,
     time_limit: float | None = None,
@@ -40,29 +87,40 @@ def solve(
     verbose: bool = False,
     **backend_options: Any,
 ) -> SolveResult:
-    """Solve ``model`` with ``backend`` (``None``: :func:`default_backend`).
+    """Solve ``model`` (a :class:`LinearModel` or a :class:`~schedopt.problem.Formulation`, whose model and
+    structure tag are used) with ``backend`` (``None``: :func:`default_backend`).
 
     Never raises for infeasible, unbounded or a hit limit: read ``result.termination`` or call
     ``result.raise_for_status()``. Raises :class:`~schedopt.errors.InputError` for bad parameters and
     :class:`~schedopt.errors.BackendUnavailableError` / :class:`~schedopt.errors.BackendCapabilityError` when the
     backend is missing or cannot solve this kind of model, all before any solve.
     """
-    if not isinstance(model, LinearModel):
-        raise InputError("model", type(model).__name__, "must be a schedopt.LinearModel")
-    if time_limit is not None and (not isinstance(time_limit, (int, float)) or math.isnan(time_limit) or time_limit < 0):
-        raise InputError("time_limit", time_limit, "must be a non-negative number of seconds or None")
-    if mip_rel_gap is not None and (not isinstance(mip_rel_gap, (int, float)) or not 0 <= mip_rel_gap < 1):
-        raise InputError("mip_rel_gap", mip_rel_gap, "must be in [0, 1) or None")
-    if not isinstance(threads, int) or threads < 0:
-        raise InputError("threads", threads, "must be a non-negative integer (0: the solver's choice)")
-    if not isinstance(seed, int):
-        raise InputError("seed", seed, "must be an integer")
-    name = backend or default_backend(model)
+    from .backends import get_backend
+    from .backends.base import SolveParams
+
+    if isinstance(model, Formulation):
+        structure: Structure | None = model.structure
+        model = model.model
+        if not isinstance(model, LinearModel):
+            raise InputError("formulation.model", type(model).__name__, "must be a schedopt.LinearModel")
+    elif isinstance(model, LinearModel):
+        structure = None
+    else:
+        raise InputError("model", type(model).__name__, "must be a schedopt.LinearModel or a Formulation")
+    _check_params(time_limit, mip_rel_gap, threads, seed)
+    if backend is None:
+        name = "mckp" if _structure_of(model, structure) is Structure.MCKP else "highs"
+        from .backends import available_backends
+
+        if name == "mckp" and "mckp" not in available_backends():
+            name = "highs"
+    else:
+        name = backend
     if not isinstance(name, str):
         raise InputError("backend", backend, "must be a backend name (see schedopt.available_backends())")
-    b = get_backend(name)
+    b: Backend = get_backend(name)
     if model.num_cols == 0:
-        return _empty_model_result(model, name)
+        return empty_model_result(model, name)
     why = b.check_model(model)
     if why:
         raise BackendCapabilityError(name, why)
@@ -81,45 +139,53 @@ def solve(
         warm_start=warm_start,
         verbose=verbose,
         options=dict(backend_options),
+        sub_solve=solve,
     )
     t0 = time.perf_counter()
-    model.to_arrays()
+    arr = model.to_arrays()
     t_arrays = time.perf_counter() - t0
     res = b.solve(model, params)
-    res.timings.handoff += t_arrays
-    if res._x is not None:
+    changes: dict[str, Any] = {}
+    if res.has_solution:
         # integer columns within the solver's feasibility tolerance are reported as exact integers
-        integ = model.to_arrays().integrality == 1
+        integ = arr.integrality == 1
         if integ.any():
-            xi = res._x[integ]
+            x = np.array(res.x)
+            xi = x[integ]
             r = np.round(xi)
             close = np.abs(xi - r) <= 1e-6
-            res._x = res._x.copy()
-            res._x[integ] = np.where(close, r, xi) + 0.0
+            if close.any() and not np.array_equal(xi[close], r[close]):
+                x[integ] = np.where(close, r, xi) + 0.0
+                res = SolveResult.create(
+                    model, res.termination, backend=res.backend, x=x, bound=res.bound, duals=res.duals,
+                    reduced_costs=res.reduced_costs, timings=res.timings, backend_version=res.backend_version,
+                    stats=res.stats,
+                )
+    timings = res.timings.add(handoff=t_arrays)
     if model.build_seconds is not None:
-        res.timings.build = model.build_seconds
-    res.params = {
+        timings = timings.replace(build=model.build_seconds)
+    changes["timings"] = timings
+    changes["params"] = {
         "time_limit": time_limit,
         "mip_rel_gap": mip_rel_gap,
         "threads": threads,
         "seed": seed,
         **backend_options,
     }
-    return res
+    return res.replace(**changes)
 
 
-def _empty_model_result(model: LinearModel, backend: str) -> SolveResult:
+def empty_model_result(model: LinearModel, backend: str) -> SolveResult:
     """A model without columns is its constant objective, feasible iff every row admits activity 0; solvers
     disagree on how to report it (HiGHS: kModelEmpty), so it is decided here, for every backend alike."""
     arr = model.to_arrays()
     ok = bool(np.all(arr.row_lower <= 1e-9) and np.all(arr.row_upper >= -1e-9))
     reason = TerminationReason.OPTIMAL if ok else TerminationReason.INFEASIBLE
-    bound = arr.constant if ok else (-math.inf if arr.maximize else math.inf)
-    return SolveResult(
-        termination=Termination(reason, None, "empty model: decided without a solve"),
+    timings = Timings() if model.build_seconds is None else Timings(build=model.build_seconds)
+    return SolveResult.create(
+        model,
+        Termination(reason, None, "empty model: decided without a solve"),
         backend=backend,
-        model=model,
-        _x=np.zeros(0) if ok else None,
-        _objective=arr.constant if ok else math.nan,
-        bound=bound,
+        x=np.zeros(0) if ok else None,
+        timings=timings,
     )

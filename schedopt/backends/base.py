@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,9 @@ class SolveParams:
     warm_start: Any = None
     verbose: bool = False
     options: dict[str, Any] = field(default_factory=dict)
+    #: ``schedopt.solve`` itself, handed to backends that need a sub-solve (a residual problem, a sub-model), so
+    #: that no backend imports the dispatcher; ``None`` outside ``schedopt.solve``
+    sub_solve: Callable[..., SolveResult] | None = field(default=None, compare=False, repr=False)
 
     @property
     def time_limit_or_inf(self) -> float:
@@ -114,31 +118,33 @@ class Backend:
         reduced_costs: np.ndarray | None = None,
         stats: dict[str, Any] | None = None,
     ) -> SolveResult:
-        """The one place a backend's outcome becomes a :class:`SolveResult`.
+        """The one place a backend's outcome becomes a :class:`SolveResult` (through :meth:`SolveResult.create`,
+        which checks its invariants).
 
         ``times`` = (start, solver handed the model, solver returned). The objective is recomputed from ``x`` with
         the model's own coefficients; ``x`` is dropped unless the reason holds a solution. ``bound=None`` means the
         solver gave none: the objective when OPTIMAL, otherwise the trivial bound (``±inf``); an infeasible model's
-        bound is always the trivial one of the other side.
+        bound is always the trivial one of the other side. A solver that says FEASIBLE without handing over a
+        solution is reported NO_SOLUTION_FOUND (what is true), and FEASIBLE / NO_SOLUTION_FOUND without a named
+        limit gets :attr:`Limit.OTHER`.
         """
-        arr = model.to_arrays()
         has = x is not None and reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE)
-        objv = float(arr.c @ x + arr.constant) if has else math.nan  # type: ignore[operator]
-        if reason is TerminationReason.INFEASIBLE:
-            bound = -math.inf if arr.maximize else math.inf
-        elif bound is None or math.isnan(bound):
-            bound = objv if reason is TerminationReason.OPTIMAL and has else (math.inf if arr.maximize else -math.inf)
+        if reason is TerminationReason.FEASIBLE and not has:
+            reason = TerminationReason.NO_SOLUTION_FOUND
+        if reason is TerminationReason.OPTIMAL and not has:
+            reason, detail = TerminationReason.ERROR, f"{detail} (optimal without a solution)".strip()
+        if reason in (TerminationReason.FEASIBLE, TerminationReason.NO_SOLUTION_FOUND) and limit is None:
+            limit = Limit.OTHER
         t0, t1, t2 = times
-        return SolveResult(
-            termination=Termination(reason, limit, detail),
+        return SolveResult.create(
+            model,
+            Termination(reason, limit, detail),
             backend=self.name,
-            model=model,
-            _x=np.asarray(x, dtype=float) if has else None,
-            _objective=objv,
-            bound=float(bound),
+            x=x if has else None,
+            bound=bound,
             duals=duals,
             reduced_costs=reduced_costs,
             timings=Timings(handoff=t1 - t0, solve=t2 - t1),
             backend_version=self.version(),
-            stats=dict(stats or {}),
+            stats=stats,
         )

@@ -4,49 +4,16 @@ from __future__ import annotations
 
 import math
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..export import to_highs
 from ..results import Limit, SolveResult, TerminationReason
 from .base import Backend, Capabilities, SolveParams
 
 if TYPE_CHECKING:
     from ..model import LinearModel
-
-
-def to_highs(model: LinearModel, names: bool = False) -> Any:
-    """A ``highspy.Highs`` instance holding ``model`` (silent), passed as one row-wise matrix."""
-    import highspy
-
-    arr = model.to_arrays()
-    lp = highspy.HighsLp()
-    lp.num_col_ = arr.num_cols
-    lp.num_row_ = arr.num_rows
-    lp.col_cost_ = arr.c
-    lp.col_lower_ = arr.col_lower
-    lp.col_upper_ = arr.col_upper
-    lp.row_lower_ = arr.row_lower
-    lp.row_upper_ = arr.row_upper
-    lp.offset_ = arr.constant
-    lp.sense_ = highspy.ObjSense.kMaximize if arr.maximize else highspy.ObjSense.kMinimize
-    A = arr.A
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    lp.a_matrix_.num_col_ = arr.num_cols
-    lp.a_matrix_.num_row_ = arr.num_rows
-    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = A.indices.astype(np.int32)
-    lp.a_matrix_.value_ = A.data
-    if arr.is_mip:
-        lp.integrality_ = [highspy.HighsVarType(int(v)) for v in arr.integrality]
-    if names:
-        lp.col_names_ = model.column_names()
-        lp.row_names_ = model.row_names()
-        lp.model_name_ = model.name
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.passModel(lp)
-    return h
 
 
 _STATUS = {

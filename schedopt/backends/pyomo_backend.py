@@ -13,75 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..export import rest_point, to_pyomo
 from ..results import Limit, SolveResult, TerminationReason
 from .base import Backend, Capabilities, SolveParams
 
 if TYPE_CHECKING:
     from ..model import LinearModel
-
-
-def _index(shape: tuple[int, ...]) -> list[Any]:
-    if len(shape) == 1:
-        return list(range(shape[0]))
-    return [tuple(int(i) for i in idx) for idx in np.ndindex(*shape)]
-
-
-def _rest_point(arr: Any) -> np.ndarray:
-    """Values for variables that appear nowhere: 0 clipped into their bounds (rounded inward for integers)."""
-    x = np.clip(0.0, arr.col_lower, arr.col_upper)
-    return np.where(arr.integrality == 1, np.clip(np.round(x), np.ceil(arr.col_lower), np.floor(arr.col_upper)), x)
-
-
-def to_pyomo(model: LinearModel) -> Any:
-    """A pyomo ``ConcreteModel``: ``m.<block>[i, j]`` variables, ``m.<family>[row]`` constraints, ``m.objective``.
-
-    ``m._schedopt_vars`` lists every pyomo variable in the model's column order.
-    """
-    import pyomo.environ as pyo
-    from pyomo.core.expr.numeric_expr import LinearExpression
-
-    arr = model.to_arrays()
-    pm = pyo.ConcreteModel(name=model.name)
-    cols: list[Any] = []
-    for b in model.blocks.values():
-        lo = arr.col_lower[b.start : b.stop]
-        up = arr.col_upper[b.start : b.stop]
-        integ = bool(arr.integrality[b.start : b.stop].any())
-        idx = _index(b.shape) if b.shape else [None]
-        pos = {k: i for i, k in enumerate(idx)}
-
-        def bounds(_m, *key, lo=lo, up=up, pos=pos):
-            i = pos[key[0] if len(key) == 1 else tuple(key)] if key else 0
-            return (None if not np.isfinite(lo[i]) else float(lo[i]), None if not np.isfinite(up[i]) else float(up[i]))
-
-        domain = pyo.Integers if integ else pyo.Reals
-        if b.shape:
-            var = pyo.Var(idx, domain=domain, bounds=bounds)
-        else:
-            var = pyo.Var(domain=domain, bounds=bounds)
-        pm.add_component(b.name, var)
-        cols.extend(var[k] for k in idx) if b.shape else cols.append(var)
-    A = arr.A.tocsr()
-    for f in model.families.values():
-
-        def rule(_m, r, f=f):
-            g = f.start + r
-            s, e = A.indptr[g], A.indptr[g + 1]
-            lo = arr.row_lower[g]
-            up = arr.row_upper[g]
-            expr = LinearExpression(
-                constant=0.0, linear_coefs=A.data[s:e].tolist(), linear_vars=[cols[j] for j in A.indices[s:e]]
-            )
-            return (None if not np.isfinite(lo) else float(lo), expr, None if not np.isfinite(up) else float(up))
-
-        pm.add_component(f.name, pyo.Constraint(range(f.size), rule=rule))
-    nz = np.flatnonzero(arr.c)
-    obj = LinearExpression(
-        constant=float(arr.constant), linear_coefs=arr.c[nz].tolist(), linear_vars=[cols[j] for j in nz]
-    )
-    pm.objective = pyo.Objective(expr=obj, sense=pyo.maximize if arr.maximize else pyo.minimize)
-    pm._schedopt_vars = cols
-    return pm
 
 
 class PyomoBackend(Backend):
@@ -152,7 +89,7 @@ class PyomoBackend(Backend):
         x = None
         if has_sol and reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE):
             prim = res.solution_loader.get_vars()
-            x0 = _rest_point(arr)
+            x0 = rest_point(arr)
             x = np.array([prim.get(v, x0[j]) for j, v in enumerate(pm._schedopt_vars)], dtype=float)
         elif reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE):
             reason = TerminationReason.ERROR
@@ -162,7 +99,7 @@ class PyomoBackend(Backend):
         )
 
     def _fixed_point(self, model: LinearModel) -> SolveResult:
-        x = _rest_point(model.to_arrays())
+        x = rest_point(model.to_arrays())
         reason = TerminationReason.INFEASIBLE if model.violations(x) else TerminationReason.OPTIMAL
         t = time.perf_counter()
         return self.result(model, reason, (t, t, t), detail="no free variable appears: checked without a solver", x=x)

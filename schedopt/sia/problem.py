@@ -579,17 +579,8 @@ class SiaProblem:
         self.check_forced()
         m = self.build()
         name = backend or default_backend(m)
-        if m.num_cols == 0:
-            # no job can run anywhere: the (empty) optimum is "nobody runs"; HiGHS rejects an empty model
-            from ..backends import get_backend
-            from ..results import Termination
-
-            get_backend(name)  # still fail for a missing backend
-            res = SolveResult(Termination(TerminationReason.OPTIMAL, detail="no columns: nothing to decide"),
-                              backend=name, model=m, _x=np.zeros(0), _objective=m.constant, bound=m.constant)
-            res.timings.build = m.build_seconds if m.build_seconds is not None else math.nan
-        else:
-            res = solve(m, name, **params)
+        # a model without columns (no job can run anywhere) is decided by schedopt.solve for every backend alike
+        res = solve(m, name, **params)
         sol = SiaSolution(problem=self, model=m, result=res, backend=name)
         if place and res.has_solution:
             sol.place(previous)
