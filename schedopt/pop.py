@@ -42,9 +42,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from .errors import InfeasibleError, InputError
+from .mckp import GreedyRepair, MckpStructure, analyze
 from .model import LinearModel
+from .problem import Answer, Structure, heuristic_termination
+from .results import Termination, TerminationReason, Timings
 
-__all__ = ["PopResult", "map_parallel", "partition", "pop", "pop_solve"]
+__all__ = ["PopPart", "PopResult", "map_parallel", "partition", "pop", "pop_solve"]
 
 
 # ---------------------------------------------------------------------------------------------- executors
@@ -133,34 +136,70 @@ def pop(fn: Callable[[tuple[np.ndarray, np.ndarray]], Any], n_jobs: int, capacit
 
 
 # ---------------------------------------------------------------------------------------------- models
-@dataclass
-class PopResult:
-    """The union of the POP sub-problems' answers for a model (always feasible for the full problem)."""
+@dataclass(frozen=True)
+class PopPart:
+    """One POP sub-problem and how its solve ended (the core :class:`~schedopt.Termination`, never a string)."""
+
+    jobs: int
+    columns: int
+    capacity: tuple[float, ...]
+    termination: Termination
+    objective: float  #: NaN when the part holds no solution
+    bound: float
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        t = self.termination
+        return {"jobs": self.jobs, "columns": self.columns, "capacity": list(self.capacity),
+                "termination": {"reason": t.reason.value, "limit": t.limit.value if t.limit else None,
+                                "detail": t.detail},
+                "objective": self.objective if math.isfinite(self.objective) else None,
+                "bound": self.bound if math.isfinite(self.bound) else None, "seconds": self.seconds}
+
+
+@dataclass(kw_only=True, eq=False)
+class PopResult(Answer):
+    """The union of the POP sub-problems' answers for a model (always feasible for the full problem).
+
+    An :class:`~schedopt.problem.Answer`: ``termination`` is FEASIBLE with :attr:`~schedopt.Limit.HEURISTIC` (POP
+    proves no optimality), or OPTIMAL when ``k == 1`` and the single part was solved to optimality; ``bound`` is
+    the full problem's bound where one was computed (the reference), NaN otherwise; ``objective`` is the union's."""
 
     x: np.ndarray
-    objective: float
     k: int
     feasible: bool
     violations: dict[str, float]
-    parts: list[dict[str, Any]]
+    parts: list[PopPart]
     reference: str | None = None
     reference_value: float = math.nan  #: the optimum ("exact") or the dual bound ("bound") of the full problem
-    loss: float = math.nan  #: relative objective loss against the reference (>= 0; an over-estimate for "bound")
+    #: relative objective loss against the reference, ``sense * (reference - objective) / |reference|``; an
+    #: over-estimate of the true loss for "bound"; slightly negative only when the "exact" reference is itself
+    #: within its gap of the optimum and POP found better
+    loss: float = math.nan
     seconds: dict[str, float] = field(default_factory=dict)
     large_jobs: int = 0
-    refined_gain: float = 0.0  #: objective gained by the reconciliation pass
+    refined_gain: float = 0.0  #: objective gained by the reconciliation pass (in the model's sense: >= 0 is better)
 
     @property
     def all_parts_optimal(self) -> bool:
-        return all(p["status"] == "optimal" for p in self.parts)
+        return all(p.termination.reason is TerminationReason.OPTIMAL for p in self.parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out.update({"k": self.k, "feasible": self.feasible, "large_jobs": self.large_jobs,
+                    "refined_gain": self.refined_gain, "reference": self.reference,
+                    "reference_value": self.reference_value if math.isfinite(self.reference_value) else None,
+                    "loss": self.loss if math.isfinite(self.loss) else None,
+                    "parts": [p.to_dict() for p in self.parts], "x": self.x.tolist()})
+        return out
 
 
-def _part_model(st: Any, groups: np.ndarray, cap: np.ndarray) -> tuple[LinearModel, np.ndarray]:
+def _part_model(st: MckpStructure, groups: np.ndarray, cap: np.ndarray) -> tuple[LinearModel, np.ndarray]:
     """The sub-problem of the (internal) groups on the capacity slice ``cap``: columns and model."""
     cnt = st.counts[groups]
     tot = int(cnt.sum())
     idx = (np.repeat(st.starts[groups] - np.cumsum(cnt) + cnt, cnt) + np.arange(tot)) if tot else np.zeros(0, np.int64)
-    m = LinearModel("pop_part", sense="maximize")
+    m = LinearModel("pop_part", sense="maximize", structure=Structure.MCKP)
     m.add_variables("x", tot, kind="binary")
     _, gi = np.unique(st.group[idx], return_inverse=True)
     m.add_constraints("one_option", {"x": sp.csr_matrix((np.ones(tot), (gi, np.arange(tot))), shape=(groups.size, tot))},
@@ -168,23 +207,26 @@ def _part_model(st: Any, groups: np.ndarray, cap: np.ndarray) -> tuple[LinearMod
     if st.K:
         m.add_constraints("capacity", {"x": st.weights_csr(idx)}, upper=cap)
     m.set_objective({"x": st.value[idx]})
-    m.meta["structure"] = "mckp"
     return m, idx
 
 
-def _solve_part(args: tuple[LinearModel, str, float | None, float | None]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _PartOutcome:
+    x: np.ndarray | None
+    termination: Termination
+    objective: float
+    bound: float
+    seconds: float
+
+
+def _solve_part(args: tuple[LinearModel, str, float | None, float | None]) -> _PartOutcome:
     from .solve import solve
 
     model, backend, time_limit, gap = args
     t = time.perf_counter()
     r = solve(model, backend, time_limit=time_limit, mip_rel_gap=gap)
-    return {
-        "x": r.x if r.has_solution else None,
-        "status": r.termination.reason.value,
-        "objective": r.objective_or_nan,
-        "bound": r.bound,
-        "seconds": time.perf_counter() - t,
-    }
+    return _PartOutcome(np.array(r.x) if r.has_solution else None, r.termination, r.objective_or_nan, r.bound,
+                        time.perf_counter() - t)
 
 
 def pop_solve(model: LinearModel, k: int, *, backend: str = "mckp", executor: Any = None, seed: int = 0,
@@ -196,8 +238,7 @@ def pop_solve(model: LinearModel, k: int, *, backend: str = "mckp", executor: An
     ``reference`` (``"bound"``, ``"exact"`` or ``None``). Raises :class:`~schedopt.errors.StructureError`
     when the model is outside the family and :class:`~schedopt.errors.InfeasibleError` when its forced part
     is infeasible."""
-    from .backends.base import SolveParams
-    from .backends.mckp import _ColSet, _full_x, _Solver, analyze
+    from .solve import solve
 
     if not isinstance(model, LinearModel):
         raise InputError("model", type(model).__name__, "must be a schedopt.LinearModel")
@@ -223,39 +264,53 @@ def pop_solve(model: LinearModel, k: int, *, backend: str = "mckp", executor: An
                         max_workers=max_workers)
     t2 = time.perf_counter()
     choice = np.full(st.G, -1, dtype=np.int64)
-    info = []
+    info: list[PopPart] = []
     for (_m, idx), out, (g, c) in zip(built, outs, parts, strict=True):
-        if out["x"] is not None:
-            on = idx[np.asarray(out["x"]) > 0.5]
+        if out.x is not None:
+            on = idx[np.asarray(out.x) > 0.5]
             choice[st.group[on]] = on
-        info.append({"jobs": int(g.size), "columns": int(idx.size), "capacity": c.tolist(),
-                     **{kk: v for kk, v in out.items() if kk != "x"}})
-    params = SolveParams()
-    solver = _Solver(st, params, time.perf_counter())
-    solver.pool = _ColSet(st)
-    before = solver.value_of(choice)
+        info.append(PopPart(jobs=int(g.size), columns=int(idx.size), capacity=tuple(float(v) for v in c),
+                            termination=out.termination, objective=out.objective, bound=out.bound,
+                            seconds=out.seconds))
+    before = st.value_of(choice)
     if refine:
-        choice = solver.improve(choice)
-    gained = solver.value_of(choice) - before
+        choice = GreedyRepair(st).improve(choice)
+    gained = st.value_of(choice) - before
     t3 = time.perf_counter()
-    x = _full_x(st, choice)
+    x = st.full_solution(choice)
     viol = model.violations(x)
     obj = model.evaluate(x)
     ref_val = math.nan
     loss = math.nan
+    bound = math.nan
     if reference is not None:
-        from .solve import solve
-
         if reference == "exact":
             r = solve(model, "mckp", mip_rel_gap=mip_rel_gap)
+            ref_val = r.objective_or_nan
         else:
             r = solve(model, "mckp", mip_rel_gap=None, exact=False)
-        ref_val = r.objective if reference == "exact" else r.bound
-        loss = max(0.0, sign * (ref_val - obj)) / max(abs(ref_val), 1e-10)
+            ref_val = r.bound
+        bound = r.bound
+        if math.isfinite(ref_val):
+            loss = sign * (ref_val - obj) / max(abs(ref_val), 1e-10)
     t4 = time.perf_counter()
+    n_sol = sum(p.termination.reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE) for p in info)
+    if k == 1 and info[0].termination.reason is TerminationReason.OPTIMAL:
+        # one part is the whole presolved problem: its proof carries over (the reconciliation can only gain)
+        termination = Termination(TerminationReason.OPTIMAL, None, "POP with one part: the part was solved to optimality")
+        if not math.isfinite(bound):
+            bound = sign * (info[0].bound + st.const)
+    else:
+        termination = heuristic_termination(f"POP with k={k}: union of {n_sol}/{len(info)} part solutions"
+                                            + (" and the reconciliation pass" if refine else ""))
+    if math.isfinite(bound) and (sign * (bound - obj) < 0):
+        bound = obj  # a reference within its gap of the optimum, beaten by the union: the union's value bounds
     return PopResult(
-        x=x, objective=obj, k=int(k), feasible=not viol, violations=viol, parts=info, reference=reference,
+        termination=termination, objective_value=obj, bound=bound, backend=backend, method=f"pop(k={int(k)})",
+        timings=Timings(build=t1 - t0, solve=t2 - t1, decode=t3 - t2),
+        x=x, k=int(k), feasible=not viol, violations=viol, parts=info, reference=reference,
         reference_value=ref_val, loss=loss,
         seconds={"split": t1 - t0, "parts": t2 - t1, "union": t3 - t2, "reference": t4 - t3, "total": t4 - t0},
         large_jobs=int((sizes > 1.0 / k).sum()), refined_gain=sign * gained,
     )
+

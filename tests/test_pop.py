@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -10,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import schedopt
-from schedopt.backends.mckp import analyze
+from schedopt import Limit, TerminationReason
 from schedopt.errors import InputError, StructureError
+from schedopt.mckp import analyze
 from schedopt.pop import map_parallel, partition, pop, pop_solve
 from tests.test_mckp import make_mckp
 
@@ -59,17 +61,25 @@ def test_pop_union_is_feasible(k: int, sense: str) -> None:
     assert r.objective == pytest.approx(m.evaluate(r.x))
     exact = schedopt.solve(m, "mckp", mip_rel_gap=0.0).objective
     assert r.reference_value == pytest.approx(exact)
-    # POP never beats the optimum; with one part it is the optimum
-    assert r.loss >= 0
+    # the loss is computed, not clipped: (sense) (optimum - objective) / |optimum|
+    sign = 1.0 if sense == "maximize" else -1.0
+    assert r.loss == pytest.approx(sign * (exact - r.objective) / abs(exact), abs=1e-12)
+    # POP never beats the optimum; with one part it is the optimum, proven
     if sense == "maximize":
         assert r.objective <= exact + 1e-7
     else:
         assert r.objective >= exact - 1e-7
     if k == 1:
         assert r.objective == pytest.approx(exact)
+        assert r.termination.reason is TerminationReason.OPTIMAL and r.gap == pytest.approx(0.0, abs=1e-9)
+    else:
+        assert r.termination.reason is TerminationReason.FEASIBLE and r.termination.limit is Limit.HEURISTIC
     assert r.all_parts_optimal
+    assert all(p.termination.reason is TerminationReason.OPTIMAL for p in r.parts)
+    # the bound is the exact reference's (on the right side of the union's objective)
+    assert sign * (r.bound - r.objective) >= -1e-9
     # every group left after the presolve (forced jobs and columns of value <= 0 leave) is in exactly one part
-    assert sum(p["jobs"] for p in r.parts) == analyze(m).G
+    assert sum(p.jobs for p in r.parts) == analyze(m).G
 
 
 def test_pop_bound_reference_and_process_pool() -> None:
@@ -85,7 +95,12 @@ def test_pop_with_large_jobs_reconciles() -> None:
     pass runs on the pooled leftover and the union stays feasible."""
     m = make_mckp(60, 6, 2, 11, cap_frac=0.1)
     r = pop_solve(m, 8, executor="serial", reference=None)
-    assert r.large_jobs > 0 and r.feasible and r.refined_gain >= 0
+    raw = pop_solve(m, 8, executor="serial", reference=None, refine=False)
+    assert r.large_jobs > 0 and r.feasible and raw.feasible
+    # the pass gains on this instance, and what it reports gained is the difference of the two unions
+    assert r.refined_gain > 0 and raw.refined_gain == 0.0
+    assert r.objective == pytest.approx(raw.objective + r.refined_gain)
+    assert r.termination.limit is Limit.HEURISTIC and math.isnan(r.bound)
 
 
 def test_pop_rejects_models_outside_the_family() -> None:

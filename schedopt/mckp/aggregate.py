@@ -1,0 +1,137 @@
+"""Identical groups collapsed into classes with multiplicities (:func:`aggregate`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .structure import MckpStructure
+
+__all__ = ["Aggregate", "aggregate"]
+
+
+@dataclass
+class Aggregate:
+    """Identical groups collapsed: ``st`` has one group per *class* (``st.mult[c]`` identical groups of the
+    original structure), its columns those of the class's first group, sorted by their (value, weights) key.
+
+    Original group ``g`` is the ``rank[g]``-th member of class ``cls[g]``; ``sorted_cols`` lists the original
+    columns group by group, each group's columns in key order (so position ``p`` of any member is aggregated
+    column ``st.starts[cls] + p``); ``col_map`` maps an original column to its aggregated column."""
+
+    st: MckpStructure
+    cls: np.ndarray
+    rank: np.ndarray
+    sorted_cols: np.ndarray
+    col_map: np.ndarray
+    ostarts: np.ndarray  #: start of every original group in ``sorted_cols``
+
+    @property
+    def classes(self) -> int:
+        return self.st.G
+
+    def expand(self, choice: np.ndarray) -> np.ndarray:
+        """An aggregated choice (one column or -1 per class) given to every member: one column per group."""
+        c = choice[self.cls]
+        on = c >= 0
+        out = np.full(self.cls.size, -1, dtype=np.int64)
+        out[on] = self.sorted_cols[self.ostarts[on] + (c[on] - self.st.starts[self.cls[on]])]
+        return out
+
+    def counts(self, choice: np.ndarray) -> np.ndarray:
+        """How many groups of each class take each aggregated column under the original ``choice``."""
+        sel = choice[choice >= 0]
+        return np.bincount(self.col_map[sel], minlength=self.st.n).astype(np.int64)
+
+    def disaggregate(self, y: np.ndarray) -> np.ndarray:
+        """Integer counts per aggregated column -> one column (or -1) per original group, deterministically: the
+        members of a class, in group order, take the class's columns in column order, ``y[c]`` each."""
+        a = self.st
+        y = np.asarray(np.rint(y), dtype=np.int64)
+        E = np.cumsum(y)
+        base = np.r_[0, E][a.starts]  # counts before each class
+        tot = np.add.reduceat(y, a.starts) if a.n else np.zeros(0, np.int64)
+        c = self.cls
+        target = base[c] + self.rank
+        col = np.searchsorted(E, target, side="right")
+        on = self.rank < tot[c]
+        out = np.full(c.size, -1, dtype=np.int64)
+        g = np.flatnonzero(on)
+        out[g] = self.sorted_cols[self.ostarts[g] + (col[g] - a.starts[c[g]])]
+        return out
+
+
+def aggregate(st: MckpStructure) -> Aggregate:
+    """Collapse identical groups of ``st`` (same multiset of (value, knapsack weights) columns; forced columns have
+    already left the structure) into classes with multiplicities, vectorised: column keys by ``lexsort``, each
+    group's sorted key sequence hashed, equal hashes verified element by element (a collision only splits)."""
+    if st.aggregated is not None:
+        return st.aggregated
+    n, G = st.n, st.G
+    if n == 0:
+        z = np.zeros(0, np.int64)
+        a = Aggregate(st, z, z, z, z, st.starts)
+        st.aggregated = a
+        return a
+    # 1. a key id per distinct (value, ri, wt) column
+    keys = [st.wt[:, j] for j in range(st.wt.shape[1] - 1, -1, -1)]
+    keys += [st.ri[:, j] for j in range(st.ri.shape[1] - 1, -1, -1)]
+    keys.append(st.value)
+    o = np.lexsort(keys)
+    new = np.ones(n, dtype=bool)
+    if n > 1:
+        diff = st.value[o[1:]] != st.value[o[:-1]]
+        for j in range(st.ri.shape[1]):
+            diff |= st.ri[o[1:], j] != st.ri[o[:-1], j]
+            diff |= st.wt[o[1:], j] != st.wt[o[:-1], j]
+        new[1:] = diff
+    kid = np.empty(n, dtype=np.int64)
+    kid[o] = np.cumsum(new) - 1
+    # 2. each group's columns in key order; hash the key sequence
+    sc = np.lexsort((kid, st.group))
+    pos = np.arange(n) - st.starts[st.group[sc]]
+    ks = kid[sc]
+    M = int(st.counts.max())
+    with np.errstate(over="ignore"):
+        pw = np.cumprod(np.full(M, 0x9E3779B97F4A7C15, dtype=np.uint64), dtype=np.uint64)
+        h = np.add.reduceat((ks.astype(np.uint64) + np.uint64(1)) * pw[pos], st.starts)
+    og = np.lexsort((np.arange(G), h, st.counts))
+    newc = np.r_[True, (h[og[1:]] != h[og[:-1]]) | (st.counts[og[1:]] != st.counts[og[:-1]])]
+    cls = np.empty(G, dtype=np.int64)
+    cls[og] = np.cumsum(newc) - 1
+    rep = og[newc]  # first (lowest) group of each class
+    # 3. verify (a hash collision makes its groups classes of their own)
+    g_of = st.group[sc]
+    mism = ks != ks[st.starts[rep[cls[g_of]]] + pos]
+    if mism.any():
+        bad = np.unique(g_of[mism])
+        cls[bad] = cls.max() + 1 + np.arange(bad.size)
+        _, cls = np.unique(cls, return_inverse=True)
+        C = int(cls.max()) + 1
+        rep = np.full(C, G, dtype=np.int64)
+        np.minimum.at(rep, cls, np.arange(G))
+    C = rep.size
+    mult = np.bincount(cls, minlength=C).astype(np.int64)
+    members = np.lexsort((np.arange(G), cls))
+    cstart = np.r_[0, np.cumsum(mult)[:-1]]
+    rank = np.empty(G, dtype=np.int64)
+    rank[members] = np.arange(G) - cstart[cls[members]]
+    # 4. the aggregated structure: the representative groups' columns, in key order
+    cnt = st.counts[rep]
+    astarts = np.r_[0, np.cumsum(cnt)[:-1]].astype(np.int64)
+    tot = int(cnt.sum())
+    sel = sc[np.repeat(st.starts[rep] - astarts, cnt) + np.arange(tot)]
+    agroup = np.repeat(np.arange(C), cnt)
+    col_map = np.empty(n, dtype=np.int64)
+    col_map[sc] = astarts[cls[g_of]] + pos
+    ast = MckpStructure(
+        maximize=st.maximize, n_cols=st.n_cols, gub_rows=st.gub_rows, knap_rows=st.knap_rows,
+        knap_labels=st.knap_labels, forced=st.forced, cols=st.cols[sel], group=agroup, starts=astarts,
+        counts=cnt.astype(np.int64), value=st.value[sel], ri=st.ri[sel], wt=st.wt[sel], cap=st.cap, const=st.const,
+        infeasible=st.infeasible, stats={}, mult=mult,
+    )
+    a = Aggregate(ast, cls, rank, sc, col_map, st.starts)
+    st.aggregated = a
+    return a
+

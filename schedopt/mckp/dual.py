@@ -1,0 +1,348 @@
+"""The Lagrangian dual of the multiple-choice multi-knapsack problem over the knapsack prices.
+
+``L(lam) = lam.b + sum_g max(0, max_{i in g} v_i - lam.W_i)`` is convex piecewise linear; every ``L(lam)`` is an
+upper bound (maximisation form) and its minimum equals the LP relaxation's bound. For given prices every group
+picks its best column with numpy (:class:`ColumnSet`); :class:`LagrangianDual` minimises ``L`` exactly by Kelley's
+cutting-plane method with Wentges smoothing on a (K+1)-variable HiGHS LP.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .structure import MckpStructure
+
+__all__ = ["ColumnSet", "DualResult", "LagrangianDual", "OracleAnswer", "columns_of_groups"]
+
+
+@dataclass
+class OracleAnswer:
+    """One evaluation of the Lagrangian function: prices, value ``L``, subgradient ``s`` and the choice."""
+
+    lam: np.ndarray
+    L: float
+    s: np.ndarray  # subgradient b - W x(lam)
+    choice: np.ndarray  # chosen column per group, -1 for none
+
+
+class ColumnSet:
+    """A subset of the columns (whole groups' worth or a screened part) laid out for fast group maxima: a padded
+    (groups x slots) array and ``argmax(axis=1)`` when the groups are about equally long, ``reduceat`` otherwise."""
+
+    def __init__(self, st: MckpStructure, idx: np.ndarray | None = None) -> None:
+        idx = np.arange(st.n) if idx is None else idx
+        self.idx = idx
+        g = st.group[idx]
+        if idx.size:
+            newg = np.r_[True, g[1:] != g[:-1]]
+            starts = np.flatnonzero(newg)
+        else:
+            starts = np.zeros(0, dtype=np.int64)
+        counts = np.diff(np.r_[starts, idx.size]).astype(np.int64)
+        self.gid = g[starts]
+        self.starts, self.counts = starts, counts
+        self.v = st.value[idx]
+        self.ri, self.wt = st.ri[idx], st.wt[idx]
+        self.K = st.K
+        Gs = starts.size
+        M = int(counts.max(initial=0))
+        self.padded = bool(idx.size) and Gs * M <= 2 * idx.size + 64
+        self._built = False
+
+    def _build_padded(self) -> None:
+        idx, starts, counts = self.idx, self.starts, self.counts
+        Gs = starts.size
+        M = int(counts.max(initial=0))
+        if True:
+            gl = np.repeat(np.arange(Gs), counts)
+            slot = np.arange(idx.size) - np.repeat(starts, counts)
+            m = self.ri.shape[1]
+            self.vp = np.full((Gs, M), -np.inf)
+            self.vp[gl, slot] = self.v
+            self.rip = np.full((Gs, M, m), self.K, dtype=np.int64)
+            self.rip[gl, slot] = self.ri
+            self.wtp = np.zeros((Gs, M, m))
+            self.wtp[gl, slot] = self.wt
+            self.idp = np.full((Gs, M), -1, dtype=np.int64)
+            self.idp[gl, slot] = idx
+            self.ar = np.arange(Gs)
+        self._built = True
+
+    def evaluate(self, lam_pad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(best reduced value, best column) per group of the subset at prices ``lam_pad``."""
+        if not self.idx.size:
+            return np.zeros(0), np.zeros(0, dtype=np.int64)
+        if self.padded:
+            if not self._built:
+                self._build_padded()
+            rc = self.vp - lam_pad[self.rip[:, :, 0]] * self.wtp[:, :, 0]
+            for j in range(1, self.rip.shape[2]):
+                rc -= lam_pad[self.rip[:, :, j]] * self.wtp[:, :, j]
+            am = rc.argmax(axis=1)
+            return rc[self.ar, am], self.idp[self.ar, am]
+        rc = self.v - lam_pad[self.ri[:, 0]] * self.wt[:, 0]
+        for j in range(1, self.ri.shape[1]):
+            rc -= lam_pad[self.ri[:, j]] * self.wt[:, j]
+        gmax = np.maximum.reduceat(rc, self.starts)
+        hit = np.flatnonzero(rc >= np.repeat(gmax, self.counts))
+        gl = np.repeat(np.arange(self.starts.size), self.counts)[hit]
+        first = hit[np.r_[True, gl[1:] != gl[:-1]]]
+        return gmax, self.idx[first]
+
+
+class _Master:
+    """Kelley's master LP: min eta s.t. eta >= L_j + s_j.(lam - lam_j), lo <= lam <= hi."""
+
+    def __init__(self, lam_max: np.ndarray) -> None:
+        import highspy
+
+        self.K = int(lam_max.size)
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("presolve", "off")
+        inf = highspy.kHighsInf
+        cost = np.r_[np.zeros(self.K), 1.0]
+        lower = np.r_[np.zeros(self.K), -inf]
+        upper = np.r_[lam_max, inf]
+        h.addCols(self.K + 1, cost, lower, upper, 0, np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0))
+        self.h = h
+        self.inf = inf
+        self.idx = np.arange(self.K + 1, dtype=np.int32)
+        self.kidx = np.arange(self.K, dtype=np.int32)
+
+    def set_box(self, lo: np.ndarray, hi: np.ndarray) -> None:
+        self.h.changeColsBounds(self.K, self.kidx, lo, hi)
+
+    def add_cut(self, o: OracleAnswer) -> None:
+        vals = np.r_[-o.s, 1.0]
+        self.h.addRow(float(o.L - o.s @ o.lam), self.inf, self.K + 1, self.idx, vals)
+
+    def solve(self) -> tuple[np.ndarray, float]:
+        self.h.run()
+        x = np.asarray(self.h.getSolution().col_value, dtype=np.float64)
+        return np.maximum(x[: self.K], 0.0), float(x[self.K])
+
+
+@dataclass
+class DualResult:
+    """The minimised dual: the exact oracle at the best prices (``best.L + st.const`` is the bound), the reduced
+    values of every column and the group maxima there, and the number of oracle calls."""
+
+    best: OracleAnswer
+    rc: np.ndarray
+    gmax: np.ndarray
+    iterations: int
+
+    @property
+    def lam(self) -> np.ndarray:
+        return self.best.lam
+
+
+def columns_of_groups(st: MckpStructure, gs: np.ndarray, pool: ColumnSet | None = None) -> np.ndarray:
+    """The columns of the (sorted) groups ``gs``: all of them, or those in ``pool`` when it is a screened part."""
+    if pool is None or pool.idx.size == st.n:
+        starts, cnt = st.starts[gs], st.counts[gs]
+        base_idx = None
+    else:
+        p = pool
+        loc = np.minimum(np.searchsorted(p.gid, gs), max(p.gid.size - 1, 0))
+        here = p.gid[loc] == gs if p.gid.size else np.zeros(gs.size, dtype=bool)
+        starts = p.starts[loc]
+        cnt = np.where(here, p.counts[loc], 0)
+        base_idx = p.idx
+    tot = int(cnt.sum())
+    if tot == 0:
+        return np.zeros(0, dtype=np.int64)
+    out = np.repeat(starts - np.cumsum(cnt) + cnt, cnt) + np.arange(tot)
+    return out if base_idx is None else base_idx[out]
+
+
+class LagrangianDual:
+    """Minimises the Lagrangian function ``L(lam)`` of a structure over the capacity prices ``lam >= 0`` (Kelley's
+    cutting planes with Wentges smoothing, in a box that grows until the best prices are inside it).
+
+    Named steps: :meth:`oracle` / :meth:`full_oracle` (evaluate ``L``), :meth:`screen` (the columns that can win in a
+    box of prices), :meth:`kelley` (the cutting-plane loop), :meth:`sample_prices` (a warm start from a sample of
+    groups), :meth:`solve` (the whole minimisation). ``pool`` holds the columns of the last box after :meth:`solve`.
+    """
+
+    def __init__(self, st: MckpStructure, *, deadline: float = math.inf, seed: int | None = 0,
+                 tolerance: float = 1e-10, max_iterations: int = 500) -> None:
+        self.st = st
+        self.deadline = deadline
+        self.seed = seed
+        self.tolerance = tolerance
+        self.max_iterations = max_iterations
+        self.v = st.value
+        self.n, self.G, self.K = st.n, st.G, st.K
+        self.mult = st.mult
+        self.oracle_calls = 0
+        self.oracle_columns = 0
+        self.sample_iterations = 0
+        self.pool = ColumnSet(st)
+
+    def time_left(self) -> float:
+        return self.deadline - time.perf_counter()
+
+    # ---- Lagrangian oracle
+    def oracle(self, cs: ColumnSet, lam: np.ndarray, cap: np.ndarray | None = None) -> OracleAnswer:
+        st = self.st
+        cap = st.cap if cap is None else cap
+        self.oracle_calls += 1
+        self.oracle_columns += cs.idx.size
+        gmax, best = cs.evaluate(np.r_[lam, 0.0])
+        pos = gmax > 0
+        choice = np.full(self.G, -1, dtype=np.int64)
+        choice[cs.gid[pos]] = best[pos]
+        if self.mult is None:
+            L = float(lam @ cap + gmax[pos].sum())
+            s = cap - st.usage(best[pos])
+        else:
+            mu = self.mult[cs.gid[pos]]
+            L = float(lam @ cap + gmax[pos] @ mu)
+            s = cap - st.usage(best[pos], mu)
+        return OracleAnswer(lam, L, s, choice)
+
+    def full_oracle(self, lam: np.ndarray) -> tuple[OracleAnswer, np.ndarray, np.ndarray]:
+        """The exact oracle over every column, with the reduced values and the group maxima (for the fixing)."""
+        st = self.st
+        self.oracle_calls += 1
+        self.oracle_columns += st.n
+        rc = self.v - st.priced(np.r_[lam, 0.0])
+        if not st.n:
+            return OracleAnswer(lam, float(lam @ st.cap), st.cap.copy(), np.zeros(0, np.int64)), rc, np.zeros(0)
+        gmax = np.maximum.reduceat(rc, st.starts)
+        hit = np.flatnonzero(rc >= gmax[st.group])
+        gh = st.group[hit]
+        first = hit[np.r_[True, gh[1:] != gh[:-1]]]
+        pos = gmax > 0
+        choice = np.where(pos, first, -1)
+        if self.mult is None:
+            L = float(lam @ st.cap + gmax[pos].sum())
+            s = st.cap - st.usage(first[pos])
+        else:
+            L = float(lam @ st.cap + gmax[pos] @ self.mult[pos])
+            s = st.cap - st.usage(first[pos], self.mult[pos])
+        return OracleAnswer(lam, L, s, choice), rc, gmax
+
+    def lam_max(self) -> np.ndarray:
+        st = self.st
+        out = np.zeros(self.K + 1)
+        if self.K and st.n:
+            r = np.maximum(self.v, 0.0)[:, None] / np.where(st.wt > 0, st.wt, np.inf)
+            np.maximum.at(out, st.ri.ravel(), r.ravel())
+        return out[: self.K] * (1 + 1e-9) + 1e-12
+
+    def screen(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Columns that can be their group's best for some prices in the box [lo, hi] (W >= 0: a column's reduced
+        value is largest at ``lo``; its group's best is at least the best reduced value at ``hi``, and 0)."""
+        st = self.st
+        ub = self.v - st.priced(np.r_[lo, 0.0])
+        rc_hi = self.v - st.priced(np.r_[hi, 0.0])
+        lbg = np.maximum(np.maximum.reduceat(rc_hi, st.starts), 0.0)
+        tol = 1e-9 * (np.abs(self.v) + 1.0)
+        return np.flatnonzero(ub >= lbg[st.group] - tol)
+
+    def kelley(self, cs: ColumnSet, master: _Master, best: OracleAnswer, tol: float, max_it: int,
+                stop_gap: float, cap: np.ndarray | None = None) -> tuple[OracleAnswer, float, int]:
+        """Kelley's method with Wentges smoothing (queries stay within the master's box)."""
+        center = best.lam
+        alpha = 0.5
+        lb = -math.inf
+        it = 0
+        scale = max(1.0, abs(best.L) + abs(self.st.const))
+        while it < max_it:
+            lam_m, eta = master.solve()
+            lb = eta
+            if best.L - lb <= max(tol, stop_gap) * scale or self.time_left() <= 0:
+                break
+            q = alpha * center + (1 - alpha) * lam_m
+            o = self.oracle(cs, q, cap)
+            it += 1
+            master.add_cut(o)
+            if o.L < best.L:
+                best, center = o, q
+            elif o.L + o.s @ (lam_m - q) <= eta + 1e-12 * scale:
+                # mispricing: the smoothed point does not cut off the master's point; evaluate that point itself
+                o2 = self.oracle(cs, lam_m, cap)
+                it += 1
+                master.add_cut(o2)
+                if o2.L < best.L:
+                    best, center = o2, lam_m
+        return best, lb, it
+
+    def sample_prices(self, lmax: np.ndarray, tol: float) -> np.ndarray:
+        """Prices of a random sample of the groups with proportionally scaled capacities (a warm start)."""
+        m = min(max(300, self.G // 20), self.G)
+        rng = np.random.default_rng(self.seed)
+        gs = np.sort(rng.choice(self.G, m, replace=False))
+        cs = ColumnSet(self.st, columns_of_groups(self.st, gs))
+        cap = self.st.cap * (m / self.G if self.mult is None else self.mult[gs].sum() / self.mult.sum())
+        master = _Master(lmax)
+        o = self.oracle(cs, np.zeros(self.K), cap)
+        master.add_cut(o)
+        best, _lb, it = self.kelley(cs, master, o, max(tol, 1e-7), 200, 0.0, cap)
+        self.sample_iterations = it + 1
+        return best.lam
+
+    def solve(self) -> DualResult:
+        """Minimise L over lam >= 0: the final exact oracle at the best prices (its L is the bound), the reduced
+        values and group maxima there, and the number of oracle calls.
+
+        Large instances start from the prices of a random sample of groups; then Kelley's method runs on the
+        columns that can win for prices in a box around the current prices (``screen``: exact there); the box
+        grows until the best prices lie inside it, not on a face."""
+        K = self.K
+        tol = self.tolerance
+        max_it = self.max_iterations
+        o0, rc0, g0 = self.full_oracle(np.zeros(K))
+        self.pool = ColumnSet(self.st)
+        if K == 0 or o0.s.min(initial=0.0) >= 0:
+            return DualResult(o0, rc0, g0, 1)  # lam = 0 is optimal: its choice fits (complementary slackness holds)
+        lmax = self.lam_max()
+        master = _Master(lmax)
+        master.add_cut(o0)
+        best = o0
+        it = 1
+        if self.G >= 600 and self.n >= 20000:
+            lam_c = self.sample_prices(lmax, tol)
+            width = 0.25
+        else:
+            lam_c = None
+            width = math.inf
+        while True:
+            if lam_c is None or math.isinf(width):
+                lo, hi = np.zeros(K), lmax
+                cs = self.pool
+            else:
+                r = width * lam_c + 1e-3 * lmax
+                lo, hi = np.maximum(lam_c - r, 0.0), np.minimum(lam_c + r, lmax)
+                cs = ColumnSet(self.st, self.screen(lo, hi))
+                o = self.oracle(cs, lam_c)
+                it += 1
+                master.add_cut(o)
+                if o.L < best.L:
+                    best = o
+            master.set_box(lo, hi)
+            if not (lo <= best.lam).all() or not (best.lam <= hi).all():
+                best = self.oracle(cs, np.clip(best.lam, lo, hi))
+                it += 1
+                master.add_cut(best)
+            best, _lb, k = self.kelley(cs, master, best, tol, max(max_it - it, 1), 0.0)
+            it += k
+            lam = best.lam
+            eps = 1e-9 * (lmax + 1.0)
+            on_face = ((lam <= lo + eps) & (lo > 0)) | ((lam >= hi - eps) & (hi < lmax))
+            self.pool = cs
+            if not on_face.any() or it >= max_it or self.time_left() <= 0:
+                break
+            lam_c = lam
+            width *= 3
+        final, rc, gmax = self.full_oracle(best.lam)
+        return DualResult(final, rc, gmax, it + 1)
+
+    # ---- helpers on group choices

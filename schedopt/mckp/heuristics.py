@@ -1,0 +1,358 @@
+"""Heuristics that give the dual bound an incumbent: a greedy repair of the Lagrangian choice
+(:class:`GreedyRepair`), a local search on the aggregated counts (:func:`local_search`) and an iterated local
+search with random kicks (:func:`kick_search`). Every answer keeps every knapsack row within capacity."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from .dual import ColumnSet, columns_of_groups
+from .structure import MAX_KNAPSACK_ROWS, TOL, MckpStructure
+
+__all__ = ["GreedyRepair", "kick_search", "local_search"]
+
+
+class GreedyRepair:
+    """Makes a group choice feasible (:meth:`repair`) and improves it greedily (:meth:`improve`) on ``st``.
+
+    ``pool`` restricts the upgrade candidates to a screened part of the columns (all columns when None);
+    ``deadline`` (a ``time.perf_counter()`` value) bounds :meth:`improve`."""
+
+    def __init__(self, st: MckpStructure, pool: ColumnSet | None = None, deadline: float = math.inf) -> None:
+        self.st = st
+        self.pool = pool if pool is not None else ColumnSet(st)
+        self.deadline = deadline
+        self.v = st.value
+        self.n, self.G, self.K = st.n, st.G, st.K
+
+    def time_left(self) -> float:
+        return self.deadline - time.perf_counter()
+
+    def _weight_on(self, idx: np.ndarray, k: int) -> np.ndarray:
+        return ((self.st.ri[idx] == k) * self.st.wt[idx]).sum(axis=1)
+
+    def repair(self, choice: np.ndarray, lam: np.ndarray) -> np.ndarray:
+        """A feasible choice near ``choice``: switch groups off the over-used rows (least loss per unit freed,
+        other rows priced at ``lam``), then upgrade groups greedily with the capacity left."""
+        st = self.st
+        choice = choice.copy()
+        K = self.K
+        if K == 0:
+            return self.improve(choice)
+        cap = st.cap
+        captol = TOL * np.maximum(1.0, cap)
+        usage = self.st.usage_of(choice)
+        for it in range(200):
+            over = usage - cap
+            viol = over > captol
+            if not viol.any():
+                break
+            pure = it >= 8  # after a few rounds only moves that raise no row at all
+            k = int(np.argmax(np.where(viol, over / np.maximum(cap, 1.0), -np.inf)))
+            chosen = np.flatnonzero(choice >= 0)
+            gs = chosen[self._weight_on(choice[chosen], k) > 0]
+            cur = choice[gs]
+            Dcur = st.dense(cur)
+            cc = columns_of_groups(self.st, gs, self.pool)
+            gi = np.searchsorted(gs, st.group[cc])
+            f = self._weight_on(cc, k) < Dcur[gi, k] - captol[k]
+            cc, gi = cc[f], gi[f]
+            cand_g = np.r_[gi, np.arange(gs.size)]
+            cand_c = np.r_[cc, np.full(gs.size, -1)]
+            D = st.dense(cand_c) - Dcur[cand_g]
+            slack = np.maximum(cap - usage, 0.0)
+            lim = np.where(viol | pure, 0.0, slack) + captol
+            other = np.delete(np.arange(K), k)
+            ok = np.all(D[:, other] <= lim[other], axis=1) if other.size else np.ones(D.shape[0], dtype=bool)
+            cand_g, cand_c, D = cand_g[ok], cand_c[ok], D[ok]
+            vcur = self.v[cur[cand_g]]
+            valt = np.where(cand_c >= 0, self.v[np.maximum(cand_c, 0)], 0.0)
+            lam_o = lam.copy()
+            lam_o[k] = 0.0
+            score = ((vcur - valt) + D @ lam_o) / (-D[:, k])
+            o = np.lexsort((score, cand_g))
+            firsts = o[np.r_[True, cand_g[o][1:] != cand_g[o][:-1]]]
+            o2 = firsts[np.argsort(score[firsts], kind="stable")]
+            freed = np.cumsum(-D[o2, k])
+            p = int(np.searchsorted(freed, over[k] - captol[k])) + 1
+            if not pure:
+                inc = np.cumsum(np.maximum(D[o2], 0.0), axis=0)
+                bad = np.any(inc > slack + captol, axis=1)
+                if bad.any():
+                    p = min(p, max(1, int(np.argmax(bad))))
+            take = o2[:p]
+            choice[gs[cand_g[take]]] = cand_c[take]
+            usage = self.st.usage_of(choice)
+        return self.improve(choice)
+
+    def improve(self, choice: np.ndarray) -> np.ndarray:
+        """Greedy upgrades with the capacity left (each accepted batch keeps every row within capacity)."""
+        st = self.st
+        choice = choice.copy()
+        K = self.K
+        cap = st.cap
+        captol = TOL * np.maximum(1.0, cap)
+        usage = self.st.usage_of(choice)
+        Wcur = np.zeros((self.G, K + 1))
+        on = np.flatnonzero(choice >= 0)
+        Wcur[on, :K] = st.dense(choice[on])
+        vcur = np.where(choice >= 0, self.v[np.maximum(choice, 0)], 0.0)
+        mark = np.zeros(self.n, dtype=bool)
+        mark[self.pool.idx] = True
+        mark[choice[choice >= 0]] = True
+        cand = np.flatnonzero(mark)
+        for _ in range(100):
+            if not cand.size or self.time_left() <= 0:
+                break
+            gc = st.group[cand]
+            gain = self.v[cand] - vcur[gc]
+            keep = gain > TOL * np.maximum(1.0, np.abs(self.v[cand]))
+            cand, gc, gain = cand[keep], gc[keep], gain[keep]
+            slack = np.maximum(cap - usage, 0.0)
+            if K:
+                slack_pad = np.r_[slack + captol, np.inf]
+                ri, wt = st.ri[cand], st.wt[cand]
+                fit = np.all(wt - Wcur[gc[:, None], ri] <= slack_pad[ri], axis=1)
+                cand, gc, gain = cand[fit], gc[fit], gain[fit]
+            if not cand.size:
+                break
+            if K:
+                D = st.dense(cand) - Wcur[gc, :K]
+                Dp = np.maximum(D, 0.0)
+                use = (Dp / np.maximum(slack, captol)).sum(axis=1)
+            else:
+                Dp = np.zeros((cand.size, 0))
+                use = np.zeros(cand.size)
+            score = gain / (use + 1e-12)
+            o = np.lexsort((-score, gc))
+            firsts = o[np.r_[True, gc[o][1:] != gc[o][:-1]]]
+            o2 = firsts[np.argsort(-score[firsts], kind="stable")]
+            if K:
+                inc = np.cumsum(Dp[o2], axis=0)
+                bad = np.any(inc > slack + captol, axis=1)
+                p = max(int(np.argmax(bad)) if bad.any() else o2.size, 1)
+            else:
+                p = o2.size
+            take = cand[o2[:p]]
+            gt = st.group[take]
+            choice[gt] = take
+            vcur[gt] = self.v[take]
+            if K:
+                Wcur[gt, :K] = st.dense(take)
+            usage = self.st.usage_of(choice)
+            if not K:
+                break
+            rest = np.ones(cand.size, dtype=bool)
+            rest[o2[:p]] = False
+            cand = np.unique(np.concatenate([cand[rest], columns_of_groups(self.st, np.sort(gt), self.pool)]))
+        return choice
+
+
+#: a fixed generic vector: ``D @ _KEY`` is a scalar key per weight-change vector (a collision only merges groups of
+#: moves in the local search, whose exchanges are checked on the counts before they are applied)
+_KEY = np.random.default_rng(12345).uniform(1.0, 2.0, MAX_KNAPSACK_ROWS)
+
+
+def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.ndarray, bestg: np.ndarray, gam: float,
+                 deadline: float = math.inf, max_rounds: int = 500, kmax: int = 2) -> tuple[np.ndarray, int]:
+    """Improve the integer counts ``y`` of the aggregated structure ``a`` (``a.mult`` members per class) by compound
+    exchanges that keep every knapsack row within capacity; returns (counts, exchanges applied).
+
+    A *move* switches one member of a class from a used option (or from choosing nothing) to another option; only
+    options that can appear in a solution better than the incumbent are targets (``delta <= gam``: the reduced-cost
+    fixing argument; ``delta`` / ``bestg`` are the Lagrangian losses of the options / of choosing nothing). Moves are
+    grouped by their weight change ``D`` (a few distinct small vectors on these instances); a *bundle* is the ``k``
+    best moves of one group (``k <= kmax``, a source used ``n`` times gives up to ``n`` copies), with weight change
+    ``k D``. An exchange is one bundle, or a bundle with a positive gain plus any other bundle, whose total weight
+    change fits the slack: e.g. a job leaving an 8-GPU option (``D = (-8, 0, 4)``) paid by two ``(4, 0, -2)`` moves.
+    The best exchange (largest value gain) is applied, until none gains."""
+    K = a.K
+    mult = a.mult if a.mult is not None else np.ones(a.G, dtype=np.int64)
+    y = y.astype(np.int64).copy()
+    vpad = np.r_[a.value, 0.0]
+    Dpad = np.vstack([a.dense(np.arange(a.n)), np.zeros((1, K))])
+    cap = a.cap
+    tol = TOL * np.maximum(1.0, cap)
+    gtol = 1e-12 * max(1.0, float(np.abs(a.value).sum()))
+    tgt_cols = np.flatnonzero(delta <= gam)
+    tgt_g = np.r_[a.group[tgt_cols], np.flatnonzero(bestg <= gam)]
+    tgt_o = np.r_[tgt_cols, np.full(tgt_g.size - tgt_cols.size, -1)]
+    o = np.argsort(tgt_g, kind="stable")
+    tgt_g, tgt_o = tgt_g[o], tgt_o[o]
+    tcnt = np.bincount(tgt_g, minlength=a.G)
+    tstart = np.r_[0, np.cumsum(tcnt)[:-1]]
+    done = 0
+    for _ in range(max_rounds):
+        if time.perf_counter() > deadline:
+            break
+        used = np.flatnonzero(y > 0)
+        none_cnt = mult - (np.add.reduceat(y, a.starts) if a.n else 0)
+        ng = np.flatnonzero(none_cnt > 0)
+        src_g = np.r_[a.group[used], ng]
+        src_o = np.r_[used, np.full(ng.size, -1)]
+        src_n = np.r_[y[used], none_cnt[ng]]
+        rep = tcnt[src_g]
+        tot = int(rep.sum())
+        if not tot:
+            break
+        ti = np.repeat(tstart[src_g] - np.cumsum(rep) + rep, rep) + np.arange(tot)
+        ms = np.repeat(src_o, rep)
+        mn = np.repeat(np.minimum(src_n, kmax), rep)
+        mt = tgt_o[ti]
+        ok = ms != mt
+        ms, mn, mt = ms[ok], mn[ok], mt[ok]
+        gain = vpad[mt] - vpad[ms]
+        D = Dpad[mt] - Dpad[ms]
+        slack = cap - (Dpad[used].T @ y[used] if used.size else np.zeros(K)) + tol
+        if K:
+            _, inv = np.unique(D @ _KEY[:K], return_inverse=True)
+        else:
+            inv = np.zeros(gain.size, dtype=np.int64)
+        # copies: a move whose source is used n times can be made min(n, kmax) times
+        cp = np.repeat(np.arange(gain.size), mn)
+        order = cp[np.lexsort((-gain[cp], inv[cp]))]
+        si = inv[order]
+        first = np.r_[True, si[1:] != si[:-1]]
+        rank = np.arange(si.size) - np.maximum.accumulate(np.where(first, np.arange(si.size), 0))
+        top = rank < kmax
+        order, si, rank = order[top], si[top], rank[top]
+        T = int(si.max()) + 1 if si.size else 0
+        cg = np.full((T, kmax + 1), -np.inf)
+        cg[:, 0] = 0.0
+        csum = np.cumsum(gain[order])
+        start = np.maximum.accumulate(np.where(rank == 0, np.arange(si.size), 0))
+        cg[si, rank + 1] = csum - csum[start] + gain[order][start]
+        Dt = np.zeros((T, K))
+        Dt[si] = D[order]
+        bt, bk = np.nonzero(np.isfinite(cg[:, 1:]))
+        bk = bk + 1
+        bg = cg[bt, bk]
+        bD = Dt[bt] * bk[:, None]
+        # exchanges: a gaining bundle alone or with up to two partner bundles of other groups. The value gain is
+        # the sum of the reduced gains plus lam . (total weight change) <= lam . slack, so a partner's reduced
+        # loss must stay below the best reduced gain plus lam . slack.
+        brg = bg - bD @ lam
+        P = np.flatnonzero((bg > gtol) | (brg > gtol))
+        if not P.size:
+            break
+        room = float(brg[P].max()) + float(lam @ np.maximum(slack, 0.0)) + gtol
+        Bq = np.flatnonzero(brg > -room)
+        q1 = np.r_[Bq, -1]
+        qa = np.repeat(q1, q1.size)
+        qb = np.tile(q1, q1.size)
+        bt_pad = np.r_[bt, -1]
+        okq = ((qa < qb) | ((qa == -1) & (qb == -1))) & ((bt_pad[qa] != bt_pad[qb]) | (qb == -1))
+        qa, qb = qa[okq], qb[okq]
+        bg_pad = np.r_[bg, 0.0]
+        bD_pad = np.vstack([bD, np.zeros((1, K))])
+        qg = bg_pad[qa] + bg_pad[qb]
+        qD = bD_pad[qa] + bD_pad[qb]
+        if K and qa.size > 64:
+            # partners with the same weight change: only the 3 best matter (the gaining bundle's group can clash
+            # with at most two of them)
+            _, qinv = np.unique(qD @ _KEY[:K], return_inverse=True)
+            qo = np.lexsort((-qg, qinv))
+            qs = qinv[qo]
+            qf = np.r_[True, qs[1:] != qs[:-1]]
+            qr = np.arange(qs.size) - np.maximum.accumulate(np.where(qf, np.arange(qs.size), 0))
+            qk = qo[qr < 3]
+            qa, qb, qg, qD = qa[qk], qb[qk], qg[qk], qD[qk]
+        live = qg > gtol - float(bg[P].max())
+        qa, qb, qg, qD = qa[live], qb[live], qg[live], qD[live]
+        tgain = bg[P][:, None] + qg[None, :]
+        fit = tgain > gtol
+        for k in range(K):  # row by row: much faster than an (P x Q x K) temporary and all(axis=2)
+            fit &= bD[P, k][:, None] + qD[:, k][None, :] <= slack[k]
+        tp = bt[P][:, None]
+        fit &= (tp != bt_pad[qa][None, :]) & (tp != bt_pad[qb][None, :])
+        if not fit.any():
+            break
+        cand = np.flatnonzero(fit.ravel())
+        cand = cand[np.argsort(-tgain.ravel()[cand], kind="stable")]
+        # apply the best exchange, then every further candidate that still fits and still gains (checked on the
+        # counts themselves: members available, capacities, true value)
+        applied = 0
+        val = float(a.value @ y)
+        for flat in cand[:64]:
+            i, j = divmod(int(flat), qa.size)
+            yy = y.copy()
+            for b in (P[i], qa[j], qb[j]):
+                if b < 0:
+                    continue
+                mv = order[si == bt[b]][: bk[b]]
+                np.subtract.at(yy, ms[mv][ms[mv] >= 0], 1)
+                np.add.at(yy, mt[mv][mt[mv] >= 0], 1)
+            if yy.min(initial=0) < 0:
+                continue
+            if a.n and np.any(np.add.reduceat(yy, a.starts) > mult):
+                continue
+            if np.any(Dpad[:-1].T @ yy > cap + tol):
+                continue
+            v2 = float(a.value @ yy)
+            if v2 <= val + gtol:
+                continue
+            y, val = yy, v2
+            applied += 1
+        if not applied:
+            break
+        done += applied
+    return y, done
+
+
+def kick_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.ndarray, bestg: np.ndarray, gam: float,
+                deadline: float, seed: int | None = None, kicks: int = 40, size: int = 3,
+                target: float = math.inf) -> tuple[np.ndarray, int]:
+    """Iterated local search on the counts ``y`` (a local optimum of :func:`local_search`): up to ``kicks`` times,
+    apply ``size`` random feasible moves to options within ``gam`` of their class's best (Lagrangian losses
+    ``delta`` / ``bestg`` as in :func:`local_search`: only such options can be in a better solution), run the local
+    search from there and keep the result when its value is higher. Stops at ``deadline`` or once the value
+    ``a.value @ y`` reaches ``target``; returns (counts, kicks that improved)."""
+    K = a.K
+    mult = a.mult if a.mult is not None else np.ones(a.G, dtype=np.int64)
+    rng = np.random.default_rng(0 if seed is None else seed)
+    Dall = a.dense(np.arange(a.n)) if K else np.zeros((a.n, 0))
+    cap = a.cap
+    tol = TOL * np.maximum(1.0, cap)
+    gtol = 1e-12 * max(1.0, float(np.abs(a.value).sum()))
+    tgt = np.flatnonzero(delta <= gam)
+    y = y.astype(np.int64).copy()
+    val = float(a.value @ y)
+    wins = 0
+    if not tgt.size:
+        return y, 0
+    for _ in range(kicks):
+        if time.perf_counter() > deadline or val >= target:
+            break
+        yk = y.copy()
+        use = Dall.T @ yk
+        moved = 0
+        for t in rng.permutation(tgt)[: 8 * size]:
+            c = a.group[t]
+            cols = np.arange(a.starts[c], a.starts[c] + a.counts[c])
+            src = cols[(yk[cols] > 0) & (cols != t)]
+            free = int(mult[c] - yk[cols].sum())
+            opts = np.r_[src, [-1] if free > 0 else []].astype(np.int64)
+            if not opts.size:
+                continue
+            s_ = int(opts[rng.integers(opts.size)])
+            D = Dall[t] - (Dall[s_] if s_ >= 0 else 0.0)
+            if np.any(use + D > cap + tol):
+                continue
+            yk[t] += 1
+            if s_ >= 0:
+                yk[s_] -= 1
+            use = use + D
+            moved += 1
+            if moved >= size:
+                break
+        if not moved:
+            continue
+        y2, _ = local_search(a, yk, lam, delta, bestg, gam, deadline)
+        v2 = float(a.value @ y2)
+        if v2 > val + gtol and not np.any(Dall.T @ y2 > cap + tol):
+            y, val = y2, v2
+            wins += 1
+    return y, wins

@@ -1,0 +1,362 @@
+"""The mckp algorithm in named steps: :class:`MckpSolver` (aggregate -> dual -> repair -> local search -> kicks ->
+core step -> residual closure), its :class:`MckpOptions` and its :class:`MckpOutcome`."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from ..results import Limit, SolveResult, Termination, TerminationReason
+from .aggregate import Aggregate, aggregate
+from .dual import ColumnSet, DualResult, LagrangianDual
+from .exact import ResidualClosure
+from .heuristics import GreedyRepair, kick_search, local_search
+from .structure import MckpStructure
+
+__all__ = ["MckpOptions", "MckpOutcome", "MckpSolver"]
+
+log = logging.getLogger("schedopt.mckp")
+
+
+@dataclass(frozen=True)
+class MckpOptions:
+    """The options of the mckp algorithm (``schedopt.solve(model, "mckp", exact=False, ...)``).
+
+    ``kick_seconds=None`` means 0.03 s, or 0.005 s when ``mip_rel_gap < 1e-5`` (there the kicks can seldom give a
+    proof and only shrink the residual problem). ``residual_backend=None``: CP-SAT when OR-Tools is installed,
+    else HiGHS; ``residual_form``: ``"auto"`` (integer counts for CP-SAT, binaries per member otherwise),
+    ``"integer"`` or ``"binary"``."""
+
+    exact: bool = True
+    local_search: bool = True
+    kick_seconds: float | None = None
+    kicks: int = 40
+    kick_size: int = 3
+    residual_backend: str | None = None
+    residual_form: str = "auto"
+    max_dual_iterations: int = 500
+    dual_tolerance: float = 1e-10
+    core_columns: int = 2000
+
+    @classmethod
+    def known(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def from_mapping(cls, options: Mapping[str, Any]) -> MckpOptions:
+        """Options checked by name and type: an unknown name raises :class:`InputError` listing the known ones."""
+        known = cls.known()
+        for name in options:
+            if name not in known:
+                raise InputError(f"options.{name}", options[name], f"is no mckp option; known: {', '.join(known)}")
+        vals: dict[str, Any] = {}
+        for name, v in options.items():
+            if name in ("exact", "local_search"):
+                if not isinstance(v, (bool, np.bool_)):
+                    raise InputError(f"options.{name}", v, "must be True or False")
+                vals[name] = bool(v)
+            elif name in ("kicks", "kick_size", "max_dual_iterations", "core_columns"):
+                if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < (0 if name == "kicks" else 1):
+                    raise InputError(f"options.{name}", v, "must be a positive integer" if name != "kicks"
+                                     else "must be a non-negative integer")
+                vals[name] = int(v)
+            elif name in ("kick_seconds", "dual_tolerance"):
+                if v is None and name == "kick_seconds":
+                    vals[name] = None
+                    continue
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                    raise InputError(f"options.{name}", v, "must be a finite non-negative number")
+                vals[name] = float(v)
+            elif name == "residual_backend":
+                if v is not None and not isinstance(v, str):
+                    raise InputError(f"options.{name}", v, "must be a backend name or None")
+                vals[name] = v
+            elif name == "residual_form":
+                if v not in ("auto", "integer", "binary"):
+                    raise InputError(f"options.{name}", v, "must be 'auto', 'integer' or 'binary'")
+                vals[name] = v
+        return cls(**vals)
+
+
+@dataclass(frozen=True)
+class MckpOutcome:
+    """How :meth:`MckpSolver.run` ended: the termination, the choice (one column of the structure or -1 per group;
+    None without a solution), the bound in the model's sense, and the figures of every phase."""
+
+    termination: Termination
+    choice: np.ndarray | None
+    bound: float
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+class MckpSolver:
+    """The exact solver for one presolved structure ``st`` (from :func:`~schedopt.mckp.analyze`).
+
+    Steps (each a method; :meth:`run` calls them in order and stops as soon as the gap is closed or time is up):
+    :meth:`aggregate_groups`, :meth:`solve_dual`, :meth:`repair`, :meth:`local_search`, :meth:`kicks`,
+    :meth:`core_step`, :meth:`residual_step`. ``sub_solve`` (``schedopt.solve``) solves the residual problems of
+    the exact mode; without it the exact mode ends FEASIBLE with its bound."""
+
+    def __init__(self, st: MckpStructure, *, mip_rel_gap: float | None = 1e-6, time_limit: float | None = None,
+                 seed: int = 0, threads: int = 1, warm_start: np.ndarray | None = None,
+                 options: MckpOptions | None = None, sub_solve: Callable[..., SolveResult] | None = None,
+                 verbose: bool = False, t_start: float | None = None) -> None:
+        self.st = st
+        self.opts = options or MckpOptions()
+        self.gap_tol = 1e-4 if mip_rel_gap is None else float(mip_rel_gap)
+        self.seed = seed
+        self.threads = threads
+        self.warm_start = warm_start
+        self.sub_solve = sub_solve
+        self.verbose = verbose
+        t0 = time.perf_counter() if t_start is None else t_start
+        self.deadline = t0 + (math.inf if time_limit is None else float(time_limit))
+        self.sign = 1.0 if st.maximize else -1.0
+        self.stats: dict[str, Any] = dict(st.stats)
+        self.phases: dict[str, float] = {"detect": st.stats.get("detect_seconds", 0.0)}
+        self.stats["phase_seconds"] = self.phases
+        # state, filled by the steps
+        self.agg: Aggregate
+        self.dual: DualResult
+        self.repairer: GreedyRepair
+        self.choice = np.full(st.G, -1, dtype=np.int64)
+        self.UB = math.inf  # maximisation form
+        self.LB = -math.inf
+        self.delta = np.zeros(0)
+        self.bestg = np.zeros(0)
+
+    # ---------------------------------------------------------------- helpers
+    def time_left(self) -> float:
+        return self.deadline - time.perf_counter()
+
+    def _say(self, msg: str, *args: Any) -> None:
+        log.log(logging.INFO if self.verbose else logging.DEBUG, msg, *args)
+
+    def within(self, ub: float, lb: float) -> bool:
+        """Whether the bound ``ub`` proves ``lb`` optimal within ``mip_rel_gap`` (maximisation form)."""
+        return ub - lb <= max(self.gap_tol * max(abs(lb), 1e-10), 1e-9 * max(1.0, abs(lb)))
+
+    def adopt(self, choice: np.ndarray) -> bool:
+        """Take ``choice`` as the incumbent when it fits and is better; returns whether it was taken."""
+        if self.st.fits(choice) and self.st.value_of(choice) > self.LB:
+            self.choice, self.LB = choice, self.st.value_of(choice)
+            return True
+        return False
+
+    def _end(self, reason: TerminationReason, limit: Limit | None, detail: str, bound: float,
+             with_choice: bool = True) -> MckpOutcome:
+        self._say("mckp: %s (objective %.10g, bound %.10g)", detail, self.sign * self.LB, self.sign * bound)
+        return MckpOutcome(Termination(reason, limit, detail), self.choice.copy() if with_choice else None,
+                           self.sign * bound, self.stats)
+
+    def _timed(self, phase: str, t0: float) -> None:
+        self.phases[phase] = time.perf_counter() - t0
+
+    # ---------------------------------------------------------------- steps
+    def aggregate_groups(self) -> None:
+        """Collapse identical groups into classes (the dual and the exact mode run on the classes)."""
+        t = time.perf_counter()
+        self.agg = aggregate(self.st)
+        self.stats["classes"] = self.agg.classes
+        self.stats["aggregated_columns"] = self.agg.st.n
+        self._timed("aggregate", t)
+
+    def solve_dual(self) -> None:
+        """Minimise the Lagrangian function on the classes: the bound ``UB`` and the prices."""
+        t = time.perf_counter()
+        d = LagrangianDual(self.agg.st, deadline=self.deadline, seed=self.seed,
+                           tolerance=self.opts.dual_tolerance, max_iterations=self.opts.max_dual_iterations)
+        self.dual = d.solve()
+        self.dual_pool = d.pool
+        self.UB = self.dual.best.L + self.st.const
+        self._timed("dual", t)
+        self.stats.update({
+            "dual_iterations": self.dual.iterations, "oracle_columns": d.oracle_columns,
+            "sample_iterations": d.sample_iterations, "pool_columns": int(d.pool.idx.size),
+            "prices": dict(zip(self.st.knap_labels, self.dual.lam.tolist())), "lagrangian_bound": self.sign * self.UB,
+        })
+        bestg = np.maximum(self.dual.gmax, 0.0)  # per class
+        self.bestg = bestg
+        # reduced-cost loss of each aggregated column against its class's best (>= 0)
+        self.delta = bestg[self.agg.st.group] - self.dual.rc
+        self._say("mckp: dual bound %.10g after %d oracle calls", self.sign * self.UB, self.dual.iterations)
+
+    def repair(self) -> None:
+        """Make the Lagrangian choice feasible on the original groups and improve it greedily; a feasible warm
+        start, improved the same way, replaces it when better."""
+        t = time.perf_counter()
+        st, agg, ast = self.st, self.agg, self.agg.st
+        if self.dual_pool.idx.size == ast.n:
+            pool = ColumnSet(st)
+        else:
+            inpool = np.zeros(ast.n, dtype=bool)
+            inpool[self.dual_pool.idx] = True
+            pool = ColumnSet(st, np.flatnonzero(inpool[agg.col_map]))
+        self.repairer = GreedyRepair(st, pool, self.deadline)
+        self.choice = self.repairer.repair(agg.expand(self.dual.best.choice), self.dual.lam)
+        self.LB = st.value_of(self.choice)
+        if self.warm_start is not None:
+            ch = self._warm_choice(self.warm_start)
+            if ch is not None:
+                ch = self.repairer.improve(ch)
+                if st.value_of(ch) > self.LB:
+                    self.choice, self.LB = ch, st.value_of(ch)
+        self._timed("repair", t)
+        self.stats["repair_objective"] = self.sign * self.LB
+        self._say("mckp: repaired incumbent %.10g", self.sign * self.LB)
+
+    def _warm_choice(self, ws: np.ndarray) -> np.ndarray | None:
+        """The group choice of a full 0/1 warm start, or None when it is not a feasible choice of the structure."""
+        st = self.st
+        ws = np.asarray(ws, dtype=float)
+        if ws.shape != (st.n_cols,) or not np.all(np.isfinite(ws)):
+            return None
+        # columns the presolve removed (forced ones, ones that never help) are left out: dropping them never hurts
+        on = np.flatnonzero(ws > 0.5)
+        pos = np.full(st.n_cols, -1, dtype=np.int64)
+        pos[st.cols] = np.arange(st.n)
+        p = pos[on]
+        p = p[p >= 0]
+        if np.unique(st.group[p]).size != p.size:
+            return None  # two columns of one group
+        ch = np.full(st.G, -1, dtype=np.int64)
+        ch[st.group[p]] = p
+        return ch if st.fits(ch) else None
+
+    def local_search(self) -> None:
+        """Exchanges of up to three bundles of moves on the aggregated counts at the final prices."""
+        agg, ast = self.agg, self.agg.st
+        if not (ast.n and self.UB - self.LB > 0 and self.opts.local_search):
+            return
+        gam = self.UB - self.LB + 1e-9 * max(1.0, abs(self.UB))
+        y1, nmoves = local_search(ast, agg.counts(self.choice), self.dual.lam, self.delta, self.bestg, gam,
+                                  self.deadline)
+        self.stats["local_search_moves"] = nmoves
+        if nmoves:
+            self.adopt(agg.disaggregate(y1))
+
+    def kicks(self) -> None:
+        """A few ms of iterated local search with random kicks, when the gap is still open."""
+        agg, ast = self.agg, self.agg.st
+        if not (ast.n and self.UB - self.LB > 0 and self.opts.local_search):
+            return
+        kb = self.opts.kick_seconds
+        if kb is None:
+            kb = 0.03 if self.gap_tol >= 1e-5 else 0.005
+        if kb <= 0 or self.within(self.UB, self.LB):
+            return
+        gam = self.UB - self.LB + 1e-9 * max(1.0, abs(self.UB))
+        target = self.UB - self.st.const - self.gap_tol * max(abs(self.UB), 1e-10)
+        y2, wins = kick_search(ast, agg.counts(self.choice), self.dual.lam, self.delta, self.bestg, gam,
+                               min(self.deadline, time.perf_counter() + kb), self.seed, self.opts.kicks,
+                               self.opts.kick_size, target)
+        self.stats["kick_improvements"] = wins
+        if wins:
+            self.adopt(agg.disaggregate(y2))
+
+    def _closure(self) -> ResidualClosure:
+        assert self.sub_solve is not None
+        c = ResidualClosure(self.agg, self.delta, self.bestg, self.sub_solve, backend=self.opts.residual_backend,
+                            form=self.opts.residual_form, gap_tol=self.gap_tol, threads=self.threads, seed=self.seed)
+        self.stats["residual_backend"] = c.backend
+        self.stats["residual_form"] = c.form
+        return c
+
+    def _eps(self) -> float:
+        return 1e-9 * max(1.0, abs(self.UB))
+
+    def _restricted(self, closure: ResidualClosure, tau: float, time_limit: float | None) -> Any:
+        gam = max(self.UB - self.LB, 0.0) + self._eps()
+        rs = closure.restricted(self.agg.counts(self.choice), gam, tau, time_limit)
+        if rs.counts is not None:
+            self.adopt(self.agg.disaggregate(rs.counts))
+        return rs
+
+    def core_step(self, closure: ResidualClosure) -> None:
+        """When many options are close to their class's best: solve among the ``core_columns`` closest first (a
+        large-neighbourhood search around the incumbent); a better incumbent shrinks the residual problem."""
+        core_max = self.opts.core_columns
+        gap_abs = max(self.UB - self.LB, 0.0)
+        if int(np.count_nonzero(self.delta <= gap_abs + self._eps())) <= core_max:
+            return
+        t = time.perf_counter()
+        tau = float(np.partition(self.delta, core_max - 1)[core_max - 1]) + self._eps()
+        left = self.time_left()
+        rs = self._restricted(closure, tau, None if math.isinf(left) else max(left, 0.0) / 2)
+        self._timed("core", t)
+        self.stats["core_columns"] = rs.columns
+        self.stats["core_objective"] = self.sign * self.LB
+        if rs.result is not None:
+            self.stats["core_status"] = str(rs.result.termination)
+
+    def residual_step(self, closure: ResidualClosure) -> MckpOutcome:
+        """Reduced-cost fixing at the gap, then the residual problem: a proof or the best bound found."""
+        t = time.perf_counter()
+        left = self.time_left()
+        gap_abs = max(self.UB - self.LB, 0.0)
+        rs = self._restricted(closure, gap_abs + self._eps(), None if math.isinf(left) else max(left, 0.0))
+        self._timed("residual", t)
+        self.stats["columns_fixed"] = rs.fixed
+        self.stats["residual_columns"] = rs.columns
+        r = rs.result
+        T = TerminationReason
+        if r is None:
+            return self._end(T.OPTIMAL, None, "reduced-cost fixing left nothing to improve", self.LB)
+        self.stats["residual_status"] = str(r.termination)
+        self.stats["residual_stats"] = dict(r.stats)
+        if r.termination.reason is T.INFEASIBLE:
+            # no choice among the options left improves on the incumbent: it is optimal
+            return self._end(T.OPTIMAL, None, "the residual problem has no improving solution", self.LB)
+        # every solution better than the incumbent at the time of the fixing lies in the residual problem
+        res_bound = r.bound if not math.isnan(r.bound) else math.inf
+        bound = min(self.UB, max(self.LB, res_bound))
+        if self.within(bound, self.LB):
+            return self._end(T.OPTIMAL, None, "residual problem solved", max(bound, self.LB))
+        # the residual solver's own OPTIMAL is not trusted on its word: without the bound it is not a proof
+        limit = r.termination.limit or Limit.OTHER
+        return self._end(T.FEASIBLE, limit, f"residual problem: {r.termination}", bound)
+
+    # ---------------------------------------------------------------- the whole run
+    def run(self) -> MckpOutcome:
+        """Every step in order; OPTIMAL only with a proof (bound within ``mip_rel_gap``), FEASIBLE with the
+        limit hit otherwise (``Limit.HEURISTIC`` when ``exact=False`` stops before the exact mode)."""
+        T = TerminationReason
+        st = self.st
+        if st.infeasible:
+            self.stats["phase_seconds"] = self.phases
+            return MckpOutcome(Termination(T.INFEASIBLE, None, st.infeasible), None, -self.sign * math.inf,
+                               self.stats)
+        self.aggregate_groups()
+        self.solve_dual()
+        self.repair()
+        t = time.perf_counter()
+        self.local_search()
+        self.kicks()
+        self._timed("local_search", t)
+        self.stats["local_search_objective"] = self.sign * self.LB
+        self.stats["gap_after_repair"] = max(self.UB - self.LB, 0.0) / max(abs(self.LB), 1e-10)
+        if self.within(self.UB, self.LB):
+            return self._end(T.OPTIMAL, None, "Lagrangian bound met by the repaired and locally improved solution",
+                             max(self.UB, self.LB))
+        if self.time_left() <= 0:
+            return self._end(T.FEASIBLE, Limit.TIME, "time limit after the repair", self.UB)
+        if not self.opts.exact:
+            return self._end(T.FEASIBLE, Limit.HEURISTIC, "exact=False: repaired solution with its bound", self.UB)
+        if self.sub_solve is None:
+            return self._end(T.FEASIBLE, Limit.OTHER, "no sub-solver given for the exact mode: repaired solution "
+                             "with its bound", self.UB)
+        closure = self._closure()
+        self.core_step(closure)
+        if "core" in self.phases:
+            if self.within(self.UB, self.LB):
+                return self._end(T.OPTIMAL, None, "Lagrangian bound met by the core solution", max(self.UB, self.LB))
+            if self.time_left() <= 0:
+                return self._end(T.FEASIBLE, Limit.TIME, "time limit after the core step", self.UB)
+        return self.residual_step(closure)
