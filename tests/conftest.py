@@ -7,3 +7,24 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+# ------------------------------------------------------------------ every backend, python-mip style
+import pytest  # noqa: E402
+
+import schedopt  # noqa: E402
+
+
+def _backend_params() -> list:
+    """Every registered backend: installed ones run, missing ones are skipped with the reason."""
+    out = []
+    for name, info in sorted(schedopt.available_backends(include_missing=True).items()):
+        marks = () if info.available else (pytest.mark.skip(reason=f"backend {name!r} not installed: {info.reason}"),)
+        out.append(pytest.param(name, marks=marks, id=name))
+    return out
+
+
+@pytest.fixture(params=_backend_params())
+def any_backend(request: pytest.FixtureRequest) -> str:
+    """The name of one backend: tests taking this fixture run once per installed backend."""
+    return request.param
