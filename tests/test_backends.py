@@ -352,3 +352,14 @@ def test_cpsat_reaches_the_requested_relative_gap_on_small_objectives():
     b = schedopt.solve(m, "cpsat", mip_rel_gap=1e-9)
     assert b.termination.reason is TR.OPTIMAL
     assert b.objective == pytest.approx(a.objective, rel=1e-8, abs=0)
+
+
+def test_registered_backends_lists_missing_ones_too():
+    from schedopt.backends import registered_backends
+
+    reg = registered_backends()
+    assert set(schedopt.available_backends()) <= set(reg)
+    assert set(reg) == set(schedopt.available_backends(include_missing=True))
+    assert reg["highs"].name == "highs"
+    reg.pop("highs")  # a copy: the registry is untouched
+    assert "highs" in registered_backends()

@@ -16,7 +16,16 @@ from typing import Any
 from ..errors import BackendUnavailableError
 from .base import Backend, Capabilities, SolveParams
 
-__all__ = ["Backend", "BackendInfo", "Capabilities", "SolveParams", "available_backends", "get_backend", "register_backend"]
+__all__ = [
+    "Backend",
+    "BackendInfo",
+    "Capabilities",
+    "SolveParams",
+    "available_backends",
+    "get_backend",
+    "register_backend",
+    "registered_backends",
+]
 
 _REGISTRY: dict[str, Backend] = {}
 
@@ -51,6 +60,12 @@ def get_backend(name: str) -> Backend:
     if not ok:
         raise BackendUnavailableError(name, why)
     return b
+
+
+def registered_backends() -> dict[str, Backend]:
+    """Every registered backend by name, installed or not (a copy: registering goes through
+    :func:`register_backend`)."""
+    return dict(_REGISTRY)
 
 
 def available_backends(include_missing: bool = False) -> dict[str, BackendInfo]:
