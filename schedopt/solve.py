@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -85,6 +86,7 @@ def solve(
     seed: int = 0,
     warm_start: Any = None,
     verbose: bool = False,
+    raw_options: Mapping[str, Any] | None = None,
     **backend_options: Any,
 ) -> SolveResult:
     """Solve ``model`` (a :class:`LinearModel` or a :class:`~schedopt.problem.Formulation`, whose model and
@@ -94,6 +96,10 @@ def solve(
     ``result.raise_for_status()``. Raises :class:`~schedopt.errors.InputError` for bad parameters and
     :class:`~schedopt.errors.BackendUnavailableError` / :class:`~schedopt.errors.BackendCapabilityError` when the
     backend is missing or cannot solve this kind of model, all before any solve.
+
+    ``backend_options`` are checked against what the backend knows (an unknown name is an ``InputError`` naming it
+    and listing the known ones); ``raw_options`` go to the solver verbatim, unchecked (the escape hatch for options
+    schedopt does not list).
     """
     from .backends import get_backend
     from .backends.base import SolveParams
@@ -124,6 +130,9 @@ def solve(
     why = b.check_model(model)
     if why:
         raise BackendCapabilityError(name, why)
+    b.check_options(backend_options)
+    if raw_options is not None and not isinstance(raw_options, Mapping):
+        raise InputError("raw_options", raw_options, "must be a mapping of solver option names to values")
     if warm_start is not None:
         if not b.capabilities.warm_start:
             raise BackendCapabilityError(name, "it takes no warm start")
@@ -138,7 +147,7 @@ def solve(
         seed=seed,
         warm_start=warm_start,
         verbose=verbose,
-        options=dict(backend_options),
+        options={**backend_options, **dict(raw_options or {})},
         sub_solve=solve,
     )
     t0 = time.perf_counter()
@@ -171,6 +180,7 @@ def solve(
         "threads": threads,
         "seed": seed,
         **backend_options,
+        **dict(raw_options or {}),
     }
     return res.replace(**changes)
 

@@ -363,3 +363,29 @@ def test_registered_backends_lists_missing_ones_too():
     assert reg["highs"].name == "highs"
     reg.pop("highs")  # a copy: the registry is untouched
     assert "highs" in registered_backends()
+
+
+@pytest.mark.parametrize(
+    ("backend", "good", "typo"),
+    [("highs", {"presolve": "off"}, "presolv"), ("scipy", {"presolve": True}, "presolv"),
+     ("cpsat", {"num_workers": 1}, "num_worker"), ("mathopt", {"solver": "gscip"}, "solvr"),
+     ("pyomo", {"presolve": "off"}, "presolv"), ("mckp", {"exact": True}, "exakt")],
+)
+def test_solver_options_are_checked_by_name(backend, good, typo):
+    if backend not in schedopt.available_backends():
+        pytest.skip(f"{backend} not installed")
+    m = knapsack()
+    assert schedopt.solve(m, backend, **good).objective == pytest.approx(9.0)
+    with pytest.raises(InputError, match=rf"options\.{typo}=.*is not a {backend} option") as ei:
+        schedopt.solve(m, backend, **{typo: good[next(iter(good))]})
+    assert ei.value.field == f"options.{typo}"
+    assert next(iter(good)) in str(ei.value)  # the closest known name is listed
+
+
+def test_raw_options_pass_through_unchecked():
+    m = knapsack()
+    # handed to HiGHS verbatim (no name check) and recorded in the result's params
+    r = schedopt.solve(m, "highs", raw_options={"mip_feasibility_tolerance": 1e-7})
+    assert r.objective == pytest.approx(9.0) and r.params["mip_feasibility_tolerance"] == 1e-7
+    with pytest.raises(InputError, match="raw_options"):
+        schedopt.solve(m, "highs", raw_options=[("presolve", "off")])

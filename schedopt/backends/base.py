@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..errors import InputError
 from ..results import Limit, SolveResult, Termination, TerminationReason, Timings
 
 if TYPE_CHECKING:
@@ -89,6 +91,31 @@ class Backend:
         solves; benchmarks call it before measuring."""
         for mod in self.requires:
             importlib.import_module(mod)
+
+    def known_options(self) -> frozenset[str] | None:
+        """The names of the solver options this backend accepts as ``schedopt.solve(..., name=value)``, checked
+        before any solve; ``None``: the backend declares none and its options are not checked (third-party
+        backends that do not override this)."""
+        return None
+
+    def check_options(self, options: Mapping[str, Any]) -> None:
+        """Raise :class:`~schedopt.errors.InputError` naming the first option this backend does not know, with the
+        closest known names (all of them when there are few) and the escape hatch (``raw_options``)."""
+        known = self.known_options()
+        if known is None:
+            return
+        for name, value in options.items():
+            if name in known:
+                continue
+            names = sorted(known)
+            close = difflib.get_close_matches(name, names, n=5)
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            listing = ", ".join(names) if len(names) <= 40 else f"{len(names)} options, e.g. {', '.join(close or names[:10])}"
+            raise InputError(
+                f"options.{name}", value,
+                f"is not a {self.name} option{hint}; known: {listing}. Options schedopt does not list go to the "
+                "solver unchecked through raw_options={...}",
+            )
 
     def check_model(self, model: LinearModel) -> str | None:
         """Why this backend cannot solve ``model`` (``None`` when it can)."""

@@ -65,6 +65,12 @@ class CpSatBackend(Backend):
             return "variable bounds beyond 2^50"
         return None
 
+    def known_options(self) -> frozenset[str]:
+        """The fields of CP-SAT's ``SatParameters``."""
+        from ortools.sat.python import cp_model
+
+        return frozenset(a[len("clear_"):] for a in dir(cp_model.CpSolver().parameters) if a.startswith("clear_"))
+
     def solve(self, model: LinearModel, params: SolveParams) -> SolveResult:
         from ortools.sat.python import cp_model
 

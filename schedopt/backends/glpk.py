@@ -41,6 +41,13 @@ class GlpkBackend(Backend):
 
         return str(swiglpk.glp_version())
 
+    def known_options(self) -> frozenset[str]:
+        """The fields of GLPK's ``glp_iocp`` (MIP) and ``glp_smcp`` (simplex) parameter structs."""
+        import swiglpk as g
+
+        return frozenset(a for obj in (g.glp_iocp(), g.glp_smcp()) for a in dir(obj)
+                         if not a.startswith("_") and a not in ("this", "thisown"))
+
     def solve(self, model: LinearModel, params: SolveParams) -> SolveResult:
         import swiglpk as g
 

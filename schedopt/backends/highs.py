@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from typing import TYPE_CHECKING
@@ -32,11 +33,23 @@ _LIMITS = {
 }
 
 
+@functools.cache
+def highs_option_names() -> frozenset[str]:
+    """Every HiGHS option name (read from ``highspy.Highs().getOptions()``; asking HiGHS about an unknown name
+    would print an error line)."""
+    import highspy
+
+    return frozenset(a for a in dir(highspy.Highs().getOptions()) if not a.startswith("_"))
+
+
 class HighsBackend(Backend):
     name = "highs"
     capabilities = Capabilities(lp=True, mip=True, duals=True, iis=True, warm_start=True)
     requires = ("highspy",)
     install_hint = "pip install highspy==1.12.0"
+
+    def known_options(self) -> frozenset[str]:
+        return highs_option_names()
 
     def version(self) -> str:
         import highspy

@@ -61,6 +61,14 @@ class MathOptBackend(Backend):
 
         return ortools.__version__
 
+    def known_options(self) -> frozenset[str]:
+        """``solver`` (gscip, glop, cp_sat, pdlp, highs, ...) and the fields of ``mathopt.SolveParameters``."""
+        import dataclasses
+
+        from ortools.math_opt.python import mathopt
+
+        return frozenset({"solver"} | {f.name for f in dataclasses.fields(mathopt.SolveParameters)})
+
     def solve(self, model: LinearModel, params: SolveParams) -> SolveResult:
         from ortools.math_opt.python import mathopt
 

@@ -48,6 +48,9 @@ class MckpBackend(Backend):
     def version(self) -> str:
         return "1.0"
 
+    def known_options(self) -> frozenset[str]:
+        return frozenset(MckpOptions.known())
+
     def check_model(self, model: LinearModel) -> str | None:
         arr = model.to_arrays()
         if not arr.is_mip:

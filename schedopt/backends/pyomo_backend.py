@@ -34,6 +34,13 @@ class PyomoBackend(Backend):
 
         return str(pyomo.version.version)
 
+    def known_options(self) -> frozenset[str]:
+        """``solver`` (a pyomo solver name) and HiGHS's options (passed as ``solver_options``); another solver's
+        options go through ``raw_options``."""
+        from .highs import highs_option_names
+
+        return frozenset({"solver"}) | highs_option_names()
+
     def solve(self, model: LinearModel, params: SolveParams) -> SolveResult:
         from pyomo.contrib.solver.common.factory import SolverFactory
         from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition

@@ -26,6 +26,12 @@ class ScipyBackend(Backend):
     def version(self) -> str:
         return scipy.__version__
 
+    def known_options(self) -> frozenset[str]:
+        # scipy.optimize.milp's options and linprog(method="highs")'s
+        return frozenset({"disp", "presolve", "time_limit", "node_limit", "mip_rel_gap", "maxiter",
+                          "dual_feasibility_tolerance", "primal_feasibility_tolerance", "ipm_optimality_tolerance",
+                          "simplex_dual_edge_weight_strategy"})
+
     def solve(self, model: LinearModel, params: SolveParams) -> SolveResult:
         arr = model.to_arrays()
         sign = -1.0 if arr.maximize else 1.0
