@@ -6,6 +6,7 @@ infeasibility) import no backend at module level.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 import warnings
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from .backends.base import Backend
 
 __all__ = ["default_backend", "solve"]
+
+log = logging.getLogger("schedopt")
 
 
 def _structure_of(model: LinearModel, structure: Structure | None = None) -> Structure:
@@ -182,7 +185,9 @@ def solve(
         **backend_options,
         **dict(raw_options or {}),
     }
-    return res.replace(**changes)
+    res = res.replace(**changes)
+    log.log(logging.INFO if verbose else logging.DEBUG, "%s", res.summary())
+    return res
 
 
 def empty_model_result(model: LinearModel, backend: str) -> SolveResult:

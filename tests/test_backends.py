@@ -389,3 +389,34 @@ def test_raw_options_pass_through_unchecked():
     assert r.objective == pytest.approx(9.0) and r.params["mip_feasibility_tolerance"] == 1e-7
     with pytest.raises(InputError, match="raw_options"):
         schedopt.solve(m, "highs", raw_options=[("presolve", "off")])
+
+
+def test_c_level_stdout_goes_to_stderr_while_solving(capfd):
+    import os
+
+    from schedopt.stdio import stdout_to_stderr
+
+    with stdout_to_stderr():
+        os.write(1, b"from C\n")
+    os.write(1, b"after\n")
+    out, err = capfd.readouterr()
+    assert out == "after\n" and err == "from C\n"
+    schedopt.solve(knapsack(), "highs")  # a silent MIP solve writes nothing to stdout
+    assert capfd.readouterr().out == ""
+
+
+def test_verbose_mckp_logs_its_phases_at_info(caplog, capfd):
+    import logging
+
+    m = knapsack()
+    with caplog.at_level(logging.INFO, logger="schedopt"):
+        schedopt.solve(m, "mckp", verbose=True)
+    msgs = [r.getMessage() for r in caplog.records if r.name.startswith("schedopt")]
+    assert any(s.startswith("mckp: dual bound") for s in msgs)
+    assert any(s.startswith("mckp: repaired incumbent") for s in msgs)
+    assert any(s.startswith("mckp: ") and "(objective 9, bound 9)" in s for s in msgs)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="schedopt"):
+        schedopt.solve(m, "mckp")  # not verbose: nothing at INFO
+    assert not [r for r in caplog.records if r.levelno >= logging.INFO and r.name.startswith("schedopt")]
+    assert capfd.readouterr().out == ""

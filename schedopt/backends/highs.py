@@ -11,6 +11,7 @@ import numpy as np
 
 from ..export import to_highs
 from ..results import Limit, SolveResult, TerminationReason
+from ..stdio import stdout_to_stderr
 from .base import Backend, Capabilities, SolveParams
 
 if TYPE_CHECKING:
@@ -77,7 +78,8 @@ class HighsBackend(Backend):
             sol.value_valid = True
             h.setSolution(sol)
         t1 = time.perf_counter()
-        h.run()
+        with stdout_to_stderr(arr.is_mip and not params.verbose):
+            h.run()
         t2 = time.perf_counter()
         ms = h.getModelStatus()
         sname = ms.name if hasattr(ms, "name") else str(ms).split(".")[-1]
