@@ -70,10 +70,26 @@ def write_mps(model: LinearModel, path: str) -> None:
     _write(model, path, ".mps")
 
 
-def _index(shape: tuple[int, ...]) -> list[Any]:
+def _simple_unique(labels: Any) -> bool:
+    """Labels usable as a pyomo index: unique strings or integers (not booleans)."""
+    vals = list(labels)
+    ok = all(isinstance(v, (str, int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in vals)
+    return ok and len(set(vals)) == len(vals)
+
+
+def _index(shape: tuple[int, ...], labels: Any = None) -> list[Any]:
+    """The pyomo index of a block: its labels per axis when they are unique strings / integers (``x["j3", "c5"]``),
+    positions otherwise (``x[3, 5]``)."""
+    axes: list[list[Any]] = []
+    for a, n in enumerate(shape):
+        lab = labels[a] if labels is not None and labels[a] is not None else None
+        if lab is not None and len(lab) == n and _simple_unique(lab):
+            axes.append([v.item() if isinstance(v, np.integer) else v for v in lab])
+        else:
+            axes.append(list(range(n)))
     if len(shape) == 1:
-        return list(range(shape[0]))
-    return [tuple(int(i) for i in idx) for idx in np.ndindex(*shape)]
+        return axes[0]
+    return [tuple(axes[a][i] for a, i in enumerate(idx)) for idx in np.ndindex(*shape)]
 
 
 def rest_point(arr: Any) -> np.ndarray:
@@ -83,7 +99,9 @@ def rest_point(arr: Any) -> np.ndarray:
 
 
 def to_pyomo(model: LinearModel) -> Any:
-    """A pyomo ``ConcreteModel``: ``m.<block>[i, j]`` variables, ``m.<family>[row]`` constraints, ``m.objective``.
+    """A pyomo ``ConcreteModel``: ``m.<block>[i, j]`` variables, ``m.<family>[row]`` constraints, ``m.objective``,
+    indexed by the model's labels where they are unique strings or integers (``m.x["j3", "c5"]``,
+    ``m.gpu_capacity["t4"]``), by positions otherwise.
 
     ``m._schedopt_vars`` lists every pyomo variable in the model's column order.
     """
@@ -97,7 +115,7 @@ def to_pyomo(model: LinearModel) -> Any:
         lo = arr.col_lower[b.start : b.stop]
         up = arr.col_upper[b.start : b.stop]
         integ = bool(arr.integrality[b.start : b.stop].any())
-        idx = _index(b.shape) if b.shape else [None]
+        idx = _index(b.shape, b.labels) if b.shape else [None]
         pos = {k: i for i, k in enumerate(idx)}
 
         def bounds(_m, *key, lo=lo, up=up, pos=pos):
@@ -113,9 +131,14 @@ def to_pyomo(model: LinearModel) -> Any:
         cols.extend(var[k] for k in idx) if b.shape else cols.append(var)
     A = arr.A.tocsr()
     for f in model.families.values():
+        if f.labels is not None and len(f.labels) == f.size and _simple_unique(f.labels):
+            rows = [v.item() if isinstance(v, np.integer) else v for v in f.labels]
+        else:
+            rows = list(range(f.size))
+        rpos = {k: i for i, k in enumerate(rows)}
 
-        def rule(_m, r, f=f):
-            g = f.start + r
+        def rule(_m, key, f=f, rpos=rpos):
+            g = f.start + rpos[key]
             s, e = A.indptr[g], A.indptr[g + 1]
             lo = arr.row_lower[g]
             up = arr.row_upper[g]
@@ -124,7 +147,7 @@ def to_pyomo(model: LinearModel) -> Any:
             )
             return (None if not np.isfinite(lo) else float(lo), expr, None if not np.isfinite(up) else float(up))
 
-        pm.add_component(f.name, pyo.Constraint(range(f.size), rule=rule))
+        pm.add_component(f.name, pyo.Constraint(rows, rule=rule))
     nz = np.flatnonzero(arr.c)
     obj = LinearExpression(
         constant=float(arr.constant), linear_coefs=arr.c[nz].tolist(), linear_vars=[cols[j] for j in nz]

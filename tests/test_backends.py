@@ -239,7 +239,27 @@ def test_to_pyomo_same_optimum():
 
     SolverFactory("highs").solve(pm)
     assert pyo.value(pm.objective) == pytest.approx(5)
-    assert pyo.value(pm.x[0, 1]) == pytest.approx(1)
+    # indexed by the model's labels (j0 -> m1 is in the unique optimum), rows by their labels too
+    assert pyo.value(pm.x["j0", "m1"]) == pytest.approx(1) and pyo.value(pm.x["j0", "m0"]) == pytest.approx(0)
+    assert set(pm.one_machine_per_job.keys()) == {"j0", "j1", "j2"}
+    # a block without labels keeps positions
+    k = knapsack()
+    k.add_variables("y", 2, kind="binary")
+    assert set(k.to_pyomo().y.keys()) == {0, 1}
+
+
+@pytest.mark.parametrize("solver", ["highs", "appsi_highs"])
+def test_pyomo_backend_current_and_appsi_solver_names(solver):
+    r = schedopt.solve(assignment(), "pyomo", solver=solver)
+    assert r.termination.reason is TR.OPTIMAL and r.objective == pytest.approx(5)
+    assert r.stats["solver"] == solver
+    r = schedopt.solve(knapsack(), "pyomo", solver=solver, time_limit=10)
+    assert r.objective == pytest.approx(9) and r.bound == pytest.approx(9, abs=1e-6)
+
+
+def test_pyomo_backend_names_an_unknown_solver():
+    with pytest.raises(InputError, match=r"options.solver='cplx'.*appsi_highs"):
+        schedopt.solve(knapsack(), "pyomo", solver="cplx")
 
 
 def test_every_backend_in_one_process():

@@ -13,12 +13,30 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..errors import InputError
 from ..export import rest_point, to_pyomo
 from ..results import Limit, SolveResult, TerminationReason
 from .base import Backend, Capabilities, SolveParams
 
 if TYPE_CHECKING:
     from ..model import LinearModel
+
+
+def solver_kind(name: Any) -> str:
+    """``"contrib"`` for a name of pyomo's current solver interface (``pyomo.contrib.solver``: highs, ipopt,
+    gurobi_direct, ...), ``"appsi"`` for an APPSI name (``appsi_highs``, ``appsi_cbc``, ...); anything else is an
+    :class:`~schedopt.errors.InputError` listing both."""
+    import pyomo.environ  # noqa: F401  (registers the solver plugins)
+    from pyomo.contrib.appsi.base import SolverFactory as AppsiFactory
+    from pyomo.contrib.solver.common.factory import SolverFactory
+
+    contrib = sorted(SolverFactory._cls)
+    appsi = sorted(f"appsi_{n}" for n in AppsiFactory._cls)
+    if isinstance(name, str) and name in contrib:
+        return "contrib"
+    if isinstance(name, str) and name in appsi:
+        return "appsi"
+    raise InputError("options.solver", name, f"is no pyomo solver name; known: {', '.join(contrib + appsi)}")
 
 
 class PyomoBackend(Backend):
@@ -53,10 +71,13 @@ class PyomoBackend(Backend):
         if arr.num_cols and not used.any():
             # no free variable appears anywhere: pyomo hands HiGHS an empty model and reports 'unknown'
             return self._fixed_point(model)
-        t0 = time.perf_counter()
-        pm = to_pyomo(model)
         opts = dict(params.options)
         solver_name = opts.pop("solver", "highs")
+        kind = solver_kind(solver_name)
+        t0 = time.perf_counter()
+        pm = to_pyomo(model)
+        if kind == "appsi":
+            return self._solve_appsi(model, pm, solver_name, params, opts, arr, t0)
         opt = SolverFactory(solver_name)
         kw: dict[str, Any] = {
             "load_solutions": False,
@@ -104,6 +125,55 @@ class PyomoBackend(Backend):
         return self.result(
             model, reason, (t0, t1, t2), limit=limit, detail=f"{solver_name}: {tc.name}", x=x, bound=bound, stats={"solver": solver_name}
         )
+
+    def _solve_appsi(self, model: LinearModel, pm: Any, solver_name: str, params: SolveParams, opts: dict[str, Any],
+                     arr: Any, t0: float) -> SolveResult:
+        """Through pyomo's APPSI interface (``solver="appsi_highs"``, ``"appsi_cbc"``, ...)."""
+        from pyomo.contrib.appsi.base import SolverFactory as AppsiFactory
+        from pyomo.contrib.appsi.base import TerminationCondition as ATC
+
+        base = solver_name[len("appsi_"):]
+        opt = AppsiFactory(base)
+        opt.config.load_solution = False
+        opt.config.stream_solver = bool(params.verbose)
+        if params.time_limit is not None:
+            opt.config.time_limit = float(params.time_limit)
+        if params.mip_rel_gap is not None:
+            opt.config.mip_gap = float(params.mip_rel_gap)
+        solver_opts = getattr(opt, f"{base}_options", None)
+        if opts:
+            if solver_opts is None:
+                raise InputError("options", sorted(opts), f"pyomo's {solver_name} takes no solver options")
+            solver_opts.update(opts)
+        t1 = time.perf_counter()
+        res = opt.solve(pm)
+        t2 = time.perf_counter()
+        tc = res.termination_condition
+        has_sol = res.best_feasible_objective is not None
+        limit = None
+        if tc == ATC.optimal:
+            reason = TerminationReason.OPTIMAL
+        elif tc in (ATC.maxTimeLimit, ATC.maxIterations, ATC.objectiveLimit, ATC.minStepLength, ATC.interrupted):
+            reason = TerminationReason.FEASIBLE if has_sol else TerminationReason.NO_SOLUTION_FOUND
+            limit = {ATC.maxTimeLimit: Limit.TIME, ATC.maxIterations: Limit.ITERATION,
+                     ATC.interrupted: Limit.INTERRUPTED}.get(tc, Limit.OTHER)
+        elif tc == ATC.infeasible:
+            reason = TerminationReason.INFEASIBLE
+        elif tc == ATC.unbounded:
+            reason = TerminationReason.UNBOUNDED
+        elif tc == ATC.infeasibleOrUnbounded:
+            reason = TerminationReason.INFEASIBLE_OR_UNBOUNDED
+        else:
+            reason = TerminationReason.ERROR
+        x = None
+        if has_sol and reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE):
+            prim = res.solution_loader.get_primals()
+            x0 = rest_point(arr)
+            x = np.array([prim.get(v, x0[j]) for j, v in enumerate(pm._schedopt_vars)], dtype=float)
+        bound = res.best_objective_bound
+        bound = float(bound) if bound is not None and arr.is_mip and np.isfinite(bound) else None
+        return self.result(model, reason, (t0, t1, t2), limit=limit, detail=f"{solver_name}: {tc.name}", x=x,
+                           bound=bound, stats={"solver": solver_name})
 
     def _fixed_point(self, model: LinearModel) -> SolveResult:
         x = rest_point(model.to_arrays())
