@@ -594,6 +594,35 @@ class LinearModel:
 
         write_mps(self, path)
 
+    @classmethod
+    def read_mps(cls, path: str, name: str | None = None) -> LinearModel:
+        """Read a (free or fixed) MPS file through HiGHS; the names ``write_mps`` gives rebuild the blocks and
+        families (:func:`schedopt.export.read_model`)."""
+        from .export import read_model
+
+        return read_model(path, name)
+
+    @classmethod
+    def read_lp(cls, path: str, name: str | None = None) -> LinearModel:
+        """Read a CPLEX LP file through HiGHS (:func:`schedopt.export.read_model`)."""
+        from .export import read_model
+
+        return read_model(path, name)
+
+    def to_linopy(self) -> Any:
+        """A ``linopy.Model`` with one variable per block (dimensions named after the block's axes, coordinates its
+        labels) and one constraint per family (:func:`schedopt.export.to_linopy`). Needs linopy."""
+        from .export import to_linopy
+
+        return to_linopy(self)
+
+    @classmethod
+    def from_linopy(cls, lm: Any, name: str = "model") -> LinearModel:
+        """A :class:`LinearModel` from a ``linopy.Model`` (:func:`schedopt.export.from_linopy`)."""
+        from .export import from_linopy
+
+        return from_linopy(lm, name)
+
     def to_pyomo(self) -> Any:
         """A real pyomo ``ConcreteModel``: one indexed ``Var`` per block and one indexed ``Constraint`` per family,
         named after them, and ``objective`` (:func:`schedopt.export.to_pyomo`). Needs pyomo."""
