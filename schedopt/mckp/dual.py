@@ -183,7 +183,7 @@ class LagrangianDual:
         self.oracle_calls = 0
         self.oracle_columns = 0
         self.sample_iterations = 0
-        self.pool = ColumnSet(st)
+        self.pool = ColumnSet(st)  #: the columns of the last box of prices (all columns before and at the start)
 
     def time_left(self) -> float:
         return self.deadline - time.perf_counter()
@@ -300,7 +300,8 @@ class LagrangianDual:
         tol = self.tolerance
         max_it = self.max_iterations
         o0, rc0, g0 = self.full_oracle(np.zeros(K))
-        self.pool = ColumnSet(self.st)
+        if self.pool.idx.size != self.st.n:  # a second solve starts from every column again
+            self.pool = ColumnSet(self.st)
         if K == 0 or o0.s.min(initial=0.0) >= 0:
             return DualResult(o0, rc0, g0, 1)  # lam = 0 is optimal: its choice fits (complementary slackness holds)
         lmax = self.lam_max()
