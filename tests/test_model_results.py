@@ -127,3 +127,17 @@ def test_legacy_meta_structure_still_works_with_a_deprecation_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert schedopt.default_backend(m) == "mckp"
+
+
+def test_backend_result_distrusts_a_bound_that_contradicts_the_solution():
+    # HiGHS's adapter factory given x = (a, b) with objective 7 and a "bound" of 6 for a maximisation: the bound
+    # cannot be true, so it is dropped (trivial +inf) and OPTIMAL becomes FEASIBLE with the reason in the detail
+    m = knapsack()
+    b = schedopt.get_backend("highs")
+    r = b.result(m, T.OPTIMAL, (0.0, 0.0, 0.0), x=np.array([1.0, 1.0, 0.0]), bound=6.0)
+    assert r.termination.reason is T.FEASIBLE and r.termination.limit is Limit.OTHER
+    assert r.bound == math.inf and r.objective == 7.0 and r.stats["untrusted_bound"] == 6.0
+    assert "contradicts" in r.termination.detail
+    # a FEASIBLE answer whose solver said FEASIBLE without a solution is NO_SOLUTION_FOUND
+    r = b.result(m, T.FEASIBLE, (0.0, 0.0, 0.0), limit=Limit.TIME)
+    assert r.termination.reason is T.NO_SOLUTION_FOUND and not r.has_solution

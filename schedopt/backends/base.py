@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InputError
-from ..results import Limit, SolveResult, Termination, TerminationReason, Timings
+from ..results import Limit, SolveResult, Termination, TerminationReason, Timings, bound_tolerance
 
 if TYPE_CHECKING:
     from ..model import LinearModel
@@ -162,6 +162,18 @@ class Backend:
             reason, detail = TerminationReason.ERROR, f"{detail} (optimal without a solution)".strip()
         if reason in (TerminationReason.FEASIBLE, TerminationReason.NO_SOLUTION_FOUND) and limit is None:
             limit = Limit.OTHER
+        if has and bound is not None and not math.isnan(bound):
+            arr = model.to_arrays()
+            objv = float(arr.c @ np.asarray(x, dtype=float) + arr.constant)
+            wrong = (objv - bound) if arr.maximize else (bound - objv)
+            if wrong > bound_tolerance(objv):
+                # the solver's bound contradicts its own solution: the solution is kept (the caller may check it),
+                # the bound is not trusted, and nothing is called optimal on its strength
+                detail = f"{detail} (solver bound {bound!r} contradicts the objective {objv!r}: not trusted)".strip()
+                stats = {**(stats or {}), "untrusted_bound": float(bound)}
+                bound = None
+                if reason is TerminationReason.OPTIMAL:
+                    reason, limit = TerminationReason.FEASIBLE, Limit.OTHER
         t0, t1, t2 = times
         return SolveResult.create(
             model,
