@@ -162,11 +162,12 @@ def solve(
         # integer columns within the solver's feasibility tolerance are reported as exact integers
         integ = arr.integrality == 1
         if integ.any():
-            x = np.array(res.x)
-            xi = x[integ]
+            xi = res.x[integ]
             r = np.round(xi)
             close = np.abs(xi - r) <= 1e-6
-            if close.any() and not np.array_equal(xi[close], r[close]):
+            xc = xi[close]
+            if close.any() and (not np.array_equal(xc, r[close]) or bool(np.any((xc == 0) & np.signbit(xc)))):
+                x = np.array(res.x)
                 x[integ] = np.where(close, r, xi) + 0.0
                 res = SolveResult.create(
                     model, res.termination, backend=res.backend, x=x, bound=res.bound, duals=res.duals,
