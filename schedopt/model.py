@@ -490,10 +490,13 @@ class LinearModel:
         return other
 
     def relax(self) -> LinearModel:
-        """The LP relaxation (every column continuous, bounds kept)."""
+        """The LP relaxation (every column continuous, bounds kept; structure GENERAL: an LP is no longer in a
+        binary family such as MCKP, and the legacy ``meta["structure"]`` tag is dropped with it)."""
         other = self.copy()
         other._col_int = [np.zeros_like(a) for a in other._col_int]
         other.name = f"{self.name}_relaxed"
+        other._structure = Structure.GENERAL
+        other.meta.pop("structure", None)
         return other
 
     def set_bounds(self, block: str, lower: Any = None, upper: Any = None) -> None:

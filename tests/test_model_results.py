@@ -141,3 +141,12 @@ def test_backend_result_distrusts_a_bound_that_contradicts_the_solution():
     # a FEASIBLE answer whose solver said FEASIBLE without a solution is NO_SOLUTION_FOUND
     r = b.result(m, T.FEASIBLE, (0.0, 0.0, 0.0), limit=Limit.TIME)
     assert r.termination.reason is T.NO_SOLUTION_FOUND and not r.has_solution
+
+
+def test_the_relaxation_of_an_mckp_model_solves_with_the_default_backend():
+    m = knapsack()
+    m.structure = Structure.MCKP
+    lp = m.relax()
+    assert lp.structure is Structure.GENERAL and schedopt.default_backend(lp) == "highs"
+    # LP bound of max 3a + 4b + 5c, 2a + 3b + 4c <= 5: a and b fill the 5 exactly (best ratios 1.5, 1.33): 7
+    assert schedopt.solve(lp).objective == pytest.approx(7.0)
