@@ -27,6 +27,9 @@ __all__ = ["default_backend", "solve"]
 
 log = logging.getLogger("schedopt")
 
+#: the largest thread count accepted (larger values crash some solvers: std::bad_alloc in HiGHS)
+MAX_THREADS = 1024
+
 
 def _structure_of(model: LinearModel, structure: Structure | None = None) -> Structure:
     """The structure tag: the given one (a Formulation's), else ``model.structure``, else the legacy
@@ -73,8 +76,8 @@ def _check_params(time_limit: Any, mip_rel_gap: Any, threads: Any, seed: Any) ->
         isinstance(mip_rel_gap, bool) or not isinstance(mip_rel_gap, (int, float)) or not 0 <= mip_rel_gap < 1
     ):
         raise InputError("mip_rel_gap", mip_rel_gap, "must be in [0, 1) or None")
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
-        raise InputError("threads", threads, "must be a non-negative integer (0: the solver's choice)")
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 0 <= threads <= MAX_THREADS:
+        raise InputError("threads", threads, f"must be an integer in [0, {MAX_THREADS}] (0: the solver's choice)")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise InputError("seed", seed, "must be an integer")
 
@@ -117,6 +120,8 @@ def solve(
     else:
         raise InputError("model", type(model).__name__, "must be a schedopt.LinearModel or a Formulation")
     _check_params(time_limit, mip_rel_gap, threads, seed)
+    if time_limit is not None and math.isinf(time_limit):
+        time_limit = None  # infinity is the natural "no limit", on every backend
     if backend is None:
         name = "mckp" if _structure_of(model, structure) is Structure.MCKP else "highs"
         from .backends import available_backends
@@ -139,9 +144,14 @@ def solve(
     if warm_start is not None:
         if not b.capabilities.warm_start:
             raise BackendCapabilityError(name, "it takes no warm start")
-        ws = np.asarray(warm_start, dtype=float)
+        try:
+            ws = np.asarray(warm_start, dtype=float)
+        except (TypeError, ValueError):
+            raise InputError("warm_start", warm_start, "must be numbers, one per column") from None
         if ws.shape != (model.num_cols,):
             raise InputError("warm_start", ws.shape, f"needs one value per column ({model.num_cols})")
+        if not np.isfinite(ws).all():
+            raise InputError("warm_start", "non-finite", "values must be finite")
         warm_start = ws
     params = SolveParams(
         time_limit=time_limit,

@@ -440,3 +440,20 @@ def test_verbose_mckp_logs_its_phases_at_info(caplog, capfd):
         schedopt.solve(m, "mckp")  # not verbose: nothing at INFO
     assert not [r for r in caplog.records if r.levelno >= logging.INFO and r.name.startswith("schedopt")]
     assert capfd.readouterr().out == ""
+
+
+@pytest.mark.parametrize("backend", [b for b in ("highs", "scipy", "cpsat", "mathopt", "pyomo", "mckp")
+                                     if b in schedopt.available_backends()])
+def test_infinite_time_limit_means_no_limit(backend):
+    r = schedopt.solve(knapsack(), backend, time_limit=math.inf)
+    assert r.termination.reason is TR.OPTIMAL and r.objective == pytest.approx(9.0)
+    assert r.params["time_limit"] is None
+
+
+def test_warm_start_must_be_finite_and_threads_bounded():
+    with pytest.raises(InputError, match="warm_start"):
+        schedopt.solve(knapsack(), "highs", warm_start=[1.0, np.nan, 0.0, 0.0])
+    with pytest.raises(InputError, match="warm_start"):
+        schedopt.solve(knapsack(), "highs", warm_start=["a", "b", "c", "d"])
+    with pytest.raises(InputError, match="threads"):
+        schedopt.solve(knapsack(), "highs", threads=10**9)
