@@ -30,7 +30,15 @@ from typing import Any, TypeVar
 
 from .errors import InputError
 
-__all__ = ["EXECUTOR_SPECS", "describe", "kind_of", "map_ordered", "map_unordered", "open_executor"]
+__all__ = [
+    "EXECUTOR_SPECS",
+    "describe",
+    "kind_of",
+    "map_ordered",
+    "map_unordered",
+    "open_executor",
+    "validate_spec",
+]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -190,6 +198,20 @@ def _count(spec: str, default: int) -> int:
     if k < 1:
         raise InputError("executor", spec, "the worker count must be >= 1")
     return k
+
+
+def validate_spec(spec: str) -> None:
+    """Raise :class:`~schedopt.errors.InputError` (field ``executor``) unless ``spec`` is a spec string
+    :func:`open_executor` accepts; opens nothing."""
+    low = spec.strip().lower()
+    for head in ("serial", "threads", "processes", "dask", "ray"):
+        if low == head or (head != "serial" and low.startswith(head + ":") and not low.startswith(head + "://")):
+            if low != head:
+                _count(low, 1)
+            return
+    if low.startswith(("dask://", "tcp://", "ray://")) and len(low.split("://", 1)[1]) > 0:
+        return
+    raise InputError("executor", spec, f"must be one of {', '.join(EXECUTOR_SPECS)}")
 
 
 @contextlib.contextmanager
