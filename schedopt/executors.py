@@ -25,6 +25,7 @@ import concurrent.futures as cf
 import contextlib
 import os
 import pickle
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -258,8 +259,10 @@ def open_executor(spec: Any, workers: int | None = None) -> Iterator[Any]:
 
         address = s if low.startswith("ray://") else None
         started = not ray.is_initialized()
-        if started:
-            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        if started:  # workers import what this process imports (its sys.path, as the bench's run processes do)
+            env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+            ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                     runtime_env=None if address else {"env_vars": env})
         pool = Pool(processes=None if address else _count(s, n_default))
         try:
             yield pool

@@ -311,8 +311,10 @@ def test_ctrl_c_keeps_the_finished_runs_and_exits_130(tmp_path: Path):
     assert len(rows) == 2 and ",greedy," in rows[1]
 
 
+@pytest.mark.slow
 def test_bench_on_a_real_dask_cluster_matches_the_local_run(tmp_path: Path):
-    """The same sweep on --dask (a LocalCluster) and serially: the same records, apart from times."""
+    """The same sweep on --dask (a LocalCluster) and serially: the same records, apart from times. (slow: 8 runs;
+    tests/test_bench_executors.py runs a smaller sweep on Dask in the default run.)"""
     pytest.importorskip("distributed")
     args = ["bench", "--problem", "heterps", "--sizes", "4", "--seeds", "0,1", "--backends", "dp,greedy", "--json"]
     local = parsed(run(*args, "-o", str(tmp_path / "a.csv")))["records"]
