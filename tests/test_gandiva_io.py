@@ -122,4 +122,21 @@ def test_formulation_card_names_match_models() -> None:
     d = generate(16, seed=1, operation="defragment")
     m = build_defrag_model(d.state(), d.pending[0])
     names |= set(m.blocks) | set(m.families)
+    import dataclasses
+
+    from schedopt.gandiva import AllocationRun, Defragmentation, Packing
+    from schedopt.problem import Answer
+
+    base = {f.name for f in dataclasses.fields(Answer)}
+    for cls in (Packing, Defragmentation, AllocationRun):
+        names |= {f.name for f in dataclasses.fields(cls)} - base
     assert _card_names() == names
+
+
+def test_old_solve_call_still_works_with_a_deprecation_warning() -> None:
+    from schedopt.gandiva.io import solve_instance
+
+    inst = generate(16, seed=1, operation="pack")
+    with pytest.warns(DeprecationWarning, match="SolveOptions"):
+        ans = solve_instance(inst, "highs", 30.0)
+    assert ans.termination.reason is TerminationReason.OPTIMAL and ans.backend == "highs"

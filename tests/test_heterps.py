@@ -312,8 +312,14 @@ def test_milp_names_match_the_card():
     text = (ROOT / "formulations" / "heterps.md").read_text()
     sec = text.split("## Names", 1)[1].split("\n## ", 1)[0]
     names = set(re.findall(r"^- `([A-Za-z_][A-Za-z0-9_]*)`", sec, flags=re.M))
+    import dataclasses
+
+    from schedopt.heterps import HeterPSPlan
+    from schedopt.problem import Answer
+
     m = build_milp(two_layer())
-    assert names == set(m.blocks) | set(m.families)
+    answer_fields = {f.name for f in dataclasses.fields(HeterPSPlan)} - {f.name for f in dataclasses.fields(Answer)}
+    assert names == set(m.blocks) | set(m.families) | answer_fields
 
 
 def test_generators_are_seeded_and_feasible():
@@ -459,3 +465,14 @@ def test_checker_names_the_broken_constraint():
 
     with pytest.raises(ViolationError, match="throughput_limit"):
         schedopt.heterps.assert_plan(p, starved)
+
+
+def test_make_plan_with_an_old_status_string_warns_and_keeps_its_meaning():
+    from schedopt.heterps.core import make_plan
+
+    p = generate("nce", 0, gpus=4)
+    dp = solve_exact(p)
+    with pytest.warns(DeprecationWarning, match="Termination"):
+        old = make_plan(p, dp.plan, dp.k, "mine", "heuristic")
+    assert old.termination.reason is TerminationReason.FEASIBLE and old.termination.limit is Limit.HEURISTIC
+    assert old.objective == pytest.approx(dp.cost)
