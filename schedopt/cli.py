@@ -137,7 +137,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     print(format_table(answer.rows(), None if args.all else 40))
     if code != EXIT_OK:
         print(f"schedopt: no solution: {answer.termination}", file=sys.stderr)
-        why = getattr(answer, "explanation", "")
+        why = answer.to_dict().get("explanation")
         if why:
             print(str(why), file=sys.stderr)
     return code
@@ -490,7 +490,9 @@ def _add_plugins(sub: Any) -> None:
     """Subcommands of optional packages: ``schedopt.sim.cli.add_parser(subparsers)`` adds ``simulate``."""
     try:
         from .sim.cli import add_parser
-    except ImportError:
+    except ModuleNotFoundError as exc:  # the simulator is not there; any other import error is a bug to show
+        if exc.name not in ("schedopt.sim", "schedopt.sim.cli"):
+            raise
         return
     add_parser(sub)
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import SchedoptError
+from ..errors import SchedoptError, SolveFailedError
 from ..problem import SolveOptions, get_problem
 from ..results import SolveResult, Termination, TerminationReason
 from .registry import BenchSpec, ModelPipeline, ProblemIOPipeline, resolve, split_entry
@@ -243,8 +243,8 @@ def run_problemio(run: Run) -> dict[str, Any]:
     t = time.perf_counter()
     try:
         answer = io.solve(inst, opts)
-    except SchedoptError as exc:  # a problem that raises for a solve that ended without an answer
-        res = getattr(exc, "result", None)
+    except SolveFailedError as exc:  # a problem that raises for a solve that ended without an answer
+        res = exc.result
         if not isinstance(res, SolveResult):
             raise
         wall = time.perf_counter() - t
