@@ -76,7 +76,8 @@ def test_generate_then_solve(problem, tmp_path: Path):
     out = parsed(s)
     assert out["problem"] == problem and out["command"] == "solve"
     assert out["answer"]["termination"]["reason"] in ("optimal", "feasible")
-    assert isinstance(out["answer"]["objective"], float)
+    if problem != "hived":  # HiveD's validity check is a feasibility problem: no objective (null)
+        assert isinstance(out["answer"]["objective"], float)
     text = run("solve", str(f))
     assert text.returncode == 0 and "termination" in text.stdout
     e = run("explain", str(f), "--json")
