@@ -188,6 +188,8 @@ def register_spec(spec: BenchSpec, *, replace: bool = True) -> BenchSpec:
 PROBLEMIO_DEFAULTS: dict[str, dict[str, Any]] = {
     "heterps": {"backends": ("dp", "milp@highs", "greedy"), "sizes": (8, 16, 32, 64)},
     "gandiva": {"backends": ("exact@highs", "greedy"), "sizes": (16, 64, 256, 1024)},
+    "synergy": {"backends": ("tune", "opt@highs", "opt@scipy")},
+    "hived": {"backends": ("exact@highs", "counting")},
 }
 
 
