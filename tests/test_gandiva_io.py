@@ -138,5 +138,7 @@ def test_old_solve_call_still_works_with_a_deprecation_warning() -> None:
 
     inst = generate(16, seed=1, operation="pack")
     with pytest.warns(DeprecationWarning, match="SolveOptions"):
-        ans = solve_instance(inst, "highs", 30.0)
+        ans, rows, summary = solve_instance(inst, "highs", 30.0)
     assert ans.termination.reason is TerminationReason.OPTIMAL and ans.backend == "highs"
+    assert summary["termination"] == "optimal" and summary["objective"] == pytest.approx(ans.objective)
+    assert len(rows) == len(ans.gpus())

@@ -257,14 +257,25 @@ def run_allocation(inst: GandivaInstance) -> AllocationRun:
                          timings=Timings(solve=seconds), allocations=allocs, state=st)
 
 
-def solve_instance(inst: GandivaInstance, options: SolveOptions | None = None, *args: Any) -> Answer:
+def solve_instance(inst: GandivaInstance, options: SolveOptions | None = None, *args: Any) -> Any:
     """Run the instance's operation: ``pack`` -> :class:`Packing`, ``defragment`` -> :class:`Defragmentation`,
     ``allocate`` -> :class:`AllocationRun`. ``options.method`` is ``exact`` (default) or ``greedy``. Never raises
-    for infeasibility: the answer's termination says it."""
-    if options is None or isinstance(options, str) or args:  # the old (inst, backend, time_limit) call
-        warnings.warn("solve_instance(inst, backend, time_limit) is deprecated: pass a schedopt.problem.SolveOptions",
-                      DeprecationWarning, stacklevel=2)
-        options = SolveOptions(backend=options, time_limit=args[0] if args else None)
+    for infeasibility: the answer's termination says it.
+
+    The old call ``solve_instance(inst, backend, time_limit)`` still returns the old ``(answer, rows, summary)``
+    triple, with a DeprecationWarning."""
+    if isinstance(options, str) or args:
+        warnings.warn("solve_instance(inst, backend, time_limit) -> (answer, rows, summary) is deprecated: call "
+                      "solve_instance(inst, SolveOptions(...)) -> Answer", DeprecationWarning, stacklevel=2)
+        ans = _solve(inst, SolveOptions(backend=options, time_limit=args[0] if args else None))
+        d = ans.to_dict()
+        summary = {"termination": d["termination"]["reason"], "objective": d["objective"], "bound": d["bound"],
+                   "gap": d["gap"]}
+        return ans, ans.rows(), summary
+    return _solve(inst, options if options is not None else SolveOptions())
+
+
+def _solve(inst: GandivaInstance, options: SolveOptions) -> Answer:
     method = options.method or "exact"
     if method not in METHODS:
         raise InputError("method", method, f"must be one of {list(METHODS)}")
