@@ -225,14 +225,16 @@ class AllocationRun(Answer):
         return sum(a is not None for a in self.allocations.values())
 
     def rows(self) -> list[dict[str, Any]]:
-        return [{"job": j, "tier": a.tier if a else None, "slots": [list(s) for s in a.slots] if a else []}
+        """One row per pending job: its tier (None: queued) and GPUs as ``node:gpu``."""
+        return [{"job": j, "tier": a.tier if a else None, "gpus": [f"{n}:{g}" for n, g in a.slots] if a else []}
                 for j, a in self.allocations.items()]
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
         st = self.state
         out.update(
-            allocations=self.rows(),
+            allocations=[{"job": j, "tier": a.tier if a else None, "slots": [list(s) for s in a.slots] if a else []}
+                         for j, a in self.allocations.items()],
             queued=[j for j, a in self.allocations.items() if a is None],
             heights=to_jsonable(st.heights()) if st is not None else None,
             affinities=to_jsonable(st.affinities()) if st is not None else None,
