@@ -270,7 +270,8 @@ def test_readme_documents_the_exit_codes():
 # --------------------------------------------------------------------------------------------- bench
 def test_bench_and_report_from_the_command_line(tmp_path: Path):
     out = tmp_path / "results.csv"
-    r = run("bench", "--problem", "heterps", "--sizes", "4", "--backends", "dp,greedy", "-o", str(out), "--json")
+    r = run("bench", "--problem", "heterps", "--sizes", "4", "--backends", "dp,greedy", "-o", str(out), "--json",
+            "--executor", "threads:2")
     assert r.returncode == 0, r.stderr
     doc = parsed(r)
     assert doc["runs"] == 2 and [x["backend"] for x in doc["records"]] == ["dp", "greedy"]
