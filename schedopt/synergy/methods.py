@@ -1,10 +1,13 @@
-"""The allocation methods: P1, Synergy-OPT, Synergy-TUNE, GPU-proportional, and the exact joint MILP."""
+"""The model-based methods: P1, Synergy-OPT and the exact joint MILP, each returning a :class:`SynergyAllocation`
+(an :class:`~schedopt.problem.Answer` carrying the core termination); ``build`` / ``decode`` for the joint MILP as a
+:class:`~schedopt.problem.Formulation` with a typed inverse map."""
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -12,30 +15,26 @@ import numpy as np
 from ..errors import InputError, SolveFailedError
 from ..infeasibility import explain_infeasibility
 from ..model import LinearModel
-from ..results import SolveResult, TerminationReason
+from ..problem import Formulation, Structure, heuristic_termination
+from ..results import SolveResult, Termination, TerminationReason, Timings
 from ..solve import solve
-from .models import build_joint, build_p1_placed, build_packing_lp
-from .spec import (
-    JobAllocation,
-    JobOptions,
-    Server,
-    SynergyAllocation,
-    SynergyJob,
-    job_options,
-    make_job_allocation,
-    runnable,
-    total_of,
-    validate,
-)
+from .base import assemble, check_flag, held_nothing, prepare
+from .models import LevelIndex, build_joint, build_p1_placed, build_packing_lp, level_index
+from .spec import JobOptions, Server, SynergyAllocation, SynergyJob
+from .tune import synergy_tune
 
-__all__ = ["build_p1", "proportional", "round_largest_remainder", "solve_joint", "solve_p1", "synergy_opt", "synergy_tune"]
+__all__ = [
+    "SynergyInverse",
+    "build",
+    "build_p1",
+    "decode",
+    "round_largest_remainder",
+    "solve_joint",
+    "solve_p1",
+    "synergy_opt",
+]
 
-_EPS = 1e-9
-
-
-def _check_flag(name: str, v: Any) -> None:
-    if not isinstance(v, bool):
-        raise InputError(name, v, "must be True or False")
+_INFEASIBLE = (TerminationReason.INFEASIBLE, TerminationReason.INFEASIBLE_OR_UNBOUNDED)
 
 
 def _pool(gpus: int, cpus: float, mem_gb: float) -> list[Server]:
@@ -47,55 +46,6 @@ def _pool(gpus: int, cpus: float, mem_gb: float) -> list[Server]:
     return [Server(int(gpus), float(cpus), float(mem_gb))]
 
 
-def _prepare(servers: Sequence[Server], jobs: Sequence[SynergyJob]) -> tuple[list[SynergyJob], np.ndarray, JobOptions]:
-    share = validate(servers, jobs)
-    mask = runnable(servers, jobs)
-    run = [j for j, k in zip(jobs, mask) if k]
-    return run, mask, job_options(run, share)
-
-
-def _unplaced_entry(job: SynergyJob, share: tuple[float, float]) -> JobAllocation:
-    from .spec import proportional_throughput
-
-    wp, _ = proportional_throughput(job, share)
-    return make_job_allocation(job, {}, 0.0, 0.0, 0.0, None, wp)
-
-
-def _assemble(
-    method: str,
-    servers: Sequence[Server],
-    jobs: Sequence[SynergyJob],
-    mask: np.ndarray,
-    opts: JobOptions,
-    gpu: np.ndarray,
-    choice: np.ndarray,
-    weighted: bool,
-    **kw: Any,
-) -> SynergyAllocation:
-    """Build the allocation from a (servers x runnable jobs) GPU matrix and each runnable job's option index."""
-    per_job: dict[str, JobAllocation] = {}
-    r = 0
-    for k, j in enumerate(jobs):
-        if not mask[k]:
-            per_job[j.id] = _unplaced_entry(j, opts.share)
-            continue
-        o = int(choice[r])
-        col = gpu[:, r]
-        on = {int(i): int(col[i]) for i in np.flatnonzero(col)}
-        cell = (int(opts.cell[o, 0]), int(opts.cell[o, 1]))
-        per_job[j.id] = make_job_allocation(j, on, opts.cpu[o], opts.mem[o], opts.w[o], cell, opts.w_prop[r])
-        r += 1
-    unplaced = tuple(j.id for j, k in zip(jobs, mask) if not k)
-    return SynergyAllocation(
-        method=method,
-        per_job=per_job,
-        total_throughput=total_of(per_job, jobs, weighted),
-        weighted=weighted,
-        unplaced=unplaced,
-        **kw,
-    )
-
-
 def _choice_from_y(opts: JobOptions, y: np.ndarray, n_jobs: int) -> np.ndarray:
     sel = np.flatnonzero(np.asarray(y) > 0.5)
     if sel.size != n_jobs or not np.array_equal(opts.job[sel], np.arange(n_jobs)):
@@ -103,14 +53,23 @@ def _choice_from_y(opts: JobOptions, y: np.ndarray, n_jobs: int) -> np.ndarray:
     return sel
 
 
-def _raise_unsolved(res: SolveResult, model: LinearModel, what: str) -> None:
-    """A solve without a solution: infeasible -> InfeasibleError naming the families; else SolveFailedError."""
-    if res.termination.reason in (TerminationReason.INFEASIBLE, TerminationReason.INFEASIBLE_OR_UNBOUNDED):
-        from ..errors import InfeasibleError
+def _stage_termination(stage: str, res: SolveResult) -> Termination:
+    t = res.termination
+    return Termination(t.reason, t.limit, f"{stage}: {t.detail or t.reason.value}")
 
-        rep = explain_infeasibility(model)
-        raise InfeasibleError(f"{what}: {rep}", res, rep)
-    raise SolveFailedError(f"{what}: the {res.backend} solve ended {res.termination} without a solution", res)
+
+def _unsolved(method: str, stage: str, res: SolveResult, model: LinearModel, weighted: bool, **kw: Any) -> SynergyAllocation:
+    """The answer of a solve that holds no solution: its termination (named by stage), and for an infeasible model
+    the constraint families to blame (``explanation``; ``raise_for_status`` raises InfeasibleError with it)."""
+    rep = explain_infeasibility(model) if res.termination.reason in _INFEASIBLE else None
+    return held_nothing(method, _stage_termination(stage, res), weighted, backend=res.backend, result=res, explanation=rep, **kw)
+
+
+def _bound_of(res: SolveResult) -> tuple[float, str]:
+    """The solver's proven upper bound, or nan and a word why there is none (never the incumbent)."""
+    if math.isfinite(res.bound):
+        return float(res.bound), ""
+    return math.nan, f"no finite bound proven ({res.backend} ended {res.termination})"
 
 
 # ------------------------------------------------------------------------------------------------------------ P1
@@ -118,9 +77,9 @@ def build_p1(
     jobs: Sequence[SynergyJob], gpus: int, cpus: float, mem_gb: float, *, weighted: bool = False
 ) -> LinearModel:
     """Synergy's P1 over the runnable jobs with the cluster as one pool of ``gpus`` GPUs, ``cpus`` CPUs, ``mem_gb`` GB."""
-    _check_flag("weighted", weighted)
+    check_flag("weighted", weighted)
     pool = _pool(gpus, cpus, mem_gb)
-    run, _, opts = _prepare(pool, jobs)
+    run, _, opts = prepare(pool, jobs)
     g = np.fromiter((j.gpus for j in run), dtype=np.float64, count=len(run))
     return build_p1_placed(run, opts, g[None, :], np.array([pool[0].cpus]), np.array([pool[0].mem_gb]), weighted=weighted, group_labels=["pool"])
 
@@ -136,31 +95,25 @@ def solve_p1(
     time_limit: float | None = None,
 ) -> SynergyAllocation:
     """Solve P1 on the pool; the allocation's single "server" 0 is the pool (check it against ``[Server(gpus,
-    cpus, mem_gb)]``). A time-out keeps the incumbent and says so in ``termination`` / ``optimal``."""
-    _check_flag("weighted", weighted)
+    cpus, mem_gb)]``). The answer carries the solver's termination and bound (``nan`` with a word in the
+    termination's detail when the solver proved none); a solve without a solution is held, not raised."""
+    check_flag("weighted", weighted)
     pool = _pool(gpus, cpus, mem_gb)
-    run, mask, opts = _prepare(pool, jobs)
+    run, mask, opts = prepare(pool, jobs)
     g = np.fromiter((j.gpus for j in run), dtype=np.float64, count=len(run))
     model = build_p1_placed(run, opts, g[None, :], np.array([pool[0].cpus]), np.array([pool[0].mem_gb]), weighted=weighted, group_labels=["pool"])
     res = solve(model, backend or "highs", time_limit=time_limit)
     if not res.has_solution:
-        _raise_unsolved(res, model, "P1")
+        return _unsolved("p1", "P1", res, model, weighted, stages={"p1": res})
     choice = _choice_from_y(opts, res.values["y"], len(run))
-    return _assemble(
-        "p1",
-        pool,
-        jobs,
-        mask,
-        opts,
-        g[None, :].astype(np.int64),
-        choice,
-        weighted,
-        lp_bound=float(res.bound) if math.isfinite(res.bound) else float(res.objective),
-        rounding_loss=0.0,
-        termination=str(res.termination),
-        optimal=res.termination.is_optimal,
-        results={"p1": res},
-        stats={"timings": {"p1": res.timings.total}},
+    bound, why = _bound_of(res)
+    t = res.termination
+    term = Termination(t.reason, t.limit, "; ".join(x for x in (t.detail, why) if x))
+    where = [{0: int(j.gpus)} for j in run]
+    return assemble(
+        "p1", jobs, mask, opts, where, choice, weighted,
+        termination=term, bound=bound, backend=res.backend, timings=res.timings, result=res,
+        stages={"p1": res}, stats={"timings": {"p1": res.timings.total}},
     )
 
 
@@ -208,6 +161,8 @@ def round_largest_remainder(frac: np.ndarray, demand: np.ndarray, capacity: np.n
     return base
 
 
+
+
 # ---------------------------------------------------------------------------------------------------------- OPT
 def synergy_opt(
     servers: Sequence[Server],
@@ -217,335 +172,154 @@ def synergy_opt(
     weighted: bool = False,
     span: str = "lp",
     time_limit: float | None = None,
+    placements: Sequence[str] = ("rounding", "tune"),
 ) -> SynergyAllocation:
     """Synergy-OPT: P1 on the pooled cluster, the multi-node packing LP, largest-remainder rounding of the GPU
     shares, then P1 per server on the rounded placement (one model, one CPU and one GB row per server).
 
-    ``lp_bound`` is the pooled P1 optimum (what the fractional packing achieves; an upper bound on every integral
-    placement); ``rounding_loss = lp_bound - total_throughput``. ``stats`` reports split jobs and spans before
-    and after rounding and the time of each stage.
+    ``placements`` (ours): the GPU placements the per-server P1 is solved on, the best kept: ``"rounding"`` (the
+    paper's), ``"tune"`` (TUNE's queue-order placement; its cells re-chosen optimally for it). The answer is a
+    heuristic (FEASIBLE, :attr:`~schedopt.Limit.HEURISTIC`); its ``bound`` is the pooled P1 bound (an upper bound on
+    every integral placement), ``nan`` with a word when P1 proved none. ``stats`` reports split jobs and spans
+    before and after rounding, which placement won and the time of each stage.
     """
-    _check_flag("weighted", weighted)
-    run, mask, opts = _prepare(servers, jobs)
+    check_flag("weighted", weighted)
+    bad = [p for p in placements if p not in ("rounding", "tune")] if not isinstance(placements, str) else [placements]
+    if bad or not placements:
+        raise InputError("placements", placements, "must be a non-empty sequence of 'rounding' and 'tune'")
+    t0 = time.perf_counter()
+    run, mask, opts = prepare(servers, jobs)
     S, J = len(servers), len(run)
     G = np.array([s.gpus for s in servers], dtype=np.int64)
     g = np.fromiter((j.gpus for j in run), dtype=np.float64, count=J)
     pool_c = float(sum(s.cpus for s in servers))
     pool_m = float(sum(s.mem_gb for s in servers))
     stage: dict[str, float] = {}
+    stages: dict[str, SolveResult] = {}
     be = backend or "highs"
     p1 = build_p1_placed(run, opts, g[None, :], np.array([pool_c]), np.array([pool_m]), weighted=weighted, group_labels=["pool"])
-    r1 = solve(p1, be, time_limit=time_limit)
+    r1 = stages["p1"] = solve(p1, be, time_limit=time_limit)
     stage["p1"] = r1.timings.total
     if not r1.has_solution:
-        _raise_unsolved(r1, p1, "Synergy-OPT P1")
+        return _unsolved("opt", "P1", r1, p1, weighted, stages=stages)
     c1 = _choice_from_y(opts, r1.values["y"], J)
-    lp_bound = float(r1.bound) if math.isfinite(r1.bound) else float(r1.objective)
+    bound, why = _bound_of(r1)
 
-    pack = build_packing_lp(servers, run, g, g * opts.cpu[c1], g * opts.mem[c1], span=span)
-    r2 = solve(pack, be, time_limit=time_limit)
-    stage["packing"] = r2.timings.total
-    if not r2.has_solution:
-        _raise_unsolved(r2, pack, "Synergy-OPT packing LP")
-    x = np.clip(r2.values["x"], 0.0, 1.0)
-    frac = x * g[None, :]
-    gpu = round_largest_remainder(frac, g.astype(np.int64), G)
-
-    p3 = build_p1_placed(
-        run,
-        opts,
-        gpu,
-        np.array([s.cpus for s in servers], dtype=np.float64),
-        np.array([s.mem_gb for s in servers], dtype=np.float64),
-        weighted=weighted,
-        group_labels=[f"server{i}" for i in range(S)],
-        name="synergy_p1_per_server",
-    )
-    r3 = solve(p3, be, time_limit=time_limit)
-    stage["p1_per_server"] = r3.timings.total
-    if not r3.has_solution:
-        _raise_unsolved(r3, p3, "Synergy-OPT per-server P1")
-    c3 = _choice_from_y(opts, r3.values["y"], J)
-    ok = all(r.termination.is_optimal for r in (r1, r2, r3))
-    alloc = _assemble(
-        "opt",
-        servers,
-        jobs,
-        mask,
-        opts,
-        gpu,
-        c3,
-        weighted,
-        lp_bound=lp_bound,
-        termination=str(r3.termination) if ok else "; ".join(f"{k}: {r.termination}" for k, r in (("p1", r1), ("packing", r2), ("p1_per_server", r3))),
-        optimal=ok,
-        results={"p1": r1, "packing": r2, "p1_per_server": r3},
+    cands: dict[str, np.ndarray] = {}
+    x = np.zeros((S, J))
+    if "rounding" in placements:
+        pack = build_packing_lp(servers, run, g, g * opts.cpu[c1], g * opts.mem[c1], span=span)
+        r2 = stages["packing"] = solve(pack, be, time_limit=time_limit)
+        stage["packing"] = r2.timings.total
+        if not r2.has_solution:
+            return _unsolved("opt", "packing LP", r2, pack, weighted, stages=stages, bound=bound)
+        x = np.clip(r2.values["x"], 0.0, 1.0)
+        cands["rounding"] = round_largest_remainder(x * g[None, :], g.astype(np.int64), G)
+    if "tune" in placements:
+        t = synergy_tune(servers, run, weighted=weighted)
+        cands["tune"] = t.gpu_matrix(S)
+    best: tuple[float, str, np.ndarray, np.ndarray, SolveResult] | None = None
+    for name, gpu in cands.items():
+        p3 = build_p1_placed(
+            run, opts, gpu,
+            np.array([s.cpus for s in servers], dtype=np.float64),
+            np.array([s.mem_gb for s in servers], dtype=np.float64),
+            weighted=weighted, group_labels=[f"server{i}" for i in range(S)], name="synergy_p1_per_server",
+        )
+        r3 = stages[f"p1_per_server[{name}]"] = solve(p3, be, time_limit=time_limit)
+        stage[f"p1_per_server[{name}]"] = r3.timings.total
+        if not r3.has_solution:
+            continue
+        c3 = _choice_from_y(opts, r3.values["y"], J)
+        val = float(r3.objective)
+        if best is None or val > best[0] + 1e-9:
+            best = (val, name, gpu, c3, r3)
+    if best is None:
+        last = stages[f"p1_per_server[{next(iter(cands))}]"]
+        return _unsolved("opt", "per-server P1", last, p1, weighted, stages=stages, bound=bound)
+    _, won, gpu, c3, r3 = best
+    notes = [f"{k}: {v.termination.reason.value}" for k, v in stages.items() if not v.termination.is_optimal]
+    detail = "P1 + packing LP + rounding + P1 per server: no optimality proof"
+    detail += "".join(f"; {n}" for n in notes) + (f"; {why}" if why else "")
+    where = [{int(i): int(gpu[i, r]) for i in np.flatnonzero(gpu[:, r])} for r in range(J)]
+    return assemble(
+        "opt", jobs, mask, opts, where, c3, weighted,
+        termination=heuristic_termination(detail), bound=bound, backend=r3.backend,
+        timings=Timings(build=0.0, solve=time.perf_counter() - t0), result=r3, stages=stages,
         stats={
             "timings": stage,
+            "placement": won,
             "split_jobs_lp": int(((x > 1e-7).sum(axis=0) > 1).sum()),
             "spans_lp": int((x > 1e-7).sum()),
             "split_jobs": int(((gpu > 0).sum(axis=0) > 1).sum()),
             "spans": int((gpu > 0).sum()),
-            "fractional_gpus_lp": int((np.abs(frac - np.round(frac)) > 1e-7).sum()),
+            "fractional_gpus_lp": int((np.abs(x * g[None, :] - np.round(x * g[None, :])) > 1e-7).sum()),
         },
-    )
-    alloc.rounding_loss = lp_bound - alloc.total_throughput
-    return alloc
-
-
-# ------------------------------------------------------------------------------------------------ heuristics
-class _Cluster:
-    """Free resources per server and where each job sits (for the greedy methods)."""
-
-    def __init__(self, servers: Sequence[Server]) -> None:
-        self.cap = np.array([[s.gpus, s.cpus, s.mem_gb] for s in servers], dtype=np.float64)
-        self.free = self.cap.copy()
-        self.where: dict[int, dict[int, int]] = {}
-        self.point: dict[int, int] = {}
-
-    def fit_counts(self, c: float, m: float, allowed: np.ndarray | None = None) -> np.ndarray:
-        """GPUs of a job at (c, m) per GPU each server can host now."""
-        f = self.free
-        k = np.minimum(np.floor(f[:, 0] + _EPS), np.floor(f[:, 1] / c + 1e-7) if c > 0 else np.inf)
-        k = np.minimum(k, np.floor(f[:, 2] / m + 1e-7) if m > 0 else np.inf)
-        k = np.maximum(k, 0).astype(np.int64)
-        if allowed is not None:
-            k = np.where(allowed, k, 0)
-        return k
-
-    def place(self, g: int, c: float, m: float, allowed: np.ndarray | None = None) -> dict[int, int] | None:
-        """Single-GPU jobs (and jobs fitting one server): the feasible server with the least free resources;
-        multi-GPU jobs otherwise: the fewest servers (most capacity first), CPU/GB split GPU-proportionally."""
-        k = self.fit_counts(c, m, allowed)
-        one = np.flatnonzero(k >= g)
-        if one.size:
-            slack = (self.free[one] / np.maximum(self.cap[one], _EPS)).sum(axis=1)
-            i = int(one[np.lexsort((one, slack))[0]])
-            return {i: g}
-        if g == 1 or k.sum() < g:
-            return None
-        order = np.lexsort((np.arange(k.size), -k))
-        out: dict[int, int] = {}
-        need = g
-        for i in order:
-            if need == 0:
-                break
-            t = int(min(k[i], need))
-            if t > 0:
-                out[int(i)] = t
-                need -= t
-        return out
-
-    def commit(self, r: int, on: Mapping[int, int], c: float, m: float, o: int) -> None:
-        for i, t in on.items():
-            self.free[i] -= (t, t * c, t * m)
-        self.where[r] = dict(on)
-        self.point[r] = o
-
-    def release(self, r: int, c: float, m: float) -> dict[int, int]:
-        on = self.where.pop(r)
-        for i, t in on.items():
-            self.free[i] += (t, t * c, t * m)
-        self.point.pop(r)
-        return on
-
-    def fits_at(self, on: Mapping[int, int], c: float, m: float) -> bool:
-        return all(
-            t <= self.free[i, 0] + _EPS and t * c <= self.free[i, 1] + 1e-7 and t * m <= self.free[i, 2] + 1e-7
-            for i, t in on.items()
-        )
-
-
-def _prop_option(opts: JobOptions, r: int) -> int:
-    """Index of job r's option at the proportional point."""
-    lo, hi = int(opts.start[r]), int(opts.start[r + 1])
-    hit = np.flatnonzero(
-        np.isclose(opts.cpu[lo:hi], opts.share[0], rtol=1e-9) & np.isclose(opts.mem[lo:hi], opts.share[1], rtol=1e-9)
-    )
-    return lo + int(hit[0])
-
-
-def _ideal_option(
-    opts: JobOptions, r: int, g: int, servers: Sequence[Server], threshold: float = 0.0
-) -> int:
-    """The job's best-case demand: among its points that fit an empty server per GPU (and reach at least the
-    proportional throughput), those within ``threshold`` of the best (``W >= max W / (1 + threshold)``; with 0,
-    the maximum), the fewest CPUs, then the least GB, then the highest W."""
-    lo, hi = int(opts.start[r]), int(opts.start[r + 1])
-    big = max(servers, key=lambda s: (s.gpus, s.cpus, s.mem_gb))
-    per = min(g, big.gpus)
-    idx = np.arange(lo, hi)
-    ok = (opts.cpu[idx] * per <= big.cpus + 1e-9) & (opts.mem[idx] * per <= big.mem_gb + 1e-9)
-    ok &= opts.w[idx] >= opts.w_prop[r] - 1e-12
-    idx = idx[ok]  # never empty: the proportional point fits any server (common ratio) and reaches W_prop
-    near = idx[opts.w[idx] >= opts.w[idx].max() / (1.0 + threshold) - 1e-12]
-    return int(near[np.lexsort((-opts.w[near], opts.mem[near], opts.cpu[near]))[0]])
-
-
-def _over_share(opts: JobOptions, o: int) -> bool:
-    """Whether option ``o`` asks for more than the proportional share in CPUs or GB (per GPU)."""
-    pc, pm = opts.share
-    return bool(opts.cpu[o] > pc * (1 + 1e-9) or opts.mem[o] > pm * (1 + 1e-9))
-
-
-def _demotion_servers(cl: _Cluster, g: int) -> np.ndarray:
-    """Servers TUNE frees resources on for a job of ``g`` GPUs: one server with ``g`` GPUs free if any (the one
-    with the fewest GPUs free: best fit), else servers in order of most GPUs free until they hold ``g``."""
-    fg = np.floor(cl.free[:, 0] + _EPS).astype(np.int64)
-    allowed = np.zeros(fg.size, dtype=bool)
-    one = np.flatnonzero(fg >= g)
-    if one.size:
-        allowed[one[np.lexsort((one, fg[one]))[0]]] = True
-        return allowed
-    pick = np.lexsort((np.arange(fg.size), -fg))
-    cum = np.cumsum(fg[pick])
-    allowed[pick[: int(np.searchsorted(cum, g)) + 1]] = True
-    return allowed
-
-
-def synergy_tune(
-    servers: Sequence[Server],
-    jobs: Sequence[SynergyJob],
-    *,
-    weighted: bool = False,
-    demand_threshold: float = 0.0,
-) -> SynergyAllocation:
-    """Synergy-TUNE (the paper's greedy heuristic, Sec. 4.3), never below the GPU-proportional share.
-
-    Each runnable job's demand is its best-case point (:func:`_ideal_option`: the fewest CPUs, then the least GB,
-    reaching the maximum throughput -- within ``demand_threshold`` of it if > 0 -- among points fitting an empty
-    server). Jobs sorted by (GPUs, CPUs, GB) of that demand, largest first. Each goes to :meth:`_Cluster.place` at
-    its demand. If that fails and the demand exceeds the proportional share in CPUs or GB, the job switches to the
-    proportional point and retries (a demand within the share is kept, as in the published ``_make_fair_share``).
-    If that fails, servers with the GPUs free are picked (:func:`_demotion_servers`) and jobs there holding more
-    than their share are moved back to the proportional point one at a time (largest relative excess first, only
-    when the move keeps every server within capacity) until the job fits at its (possibly switched) demand.
-    Should that stall, every job over its share is moved back (then every server uses at most the share per used
-    GPU and the job fits). ``stats["demotions"]`` counts the moves, ``stats["placed_at"]`` the path each job took.
-    """
-    t0 = time.perf_counter()
-    _check_flag("weighted", weighted)
-    if isinstance(demand_threshold, bool) or not isinstance(demand_threshold, (int, float)) or not (
-        0.0 <= demand_threshold < math.inf
-    ):
-        raise InputError("demand_threshold", demand_threshold, "must be a finite number >= 0")
-    run, mask, opts = _prepare(servers, jobs)
-    J = len(run)
-    g = np.array([j.gpus for j in run], dtype=np.int64)
-    ideal = np.array([_ideal_option(opts, r, int(g[r]), servers, float(demand_threshold)) for r in range(J)], dtype=np.int64)
-    prop = np.array([_prop_option(opts, r) for r in range(J)], dtype=np.int64)
-    pc, pm = opts.share
-    order = np.lexsort((-opts.mem[ideal] * g, -opts.cpu[ideal] * g, -g)) if J else np.zeros(0, np.int64)
-    cl = _Cluster(servers)
-    demotions = 0
-    fallbacks = {"ideal": 0, "proportional": 0, "demote": 0}
-
-    def over(r: int) -> float:
-        o = cl.point[r]
-        return max(opts.cpu[o] - pc, 0.0) / pc + max(opts.mem[o] - pm, 0.0) / pm
-
-    def demote(r: int, check: bool) -> bool:
-        o = cl.point[r]
-        on = cl.where[r]
-        cl.release(r, opts.cpu[o], opts.mem[o])
-        if check and not cl.fits_at(on, pc, pm):
-            cl.commit(r, on, opts.cpu[o], opts.mem[o], o)
-            return False
-        cl.commit(r, on, pc, pm, int(prop[r]))
-        return True
-
-    for r in order:  # one greedy step per job, as the heuristic is sequential
-        r = int(r)
-        o = int(ideal[r])
-        on = cl.place(int(g[r]), opts.cpu[o], opts.mem[o])
-        if on is not None:
-            cl.commit(r, on, opts.cpu[o], opts.mem[o], o)
-            fallbacks["ideal"] += 1
-            continue
-        if _over_share(opts, o):  # switch to the fair share and retry
-            o = int(prop[r])
-            on = cl.place(int(g[r]), pc, pm)
-            if on is not None:
-                cl.commit(r, on, pc, pm, o)
-                fallbacks["proportional"] += 1
-                continue
-        c, m = opts.cpu[o], opts.mem[o]  # the demand now: the proportional point, or a demand within the share
-        fallbacks["demote"] += 1
-        allowed = _demotion_servers(cl, int(g[r]))
-        while on is None:
-            cands = [q for q in cl.where if any(allowed[i] for i in cl.where[q]) and over(q) > 1e-12]
-            cands.sort(key=lambda q: (-over(q), q))
-            moved = False
-            for q in cands:
-                if demote(q, check=True):
-                    demotions += 1
-                    moved = True
-                    break
-            if not moved:
-                for q in [q for q in cl.where if over(q) > 1e-12]:
-                    demote(q, check=False)
-                    demotions += 1
-                on = cl.place(int(g[r]), c, m)
-                break
-            on = cl.place(int(g[r]), c, m, allowed)
-        if on is None:  # pragma: no cover - excluded by the argument in the docstring
-            raise SolveFailedError(f"Synergy-TUNE could not place job {run[r].id}")
-        cl.commit(r, on, c, m, o)
-    gpu = np.zeros((len(servers), J), dtype=np.int64)
-    choice = np.zeros(J, dtype=np.int64)
-    for r in range(J):
-        for i, t in cl.where[r].items():
-            gpu[i, r] = t
-        choice[r] = cl.point[r]
-    return _assemble(
-        "tune",
-        servers,
-        jobs,
-        mask,
-        opts,
-        gpu,
-        choice,
-        weighted,
-        stats={"timings": {"tune": time.perf_counter() - t0}, "demotions": demotions, "placed_at": fallbacks},
-    )
-
-
-def proportional(servers: Sequence[Server], jobs: Sequence[SynergyJob], *, weighted: bool = False) -> SynergyAllocation:
-    """Every runnable job at its GPU-proportional point (the baseline). Largest jobs first, placed like TUNE."""
-    t0 = time.perf_counter()
-    _check_flag("weighted", weighted)
-    run, mask, opts = _prepare(servers, jobs)
-    J = len(run)
-    g = np.array([j.gpus for j in run], dtype=np.int64)
-    prop = np.array([_prop_option(opts, r) for r in range(J)], dtype=np.int64)
-    pc, pm = opts.share
-    cl = _Cluster(servers)
-    for r in np.argsort(-g, kind="stable"):
-        on = cl.place(int(g[r]), pc, pm)
-        if on is None:  # pragma: no cover - proportional shares always fit the free GPUs
-            raise SolveFailedError(f"proportional: could not place job {run[int(r)].id}")
-        cl.commit(int(r), on, pc, pm, int(prop[r]))
-    gpu = np.zeros((len(servers), J), dtype=np.int64)
-    for r in range(J):
-        for i, t in cl.where[r].items():
-            gpu[i, r] = t
-    return _assemble(
-        "proportional", servers, jobs, mask, opts, gpu, prop, weighted, stats={"timings": {"proportional": time.perf_counter() - t0}}
     )
 
 
 # -------------------------------------------------------------------------------------------------------- joint
-def _joint_start(model: LinearModel, opts: JobOptions, gpu: np.ndarray, choice: np.ndarray) -> np.ndarray:
+@dataclass(frozen=True, eq=False)
+class SynergyInverse:
+    """The joint MILP's typed inverse map: the jobs it was built over and how its columns map back.
+
+    ``jobs`` are every job of the instance in input order, ``runnable`` their mask, ``options`` the valid options
+    of the runnable jobs (the ``y`` columns), ``cpu_levels`` / ``mem_levels`` the per-job CPU and GB levels (the
+    ``wc`` / ``wm`` columns), ``weighted`` the objective."""
+
+    servers: tuple[Server, ...]
+    jobs: tuple[SynergyJob, ...]
+    runnable: np.ndarray
+    options: JobOptions
+    cpu_levels: LevelIndex
+    mem_levels: LevelIndex
+    weighted: bool
+
+
+def _joint_formulation(servers: Sequence[Server], jobs: Sequence[SynergyJob], weighted: bool, symmetry: bool) -> Formulation[SynergyInverse]:
+    run, mask, opts = prepare(servers, jobs)
+    model = build_joint(servers, run, opts, weighted=weighted, symmetry=symmetry)
+    inv = SynergyInverse(tuple(servers), tuple(jobs), mask, opts, level_index(opts, opts.cpu), level_index(opts, opts.mem), weighted)
+    return Formulation(model=model, inverse=inv, structure=Structure.GENERAL, problem="synergy")
+
+
+def build(spec: Any, *, symmetry: bool = True) -> Formulation[SynergyInverse]:
+    """The exact joint MILP of a :class:`~schedopt.synergy.SynergyInstance` as a Formulation (its model, the typed
+    inverse map :class:`SynergyInverse`)."""
+    return _joint_formulation(spec.servers, spec.jobs, spec.weighted, symmetry)
+
+
+def decode(spec: Any, formulation: Formulation[SynergyInverse], result: SolveResult) -> SynergyAllocation:
+    """The joint MILP's answer: the allocation when a solution is held, else the termination alone (held, not
+    raised; an infeasible model names the constraint families to blame in ``explanation``)."""
+    inv = formulation.inverse
+    if not result.has_solution:
+        return _unsolved("joint", "joint MILP", result, formulation.model, inv.weighted, stages={"joint": result})
+    vals = result.values
+    gpu = np.rint(vals["g"]).astype(np.int64)
+    J = gpu.shape[1]
+    choice = _choice_from_y(inv.options, vals["y"], J)
+    where = [{int(i): int(gpu[i, r]) for i in np.flatnonzero(gpu[:, r])} for r in range(J)]
+    bound, why = _bound_of(result)
+    t = result.termination
+    term = Termination(t.reason, t.limit, "; ".join(x for x in (t.detail, why) if x))
+    return assemble(
+        "joint", inv.jobs, inv.runnable, inv.options, where, choice, inv.weighted,
+        termination=term, bound=bound, backend=result.backend, timings=result.timings, result=result,
+        stages={"joint": result},
+    )
+
+
+def _joint_start(model: LinearModel, inv: SynergyInverse, gpu: np.ndarray, choice: np.ndarray) -> np.ndarray:
     """A full column vector for the joint model from a placement and option choice (a warm start)."""
     x = np.zeros(model.num_cols)
     b = model.blocks
     x[b["g"].start : b["g"].stop] = gpu.ravel()
-    y = np.zeros(opts.size)
+    y = np.zeros(inv.options.size)
     y[choice] = 1.0
     x[b["y"].start : b["y"].stop] = y
-    for dim, blk in (("cpu", "wc"), ("mem", "wm")):
-        jl, _, lev = model.meta["levels"][dim]
-        w = gpu[:, jl] * (lev[choice][jl] == np.arange(jl.size))[None, :]
+    for blk, lv in (("wc", inv.cpu_levels), ("wm", inv.mem_levels)):
+        w = gpu[:, lv.job] * (lv.of_option[choice][lv.job] == np.arange(lv.job.size))[None, :]
         x[b[blk].start : b[blk].stop] = w.ravel()
     return x
 
@@ -561,50 +335,41 @@ def solve_joint(
     warm_start: bool = True,
     symmetry: bool = True,
 ) -> SynergyAllocation:
-    """The exact joint MILP. With ``warm_start`` (and a backend that takes one) TUNE's allocation seeds the solve.
+    """The exact joint MILP. With ``warm_start`` (and a backend that takes one) the better of Synergy-OPT's and
+    TUNE's allocations seeds the solve, so the answer is never below either.
 
-    A time-out returns the incumbent with ``optimal=False`` and the solver's bound in ``lp_bound``; no solution
-    at all raises :class:`~schedopt.errors.SolveFailedError` carrying the SolveResult.
+    A time-out holds the incumbent (FEASIBLE with the time limit) and the solver's bound; no solution at all is
+    held too (``raise_for_status()`` raises, reading the allocation raises NoSolutionError).
     """
     t0 = time.perf_counter()
-    _check_flag("weighted", weighted)
-    run, mask, opts = _prepare(servers, jobs)
-    J = len(run)
-    model = build_joint(servers, run, opts, weighted=weighted, symmetry=symmetry)
+    check_flag("weighted", weighted)
+    form = _joint_formulation(servers, jobs, weighted, symmetry)
+    model, inv = form.model, form.inverse
+    run = [j for j, k in zip(jobs, inv.runnable) if k]
     be = backend or "highs"
     ws = None
+    seed_from = None
     from ..backends import get_backend
 
-    if warm_start and J and get_backend(be).capabilities.warm_start:
-        t = synergy_tune(servers, run, weighted=weighted)
-        gpu_t = t.gpu_matrix(len(servers))
+    if warm_start and run and get_backend(be).capabilities.warm_start:
+        seeds = [synergy_tune(servers, run, weighted=weighted)]
+        o = synergy_opt(servers, run, backend=be, weighted=weighted, time_limit=time_limit)
+        if o.has_solution:
+            seeds.append(o)
+        best = max(seeds, key=lambda a: a.objective_value)
+        gpu_t = best.gpu_matrix(len(servers))
         if symmetry:
             gpu_t = _sort_identical(servers, gpu_t)
-        ch = _choices_of(opts, t, run)
-        ws = _joint_start(model, opts, gpu_t, ch)
+        ws = _joint_start(model, inv, gpu_t, _choices_of(inv.options, best, run))
         if model.violations(ws):
             ws = None
-    res = solve(model, be, time_limit=time_limit, mip_rel_gap=mip_rel_gap, warm_start=ws)
-    if not res.has_solution:
-        _raise_unsolved(res, model, "joint MILP")
-    vals = res.values
-    gpu = np.rint(vals["g"]).astype(np.int64)
-    choice = _choice_from_y(opts, vals["y"], J)
-    return _assemble(
-        "joint",
-        servers,
-        jobs,
-        mask,
-        opts,
-        gpu,
-        choice,
-        weighted,
-        lp_bound=float(res.bound) if math.isfinite(res.bound) else None,
-        termination=str(res.termination),
-        optimal=res.termination.is_optimal,
-        results={"joint": res},
-        stats={"timings": {"joint": time.perf_counter() - t0, "solve": res.timings.solve}, "warm_start": ws is not None},
-    )
+        else:
+            seed_from = best.method
+    left = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - t0))
+    res = solve(model, be, time_limit=left, mip_rel_gap=mip_rel_gap, warm_start=ws)
+    ans = decode(None, form, res)
+    ans.stats.update({"timings": {"joint": time.perf_counter() - t0, "solve": res.timings.solve}, "warm_start": seed_from})
+    return ans
 
 
 def _choices_of(opts: JobOptions, alloc: SynergyAllocation, run: Sequence[SynergyJob]) -> np.ndarray:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -16,7 +17,7 @@ from ..errors import InputError
 from ..model import LinearModel
 from .spec import JobOptions, Server, SynergyJob
 
-__all__ = ["build_joint", "build_p1_placed", "build_packing_lp", "level_index"]
+__all__ = ["LevelIndex", "build_joint", "build_p1_placed", "build_packing_lp", "level_index"]
 
 P1_FAMILIES = ("cpu_capacity", "mem_capacity", "one_config_per_job", "at_least_proportional")
 
@@ -119,11 +120,19 @@ def build_packing_lp(
     return m
 
 
-def level_index(opts: JobOptions, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+class LevelIndex(NamedTuple):
+    """Distinct (job, value) levels of one resource: the job and value of each level, the level of each option."""
+
+    job: np.ndarray
+    value: np.ndarray
+    of_option: np.ndarray
+
+
+def level_index(opts: JobOptions, values: np.ndarray) -> LevelIndex:
     """Distinct (job, value) levels: (job of each level, value of each level, level of each option)."""
     keys = np.stack([opts.job.astype(np.float64), values], axis=1)
     uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-    return uniq[:, 0].astype(np.int64), uniq[:, 1], inv.ravel().astype(np.int64)
+    return LevelIndex(uniq[:, 0].astype(np.int64), uniq[:, 1], inv.ravel().astype(np.int64))
 
 
 def build_joint(
@@ -220,7 +229,6 @@ def build_joint(
             "problem": "synergy",
             "model": "joint",
             "objective": "gpu_weighted_throughput" if weighted else "sum_normalized_throughput",
-            "levels": {"cpu": (jc, vc, lc), "mem": (jm, vm, lm)},
         }
     )
     assert g.shape == (S, J)

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, SchedoptError
+from ..errors import InputError
+from ..problem import Answer, ViolationError, to_jsonable
 
 __all__ = [
     "AllocationCheckError",
@@ -349,29 +350,74 @@ class JobAllocation:
         }
 
 
-@dataclass
-class SynergyAllocation:
-    """The allocation of one method.
+@dataclass(kw_only=True, eq=False)
+class SynergyAllocation(Answer):
+    """The answer of every Synergy method (P1, OPT, TUNE, GREEDY, proportional, joint): a :class:`~schedopt.problem.Answer`.
 
-    ``per_job`` (ordered like the input jobs) holds a :class:`JobAllocation` per job; ``unplaced`` lists the ids of
-    jobs not run this round (their entry has no GPUs and zero throughput). ``total_throughput`` is the sum over
-    placed jobs of W at their point, times their GPU count when ``weighted``. ``lp_bound`` (OPT and P1: the
-    pooled P1 optimum, an upper bound on any integral placement) and ``rounding_loss`` (``lp_bound -
-    total_throughput``) are ``None`` for methods without a bound. ``results`` holds the SolveResults of the solves
-    behind it; ``termination`` is the main solve's (``"heuristic"`` for TUNE / proportional).
+    ``termination`` is the core :class:`~schedopt.Termination`: the solver's for P1 and the joint MILP, FEASIBLE
+    with :attr:`~schedopt.Limit.HEURISTIC` for TUNE, GREEDY, proportional and OPT (its rounding proves nothing).
+    ``bound`` is the best proven upper bound (P1 and joint: the solver's; OPT: the pooled P1 optimum, the LP bound
+    of every integral placement; ``nan`` when nothing was proven, and the termination's ``detail`` says why).
+
+    The solution (``per_job``, ``unplaced``, ``skipped``, ``total_throughput``, ``rows()``) is held only when
+    ``has_solution``; reading it otherwise raises :class:`~schedopt.errors.NoSolutionError`, and
+    ``raise_for_status()`` raises :class:`~schedopt.errors.InfeasibleError` (with ``explanation``) or
+    :class:`~schedopt.errors.SolveFailedError`.
+
+    ``per_job`` (ordered like the input jobs) holds a :class:`JobAllocation` per job; ``unplaced`` lists the jobs
+    not run this round (no GPUs, zero throughput); ``skipped`` the jobs GREEDY passed over although GPUs were free
+    (their demand did not fit). ``total_throughput`` is the sum over placed jobs of W at their point, times their
+    GPU count when ``weighted``. ``stages`` holds the SolveResult of each solve behind it (``result`` is the last
+    or only one); ``stats`` counts what the method did (stage times, demotions, spans).
     """
 
-    method: str
-    per_job: dict[str, JobAllocation]
-    total_throughput: float
+    _per_job: dict[str, JobAllocation] = field(default_factory=dict, repr=False)
+    _unplaced: tuple[str, ...] = ()
+    _skipped: tuple[str, ...] = ()
     weighted: bool = False
-    unplaced: tuple[str, ...] = ()
-    lp_bound: float | None = None
-    rounding_loss: float | None = None
-    termination: str = "heuristic"
-    optimal: bool = False
-    results: dict[str, Any] = field(default_factory=dict)
+    stages: dict[str, Any] = field(default_factory=dict, repr=False)
     stats: dict[str, Any] = field(default_factory=dict)
+    explanation: Any = None
+
+    @property
+    def per_job(self) -> dict[str, JobAllocation]:
+        self.require_solution()
+        return self._per_job
+
+    @property
+    def unplaced(self) -> tuple[str, ...]:
+        self.require_solution()
+        return self._unplaced
+
+    @property
+    def skipped(self) -> tuple[str, ...]:
+        self.require_solution()
+        return self._skipped
+
+    @property
+    def total_throughput(self) -> float:
+        return self.objective
+
+    @property
+    def lp_bound(self) -> float | None:
+        """The proven upper bound (``bound``) or ``None`` when none was proven."""
+        return float(self.bound) if math.isfinite(self.bound) else None
+
+    @property
+    def rounding_loss(self) -> float | None:
+        """``lp_bound - total_throughput`` (``None`` without a bound or a solution)."""
+        if not self.has_solution or not math.isfinite(self.bound):
+            return None
+        return float(self.bound - self.objective_value)
+
+    @property
+    def optimal(self) -> bool:
+        return self.is_optimal
+
+    @property
+    def results(self) -> dict[str, Any]:
+        """The SolveResults behind the answer by stage (``stages``; kept for the name users call)."""
+        return self.stages
 
     def rows(self) -> list[dict[str, Any]]:
         return [a.as_row() for a in self.per_job.values()]
@@ -384,9 +430,24 @@ class SynergyAllocation:
                 out[i, k] = g
         return out
 
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out.update(
+            {
+                "weighted": self.weighted,
+                "lp_bound": self.lp_bound,
+                "stats": to_jsonable(self.stats),
+                "jobs": self.rows() if self.has_solution else None,
+                "unplaced": list(self._unplaced) if self.has_solution else None,
+                "skipped": list(self._skipped) if self.has_solution else None,
+            }
+        )
+        return out
 
-class AllocationCheckError(SchedoptError, AssertionError):
-    """An allocation breaks a rule of the Synergy problem (raised by :func:`check_allocation`)."""
+
+class AllocationCheckError(ViolationError, AssertionError):
+    """An allocation breaks a rule of the Synergy problem (raised by :func:`~schedopt.synergy.assert_allocation`;
+    ``violations`` lists every rule broken)."""
 
 
 def make_job_allocation(
