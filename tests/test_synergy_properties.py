@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 
 from schedopt.synergy import (
     Server,
-    check_allocation,
+    assert_allocation,
     proportional,
     solve_joint,
     solve_p1,
@@ -31,7 +31,7 @@ def test_joint_is_exact_and_dominates(inst) -> None:  # type: ignore[no-untyped-
     tune = synergy_tune(S, J)
     prop = proportional(S, J)
     for a in (joint, opt, tune, prop):
-        check_allocation(S, J, a)
+        assert_allocation(S, J, a)
         for jid, ja in a.per_job.items():
             if ja.placed:
                 assert ja.throughput >= ja.proportional_throughput - 1e-9, (a.method, jid)
@@ -55,10 +55,10 @@ def test_p1_matches_brute_force_and_weighting(inst) -> None:  # type: ignore[no-
     pool = [Server(G, C, M)]
     for weighted in (False, True):
         a = solve_p1(J, G, C, M, weighted=weighted)
-        check_allocation(pool, J, a)
+        assert_allocation(pool, J, a)
         assert a.total_throughput == pytest.approx(brute_force(pool, J, weighted=weighted), abs=1e-6)
         j = solve_joint(S, J, weighted=weighted)
-        check_allocation(S, J, j)
+        assert_allocation(S, J, j)
         assert a.total_throughput >= j.total_throughput - 1e-6  # the pool relaxes the servers
 
 
@@ -68,5 +68,5 @@ def test_heuristics_never_below_proportional(inst) -> None:  # type: ignore[no-u
     """TUNE and proportional on larger random instances: valid and every placed job at least proportional."""
     S, J = inst.servers, inst.jobs
     for a in (synergy_tune(S, J), proportional(S, J), synergy_opt(S, J)):
-        check_allocation(S, J, a)
+        assert_allocation(S, J, a)
         assert all(x.throughput >= x.proportional_throughput - 1e-9 for x in a.per_job.values() if x.placed)

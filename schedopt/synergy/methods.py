@@ -18,7 +18,7 @@ from ..model import LinearModel
 from ..problem import Formulation, Structure, heuristic_termination
 from ..results import SolveResult, Termination, TerminationReason, Timings
 from ..solve import solve
-from .base import assemble, check_flag, held_nothing, prepare
+from .base import assemble, check_flag, held_nothing, prepare, prop_option
 from .models import LevelIndex, build_joint, build_p1_placed, build_packing_lp, level_index
 from .spec import JobOptions, Server, SynergyAllocation, SynergyJob
 from .tune import synergy_tune
@@ -73,6 +73,17 @@ def _bound_of(res: SolveResult) -> tuple[float, str]:
 
 
 # ------------------------------------------------------------------------------------------------------------ P1
+def _solve_p1_model(model: LinearModel, opts: JobOptions, backend: str, time_limit: float | None, warm_start: bool) -> SolveResult:
+    ws = None
+    if warm_start and opts.size:
+        from ..backends import get_backend
+
+        if get_backend(backend).capabilities.warm_start:
+            ws = np.zeros(opts.size)
+            ws[[prop_option(opts, r) for r in range(opts.start.size - 1)]] = 1.0
+    return solve(model, backend, time_limit=time_limit, warm_start=ws)
+
+
 def build_p1(
     jobs: Sequence[SynergyJob], gpus: int, cpus: float, mem_gb: float, *, weighted: bool = False
 ) -> LinearModel:
@@ -93,16 +104,20 @@ def solve_p1(
     backend: str | None = "highs",
     weighted: bool = False,
     time_limit: float | None = None,
+    warm_start: bool = True,
 ) -> SynergyAllocation:
     """Solve P1 on the pool; the allocation's single "server" 0 is the pool (check it against ``[Server(gpus,
     cpus, mem_gb)]``). The answer carries the solver's termination and bound (``nan`` with a word in the
-    termination's detail when the solver proved none); a solve without a solution is held, not raised."""
+    termination's detail when the solver proved none: never the incumbent's value); a solve without a solution is
+    held, not raised. ``warm_start`` (a backend that takes one): every job at its GPU-proportional point, always
+    feasible, seeds the solve, so a time limit still leaves an allocation."""
     check_flag("weighted", weighted)
+    check_flag("warm_start", warm_start)
     pool = _pool(gpus, cpus, mem_gb)
     run, mask, opts = prepare(pool, jobs)
     g = np.fromiter((j.gpus for j in run), dtype=np.float64, count=len(run))
     model = build_p1_placed(run, opts, g[None, :], np.array([pool[0].cpus]), np.array([pool[0].mem_gb]), weighted=weighted, group_labels=["pool"])
-    res = solve(model, backend or "highs", time_limit=time_limit)
+    res = _solve_p1_model(model, opts, backend or "highs", time_limit, warm_start)
     if not res.has_solution:
         return _unsolved("p1", "P1", res, model, weighted, stages={"p1": res})
     choice = _choice_from_y(opts, res.values["y"], len(run))
@@ -173,6 +188,7 @@ def synergy_opt(
     span: str = "lp",
     time_limit: float | None = None,
     placements: Sequence[str] = ("rounding", "tune"),
+    warm_start: bool = True,
 ) -> SynergyAllocation:
     """Synergy-OPT: P1 on the pooled cluster, the multi-node packing LP, largest-remainder rounding of the GPU
     shares, then P1 per server on the rounded placement (one model, one CPU and one GB row per server).
@@ -184,6 +200,7 @@ def synergy_opt(
     before and after rounding, which placement won and the time of each stage.
     """
     check_flag("weighted", weighted)
+    check_flag("warm_start", warm_start)
     bad = [p for p in placements if p not in ("rounding", "tune")] if not isinstance(placements, str) else [placements]
     if bad or not placements:
         raise InputError("placements", placements, "must be a non-empty sequence of 'rounding' and 'tune'")
@@ -198,7 +215,7 @@ def synergy_opt(
     stages: dict[str, SolveResult] = {}
     be = backend or "highs"
     p1 = build_p1_placed(run, opts, g[None, :], np.array([pool_c]), np.array([pool_m]), weighted=weighted, group_labels=["pool"])
-    r1 = stages["p1"] = solve(p1, be, time_limit=time_limit)
+    r1 = stages["p1"] = _solve_p1_model(p1, opts, be, time_limit, warm_start)
     stage["p1"] = r1.timings.total
     if not r1.has_solution:
         return _unsolved("opt", "P1", r1, p1, weighted, stages=stages)
