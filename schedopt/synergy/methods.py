@@ -19,11 +19,13 @@ from ..problem import Formulation, Structure, heuristic_termination
 from ..results import SolveResult, Termination, TerminationReason, Timings
 from ..solve import solve
 from .base import assemble, check_flag, held_nothing, prepare, prop_option
-from .models import LevelIndex, build_joint, build_p1_placed, build_packing_lp, level_index
+from .improve import improve_by_neighbourhoods, joint_start, sort_identical
+from .models import LevelIndex, build_integral_packing, build_joint, build_p1_placed, build_packing_lp, level_index
 from .spec import JobOptions, Server, SynergyAllocation, SynergyJob
 from .tune import synergy_tune
 
 __all__ = [
+    "OPT_PLACEMENTS",
     "SynergyInverse",
     "build",
     "build_p1",
@@ -34,6 +36,8 @@ __all__ = [
     "synergy_opt",
 ]
 
+#: the placements Synergy-OPT can re-solve the per-server P1 on
+OPT_PLACEMENTS = ("packing", "rounding", "tune")
 _INFEASIBLE = (TerminationReason.INFEASIBLE, TerminationReason.INFEASIBLE_OR_UNBOUNDED)
 
 
@@ -187,23 +191,36 @@ def synergy_opt(
     weighted: bool = False,
     span: str = "lp",
     time_limit: float | None = None,
-    placements: Sequence[str] = ("rounding", "tune"),
+    placements: Sequence[str] = ("packing", "rounding", "tune"),
     warm_start: bool = True,
+    packing_time_limit: float = 2.0,
+    improve_time_limit: float = 5.0,
 ) -> SynergyAllocation:
     """Synergy-OPT: P1 on the pooled cluster, the multi-node packing LP, largest-remainder rounding of the GPU
     shares, then P1 per server on the rounded placement (one model, one CPU and one GB row per server).
 
-    ``placements`` (ours): the GPU placements the per-server P1 is solved on, the best kept: ``"rounding"`` (the
-    paper's), ``"tune"`` (TUNE's queue-order placement; its cells re-chosen optimally for it). The answer is a
-    heuristic (FEASIBLE, :attr:`~schedopt.Limit.HEURISTIC`); its ``bound`` is the pooled P1 bound (an upper bound on
-    every integral placement), ``nan`` with a word when P1 proved none. ``stats`` reports split jobs and spans
-    before and after rounding, which placement won and the time of each stage.
+    ``placements`` (ours): the GPU placements the per-server P1 is solved on, the best kept: ``"packing"`` (the
+    P1 choice packed with integral GPUs by :func:`~schedopt.synergy.models.build_integral_packing`, at most
+    ``packing_time_limit`` seconds; when it finds a packing, OPT reaches the P1 bound), ``"rounding"`` (the paper's
+    LP and its rounding), ``"tune"`` (TUNE's queue-order placement, its cells re-chosen for it).
+
+    The answer is a heuristic (FEASIBLE, :attr:`~schedopt.Limit.HEURISTIC`) with the pooled P1 bound as ``bound``
+    (``nan`` with a word when P1 proved none), except when its total reaches a proven P1 optimum: then it is the
+    joint optimum and the answer says OPTIMAL. ``stats`` reports split jobs and spans before and after rounding,
+    which placement won and the time of each stage.
+
+    ``improve_time_limit`` (ours; 0 turns it off): while the best total is below the P1 bound, groups of four
+    servers are re-solved exactly by :func:`~schedopt.synergy.improve.improve_by_neighbourhoods` for at most that
+    many seconds (``stats["improve"]``).
     """
     check_flag("weighted", weighted)
     check_flag("warm_start", warm_start)
-    bad = [p for p in placements if p not in ("rounding", "tune")] if not isinstance(placements, str) else [placements]
+    bad = [p for p in placements if p not in OPT_PLACEMENTS] if not isinstance(placements, str) else [placements]
     if bad or not placements:
-        raise InputError("placements", placements, "must be a non-empty sequence of 'rounding' and 'tune'")
+        raise InputError("placements", placements, f"must be a non-empty sequence of {OPT_PLACEMENTS}")
+    for nm, v in (("packing_time_limit", packing_time_limit), ("improve_time_limit", improve_time_limit)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
+            raise InputError(nm, v, "must be a number of seconds >= 0")
     t0 = time.perf_counter()
     run, mask, opts = prepare(servers, jobs)
     S, J = len(servers), len(run)
@@ -224,6 +241,13 @@ def synergy_opt(
 
     cands: dict[str, np.ndarray] = {}
     x = np.zeros((S, J))
+    if "packing" in placements and J:
+        ip = build_integral_packing(servers, run, g, opts.cpu[c1], opts.mem[c1])
+        budget = packing_time_limit if time_limit is None else min(packing_time_limit, time_limit)
+        rp = stages["integral_packing"] = solve(ip, be, time_limit=budget)
+        stage["integral_packing"] = rp.timings.total
+        if rp.has_solution:
+            cands["packing"] = np.rint(rp.values["n"]).astype(np.int64)
     if "rounding" in placements:
         pack = build_packing_lp(servers, run, g, g * opts.cpu[c1], g * opts.mem[c1], span=span)
         r2 = stages["packing"] = solve(pack, be, time_limit=time_limit)
@@ -254,18 +278,32 @@ def synergy_opt(
     if best is None:
         last = stages[f"p1_per_server[{next(iter(cands))}]"]
         return _unsolved("opt", "per-server P1", last, p1, weighted, stages=stages, bound=bound)
-    _, won, gpu, c3, r3 = best
+    val, won, gpu, c3, r3 = best
+    improve: dict[str, Any] = {}
+    if improve_time_limit > 0 and not (math.isfinite(bound) and val >= bound - 1e-9 * max(1.0, abs(bound))):
+        budget = improve_time_limit if time_limit is None else min(improve_time_limit, time_limit)
+        gpu, c3, improve = improve_by_neighbourhoods(
+            servers, run, opts, gpu, c3, weighted=weighted, backend=be, time_limit=budget,
+            target=bound if math.isfinite(bound) else None,
+        )
+        val = float((opts.w * (g[opts.job] if weighted else 1.0))[c3].sum())
+        if improve["improved"]:
+            won += "+neighbourhoods"
     notes = [f"{k}: {v.termination.reason.value}" for k, v in stages.items() if not v.termination.is_optimal]
-    detail = "P1 + packing LP + rounding + P1 per server: no optimality proof"
-    detail += "".join(f"; {n}" for n in notes) + (f"; {why}" if why else "")
+    if r1.termination.is_optimal and math.isfinite(bound) and val >= bound - 1e-9 * max(1.0, abs(bound)):
+        term = Termination(TerminationReason.OPTIMAL, None, f"reaches the proven P1 optimum ({won} placement)")
+    else:
+        detail = f"P1 + {won} placement + P1 per server: no optimality proof"
+        term = heuristic_termination(detail + "".join(f"; {n}" for n in notes) + (f"; {why}" if why else ""))
     where = [{int(i): int(gpu[i, r]) for i in np.flatnonzero(gpu[:, r])} for r in range(J)]
     return assemble(
         "opt", jobs, mask, opts, where, c3, weighted,
-        termination=heuristic_termination(detail), bound=bound, backend=r3.backend,
+        termination=term, bound=bound, backend=r3.backend,
         timings=Timings(build=0.0, solve=time.perf_counter() - t0), result=r3, stages=stages,
         stats={
             "timings": stage,
             "placement": won,
+            "improve": improve,
             "split_jobs_lp": int(((x > 1e-7).sum(axis=0) > 1).sum()),
             "spans_lp": int((x > 1e-7).sum()),
             "split_jobs": int(((gpu > 0).sum(axis=0) > 1).sum()),
@@ -293,9 +331,11 @@ class SynergyInverse:
     weighted: bool
 
 
-def _joint_formulation(servers: Sequence[Server], jobs: Sequence[SynergyJob], weighted: bool, symmetry: bool) -> Formulation[SynergyInverse]:
+def _joint_formulation(
+    servers: Sequence[Server], jobs: Sequence[SynergyJob], weighted: bool, symmetry: bool, p1_bound: float | None = None
+) -> Formulation[SynergyInverse]:
     run, mask, opts = prepare(servers, jobs)
-    model = build_joint(servers, run, opts, weighted=weighted, symmetry=symmetry)
+    model = build_joint(servers, run, opts, weighted=weighted, symmetry=symmetry, p1_bound=p1_bound)
     inv = SynergyInverse(tuple(servers), tuple(jobs), mask, opts, level_index(opts, opts.cpu), level_index(opts, opts.mem), weighted)
     return Formulation(model=model, inverse=inv, structure=Structure.GENERAL, problem="synergy")
 
@@ -327,20 +367,6 @@ def decode(spec: Any, formulation: Formulation[SynergyInverse], result: SolveRes
     )
 
 
-def _joint_start(model: LinearModel, inv: SynergyInverse, gpu: np.ndarray, choice: np.ndarray) -> np.ndarray:
-    """A full column vector for the joint model from a placement and option choice (a warm start)."""
-    x = np.zeros(model.num_cols)
-    b = model.blocks
-    x[b["g"].start : b["g"].stop] = gpu.ravel()
-    y = np.zeros(inv.options.size)
-    y[choice] = 1.0
-    x[b["y"].start : b["y"].stop] = y
-    for blk, lv in (("wc", inv.cpu_levels), ("wm", inv.mem_levels)):
-        w = gpu[:, lv.job] * (lv.of_option[choice][lv.job] == np.arange(lv.job.size))[None, :]
-        x[b[blk].start : b[blk].stop] = w.ravel()
-    return x
-
-
 def solve_joint(
     servers: Sequence[Server],
     jobs: Sequence[SynergyJob],
@@ -352,40 +378,53 @@ def solve_joint(
     warm_start: bool = True,
     symmetry: bool = True,
 ) -> SynergyAllocation:
-    """The exact joint MILP. With ``warm_start`` (and a backend that takes one) the better of Synergy-OPT's and
-    TUNE's allocations seeds the solve, so the answer is never below either.
+    """The exact joint MILP, solved by decomposition first: the pooled P1 gives a proven bound, added as
+    ``objective_cut``; Synergy-OPT (integral packing of the P1 choice, rounding, TUNE's placement, then exact
+    re-solves of server groups) gives an incumbent, and with ``warm_start`` (and a backend that takes one) the
+    better of it and TUNE seeds the MILP, which then only has to close the remaining gap (immediately when the
+    incumbent reaches the P1 bound). Those stages take at most 60 % of ``time_limit`` (packing 15 %, the server-group
+    re-solves 40 %; without a limit, 9 s and 24 s), and count against it.
 
     A time-out holds the incumbent (FEASIBLE with the time limit) and the solver's bound; no solution at all is
     held too (``raise_for_status()`` raises, reading the allocation raises NoSolutionError).
     """
     t0 = time.perf_counter()
     check_flag("weighted", weighted)
-    form = _joint_formulation(servers, jobs, weighted, symmetry)
-    model, inv = form.model, form.inverse
-    run = [j for j, k in zip(jobs, inv.runnable) if k]
+    check_flag("warm_start", warm_start)
+    run, _, _ = prepare(servers, jobs)
     be = backend or "highs"
-    ws = None
-    seed_from = None
     from ..backends import get_backend
 
-    if warm_start and run and get_backend(be).capabilities.warm_start:
-        seeds = [synergy_tune(servers, run, weighted=weighted)]
-        o = synergy_opt(servers, run, backend=be, weighted=weighted, time_limit=time_limit)
+    seeds: list[SynergyAllocation] = []
+    p1_bound = None
+    if warm_start and run:
+        budget = 60.0 if time_limit is None else float(time_limit)
+        o = synergy_opt(servers, run, backend=be, weighted=weighted, time_limit=None if time_limit is None else 0.6 * budget,
+                        packing_time_limit=min(10.0, 0.15 * budget), improve_time_limit=0.4 * budget)
         if o.has_solution:
             seeds.append(o)
+        r1 = o.stages.get("p1")
+        if r1 is not None and r1.termination.is_optimal and math.isfinite(r1.bound):
+            p1_bound = float(r1.bound)
+        seeds.append(synergy_tune(servers, run, weighted=weighted))
+    form = _joint_formulation(servers, jobs, weighted, symmetry, p1_bound)
+    model, inv = form.model, form.inverse
+    ws = None
+    seed_from = None
+    if seeds and get_backend(be).capabilities.warm_start:
         best = max(seeds, key=lambda a: a.objective_value)
         gpu_t = best.gpu_matrix(len(servers))
         if symmetry:
-            gpu_t = _sort_identical(servers, gpu_t)
-        ws = _joint_start(model, inv, gpu_t, _choices_of(inv.options, best, run))
+            gpu_t = sort_identical(servers, gpu_t)
+        ws = joint_start(model, inv.options, inv.cpu_levels, inv.mem_levels, gpu_t, _choices_of(inv.options, best, run))
         if model.violations(ws):
             ws = None
         else:
-            seed_from = best.method
+            seed_from = best.method + (f" ({best.stats.get('placement')})" if best.method == "opt" else "")
     left = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - t0))
     res = solve(model, be, time_limit=left, mip_rel_gap=mip_rel_gap, warm_start=ws)
     ans = decode(None, form, res)
-    ans.stats.update({"timings": {"joint": time.perf_counter() - t0, "solve": res.timings.solve}, "warm_start": seed_from})
+    ans.stats.update({"timings": {"joint": time.perf_counter() - t0, "solve": res.timings.solve}, "warm_start": seed_from, "p1_bound": p1_bound})
     return ans
 
 
@@ -399,19 +438,3 @@ def _choices_of(opts: JobOptions, alloc: SynergyAllocation, run: Sequence[Synerg
         )
         out[r] = lo + int(hit[0])
     return out
-
-
-def _sort_identical(servers: Sequence[Server], gpu: np.ndarray) -> np.ndarray:
-    """Permute rows within runs of consecutive identical servers so GPU loads are non-increasing."""
-    gpu = gpu.copy()
-    S = len(servers)
-    i = 0
-    while i < S:
-        k = i
-        while k + 1 < S and servers[k + 1] == servers[i]:
-            k += 1
-        if k > i:
-            blk = gpu[i : k + 1]
-            gpu[i : k + 1] = blk[np.argsort(-blk.sum(axis=1), kind="stable")]
-        i = k + 1
-    return gpu

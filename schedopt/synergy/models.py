@@ -17,7 +17,7 @@ from ..errors import InputError
 from ..model import LinearModel
 from .spec import JobOptions, Server, SynergyJob
 
-__all__ = ["LevelIndex", "build_joint", "build_p1_placed", "build_packing_lp", "level_index"]
+__all__ = ["LevelIndex", "build_integral_packing", "build_joint", "build_p1_placed", "build_packing_lp", "level_index"]
 
 P1_FAMILIES = ("cpu_capacity", "mem_capacity", "one_config_per_job", "at_least_proportional")
 
@@ -120,6 +120,59 @@ def build_packing_lp(
     return m
 
 
+def build_integral_packing(
+    servers: Sequence[Server],
+    jobs: Sequence[SynergyJob],
+    gpus: np.ndarray,
+    cpu_per_gpu: np.ndarray,
+    mem_per_gpu: np.ndarray,
+    *,
+    symmetry: bool = True,
+    name: str = "synergy_integral_packing",
+) -> LinearModel:
+    """Synergy-OPT's packing with integral GPUs (ours): place every job's ``gpus[j]`` GPUs at its fixed per-GPU
+    point (``cpu_per_gpu[j]``, ``mem_per_gpu[j]``: the pooled P1's choice) on the servers, within every server's
+    GPUs, CPUs and GB. A feasibility model (zero objective): any solution realises the P1 optimum on the servers.
+
+    Block ``n`` (integer, servers x jobs); families ``gpu_demand``, ``server_gpu_capacity``,
+    ``server_cpu_capacity``, ``server_mem_capacity``, and ``server_symmetry`` (GPU loads non-increasing over
+    consecutive identical servers; any packing can be permuted to satisfy it).
+    """
+    t0 = time.perf_counter()
+    S, J = len(servers), len(jobs)
+    G = np.array([s.gpus for s in servers], dtype=np.float64)
+    gj = np.asarray(gpus, dtype=np.float64)
+    snames = [f"server{i}" for i in range(S)]
+    ids = [j.id for j in jobs]
+    m = LinearModel(name, sense="minimize")
+    m.add_variables("n", (S, J), kind="integer", lower=0, upper=np.minimum(G[:, None], gj[None, :]), labels=(snames, ids))
+    ones_S = sp.csr_matrix(np.ones((1, S)))
+    eye_S = sp.identity(S, format="csr")
+    m.add_constraints("gpu_demand", {"n": sp.kron(ones_S, sp.identity(J), format="csr")}, lower=gj, upper=gj, labels=ids)
+    for fam, per, cap in (
+        ("server_gpu_capacity", np.ones(J), G),
+        ("server_cpu_capacity", np.asarray(cpu_per_gpu, dtype=np.float64), [s.cpus for s in servers]),
+        ("server_mem_capacity", np.asarray(mem_per_gpu, dtype=np.float64), [s.mem_gb for s in servers]),
+    ):
+        m.add_constraints(fam, {"n": sp.kron(eye_S, sp.csr_matrix(per[None, :]), format="csr")}, upper=cap, labels=snames)
+    if symmetry and S > 1:
+        _add_symmetry(m, "n", servers, J)
+    m.set_objective({"n": np.zeros((S, J))})
+    m.build_seconds = time.perf_counter() - t0
+    return m
+
+
+def _add_symmetry(m: LinearModel, block: str, servers: Sequence[Server], J: int) -> None:
+    """``server_symmetry``: sum_j v[i, j] >= sum_j v[i+1, j] for consecutive identical servers i, i+1."""
+    S = len(servers)
+    key = np.array([[s.gpus, s.cpus, s.mem_gb] for s in servers], dtype=np.float64)
+    pairs = np.flatnonzero(np.all(np.isclose(key[1:], key[:-1], rtol=1e-12), axis=1))
+    if pairs.size:
+        rowsum = sp.kron(sp.identity(S, format="csr"), sp.csr_matrix(np.ones((1, J))), format="csr")
+        D = rowsum[pairs] - rowsum[pairs + 1]
+        m.add_constraints("server_symmetry", {block: D}, lower=0, labels=[f"server{i}>=server{i + 1}" for i in pairs])
+
+
 class LevelIndex(NamedTuple):
     """Distinct (job, value) levels of one resource: the job and value of each level, the level of each option."""
 
@@ -142,6 +195,7 @@ def build_joint(
     *,
     weighted: bool = False,
     symmetry: bool = True,
+    p1_bound: float | None = None,
     name: str = "synergy_joint",
 ) -> LinearModel:
     """The exact joint MILP: integer GPUs ``g[i, j]``, one option per job (``y``), per-server CPU / GB through the
@@ -149,6 +203,8 @@ def build_joint(
 
     ``symmetry``: among servers identical in (GPUs, CPUs, GB), order the GPUs used non-increasingly
     (``server_symmetry``); any solution can be permuted to satisfy it, so the optimum is unchanged.
+    ``p1_bound`` (a proven upper bound of the pooled P1, e.g. its optimum) adds ``objective_cut``: objective <=
+    that bound, valid since P1 relaxes the joint model.
     """
     t0 = time.perf_counter()
     S, J = len(servers), len(jobs)
@@ -213,16 +269,11 @@ def build_joint(
             f"server_{dim}_capacity", {blk: sp.kron(eye_S, sp.csr_matrix(vl[None, :]), format="csr")}, upper=cap, labels=snames
         )
     if symmetry and S > 1:
-        key = np.stack([G, C, M], axis=1)
-        same = np.all(np.isclose(key[1:], key[:-1], rtol=1e-12), axis=1)
-        pairs = np.flatnonzero(same)
-        if pairs.size:
-            # sum_j g[i, j] - sum_j g[i+1, j] >= 0 for consecutive identical servers i, i+1
-            rowsum = sp.kron(eye_S, sp.csr_matrix(np.ones((1, J))), format="csr")
-            D = rowsum[pairs] - rowsum[pairs + 1]
-            m.add_constraints(
-                "server_symmetry", {"g": D}, lower=0, labels=[f"server{i}>=server{i + 1}" for i in pairs]
-            )
+        _add_symmetry(m, "g", servers, J)
+    if p1_bound is not None:
+        # objective_cut: the pooled P1 optimum bounds the joint objective (P1 relaxes it); valid, and it lets the
+        # solver stop as soon as an incumbent reaches it
+        m.add_constraints("objective_cut", {"y": sp.csr_matrix((opts.w * (gj[opts.job] if weighted else 1.0))[None, :])}, upper=float(p1_bound) + 1e-7 * max(1.0, abs(float(p1_bound))), labels=["p1_bound"])
     m.set_objective({"y": opts.w * (gj[opts.job] if weighted else 1.0)})
     m.meta.update(
         {
