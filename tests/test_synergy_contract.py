@@ -170,7 +170,7 @@ def test_queue_orders_hand_checked() -> None:
     200 / 2 = 100 ties d at 100 -> by arrival d (5) before b (10)). LAS: attained x GPUs 300, 200, 0, 200 -> c, then
     b and d tie at 200 -> arrival d (5), b (10), then a. FTF at t = 1000: (1000 - arrival + remaining) / total:
     a 1900/1200 = 1.58, b 1190/300 = 3.97, c 1980/1000 = 1.98, d 1095/150 = 7.3 -> a c b d."""
-    servers, jobs, st = _queue_jobs()
+    _, jobs, st = _queue_jobs()
     ids = lambda js: [j.id for j in js]  # noqa: E731
     assert ids(order_jobs(jobs, "fifo", st)) == ["a", "d", "b", "c"]
     assert ids(order_jobs(jobs, "srtf", st)) == ["d", "b", "a", "c"]

@@ -20,12 +20,25 @@ from ..results import SolveResult, Termination, TerminationReason, Timings
 from ..solve import solve
 from .base import assemble, check_flag, held_nothing, prepare, prop_option
 from .improve import improve_by_neighbourhoods, joint_start, sort_identical
-from .models import LevelIndex, build_integral_packing, build_joint, build_p1_placed, build_packing_lp, level_index
+from .models import (
+    LevelIndex,
+    PointIndex,
+    assign_class_gpus,
+    build_integral_packing,
+    build_joint,
+    build_joint_points,
+    build_p1_placed,
+    build_packing_lp,
+    level_index,
+    point_index,
+)
 from .spec import JobOptions, Server, SynergyAllocation, SynergyJob
 from .tune import synergy_tune
 
 __all__ = [
+    "JOINT_FORMULATIONS",
     "OPT_PLACEMENTS",
+    "OPT_REPAIRS",
     "SynergyInverse",
     "build",
     "build_p1",
@@ -38,6 +51,8 @@ __all__ = [
 
 #: the placements Synergy-OPT can re-solve the per-server P1 on
 OPT_PLACEMENTS = ("packing", "rounding", "tune")
+#: Synergy-OPT's repair of a best placement below the P1 bound
+OPT_REPAIRS = ("points", "neighbourhoods", "none")
 _INFEASIBLE = (TerminationReason.INFEASIBLE, TerminationReason.INFEASIBLE_OR_UNBOUNDED)
 
 
@@ -194,7 +209,8 @@ def synergy_opt(
     placements: Sequence[str] = ("packing", "rounding", "tune"),
     warm_start: bool = True,
     packing_time_limit: float = 2.0,
-    improve_time_limit: float = 5.0,
+    improve_time_limit: float = 10.0,
+    repair: str = "points",
 ) -> SynergyAllocation:
     """Synergy-OPT: P1 on the pooled cluster, the multi-node packing LP, largest-remainder rounding of the GPU
     shares, then P1 per server on the rounded placement (one model, one CPU and one GB row per server).
@@ -209,15 +225,19 @@ def synergy_opt(
     joint optimum and the answer says OPTIMAL. ``stats`` reports split jobs and spans before and after rounding,
     which placement won and the time of each stage.
 
-    ``improve_time_limit`` (ours; 0 turns it off): while the best total is below the P1 bound, groups of four
-    servers are re-solved exactly by :func:`~schedopt.synergy.improve.improve_by_neighbourhoods` for at most that
-    many seconds (``stats["improve"]``).
+    ``repair`` (ours; for at most ``improve_time_limit`` seconds, only while the best total is below the P1
+    bound): ``"points"`` re-solves the exact point model (:func:`~schedopt.synergy.models.build_joint_points`)
+    warm-started from the best placement, with the P1 optimum as ``objective_cut`` -- when it finishes, OPT is
+    the joint optimum and says OPTIMAL; ``"neighbourhoods"`` re-solves groups of servers exactly
+    (:func:`~schedopt.synergy.improve.improve_by_neighbourhoods`); ``"none"`` stops at the best placement.
     """
     check_flag("weighted", weighted)
     check_flag("warm_start", warm_start)
     bad = [p for p in placements if p not in OPT_PLACEMENTS] if not isinstance(placements, str) else [placements]
     if bad or not placements:
         raise InputError("placements", placements, f"must be a non-empty sequence of {OPT_PLACEMENTS}")
+    if repair not in OPT_REPAIRS:
+        raise InputError("repair", repair, f"must be one of {OPT_REPAIRS}")
     for nm, v in (("packing_time_limit", packing_time_limit), ("improve_time_limit", improve_time_limit)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
             raise InputError(nm, v, "must be a number of seconds >= 0")
@@ -242,12 +262,16 @@ def synergy_opt(
     cands: dict[str, np.ndarray] = {}
     x = np.zeros((S, J))
     if "packing" in placements and J:
-        ip = build_integral_packing(servers, run, g, opts.cpu[c1], opts.mem[c1])
+        pts = np.stack([opts.cpu[c1], opts.mem[c1]], axis=1)
+        uniq, cls = np.unique(pts, axis=0, return_inverse=True)
+        cls = cls.ravel()
+        need = np.bincount(cls, weights=g, minlength=uniq.shape[0])
+        ip = build_integral_packing(servers, need, uniq[:, 0], uniq[:, 1], labels=[f"c{c:g},m{m:g}" for c, m in uniq])
         budget = packing_time_limit if time_limit is None else min(packing_time_limit, time_limit)
         rp = stages["integral_packing"] = solve(ip, be, time_limit=budget)
         stage["integral_packing"] = rp.timings.total
         if rp.has_solution:
-            cands["packing"] = np.rint(rp.values["n"]).astype(np.int64)
+            cands["packing"] = assign_class_gpus(np.rint(rp.values["n"]), cls, g.astype(np.int64))
     if "rounding" in placements:
         pack = build_packing_lp(servers, run, g, g * opts.cpu[c1], g * opts.mem[c1], span=span)
         r2 = stages["packing"] = solve(pack, be, time_limit=time_limit)
@@ -280,17 +304,38 @@ def synergy_opt(
         return _unsolved("opt", "per-server P1", last, p1, weighted, stages=stages, bound=bound)
     val, won, gpu, c3, r3 = best
     improve: dict[str, Any] = {}
-    if improve_time_limit > 0 and not (math.isfinite(bound) and val >= bound - 1e-9 * max(1.0, abs(bound))):
-        budget = improve_time_limit if time_limit is None else min(improve_time_limit, time_limit)
+    proven = False
+    weight = opts.w * (g[opts.job] if weighted else 1.0)
+    at_bound = math.isfinite(bound) and val >= bound - 1e-9 * max(1.0, abs(bound))
+    budget = improve_time_limit if time_limit is None else min(improve_time_limit, time_limit)
+    if repair == "points" and budget > 0 and not at_bound:
+        form = _joint_formulation(servers, run, weighted, True, bound if r1.termination.is_optimal and math.isfinite(bound) else None, "points")
+        ws = _warm_start(form, servers, gpu, c3)
+        rr = stages["repair"] = solve(form.model, be, time_limit=budget, warm_start=ws)
+        stage["repair"] = rr.timings.total
+        if rr.has_solution:
+            fixed = decode(None, form, rr)
+            if fixed.objective_value > val + 1e-9:
+                gpu = fixed.gpu_matrix(S)
+                c3 = _choices_of(opts, fixed, run)
+                val = float(weight[c3].sum())
+                won += "+points"
+            if rr.termination.is_optimal:
+                proven = True
+                bound = min(bound, float(rr.bound)) if math.isfinite(bound) else float(rr.bound)
+        improve = {"repair": rr.termination.reason.value}
+    elif repair == "neighbourhoods" and budget > 0 and not at_bound:
         gpu, c3, improve = improve_by_neighbourhoods(
             servers, run, opts, gpu, c3, weighted=weighted, backend=be, time_limit=budget,
             target=bound if math.isfinite(bound) else None,
         )
-        val = float((opts.w * (g[opts.job] if weighted else 1.0))[c3].sum())
+        val = float(weight[c3].sum())
         if improve["improved"]:
             won += "+neighbourhoods"
     notes = [f"{k}: {v.termination.reason.value}" for k, v in stages.items() if not v.termination.is_optimal]
-    if r1.termination.is_optimal and math.isfinite(bound) and val >= bound - 1e-9 * max(1.0, abs(bound)):
+    if proven:
+        term = Termination(TerminationReason.OPTIMAL, None, f"the point model proved it the joint optimum ({won} placement)")
+    elif r1.termination.is_optimal and math.isfinite(bound) and val >= bound - 1e-9 * max(1.0, abs(bound)):
         term = Termination(TerminationReason.OPTIMAL, None, f"reaches the proven P1 optimum ({won} placement)")
     else:
         detail = f"P1 + {won} placement + P1 per server: no optimality proof"
@@ -314,36 +359,59 @@ def synergy_opt(
 
 
 # -------------------------------------------------------------------------------------------------------- joint
+#: the joint MILP's formulations: over per-GPU points (default; exact, fast) or over jobs and levels
+JOINT_FORMULATIONS = ("points", "jobs")
+
+
 @dataclass(frozen=True, eq=False)
 class SynergyInverse:
     """The joint MILP's typed inverse map: the jobs it was built over and how its columns map back.
 
     ``jobs`` are every job of the instance in input order, ``runnable`` their mask, ``options`` the valid options
-    of the runnable jobs (the ``y`` columns), ``cpu_levels`` / ``mem_levels`` the per-job CPU and GB levels (the
-    ``wc`` / ``wm`` columns), ``weighted`` the objective."""
+    of the runnable jobs (the ``y`` columns), ``formulation`` which model it is: ``"points"`` (``points``: the
+    per-GPU point of each option, the ``n`` columns) or ``"jobs"`` (``cpu_levels`` / ``mem_levels``: the per-job
+    CPU and GB levels, the ``wc`` / ``wm`` columns); ``weighted`` the objective; ``p1_bound`` the pooled P1
+    optimum when it was added as ``objective_cut``."""
 
     servers: tuple[Server, ...]
     jobs: tuple[SynergyJob, ...]
     runnable: np.ndarray
     options: JobOptions
-    cpu_levels: LevelIndex
-    mem_levels: LevelIndex
     weighted: bool
+    formulation: str = "points"
+    points: PointIndex | None = None
+    cpu_levels: LevelIndex | None = None
+    mem_levels: LevelIndex | None = None
+    p1_bound: float | None = None
 
 
 def _joint_formulation(
-    servers: Sequence[Server], jobs: Sequence[SynergyJob], weighted: bool, symmetry: bool, p1_bound: float | None = None
+    servers: Sequence[Server],
+    jobs: Sequence[SynergyJob],
+    weighted: bool,
+    symmetry: bool,
+    p1_bound: float | None = None,
+    formulation: str = "points",
 ) -> Formulation[SynergyInverse]:
+    if formulation not in JOINT_FORMULATIONS:
+        raise InputError("formulation", formulation, f"must be one of {JOINT_FORMULATIONS}")
     run, mask, opts = prepare(servers, jobs)
-    model = build_joint(servers, run, opts, weighted=weighted, symmetry=symmetry, p1_bound=p1_bound)
-    inv = SynergyInverse(tuple(servers), tuple(jobs), mask, opts, level_index(opts, opts.cpu), level_index(opts, opts.mem), weighted)
+    if formulation == "points":
+        model = build_joint_points(servers, run, opts, weighted=weighted, symmetry=symmetry, p1_bound=p1_bound)
+        inv = SynergyInverse(tuple(servers), tuple(jobs), mask, opts, weighted, "points", points=point_index(opts), p1_bound=p1_bound)
+    else:
+        model = build_joint(servers, run, opts, weighted=weighted, symmetry=symmetry, p1_bound=p1_bound)
+        inv = SynergyInverse(
+            tuple(servers), tuple(jobs), mask, opts, weighted, "jobs",
+            cpu_levels=level_index(opts, opts.cpu), mem_levels=level_index(opts, opts.mem), p1_bound=p1_bound,
+        )
     return Formulation(model=model, inverse=inv, structure=Structure.GENERAL, problem="synergy")
 
 
-def build(spec: Any, *, symmetry: bool = True) -> Formulation[SynergyInverse]:
-    """The exact joint MILP of a :class:`~schedopt.synergy.SynergyInstance` as a Formulation (its model, the typed
-    inverse map :class:`SynergyInverse`)."""
-    return _joint_formulation(spec.servers, spec.jobs, spec.weighted, symmetry)
+def build(spec: Any, *, symmetry: bool = True, formulation: str = "points") -> Formulation[SynergyInverse]:
+    """The exact joint MILP of a :class:`~schedopt.synergy.SynergyInstance` as a Formulation: its model and the
+    typed inverse map :class:`SynergyInverse` (``formulation``: ``"points"``, the default, or ``"jobs"``)."""
+    return _joint_formulation(spec.servers, spec.jobs, spec.weighted, symmetry, None, formulation)
 
 
 def decode(spec: Any, formulation: Formulation[SynergyInverse], result: SolveResult) -> SynergyAllocation:
@@ -353,18 +421,48 @@ def decode(spec: Any, formulation: Formulation[SynergyInverse], result: SolveRes
     if not result.has_solution:
         return _unsolved("joint", "joint MILP", result, formulation.model, inv.weighted, stages={"joint": result})
     vals = result.values
-    gpu = np.rint(vals["g"]).astype(np.int64)
-    J = gpu.shape[1]
-    choice = _choice_from_y(inv.options, vals["y"], J)
+    opts = inv.options
+    J = int(opts.start.size - 1)
+    choice = _choice_from_y(opts, vals["y"], J)
+    if inv.formulation == "points":
+        assert inv.points is not None
+        g = np.array([j.gpus for j, k in zip(inv.jobs, inv.runnable) if k], dtype=np.int64)
+        gpu = assign_class_gpus(np.rint(vals["n"]), inv.points.of_option[choice], g)
+    else:
+        gpu = np.rint(vals["g"]).astype(np.int64)
     where = [{int(i): int(gpu[i, r]) for i in np.flatnonzero(gpu[:, r])} for r in range(J)]
     bound, why = _bound_of(result)
+    if inv.p1_bound is not None and not (bound <= inv.p1_bound):  # the P1 optimum bounds the joint too
+        bound, why = inv.p1_bound, ("bound: the pooled P1 optimum" if why else "")
     t = result.termination
     term = Termination(t.reason, t.limit, "; ".join(x for x in (t.detail, why) if x))
     return assemble(
         "joint", inv.jobs, inv.runnable, inv.options, where, choice, inv.weighted,
         termination=term, bound=bound, backend=result.backend, timings=result.timings, result=result,
-        stages={"joint": result},
+        stages={"joint": result}, stats={"formulation": inv.formulation},
     )
+
+
+def _warm_start(form: Formulation[SynergyInverse], servers: Sequence[Server], gpu: np.ndarray, choice: np.ndarray) -> np.ndarray | None:
+    """A warm start for either joint formulation from a placement (servers x runnable jobs) and option choice;
+    None when it breaks a row (e.g. the symmetry order cannot be met)."""
+    model, inv = form.model, form.inverse
+    gpu = sort_identical(servers, gpu)
+    if inv.formulation == "points":
+        assert inv.points is not None
+        x = np.zeros(model.num_cols)
+        b = model.blocks
+        y = np.zeros(inv.options.size)
+        y[choice] = 1.0
+        x[b["y"].start : b["y"].stop] = y
+        K = inv.points.cpu.size
+        n = np.zeros((gpu.shape[0], K))
+        np.add.at(n.T, inv.points.of_option[choice], gpu.T)
+        x[b["n"].start : b["n"].stop] = n.ravel()
+    else:
+        assert inv.cpu_levels is not None and inv.mem_levels is not None
+        x = joint_start(model, inv.options, inv.cpu_levels, inv.mem_levels, gpu, choice)
+    return None if model.violations(x) else x
 
 
 def solve_joint(
@@ -377,54 +475,46 @@ def solve_joint(
     mip_rel_gap: float | None = 1e-6,
     warm_start: bool = True,
     symmetry: bool = True,
+    formulation: str = "points",
+    p1_cut: bool = False,
 ) -> SynergyAllocation:
-    """The exact joint MILP, solved by decomposition first: the pooled P1 gives a proven bound, added as
-    ``objective_cut``; Synergy-OPT (integral packing of the P1 choice, rounding, TUNE's placement, then exact
-    re-solves of server groups) gives an incumbent, and with ``warm_start`` (and a backend that takes one) the
-    better of it and TUNE seeds the MILP, which then only has to close the remaining gap (immediately when the
-    incumbent reaches the P1 bound). Those stages take at most 60 % of ``time_limit`` (packing 15 %, the server-group
-    re-solves 40 %; without a limit, 9 s and 24 s), and count against it.
+    """The exact joint MILP (placement and CPU / GB at once).
 
-    A time-out holds the incumbent (FEASIBLE with the time limit) and the solver's bound; no solution at all is
+    ``formulation="points"`` (default, :func:`~schedopt.synergy.models.build_joint_points`): P1's choice plus the
+    GPUs at each per-GPU point on each server -- exact, and it proves the optimum of the 15 comparison sets (up to
+    32 servers) in seconds. ``formulation="jobs"`` (:func:`~schedopt.synergy.models.build_joint`): GPUs per server
+    and job with CPU / GB levels (the original model; slow past 16 servers). With ``warm_start`` (and a backend
+    that takes one) TUNE's allocation seeds the solve. ``p1_cut`` solves the pooled P1 first and adds its optimum
+    as ``objective_cut`` (valid; it also bounds the answer when the MILP stops early).
+
+    A time-out holds the incumbent (FEASIBLE with the time limit) and the best proven bound; no solution at all is
     held too (``raise_for_status()`` raises, reading the allocation raises NoSolutionError).
     """
     t0 = time.perf_counter()
     check_flag("weighted", weighted)
     check_flag("warm_start", warm_start)
-    run, _, _ = prepare(servers, jobs)
+    check_flag("p1_cut", p1_cut)
+    run, _, opts = prepare(servers, jobs)
     be = backend or "highs"
     from ..backends import get_backend
 
-    seeds: list[SynergyAllocation] = []
     p1_bound = None
-    if warm_start and run:
-        budget = 60.0 if time_limit is None else float(time_limit)
-        o = synergy_opt(servers, run, backend=be, weighted=weighted, time_limit=None if time_limit is None else 0.6 * budget,
-                        packing_time_limit=min(10.0, 0.15 * budget), improve_time_limit=0.4 * budget)
-        if o.has_solution:
-            seeds.append(o)
-        r1 = o.stages.get("p1")
-        if r1 is not None and r1.termination.is_optimal and math.isfinite(r1.bound):
+    if p1_cut and run:
+        g = np.fromiter((j.gpus for j in run), dtype=np.float64, count=len(run))
+        p1 = build_p1_placed(run, opts, g[None, :], np.array([sum(s.cpus for s in servers)]), np.array([sum(s.mem_gb for s in servers)]),
+                             weighted=weighted, group_labels=["pool"])
+        r1 = _solve_p1_model(p1, opts, be, time_limit, True)
+        if r1.termination.is_optimal and math.isfinite(r1.bound):
             p1_bound = float(r1.bound)
-        seeds.append(synergy_tune(servers, run, weighted=weighted))
-    form = _joint_formulation(servers, jobs, weighted, symmetry, p1_bound)
-    model, inv = form.model, form.inverse
+    form = _joint_formulation(servers, jobs, weighted, symmetry, p1_bound, formulation)
     ws = None
-    seed_from = None
-    if seeds and get_backend(be).capabilities.warm_start:
-        best = max(seeds, key=lambda a: a.objective_value)
-        gpu_t = best.gpu_matrix(len(servers))
-        if symmetry:
-            gpu_t = sort_identical(servers, gpu_t)
-        ws = joint_start(model, inv.options, inv.cpu_levels, inv.mem_levels, gpu_t, _choices_of(inv.options, best, run))
-        if model.violations(ws):
-            ws = None
-        else:
-            seed_from = best.method + (f" ({best.stats.get('placement')})" if best.method == "opt" else "")
+    if warm_start and run and get_backend(be).capabilities.warm_start:
+        t = synergy_tune(servers, run, weighted=weighted)
+        ws = _warm_start(form, servers, t.gpu_matrix(len(servers)), _choices_of(opts, t, run))
     left = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - t0))
-    res = solve(model, be, time_limit=left, mip_rel_gap=mip_rel_gap, warm_start=ws)
+    res = solve(form.model, be, time_limit=left, mip_rel_gap=mip_rel_gap, warm_start=ws)
     ans = decode(None, form, res)
-    ans.stats.update({"timings": {"joint": time.perf_counter() - t0, "solve": res.timings.solve}, "warm_start": seed_from, "p1_bound": p1_bound})
+    ans.stats.update({"timings": {"joint": time.perf_counter() - t0, "solve": res.timings.solve}, "warm_start": ws is not None, "p1_bound": p1_bound})
     return ans
 
 
