@@ -8,7 +8,7 @@ storage demand 0, as schedopt models no storage), walks them in FIFO order exact
 ``FIFO.schedule`` does and calls ``Cluster.allocate`` in three modes: ``fair`` (fair=True), ``greedy``
 (fair=False, tune=False) and ``tune`` (fair=False, tune=True). It records each job's CPUs and GB per GPU.
 
-    python tools/synergy_published_rounds.py /path/to/synergy/simulator [schedopt/synergy/published_rounds.json]
+    PYTHONPATH=. python tools/synergy_published_rounds.py /path/to/synergy/simulator [schedopt/synergy/published_rounds.json]
 
 The output ships as ``schedopt/synergy/published_rounds.json``; ``tests/test_synergy_tune.py`` replays it.
 """
@@ -28,7 +28,6 @@ SETS = [(s, seed) for s in (4, 16, 32) for seed in range(5)]
 
 
 def main(sim_dir: str, out: str) -> None:
-    sys.path.insert(0, str(ROOT))
     from schedopt.synergy import generate_instance, load_profiles
 
     stub = tempfile.mkdtemp()

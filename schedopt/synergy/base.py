@@ -21,6 +21,7 @@ from .spec import (
     Server,
     SynergyAllocation,
     SynergyJob,
+    job_cache,
     job_options,
     make_job_allocation,
     proportional_throughput,
@@ -36,6 +37,7 @@ __all__ = [
     "check_flag",
     "held_nothing",
     "ideal_option",
+    "largest_server",
     "over_share",
     "prepare",
     "prop_option",
@@ -147,26 +149,35 @@ def held_nothing(
 # ------------------------------------------------------------------------------------------ option helpers
 def prop_option(opts: JobOptions, r: int) -> int:
     """Index of job r's option at the proportional point."""
-    lo, hi = int(opts.start[r]), int(opts.start[r + 1])
-    hit = np.flatnonzero(
-        np.isclose(opts.cpu[lo:hi], opts.share[0], rtol=1e-9) & np.isclose(opts.mem[lo:hi], opts.share[1], rtol=1e-9)
-    )
-    return lo + int(hit[0])
+    return int(opts.prop[r])
 
 
-def ideal_option(opts: JobOptions, r: int, g: int, servers: Sequence[Server], threshold: float = 0.0) -> int:
+def largest_server(servers: Sequence[Server]) -> Server:
+    return max(servers, key=lambda s: (s.gpus, s.cpus, s.mem_gb))
+
+
+def ideal_option(
+    opts: JobOptions, r: int, g: int, servers: Sequence[Server], threshold: float = 0.0, job: SynergyJob | None = None,
+    big: Server | None = None,
+) -> int:
     """The job's best-case demand: among its points that fit an empty server per GPU (and reach at least the
     proportional throughput), those within ``threshold`` of the best (``W >= max W / (1 + threshold)``; with 0,
-    the maximum), the fewest CPUs, then the least GB, then the highest W."""
+    the maximum), the fewest CPUs, then the least GB, then the highest W. (Cached on ``job`` when given.)"""
     lo, hi = int(opts.start[r]), int(opts.start[r + 1])
-    big = max(servers, key=lambda s: (s.gpus, s.cpus, s.mem_gb))
+    big = big or largest_server(servers)
     per = min(g, big.gpus)
+    key = ("ideal", opts.share, big.cpus / per, big.mem_gb / per, threshold)
+    if job is not None and key in job_cache(job):
+        return lo + job_cache(job)[key]
     idx = np.arange(lo, hi)
     ok = (opts.cpu[idx] * per <= big.cpus + 1e-9) & (opts.mem[idx] * per <= big.mem_gb + 1e-9)
     ok &= opts.w[idx] >= opts.w_prop[r] - 1e-12
     idx = idx[ok]  # never empty: the proportional point fits any server (common ratio) and reaches W_prop
     near = idx[opts.w[idx] >= opts.w[idx].max() / (1.0 + threshold) - 1e-12]
-    return int(near[np.lexsort((-opts.w[near], opts.mem[near], opts.cpu[near]))[0]])
+    out = int(near[np.lexsort((-opts.w[near], opts.mem[near], opts.cpu[near]))[0]])
+    if job is not None:
+        job_cache(job)[key] = out - lo
+    return out
 
 
 def over_share(opts: JobOptions, o: int) -> bool:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError
-from .base import ideal_option, prepare
+from .base import ideal_option, largest_server, prepare
 from .methods import synergy_opt
 from .spec import Server, SynergyAllocation, SynergyJob, runnable, validate
 from .tune import proportional, synergy_greedy, synergy_tune
@@ -140,7 +140,8 @@ def _demand_key(jobs: Sequence[SynergyJob], servers: Sequence[Server], policy: s
     """Tetris's remaining-weighted demand or DRF's dominant share, from each job's best-case demand."""
     _, _, opts = prepare(servers, jobs, all_jobs=True)
     g = np.array([j.gpus for j in jobs], dtype=np.float64)
-    ideal = np.array([ideal_option(opts, r, int(g[r]), servers) for r in range(len(jobs))], dtype=np.int64)
+    big = largest_server(servers)
+    ideal = np.array([ideal_option(opts, r, int(g[r]), servers, 0.0, jobs[r], big) for r in range(len(jobs))], dtype=np.int64)
     tot = np.array([sum(s.gpus for s in servers), sum(s.cpus for s in servers), sum(s.mem_gb for s in servers)], dtype=np.float64)
     share = np.stack([g, g * opts.cpu[ideal], g * opts.mem[ideal]], axis=1) / tot[None, :]
     return share.sum(axis=1) * remaining if policy == "tetris" else share.max(axis=1)

@@ -81,6 +81,12 @@ class SynergyJob:
         return hash((self.id, self.gpus))
 
 
+def job_cache(job: SynergyJob) -> dict:
+    """A job's cache of what it derives from its (immutable) grid: validity and option arrays per share. A
+    simulator passes the same job objects round after round, so each is derived once."""
+    return job.__dict__.setdefault("_derived", {})
+
+
 # ------------------------------------------------------------------------------------------------- validation
 def _check_number(path: str, v: Any, *, integer: bool = False, positive: bool = True) -> None:
     if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
@@ -164,7 +170,9 @@ def validate(servers: Sequence[Server], jobs: Sequence[SynergyJob]) -> tuple[flo
     total = sum(int(s.gpus) for s in servers)
     seen: dict[str, int] = {}
     for k, j in enumerate(jobs):
-        _check_job(k, j, share, total)
+        if not isinstance(j, SynergyJob) or ("valid", share, total) not in job_cache(j):
+            _check_job(k, j, share, total)
+            job_cache(j)[("valid", share, total)] = True
         if j.id in seen:
             raise InputError(f"jobs[{k}].id", j.id, f"duplicates jobs[{seen[j.id]}].id")
         seen[j.id] = k
@@ -211,6 +219,7 @@ class JobOptions:
     prop_cell: list[tuple[int, int] | None]
     start: np.ndarray  #: per job, first option index (n_jobs + 1 entries)
     share: tuple[float, float]
+    prop: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  #: per job, its proportional option
 
     @property
     def size(self) -> int:
@@ -249,27 +258,18 @@ def job_options(jobs: Sequence[SynergyJob], share: tuple[float, float], *, prune
     parts_job, parts_cpu, parts_mem, parts_w, parts_cell = [], [], [], [], []
     wp = np.zeros(len(jobs))
     pcells: list[tuple[int, int] | None] = []
+    prop_idx: list[int] = []
     starts = [0]
     for k, j in enumerate(jobs):
-        A, B = j.throughput.shape
-        aa, bb = np.meshgrid(np.arange(A), np.arange(B), indexing="ij")
-        cells = np.stack([aa.ravel(), bb.ravel()], axis=1)
-        cpu = j.cpu_grid[aa.ravel()]
-        mem = j.mem_grid[bb.ravel()]
-        w = j.throughput.ravel()
-        wp[k], pc = proportional_throughput(j, share)
+        key = ("options", share, prune)
+        hit = job_cache(j).get(key)
+        if hit is None:
+            hit = _one_job_options(j, share, prune)
+            job_cache(j)[key] = hit
+        cells, cpu, mem, w, wpk, pc, pidx = hit
+        wp[k] = wpk
         pcells.append(pc)
-        if pc is None:
-            cells = np.vstack([cells, [[-1, -1]]])
-            cpu = np.append(cpu, share[0])
-            mem = np.append(mem, share[1])
-            w = np.append(w, wp[k])
-            pidx = w.size - 1
-        else:
-            pidx = int(pc[0] * B + pc[1])
-        if prune:
-            keep = _keep_mask(cpu, mem, w, wp[k], pidx)
-            cells, cpu, mem, w = cells[keep], cpu[keep], mem[keep], w[keep]
+        prop_idx.append(starts[-1] + pidx)
         parts_job.append(np.full(w.size, k))
         parts_cpu.append(cpu)
         parts_mem.append(mem)
@@ -278,7 +278,7 @@ def job_options(jobs: Sequence[SynergyJob], share: tuple[float, float], *, prune
         starts.append(starts[-1] + w.size)
     if not jobs:
         z = np.zeros(0)
-        return JobOptions(z.astype(int), z, z, z, np.zeros((0, 2), int), z, [], np.zeros(1, int), share)
+        return JobOptions(z.astype(int), z, z, z, np.zeros((0, 2), int), z, [], np.zeros(1, int), share, np.zeros(0, int))
     return JobOptions(
         job=np.concatenate(parts_job).astype(np.int64),
         cpu=np.concatenate(parts_cpu),
@@ -289,7 +289,34 @@ def job_options(jobs: Sequence[SynergyJob], share: tuple[float, float], *, prune
         prop_cell=pcells,
         start=np.asarray(starts, dtype=np.int64),
         share=share,
+        prop=np.asarray(prop_idx, dtype=np.int64),
     )
+
+
+def _one_job_options(j: SynergyJob, share: tuple[float, float], prune: bool) -> tuple:
+    """(cells, cpu, mem, w, W_prop, proportional cell, local index of the proportional point) of one job."""
+    A, B = j.throughput.shape
+    aa, bb = np.meshgrid(np.arange(A), np.arange(B), indexing="ij")
+    cells = np.stack([aa.ravel(), bb.ravel()], axis=1)
+    cpu = j.cpu_grid[aa.ravel()]
+    mem = j.mem_grid[bb.ravel()]
+    w = j.throughput.ravel()
+    wpk, pc = proportional_throughput(j, share)
+    if pc is None:
+        cells = np.vstack([cells, [[-1, -1]]])
+        cpu = np.append(cpu, share[0])
+        mem = np.append(mem, share[1])
+        w = np.append(w, wpk)
+        pidx = w.size - 1
+    else:
+        pidx = int(pc[0] * B + pc[1])
+    if prune:
+        keep = _keep_mask(cpu, mem, w, wpk, pidx)
+        pidx = int(np.count_nonzero(keep[:pidx]))
+        cells, cpu, mem, w = cells[keep], cpu[keep], mem[keep], w[keep]
+    for a in (cells, cpu, mem, w):
+        a.setflags(write=False)
+    return cells, cpu, mem, w, wpk, pc, pidx
 
 
 def runnable(servers: Sequence[Server], jobs: Sequence[SynergyJob]) -> np.ndarray:

@@ -19,9 +19,9 @@ from .base import (
     assemble,
     check_flag,
     ideal_option,
+    largest_server,
     over_share,
     prepare,
-    prop_option,
 )
 from .spec import JobOptions, Server, SynergyAllocation, SynergyJob
 
@@ -37,11 +37,12 @@ def _check_threshold(v: object) -> float:
     return float(v)
 
 
-def _demands(opts: JobOptions, g: np.ndarray, servers: Sequence[Server], threshold: float) -> tuple[np.ndarray, np.ndarray]:
-    J = g.size
-    ideal = np.array([ideal_option(opts, r, int(g[r]), servers, threshold) for r in range(J)], dtype=np.int64)
-    prop = np.array([prop_option(opts, r) for r in range(J)], dtype=np.int64)
-    return ideal, prop
+def _demands(
+    opts: JobOptions, g: np.ndarray, servers: Sequence[Server], threshold: float, jobs: Sequence[SynergyJob]
+) -> tuple[np.ndarray, np.ndarray]:
+    big = largest_server(servers)
+    ideal = np.array([ideal_option(opts, r, int(g[r]), servers, threshold, jobs[r], big) for r in range(g.size)], dtype=np.int64)
+    return ideal, opts.prop.copy()
 
 
 def _demote_everyone(cl: ClusterState, prop: np.ndarray) -> int:
@@ -157,7 +158,7 @@ def synergy_tune(
     run, mask, opts = prepare(servers, jobs)
     J = len(run)
     g = np.array([j.gpus for j in run], dtype=np.int64)
-    ideal, prop = _demands(opts, g, servers, thr)
+    ideal, prop = _demands(opts, g, servers, thr, run)
     cl = ClusterState(servers, opts)
     if order == "queue":
         walk = np.arange(J)
@@ -291,7 +292,7 @@ def synergy_greedy(
     run, mask, opts = prepare(servers, jobs, all_jobs=True)
     J = len(run)
     g = np.array([j.gpus for j in run], dtype=np.int64)
-    ideal, _ = _demands(opts, g, servers, thr)
+    ideal, _ = _demands(opts, g, servers, thr, run)
     cl = ClusterState(servers, opts)
     skipped: list[str] = []
     for r in range(J):
@@ -327,7 +328,7 @@ def proportional(servers: Sequence[Server], jobs: Sequence[SynergyJob], *, weigh
     run, mask, opts = prepare(servers, jobs)
     J = len(run)
     g = np.array([j.gpus for j in run], dtype=np.int64)
-    prop = np.array([prop_option(opts, r) for r in range(J)], dtype=np.int64)
+    prop = opts.prop
     pc, pm = opts.share
     cl = ClusterState(servers, opts)
     for r in np.argsort(-g, kind="stable"):
