@@ -157,15 +157,15 @@ def test_generated_and_shipped_instances() -> None:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(synergy_instances(max_servers=3, max_gpus_per_server=4, max_jobs=6, max_grid=3, allow_overflow=True))
 def test_tune_never_below_proportional(inst) -> None:  # type: ignore[no-untyped-def]
-    """For any demand threshold: the allocation passes the checker, places exactly the jobs proportional
-    places, gives every placed job at least its proportional throughput, so TUNE's total >= proportional's
-    (unweighted and GPU-weighted)."""
+    """For any demand threshold, order (queue / largest) and promotion flag: the allocation passes the checker,
+    places exactly the jobs proportional places, gives every placed job at least its proportional throughput, so
+    TUNE's total >= proportional's (unweighted and GPU-weighted); promotion never lowers a job's W."""
     S, J = inst.servers, inst.jobs
     for weighted in (False, True):
         p = proportional(S, J, weighted=weighted)
         assert_allocation(S, J, p)
-        for th in (0.0, 0.25):
-            t = synergy_tune(S, J, weighted=weighted, demand_threshold=th)
+        for th, order, promote in ((0.0, "queue", True), (0.25, "queue", False), (0.0, "largest", True), (0.25, "largest", False)):
+            t = synergy_tune(S, J, weighted=weighted, demand_threshold=th, order=order, promote=promote)
             assert_allocation(S, J, t)
             assert t.unplaced == p.unplaced
             for jid, a in t.per_job.items():
@@ -174,6 +174,12 @@ def test_tune_never_below_proportional(inst) -> None:  # type: ignore[no-untyped
                     assert a.gpus == p.per_job[jid].gpus
                     assert a.throughput >= a.proportional_throughput - 1e-9, jid
             assert t.total_throughput >= p.total_throughput - 1e-9
+        plain = synergy_tune(S, J, weighted=weighted, promote=False)
+        promoted = synergy_tune(S, J, weighted=weighted)
+        assert all(promoted.per_job[k].throughput >= a.throughput - 1e-12 for k, a in plain.per_job.items())
+        g = synergy_greedy(S, J, weighted=weighted)
+        assert_allocation(S, J, g)
+        assert all(a.throughput >= a.proportional_throughput - 1e-9 for a in g.per_job.values() if a.placed)
 
 
 # --------------------------------------------------------------------------------- against the published code
