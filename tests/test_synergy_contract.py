@@ -218,11 +218,29 @@ def test_allocate_round_orders_then_allocates() -> None:
     assert e.value.field == "method"
 
 
+def test_bad_method_options_raise_before_any_solve() -> None:
+    inst = generate_instance(32, 0)
+    S, J = inst.servers, inst.jobs
+    for call, field in (
+        (lambda: solve_joint(S, J, formulation="tree", p1_cut=True), "formulation"),
+        (lambda: synergy_opt(S, J, placements=("packing", "magic")), "placements"),
+        (lambda: synergy_opt(S, J, repair="later"), "repair"),
+        (lambda: synergy_opt(S, J, improve_time_limit=-1), "improve_time_limit"),
+        (lambda: synergy_tune(S, J, order="random"), "order"),
+        (lambda: synergy_tune(S, J, promote="yes"), "promote"),
+        (lambda: solve_p1(J, 32, 96.0, 2000.0, warm_start=1), "warm_start"),
+    ):
+        with pytest.raises(InputError) as e:
+            call()
+        assert e.value.field == field
+
+
 def test_greedy_skips_a_job_whose_demand_does_not_fit() -> None:
     """One server (4 GPUs, 12 CPUs). Queue: I (1 GPU, best at 10 CPUs: W 3), J (1 GPU, best at 10 CPUs), L (1 GPU,
     flat: 1 CPU). GREEDY: I takes 10 CPUs; J's 10 do not fit the 2 left: skipped although 3 GPUs are free; L fits
-    at 1 CPU. TUNE instead switches J to the share (3 CPUs): after demoting I to 3 CPUs... the peer adjustment
-    frees 7 CPUs and J runs at its share."""
+    at 1 CPU: W 3 + 1 = 4. TUNE (no promotion) runs every job: J switches to the share (3 CPUs), still does not
+    fit the 2 CPUs left, the peer adjustment moves I back to the share (3 CPUs) and J fits; L at 1 CPU:
+    W 1 + 1 + 1 = 3 (with promotion, I climbs back to... nothing: 3 + 3 + 1 = 7 CPUs leave 5, short of 10)."""
     servers = [Server(4, 12.0, 200.0)]
     cpu = [1, 3, 10]
     jobs = [job("I", 1, cpu, [0.3, 1.0, 3.0]), job("J", 1, cpu, [0.3, 1.0, 2.0]), job("L", 1, cpu, [1.0, 1.0, 1.0])]
@@ -231,6 +249,9 @@ def test_greedy_skips_a_job_whose_demand_does_not_fit() -> None:
     assert [a.cpu_per_gpu for a in gr.per_job.values()] == [10.0, 0.0, 1.0]
     assert gr.total_throughput == pytest.approx(4.0)
     assert check_allocation(servers, jobs, gr) == []
-    t = synergy_tune(servers, jobs, promote=False)
-    assert t.unplaced == () and t.total_throughput >= proportional(servers, jobs).total_throughput
-    assert check_allocation(servers, jobs, t) == []
+    for promote in (False, True):
+        t = synergy_tune(servers, jobs, promote=promote)
+        assert t.unplaced == () and check_allocation(servers, jobs, t) == []
+        assert [a.cpu_per_gpu for a in t.per_job.values()] == [3.0, 3.0, 1.0]
+        assert t.total_throughput == pytest.approx(3.0)
+    assert t.stats["placed_at"] == {"ideal": 2, "proportional": 0, "peer_adjust": 1, "demote_all": 0}

@@ -494,6 +494,8 @@ def solve_joint(
     check_flag("weighted", weighted)
     check_flag("warm_start", warm_start)
     check_flag("p1_cut", p1_cut)
+    if formulation not in JOINT_FORMULATIONS:
+        raise InputError("formulation", formulation, f"must be one of {JOINT_FORMULATIONS}")
     run, _, opts = prepare(servers, jobs)
     be = backend or "highs"
     from ..backends import get_backend
