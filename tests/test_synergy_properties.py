@@ -7,10 +7,11 @@ from hypothesis import HealthCheck, given, settings
 
 from schedopt.synergy import (
     Server,
-    check_allocation,
+    assert_allocation,
     proportional,
     solve_joint,
     solve_p1,
+    synergy_greedy,
     synergy_opt,
     synergy_tune,
 )
@@ -27,20 +28,30 @@ def test_joint_is_exact_and_dominates(inst) -> None:  # type: ignore[no-untyped-
     allocations pass the checker (which also enforces at least proportional throughput for every placed job)."""
     S, J = inst.servers, inst.jobs
     joint = solve_joint(S, J)
+    per_job = solve_joint(S, J, formulation="jobs", p1_cut=True)
     opt = synergy_opt(S, J)
+    paper = synergy_opt(S, J, placements=("rounding",), repair="none")
     tune = synergy_tune(S, J)
     prop = proportional(S, J)
-    for a in (joint, opt, tune, prop):
-        check_allocation(S, J, a)
+    for a in (joint, per_job, opt, paper, tune, prop):
+        assert_allocation(S, J, a)
         for jid, ja in a.per_job.items():
             if ja.placed:
                 assert ja.throughput >= ja.proportional_throughput - 1e-9, (a.method, jid)
-    assert joint.optimal
-    assert joint.total_throughput == pytest.approx(brute_force(S, J), abs=1e-6)
-    for other in (opt, tune, prop):
+    assert joint.optimal and per_job.optimal
+    best = brute_force(S, J)
+    # both joint formulations (points: the default; jobs: per-job levels with the P1 cut) are exact
+    assert joint.total_throughput == pytest.approx(best, abs=1e-6)
+    assert per_job.total_throughput == pytest.approx(best, abs=1e-6)
+    for other in (opt, paper, tune, prop):
         assert joint.total_throughput >= other.total_throughput - 1e-6, other.method
-    assert opt.lp_bound is not None and opt.lp_bound >= joint.total_throughput - 1e-6
-    assert opt.rounding_loss is not None and opt.rounding_loss >= -1e-6
+    # OPT says optimal only when it is; its bound (and the paper's pipeline's) never falls below the optimum
+    if opt.optimal:
+        assert opt.total_throughput == pytest.approx(best, abs=1e-6)
+    for o in (opt, paper):
+        assert o.lp_bound is not None and o.lp_bound >= joint.total_throughput - 1e-6
+        assert o.rounding_loss is not None and o.rounding_loss >= -1e-6
+    assert opt.total_throughput >= paper.total_throughput - 1e-6
     # every placed job is at least proportional in both, and both place the same runnable jobs
     assert tune.total_throughput >= prop.total_throughput - 1e-6
 
@@ -55,10 +66,10 @@ def test_p1_matches_brute_force_and_weighting(inst) -> None:  # type: ignore[no-
     pool = [Server(G, C, M)]
     for weighted in (False, True):
         a = solve_p1(J, G, C, M, weighted=weighted)
-        check_allocation(pool, J, a)
+        assert_allocation(pool, J, a)
         assert a.total_throughput == pytest.approx(brute_force(pool, J, weighted=weighted), abs=1e-6)
         j = solve_joint(S, J, weighted=weighted)
-        check_allocation(S, J, j)
+        assert_allocation(S, J, j)
         assert a.total_throughput >= j.total_throughput - 1e-6  # the pool relaxes the servers
 
 
@@ -67,6 +78,7 @@ def test_p1_matches_brute_force_and_weighting(inst) -> None:  # type: ignore[no-
 def test_heuristics_never_below_proportional(inst) -> None:  # type: ignore[no-untyped-def]
     """TUNE and proportional on larger random instances: valid and every placed job at least proportional."""
     S, J = inst.servers, inst.jobs
-    for a in (synergy_tune(S, J), proportional(S, J), synergy_opt(S, J)):
-        check_allocation(S, J, a)
+    for a in (synergy_tune(S, J), proportional(S, J), synergy_opt(S, J), synergy_greedy(S, J),
+              synergy_opt(S, J, repair="neighbourhoods")):
+        assert_allocation(S, J, a)
         assert all(x.throughput >= x.proportional_throughput - 1e-9 for x in a.per_job.values() if x.placed)

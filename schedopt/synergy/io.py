@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..errors import InputError
-from ..instances import ProblemIO
 from ..instances import field as jfield
+from ..problem import Answer, Formulation, ProblemIO, SolveOptions, Violation
+from ..results import SolveResult
 from .spec import Server, SynergyJob, validate
 
-__all__ = ["SynergyInstance", "explain_instance", "from_data", "solve_instance", "to_data"]
+__all__ = ["METHODS", "PROBLEM_IO", "SynergyInstance", "check_instance", "explain_instance", "from_data", "size_of", "solve_instance", "to_data"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class SynergyInstance:
     """One round of Synergy: servers, jobs (in policy order), and whether throughput is GPU-weighted.
 
@@ -104,21 +106,64 @@ def from_data(data: dict) -> SynergyInstance:
         raise InputError(f"{p}.{exc.field}", exc.value, exc.message) from exc
 
 
-def solve_instance(inst: SynergyInstance, backend: str | None = None, time_limit: float | None = None) -> tuple[Any, list[dict], dict]:
-    """CLI solve: the exact joint model, with OPT, TUNE and proportional totals alongside."""
-    from .check import check_allocation
-    from .methods import proportional, solve_joint, synergy_opt, synergy_tune
+#: the methods ``PROBLEM_IO.solve`` accepts; the first is the default (see :func:`solve_instance`)
+METHODS = ("tune", "opt", "proportional", "greedy", "p1", "joint")
+
+
+def solve_instance(inst: SynergyInstance, options: SolveOptions | str | None = None, time_limit: float | None = None) -> Any:
+    """Solve one round by ``options.method`` (default ``"tune"``) and return its :class:`SynergyAllocation`.
+
+    The default is TUNE: it is what Synergy runs in production and what a simulator calls round after round
+    (milliseconds, no solver), and it never gives a job less than its GPU-proportional share. ``"opt"`` (P1 +
+    packing LP + rounding; a heuristic with the P1 bound), ``"joint"`` (the exact MILP; slow past a few dozen
+    servers), ``"p1"`` (the cluster as one pool: a bound, not a placement), ``"greedy"`` and ``"proportional"`` are
+    there by name. ``options.backend`` / ``time_limit`` / ``mip_rel_gap`` reach the model-based methods.
+
+    Called the old way, ``solve_instance(inst, backend, time_limit)`` (a backend name or None in place of the
+    options), it warns (DeprecationWarning) and returns the old ``(answer, rows, summary)`` of the joint model.
+    """
+    if not isinstance(options, SolveOptions):
+        warnings.warn(
+            "solve_instance(inst, backend, time_limit) is deprecated: call solve_instance(inst, SolveOptions(...)), "
+            "which returns a SynergyAllocation",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return _solve_legacy(inst, options, time_limit)
+    method = options.method or METHODS[0]
+    if method not in METHODS:
+        raise InputError("method", method, f"must be one of {METHODS}")
+    from .methods import solve_joint, solve_p1, synergy_opt
+    from .tune import proportional, synergy_greedy, synergy_tune
+
+    S, J, w = inst.servers, inst.jobs, inst.weighted
+    be = options.backend or "highs"
+    if method == "tune":
+        return synergy_tune(S, J, weighted=w)
+    if method == "greedy":
+        return synergy_greedy(S, J, weighted=w)
+    if method == "proportional":
+        return proportional(S, J, weighted=w)
+    if method == "opt":
+        return synergy_opt(S, J, backend=be, weighted=w, time_limit=options.time_limit)
+    if method == "p1":
+        return solve_p1(J, sum(s.gpus for s in S), sum(s.cpus for s in S), sum(s.mem_gb for s in S), backend=be, weighted=w, time_limit=options.time_limit)
+    return solve_joint(S, J, backend=be, weighted=w, time_limit=options.time_limit, mip_rel_gap=options.mip_rel_gap)
+
+
+def _solve_legacy(inst: SynergyInstance, backend: str | None, time_limit: float | None) -> tuple[Any, list[dict], dict]:
+    from .methods import solve_joint, synergy_opt
+    from .tune import proportional, synergy_tune
 
     joint = solve_joint(inst.servers, inst.jobs, backend=backend, weighted=inst.weighted, time_limit=time_limit)
-    check_allocation(inst.servers, inst.jobs, joint)
-    res = joint.results["joint"]
+    joint.raise_for_status()
     summary: dict[str, Any] = {
         "method": "joint",
-        "termination": str(res.termination),
+        "termination": str(joint.termination),
         "objective": joint.total_throughput,
-        "bound": res.bound,
-        "gap": res.gap,
-        "times": res.timings.as_dict(),
+        "bound": joint.bound,
+        "gap": joint.gap,
+        "times": joint.timings.as_dict(),
         "unplaced": list(joint.unplaced),
     }
     others = {
@@ -130,6 +175,17 @@ def solve_instance(inst: SynergyInstance, backend: str | None = None, time_limit
         summary[f"{name}_total_throughput"] = a.total_throughput
     summary["opt_lp_bound"] = others["opt"].lp_bound
     return joint, joint.rows(), summary
+
+
+def check_instance(inst: SynergyInstance, answer: Answer) -> list[Violation]:
+    """The independent checker on an instance (:func:`~schedopt.synergy.check_allocation`)."""
+    from .check import check_allocation
+
+    return check_allocation(inst.servers, inst.jobs, answer)
+
+
+def size_of(inst: SynergyInstance) -> tuple[int, int]:
+    return sum(int(s.gpus) for s in inst.servers), len(inst.jobs)
 
 
 def explain_instance(inst: SynergyInstance) -> str:
@@ -144,8 +200,9 @@ def explain_instance(inst: SynergyInstance) -> str:
         f"Synergy instance: {len(inst.servers)} servers, {G} GPUs; {len(inst.jobs)} jobs asking for {asked} GPUs; "
         f"proportional share {share[0]:g} CPUs and {share[1]:g} GB per GPU; objective "
         f"{'GPU-weighted' if inst.weighted else 'sum of normalised'} throughput.\n"
-        "Methods: P1 (cluster as one pool), Synergy-OPT (P1 + packing LP + rounding + P1 per server), Synergy-TUNE "
-        "(greedy), proportional, and the exact joint MILP.\n"
+        "Methods: TUNE (default; queue order), OPT (P1 + packing LP + rounding + P1 per server), proportional, "
+        "GREEDY, P1 (cluster as one pool) and the exact joint MILP. No model is infeasible: every runnable job fits "
+        "at its GPU-proportional share (jobs beyond the free GPUs are reported unplaced).\n"
         f"Pooled P1: {m.summary()}"
     )
 
@@ -156,12 +213,29 @@ def _generate(gpus: int = 128, seed: int = 0, **kw: Any) -> SynergyInstance:
     return generate_instance(gpus, seed, **kw)
 
 
+def _build(inst: SynergyInstance) -> Formulation:
+    from .methods import build
+
+    return build(inst)
+
+
+def _decode(inst: SynergyInstance, formulation: Formulation, result: SolveResult) -> Answer:
+    from .methods import decode
+
+    return decode(inst, formulation, result)
+
+
 PROBLEM_IO = ProblemIO(
-        name="synergy",
-        cls=SynergyInstance,
-        to_data=to_data,
-        from_data=from_data,
-        solve=solve_instance,
-        explain=explain_instance,
-        generate=_generate,
+    name="synergy",
+    cls=SynergyInstance,
+    to_data=to_data,
+    from_data=from_data,
+    solve=solve_instance,
+    explain=explain_instance,
+    generate=_generate,
+    build=_build,
+    decode=_decode,
+    check=check_instance,
+    size=size_of,
+    methods=METHODS,
 )

@@ -1,10 +1,13 @@
-"""The allocation methods: P1, Synergy-OPT, Synergy-TUNE, GPU-proportional, and the exact joint MILP."""
+"""The model-based methods: P1, Synergy-OPT and the exact joint MILP, each returning a :class:`SynergyAllocation`
+(an :class:`~schedopt.problem.Answer` carrying the core termination); ``build`` / ``decode`` for the joint MILP as a
+:class:`~schedopt.problem.Formulation` with a typed inverse map."""
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -12,30 +15,45 @@ import numpy as np
 from ..errors import InputError, SolveFailedError
 from ..infeasibility import explain_infeasibility
 from ..model import LinearModel
-from ..results import SolveResult, TerminationReason
+from ..problem import Formulation, Structure, heuristic_termination
+from ..results import SolveResult, Termination, TerminationReason, Timings
 from ..solve import solve
-from .models import build_joint, build_p1_placed, build_packing_lp
-from .spec import (
-    JobAllocation,
-    JobOptions,
-    Server,
-    SynergyAllocation,
-    SynergyJob,
-    job_options,
-    make_job_allocation,
-    runnable,
-    total_of,
-    validate,
+from .base import assemble, check_flag, held_nothing, prepare, prop_option
+from .improve import improve_by_neighbourhoods, joint_start, sort_identical
+from .models import (
+    LevelIndex,
+    PointIndex,
+    assign_class_gpus,
+    build_integral_packing,
+    build_joint,
+    build_joint_points,
+    build_p1_placed,
+    build_packing_lp,
+    level_index,
+    point_index,
 )
+from .spec import JobOptions, Server, SynergyAllocation, SynergyJob
+from .tune import synergy_tune
 
-__all__ = ["build_p1", "proportional", "round_largest_remainder", "solve_joint", "solve_p1", "synergy_opt", "synergy_tune"]
+__all__ = [
+    "JOINT_FORMULATIONS",
+    "OPT_PLACEMENTS",
+    "OPT_REPAIRS",
+    "SynergyInverse",
+    "build",
+    "build_p1",
+    "decode",
+    "round_largest_remainder",
+    "solve_joint",
+    "solve_p1",
+    "synergy_opt",
+]
 
-_EPS = 1e-9
-
-
-def _check_flag(name: str, v: Any) -> None:
-    if not isinstance(v, bool):
-        raise InputError(name, v, "must be True or False")
+#: the placements Synergy-OPT can re-solve the per-server P1 on
+OPT_PLACEMENTS = ("packing", "rounding", "tune")
+#: Synergy-OPT's repair of a best placement below the P1 bound
+OPT_REPAIRS = ("points", "neighbourhoods", "none")
+_INFEASIBLE = (TerminationReason.INFEASIBLE, TerminationReason.INFEASIBLE_OR_UNBOUNDED)
 
 
 def _pool(gpus: int, cpus: float, mem_gb: float) -> list[Server]:
@@ -47,55 +65,6 @@ def _pool(gpus: int, cpus: float, mem_gb: float) -> list[Server]:
     return [Server(int(gpus), float(cpus), float(mem_gb))]
 
 
-def _prepare(servers: Sequence[Server], jobs: Sequence[SynergyJob]) -> tuple[list[SynergyJob], np.ndarray, JobOptions]:
-    share = validate(servers, jobs)
-    mask = runnable(servers, jobs)
-    run = [j for j, k in zip(jobs, mask) if k]
-    return run, mask, job_options(run, share)
-
-
-def _unplaced_entry(job: SynergyJob, share: tuple[float, float]) -> JobAllocation:
-    from .spec import proportional_throughput
-
-    wp, _ = proportional_throughput(job, share)
-    return make_job_allocation(job, {}, 0.0, 0.0, 0.0, None, wp)
-
-
-def _assemble(
-    method: str,
-    servers: Sequence[Server],
-    jobs: Sequence[SynergyJob],
-    mask: np.ndarray,
-    opts: JobOptions,
-    gpu: np.ndarray,
-    choice: np.ndarray,
-    weighted: bool,
-    **kw: Any,
-) -> SynergyAllocation:
-    """Build the allocation from a (servers x runnable jobs) GPU matrix and each runnable job's option index."""
-    per_job: dict[str, JobAllocation] = {}
-    r = 0
-    for k, j in enumerate(jobs):
-        if not mask[k]:
-            per_job[j.id] = _unplaced_entry(j, opts.share)
-            continue
-        o = int(choice[r])
-        col = gpu[:, r]
-        on = {int(i): int(col[i]) for i in np.flatnonzero(col)}
-        cell = (int(opts.cell[o, 0]), int(opts.cell[o, 1]))
-        per_job[j.id] = make_job_allocation(j, on, opts.cpu[o], opts.mem[o], opts.w[o], cell, opts.w_prop[r])
-        r += 1
-    unplaced = tuple(j.id for j, k in zip(jobs, mask) if not k)
-    return SynergyAllocation(
-        method=method,
-        per_job=per_job,
-        total_throughput=total_of(per_job, jobs, weighted),
-        weighted=weighted,
-        unplaced=unplaced,
-        **kw,
-    )
-
-
 def _choice_from_y(opts: JobOptions, y: np.ndarray, n_jobs: int) -> np.ndarray:
     sel = np.flatnonzero(np.asarray(y) > 0.5)
     if sel.size != n_jobs or not np.array_equal(opts.job[sel], np.arange(n_jobs)):
@@ -103,24 +72,44 @@ def _choice_from_y(opts: JobOptions, y: np.ndarray, n_jobs: int) -> np.ndarray:
     return sel
 
 
-def _raise_unsolved(res: SolveResult, model: LinearModel, what: str) -> None:
-    """A solve without a solution: infeasible -> InfeasibleError naming the families; else SolveFailedError."""
-    if res.termination.reason in (TerminationReason.INFEASIBLE, TerminationReason.INFEASIBLE_OR_UNBOUNDED):
-        from ..errors import InfeasibleError
+def _stage_termination(stage: str, res: SolveResult) -> Termination:
+    t = res.termination
+    return Termination(t.reason, t.limit, f"{stage}: {t.detail or t.reason.value}")
 
-        rep = explain_infeasibility(model)
-        raise InfeasibleError(f"{what}: {rep}", res, rep)
-    raise SolveFailedError(f"{what}: the {res.backend} solve ended {res.termination} without a solution", res)
+
+def _unsolved(method: str, stage: str, res: SolveResult, model: LinearModel, weighted: bool, **kw: Any) -> SynergyAllocation:
+    """The answer of a solve that holds no solution: its termination (named by stage), and for an infeasible model
+    the constraint families to blame (``explanation``; ``raise_for_status`` raises InfeasibleError with it)."""
+    rep = explain_infeasibility(model) if res.termination.reason in _INFEASIBLE else None
+    return held_nothing(method, _stage_termination(stage, res), weighted, backend=res.backend, result=res, explanation=rep, **kw)
+
+
+def _bound_of(res: SolveResult) -> tuple[float, str]:
+    """The solver's proven upper bound, or nan and a word why there is none (never the incumbent)."""
+    if math.isfinite(res.bound):
+        return float(res.bound), ""
+    return math.nan, f"no finite bound proven ({res.backend} ended {res.termination})"
 
 
 # ------------------------------------------------------------------------------------------------------------ P1
+def _solve_p1_model(model: LinearModel, opts: JobOptions, backend: str, time_limit: float | None, warm_start: bool) -> SolveResult:
+    ws = None
+    if warm_start and opts.size:
+        from ..backends import get_backend
+
+        if get_backend(backend).capabilities.warm_start:
+            ws = np.zeros(opts.size)
+            ws[[prop_option(opts, r) for r in range(opts.start.size - 1)]] = 1.0
+    return solve(model, backend, time_limit=time_limit, warm_start=ws)
+
+
 def build_p1(
     jobs: Sequence[SynergyJob], gpus: int, cpus: float, mem_gb: float, *, weighted: bool = False
 ) -> LinearModel:
     """Synergy's P1 over the runnable jobs with the cluster as one pool of ``gpus`` GPUs, ``cpus`` CPUs, ``mem_gb`` GB."""
-    _check_flag("weighted", weighted)
+    check_flag("weighted", weighted)
     pool = _pool(gpus, cpus, mem_gb)
-    run, _, opts = _prepare(pool, jobs)
+    run, _, opts = prepare(pool, jobs)
     g = np.fromiter((j.gpus for j in run), dtype=np.float64, count=len(run))
     return build_p1_placed(run, opts, g[None, :], np.array([pool[0].cpus]), np.array([pool[0].mem_gb]), weighted=weighted, group_labels=["pool"])
 
@@ -134,33 +123,31 @@ def solve_p1(
     backend: str | None = "highs",
     weighted: bool = False,
     time_limit: float | None = None,
+    warm_start: bool = True,
 ) -> SynergyAllocation:
     """Solve P1 on the pool; the allocation's single "server" 0 is the pool (check it against ``[Server(gpus,
-    cpus, mem_gb)]``). A time-out keeps the incumbent and says so in ``termination`` / ``optimal``."""
-    _check_flag("weighted", weighted)
+    cpus, mem_gb)]``). The answer carries the solver's termination and bound (``nan`` with a word in the
+    termination's detail when the solver proved none: never the incumbent's value); a solve without a solution is
+    held, not raised. ``warm_start`` (a backend that takes one): every job at its GPU-proportional point, always
+    feasible, seeds the solve, so a time limit still leaves an allocation."""
+    check_flag("weighted", weighted)
+    check_flag("warm_start", warm_start)
     pool = _pool(gpus, cpus, mem_gb)
-    run, mask, opts = _prepare(pool, jobs)
+    run, mask, opts = prepare(pool, jobs)
     g = np.fromiter((j.gpus for j in run), dtype=np.float64, count=len(run))
     model = build_p1_placed(run, opts, g[None, :], np.array([pool[0].cpus]), np.array([pool[0].mem_gb]), weighted=weighted, group_labels=["pool"])
-    res = solve(model, backend or "highs", time_limit=time_limit)
+    res = _solve_p1_model(model, opts, backend or "highs", time_limit, warm_start)
     if not res.has_solution:
-        _raise_unsolved(res, model, "P1")
+        return _unsolved("p1", "P1", res, model, weighted, stages={"p1": res})
     choice = _choice_from_y(opts, res.values["y"], len(run))
-    return _assemble(
-        "p1",
-        pool,
-        jobs,
-        mask,
-        opts,
-        g[None, :].astype(np.int64),
-        choice,
-        weighted,
-        lp_bound=float(res.bound) if math.isfinite(res.bound) else float(res.objective),
-        rounding_loss=0.0,
-        termination=str(res.termination),
-        optimal=res.termination.is_optimal,
-        results={"p1": res},
-        stats={"timings": {"p1": res.timings.total}},
+    bound, why = _bound_of(res)
+    t = res.termination
+    term = Termination(t.reason, t.limit, "; ".join(x for x in (t.detail, why) if x))
+    where = [{0: int(j.gpus)} for j in run]
+    return assemble(
+        "p1", jobs, mask, opts, where, choice, weighted,
+        termination=term, bound=bound, backend=res.backend, timings=res.timings, result=res,
+        stages={"p1": res}, stats={"timings": {"p1": res.timings.total}},
     )
 
 
@@ -208,6 +195,8 @@ def round_largest_remainder(frac: np.ndarray, demand: np.ndarray, capacity: np.n
     return base
 
 
+
+
 # ---------------------------------------------------------------------------------------------------------- OPT
 def synergy_opt(
     servers: Sequence[Server],
@@ -217,337 +206,263 @@ def synergy_opt(
     weighted: bool = False,
     span: str = "lp",
     time_limit: float | None = None,
+    placements: Sequence[str] = ("packing", "rounding", "tune"),
+    warm_start: bool = True,
+    packing_time_limit: float = 2.0,
+    improve_time_limit: float = 10.0,
+    repair: str = "points",
 ) -> SynergyAllocation:
     """Synergy-OPT: P1 on the pooled cluster, the multi-node packing LP, largest-remainder rounding of the GPU
     shares, then P1 per server on the rounded placement (one model, one CPU and one GB row per server).
 
-    ``lp_bound`` is the pooled P1 optimum (what the fractional packing achieves; an upper bound on every integral
-    placement); ``rounding_loss = lp_bound - total_throughput``. ``stats`` reports split jobs and spans before
-    and after rounding and the time of each stage.
+    ``placements`` (ours): the GPU placements the per-server P1 is solved on, the best kept: ``"packing"`` (the
+    P1 choice packed with integral GPUs by :func:`~schedopt.synergy.models.build_integral_packing`, at most
+    ``packing_time_limit`` seconds; when it finds a packing, OPT reaches the P1 bound), ``"rounding"`` (the paper's
+    LP and its rounding), ``"tune"`` (TUNE's queue-order placement, its cells re-chosen for it).
+
+    The answer is a heuristic (FEASIBLE, :attr:`~schedopt.Limit.HEURISTIC`) with the pooled P1 bound as ``bound``
+    (``nan`` with a word when P1 proved none), except when its total reaches a proven P1 optimum: then it is the
+    joint optimum and the answer says OPTIMAL. ``stats`` reports split jobs and spans before and after rounding,
+    which placement won and the time of each stage.
+
+    ``repair`` (ours; for at most ``improve_time_limit`` seconds, only while the best total is below the P1
+    bound): ``"points"`` re-solves the exact point model (:func:`~schedopt.synergy.models.build_joint_points`)
+    warm-started from the best placement, with the P1 optimum as ``objective_cut`` -- when it finishes, OPT is
+    the joint optimum and says OPTIMAL; ``"neighbourhoods"`` re-solves groups of servers exactly
+    (:func:`~schedopt.synergy.improve.improve_by_neighbourhoods`); ``"none"`` stops at the best placement.
     """
-    _check_flag("weighted", weighted)
-    run, mask, opts = _prepare(servers, jobs)
+    check_flag("weighted", weighted)
+    check_flag("warm_start", warm_start)
+    bad = [p for p in placements if p not in OPT_PLACEMENTS] if not isinstance(placements, str) else [placements]
+    if bad or not placements:
+        raise InputError("placements", placements, f"must be a non-empty sequence of {OPT_PLACEMENTS}")
+    if repair not in OPT_REPAIRS:
+        raise InputError("repair", repair, f"must be one of {OPT_REPAIRS}")
+    for nm, v in (("packing_time_limit", packing_time_limit), ("improve_time_limit", improve_time_limit)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
+            raise InputError(nm, v, "must be a number of seconds >= 0")
+    t0 = time.perf_counter()
+    run, mask, opts = prepare(servers, jobs)
     S, J = len(servers), len(run)
     G = np.array([s.gpus for s in servers], dtype=np.int64)
     g = np.fromiter((j.gpus for j in run), dtype=np.float64, count=J)
     pool_c = float(sum(s.cpus for s in servers))
     pool_m = float(sum(s.mem_gb for s in servers))
     stage: dict[str, float] = {}
+    stages: dict[str, SolveResult] = {}
     be = backend or "highs"
     p1 = build_p1_placed(run, opts, g[None, :], np.array([pool_c]), np.array([pool_m]), weighted=weighted, group_labels=["pool"])
-    r1 = solve(p1, be, time_limit=time_limit)
+    r1 = stages["p1"] = _solve_p1_model(p1, opts, be, time_limit, warm_start)
     stage["p1"] = r1.timings.total
     if not r1.has_solution:
-        _raise_unsolved(r1, p1, "Synergy-OPT P1")
+        return _unsolved("opt", "P1", r1, p1, weighted, stages=stages)
     c1 = _choice_from_y(opts, r1.values["y"], J)
-    lp_bound = float(r1.bound) if math.isfinite(r1.bound) else float(r1.objective)
+    bound, why = _bound_of(r1)
 
-    pack = build_packing_lp(servers, run, g, g * opts.cpu[c1], g * opts.mem[c1], span=span)
-    r2 = solve(pack, be, time_limit=time_limit)
-    stage["packing"] = r2.timings.total
-    if not r2.has_solution:
-        _raise_unsolved(r2, pack, "Synergy-OPT packing LP")
-    x = np.clip(r2.values["x"], 0.0, 1.0)
-    frac = x * g[None, :]
-    gpu = round_largest_remainder(frac, g.astype(np.int64), G)
-
-    p3 = build_p1_placed(
-        run,
-        opts,
-        gpu,
-        np.array([s.cpus for s in servers], dtype=np.float64),
-        np.array([s.mem_gb for s in servers], dtype=np.float64),
-        weighted=weighted,
-        group_labels=[f"server{i}" for i in range(S)],
-        name="synergy_p1_per_server",
-    )
-    r3 = solve(p3, be, time_limit=time_limit)
-    stage["p1_per_server"] = r3.timings.total
-    if not r3.has_solution:
-        _raise_unsolved(r3, p3, "Synergy-OPT per-server P1")
-    c3 = _choice_from_y(opts, r3.values["y"], J)
-    ok = all(r.termination.is_optimal for r in (r1, r2, r3))
-    alloc = _assemble(
-        "opt",
-        servers,
-        jobs,
-        mask,
-        opts,
-        gpu,
-        c3,
-        weighted,
-        lp_bound=lp_bound,
-        termination=str(r3.termination) if ok else "; ".join(f"{k}: {r.termination}" for k, r in (("p1", r1), ("packing", r2), ("p1_per_server", r3))),
-        optimal=ok,
-        results={"p1": r1, "packing": r2, "p1_per_server": r3},
+    cands: dict[str, np.ndarray] = {}
+    x = np.zeros((S, J))
+    if "packing" in placements and J:
+        pts = np.stack([opts.cpu[c1], opts.mem[c1]], axis=1)
+        uniq, cls = np.unique(pts, axis=0, return_inverse=True)
+        cls = cls.ravel()
+        need = np.bincount(cls, weights=g, minlength=uniq.shape[0])
+        ip = build_integral_packing(servers, need, uniq[:, 0], uniq[:, 1], labels=[f"c{c:g},m{m:g}" for c, m in uniq])
+        budget = packing_time_limit if time_limit is None else min(packing_time_limit, time_limit)
+        rp = stages["integral_packing"] = solve(ip, be, time_limit=budget)
+        stage["integral_packing"] = rp.timings.total
+        if rp.has_solution:
+            cands["packing"] = assign_class_gpus(np.rint(rp.values["n"]), cls, g.astype(np.int64))
+    if "rounding" in placements:
+        pack = build_packing_lp(servers, run, g, g * opts.cpu[c1], g * opts.mem[c1], span=span)
+        r2 = stages["packing"] = solve(pack, be, time_limit=time_limit)
+        stage["packing"] = r2.timings.total
+        if not r2.has_solution:
+            return _unsolved("opt", "packing LP", r2, pack, weighted, stages=stages, bound=bound)
+        x = np.clip(r2.values["x"], 0.0, 1.0)
+        cands["rounding"] = round_largest_remainder(x * g[None, :], g.astype(np.int64), G)
+    if "tune" in placements:
+        t = synergy_tune(servers, run, weighted=weighted)
+        cands["tune"] = t.gpu_matrix(S)
+    best: tuple[float, str, np.ndarray, np.ndarray, SolveResult] | None = None
+    for name, gpu in cands.items():
+        p3 = build_p1_placed(
+            run, opts, gpu,
+            np.array([s.cpus for s in servers], dtype=np.float64),
+            np.array([s.mem_gb for s in servers], dtype=np.float64),
+            weighted=weighted, group_labels=[f"server{i}" for i in range(S)], name="synergy_p1_per_server",
+        )
+        r3 = stages[f"p1_per_server[{name}]"] = solve(p3, be, time_limit=time_limit)
+        stage[f"p1_per_server[{name}]"] = r3.timings.total
+        if not r3.has_solution:
+            continue
+        c3 = _choice_from_y(opts, r3.values["y"], J)
+        val = float(r3.objective)
+        if best is None or val > best[0] + 1e-9:
+            best = (val, name, gpu, c3, r3)
+    if best is None:
+        last = stages[f"p1_per_server[{next(iter(cands))}]"]
+        return _unsolved("opt", "per-server P1", last, p1, weighted, stages=stages, bound=bound)
+    val, won, gpu, c3, r3 = best
+    improve: dict[str, Any] = {}
+    proven = False
+    weight = opts.w * (g[opts.job] if weighted else 1.0)
+    at_bound = math.isfinite(bound) and val >= bound - 1e-9 * max(1.0, abs(bound))
+    budget = improve_time_limit if time_limit is None else min(improve_time_limit, time_limit)
+    if repair == "points" and budget > 0 and not at_bound:
+        form = _joint_formulation(servers, run, weighted, True, bound if r1.termination.is_optimal and math.isfinite(bound) else None, "points")
+        ws = _warm_start(form, servers, gpu, c3)
+        rr = stages["repair"] = solve(form.model, be, time_limit=budget, warm_start=ws)
+        stage["repair"] = rr.timings.total
+        if rr.has_solution:
+            fixed = decode(None, form, rr)
+            if fixed.objective_value > val + 1e-9:
+                gpu = fixed.gpu_matrix(S)
+                c3 = _choices_of(opts, fixed, run)
+                val = float(weight[c3].sum())
+                won += "+points"
+            if rr.termination.is_optimal:
+                proven = True
+                bound = min(bound, float(rr.bound)) if math.isfinite(bound) else float(rr.bound)
+        improve = {"repair": rr.termination.reason.value}
+    elif repair == "neighbourhoods" and budget > 0 and not at_bound:
+        gpu, c3, improve = improve_by_neighbourhoods(
+            servers, run, opts, gpu, c3, weighted=weighted, backend=be, time_limit=budget,
+            target=bound if math.isfinite(bound) else None,
+        )
+        val = float(weight[c3].sum())
+        if improve["improved"]:
+            won += "+neighbourhoods"
+    notes = [f"{k}: {v.termination.reason.value}" for k, v in stages.items() if not v.termination.is_optimal]
+    if proven:
+        term = Termination(TerminationReason.OPTIMAL, None, f"the point model proved it the joint optimum ({won} placement)")
+    elif r1.termination.is_optimal and math.isfinite(bound) and val >= bound - 1e-9 * max(1.0, abs(bound)):
+        term = Termination(TerminationReason.OPTIMAL, None, f"reaches the proven P1 optimum ({won} placement)")
+    else:
+        detail = f"P1 + {won} placement + P1 per server: no optimality proof"
+        term = heuristic_termination(detail + "".join(f"; {n}" for n in notes) + (f"; {why}" if why else ""))
+    where = [{int(i): int(gpu[i, r]) for i in np.flatnonzero(gpu[:, r])} for r in range(J)]
+    return assemble(
+        "opt", jobs, mask, opts, where, c3, weighted,
+        termination=term, bound=bound, backend=r3.backend,
+        timings=Timings(build=0.0, solve=time.perf_counter() - t0), result=r3, stages=stages,
         stats={
             "timings": stage,
+            "placement": won,
+            "improve": improve,
             "split_jobs_lp": int(((x > 1e-7).sum(axis=0) > 1).sum()),
             "spans_lp": int((x > 1e-7).sum()),
             "split_jobs": int(((gpu > 0).sum(axis=0) > 1).sum()),
             "spans": int((gpu > 0).sum()),
-            "fractional_gpus_lp": int((np.abs(frac - np.round(frac)) > 1e-7).sum()),
+            "fractional_gpus_lp": int((np.abs(x * g[None, :] - np.round(x * g[None, :])) > 1e-7).sum()),
         },
-    )
-    alloc.rounding_loss = lp_bound - alloc.total_throughput
-    return alloc
-
-
-# ------------------------------------------------------------------------------------------------ heuristics
-class _Cluster:
-    """Free resources per server and where each job sits (for the greedy methods)."""
-
-    def __init__(self, servers: Sequence[Server]) -> None:
-        self.cap = np.array([[s.gpus, s.cpus, s.mem_gb] for s in servers], dtype=np.float64)
-        self.free = self.cap.copy()
-        self.where: dict[int, dict[int, int]] = {}
-        self.point: dict[int, int] = {}
-
-    def fit_counts(self, c: float, m: float, allowed: np.ndarray | None = None) -> np.ndarray:
-        """GPUs of a job at (c, m) per GPU each server can host now."""
-        f = self.free
-        k = np.minimum(np.floor(f[:, 0] + _EPS), np.floor(f[:, 1] / c + 1e-7) if c > 0 else np.inf)
-        k = np.minimum(k, np.floor(f[:, 2] / m + 1e-7) if m > 0 else np.inf)
-        k = np.maximum(k, 0).astype(np.int64)
-        if allowed is not None:
-            k = np.where(allowed, k, 0)
-        return k
-
-    def place(self, g: int, c: float, m: float, allowed: np.ndarray | None = None) -> dict[int, int] | None:
-        """Single-GPU jobs (and jobs fitting one server): the feasible server with the least free resources;
-        multi-GPU jobs otherwise: the fewest servers (most capacity first), CPU/GB split GPU-proportionally."""
-        k = self.fit_counts(c, m, allowed)
-        one = np.flatnonzero(k >= g)
-        if one.size:
-            slack = (self.free[one] / np.maximum(self.cap[one], _EPS)).sum(axis=1)
-            i = int(one[np.lexsort((one, slack))[0]])
-            return {i: g}
-        if g == 1 or k.sum() < g:
-            return None
-        order = np.lexsort((np.arange(k.size), -k))
-        out: dict[int, int] = {}
-        need = g
-        for i in order:
-            if need == 0:
-                break
-            t = int(min(k[i], need))
-            if t > 0:
-                out[int(i)] = t
-                need -= t
-        return out
-
-    def commit(self, r: int, on: Mapping[int, int], c: float, m: float, o: int) -> None:
-        for i, t in on.items():
-            self.free[i] -= (t, t * c, t * m)
-        self.where[r] = dict(on)
-        self.point[r] = o
-
-    def release(self, r: int, c: float, m: float) -> dict[int, int]:
-        on = self.where.pop(r)
-        for i, t in on.items():
-            self.free[i] += (t, t * c, t * m)
-        self.point.pop(r)
-        return on
-
-    def fits_at(self, on: Mapping[int, int], c: float, m: float) -> bool:
-        return all(
-            t <= self.free[i, 0] + _EPS and t * c <= self.free[i, 1] + 1e-7 and t * m <= self.free[i, 2] + 1e-7
-            for i, t in on.items()
-        )
-
-
-def _prop_option(opts: JobOptions, r: int) -> int:
-    """Index of job r's option at the proportional point."""
-    lo, hi = int(opts.start[r]), int(opts.start[r + 1])
-    hit = np.flatnonzero(
-        np.isclose(opts.cpu[lo:hi], opts.share[0], rtol=1e-9) & np.isclose(opts.mem[lo:hi], opts.share[1], rtol=1e-9)
-    )
-    return lo + int(hit[0])
-
-
-def _ideal_option(
-    opts: JobOptions, r: int, g: int, servers: Sequence[Server], threshold: float = 0.0
-) -> int:
-    """The job's best-case demand: among its points that fit an empty server per GPU (and reach at least the
-    proportional throughput), those within ``threshold`` of the best (``W >= max W / (1 + threshold)``; with 0,
-    the maximum), the fewest CPUs, then the least GB, then the highest W."""
-    lo, hi = int(opts.start[r]), int(opts.start[r + 1])
-    big = max(servers, key=lambda s: (s.gpus, s.cpus, s.mem_gb))
-    per = min(g, big.gpus)
-    idx = np.arange(lo, hi)
-    ok = (opts.cpu[idx] * per <= big.cpus + 1e-9) & (opts.mem[idx] * per <= big.mem_gb + 1e-9)
-    ok &= opts.w[idx] >= opts.w_prop[r] - 1e-12
-    idx = idx[ok]  # never empty: the proportional point fits any server (common ratio) and reaches W_prop
-    near = idx[opts.w[idx] >= opts.w[idx].max() / (1.0 + threshold) - 1e-12]
-    return int(near[np.lexsort((-opts.w[near], opts.mem[near], opts.cpu[near]))[0]])
-
-
-def _over_share(opts: JobOptions, o: int) -> bool:
-    """Whether option ``o`` asks for more than the proportional share in CPUs or GB (per GPU)."""
-    pc, pm = opts.share
-    return bool(opts.cpu[o] > pc * (1 + 1e-9) or opts.mem[o] > pm * (1 + 1e-9))
-
-
-def _demotion_servers(cl: _Cluster, g: int) -> np.ndarray:
-    """Servers TUNE frees resources on for a job of ``g`` GPUs: one server with ``g`` GPUs free if any (the one
-    with the fewest GPUs free: best fit), else servers in order of most GPUs free until they hold ``g``."""
-    fg = np.floor(cl.free[:, 0] + _EPS).astype(np.int64)
-    allowed = np.zeros(fg.size, dtype=bool)
-    one = np.flatnonzero(fg >= g)
-    if one.size:
-        allowed[one[np.lexsort((one, fg[one]))[0]]] = True
-        return allowed
-    pick = np.lexsort((np.arange(fg.size), -fg))
-    cum = np.cumsum(fg[pick])
-    allowed[pick[: int(np.searchsorted(cum, g)) + 1]] = True
-    return allowed
-
-
-def synergy_tune(
-    servers: Sequence[Server],
-    jobs: Sequence[SynergyJob],
-    *,
-    weighted: bool = False,
-    demand_threshold: float = 0.0,
-) -> SynergyAllocation:
-    """Synergy-TUNE (the paper's greedy heuristic, Sec. 4.3), never below the GPU-proportional share.
-
-    Each runnable job's demand is its best-case point (:func:`_ideal_option`: the fewest CPUs, then the least GB,
-    reaching the maximum throughput -- within ``demand_threshold`` of it if > 0 -- among points fitting an empty
-    server). Jobs sorted by (GPUs, CPUs, GB) of that demand, largest first. Each goes to :meth:`_Cluster.place` at
-    its demand. If that fails and the demand exceeds the proportional share in CPUs or GB, the job switches to the
-    proportional point and retries (a demand within the share is kept, as in the published ``_make_fair_share``).
-    If that fails, servers with the GPUs free are picked (:func:`_demotion_servers`) and jobs there holding more
-    than their share are moved back to the proportional point one at a time (largest relative excess first, only
-    when the move keeps every server within capacity) until the job fits at its (possibly switched) demand.
-    Should that stall, every job over its share is moved back (then every server uses at most the share per used
-    GPU and the job fits). ``stats["demotions"]`` counts the moves, ``stats["placed_at"]`` the path each job took.
-    """
-    t0 = time.perf_counter()
-    _check_flag("weighted", weighted)
-    if isinstance(demand_threshold, bool) or not isinstance(demand_threshold, (int, float)) or not (
-        0.0 <= demand_threshold < math.inf
-    ):
-        raise InputError("demand_threshold", demand_threshold, "must be a finite number >= 0")
-    run, mask, opts = _prepare(servers, jobs)
-    J = len(run)
-    g = np.array([j.gpus for j in run], dtype=np.int64)
-    ideal = np.array([_ideal_option(opts, r, int(g[r]), servers, float(demand_threshold)) for r in range(J)], dtype=np.int64)
-    prop = np.array([_prop_option(opts, r) for r in range(J)], dtype=np.int64)
-    pc, pm = opts.share
-    order = np.lexsort((-opts.mem[ideal] * g, -opts.cpu[ideal] * g, -g)) if J else np.zeros(0, np.int64)
-    cl = _Cluster(servers)
-    demotions = 0
-    fallbacks = {"ideal": 0, "proportional": 0, "demote": 0}
-
-    def over(r: int) -> float:
-        o = cl.point[r]
-        return max(opts.cpu[o] - pc, 0.0) / pc + max(opts.mem[o] - pm, 0.0) / pm
-
-    def demote(r: int, check: bool) -> bool:
-        o = cl.point[r]
-        on = cl.where[r]
-        cl.release(r, opts.cpu[o], opts.mem[o])
-        if check and not cl.fits_at(on, pc, pm):
-            cl.commit(r, on, opts.cpu[o], opts.mem[o], o)
-            return False
-        cl.commit(r, on, pc, pm, int(prop[r]))
-        return True
-
-    for r in order:  # one greedy step per job, as the heuristic is sequential
-        r = int(r)
-        o = int(ideal[r])
-        on = cl.place(int(g[r]), opts.cpu[o], opts.mem[o])
-        if on is not None:
-            cl.commit(r, on, opts.cpu[o], opts.mem[o], o)
-            fallbacks["ideal"] += 1
-            continue
-        if _over_share(opts, o):  # switch to the fair share and retry
-            o = int(prop[r])
-            on = cl.place(int(g[r]), pc, pm)
-            if on is not None:
-                cl.commit(r, on, pc, pm, o)
-                fallbacks["proportional"] += 1
-                continue
-        c, m = opts.cpu[o], opts.mem[o]  # the demand now: the proportional point, or a demand within the share
-        fallbacks["demote"] += 1
-        allowed = _demotion_servers(cl, int(g[r]))
-        while on is None:
-            cands = [q for q in cl.where if any(allowed[i] for i in cl.where[q]) and over(q) > 1e-12]
-            cands.sort(key=lambda q: (-over(q), q))
-            moved = False
-            for q in cands:
-                if demote(q, check=True):
-                    demotions += 1
-                    moved = True
-                    break
-            if not moved:
-                for q in [q for q in cl.where if over(q) > 1e-12]:
-                    demote(q, check=False)
-                    demotions += 1
-                on = cl.place(int(g[r]), c, m)
-                break
-            on = cl.place(int(g[r]), c, m, allowed)
-        if on is None:  # pragma: no cover - excluded by the argument in the docstring
-            raise SolveFailedError(f"Synergy-TUNE could not place job {run[r].id}")
-        cl.commit(r, on, c, m, o)
-    gpu = np.zeros((len(servers), J), dtype=np.int64)
-    choice = np.zeros(J, dtype=np.int64)
-    for r in range(J):
-        for i, t in cl.where[r].items():
-            gpu[i, r] = t
-        choice[r] = cl.point[r]
-    return _assemble(
-        "tune",
-        servers,
-        jobs,
-        mask,
-        opts,
-        gpu,
-        choice,
-        weighted,
-        stats={"timings": {"tune": time.perf_counter() - t0}, "demotions": demotions, "placed_at": fallbacks},
-    )
-
-
-def proportional(servers: Sequence[Server], jobs: Sequence[SynergyJob], *, weighted: bool = False) -> SynergyAllocation:
-    """Every runnable job at its GPU-proportional point (the baseline). Largest jobs first, placed like TUNE."""
-    t0 = time.perf_counter()
-    _check_flag("weighted", weighted)
-    run, mask, opts = _prepare(servers, jobs)
-    J = len(run)
-    g = np.array([j.gpus for j in run], dtype=np.int64)
-    prop = np.array([_prop_option(opts, r) for r in range(J)], dtype=np.int64)
-    pc, pm = opts.share
-    cl = _Cluster(servers)
-    for r in np.argsort(-g, kind="stable"):
-        on = cl.place(int(g[r]), pc, pm)
-        if on is None:  # pragma: no cover - proportional shares always fit the free GPUs
-            raise SolveFailedError(f"proportional: could not place job {run[int(r)].id}")
-        cl.commit(int(r), on, pc, pm, int(prop[r]))
-    gpu = np.zeros((len(servers), J), dtype=np.int64)
-    for r in range(J):
-        for i, t in cl.where[r].items():
-            gpu[i, r] = t
-    return _assemble(
-        "proportional", servers, jobs, mask, opts, gpu, prop, weighted, stats={"timings": {"proportional": time.perf_counter() - t0}}
     )
 
 
 # -------------------------------------------------------------------------------------------------------- joint
-def _joint_start(model: LinearModel, opts: JobOptions, gpu: np.ndarray, choice: np.ndarray) -> np.ndarray:
-    """A full column vector for the joint model from a placement and option choice (a warm start)."""
-    x = np.zeros(model.num_cols)
-    b = model.blocks
-    x[b["g"].start : b["g"].stop] = gpu.ravel()
-    y = np.zeros(opts.size)
-    y[choice] = 1.0
-    x[b["y"].start : b["y"].stop] = y
-    for dim, blk in (("cpu", "wc"), ("mem", "wm")):
-        jl, _, lev = model.meta["levels"][dim]
-        w = gpu[:, jl] * (lev[choice][jl] == np.arange(jl.size))[None, :]
-        x[b[blk].start : b[blk].stop] = w.ravel()
-    return x
+#: the joint MILP's formulations: over per-GPU points (default; exact, fast) or over jobs and levels
+JOINT_FORMULATIONS = ("points", "jobs")
+
+
+@dataclass(frozen=True, eq=False)
+class SynergyInverse:
+    """The joint MILP's typed inverse map: the jobs it was built over and how its columns map back.
+
+    ``jobs`` are every job of the instance in input order, ``runnable`` their mask, ``options`` the valid options
+    of the runnable jobs (the ``y`` columns), ``formulation`` which model it is: ``"points"`` (``points``: the
+    per-GPU point of each option, the ``n`` columns) or ``"jobs"`` (``cpu_levels`` / ``mem_levels``: the per-job
+    CPU and GB levels, the ``wc`` / ``wm`` columns); ``weighted`` the objective; ``p1_bound`` the pooled P1
+    optimum when it was added as ``objective_cut``."""
+
+    servers: tuple[Server, ...]
+    jobs: tuple[SynergyJob, ...]
+    runnable: np.ndarray
+    options: JobOptions
+    weighted: bool
+    formulation: str = "points"
+    points: PointIndex | None = None
+    cpu_levels: LevelIndex | None = None
+    mem_levels: LevelIndex | None = None
+    p1_bound: float | None = None
+
+
+def _joint_formulation(
+    servers: Sequence[Server],
+    jobs: Sequence[SynergyJob],
+    weighted: bool,
+    symmetry: bool,
+    p1_bound: float | None = None,
+    formulation: str = "points",
+) -> Formulation[SynergyInverse]:
+    if formulation not in JOINT_FORMULATIONS:
+        raise InputError("formulation", formulation, f"must be one of {JOINT_FORMULATIONS}")
+    run, mask, opts = prepare(servers, jobs)
+    if formulation == "points":
+        model = build_joint_points(servers, run, opts, weighted=weighted, symmetry=symmetry, p1_bound=p1_bound)
+        inv = SynergyInverse(tuple(servers), tuple(jobs), mask, opts, weighted, "points", points=point_index(opts), p1_bound=p1_bound)
+    else:
+        model = build_joint(servers, run, opts, weighted=weighted, symmetry=symmetry, p1_bound=p1_bound)
+        inv = SynergyInverse(
+            tuple(servers), tuple(jobs), mask, opts, weighted, "jobs",
+            cpu_levels=level_index(opts, opts.cpu), mem_levels=level_index(opts, opts.mem), p1_bound=p1_bound,
+        )
+    return Formulation(model=model, inverse=inv, structure=Structure.GENERAL, problem="synergy")
+
+
+def build(spec: Any, *, symmetry: bool = True, formulation: str = "points") -> Formulation[SynergyInverse]:
+    """The exact joint MILP of a :class:`~schedopt.synergy.SynergyInstance` as a Formulation: its model and the
+    typed inverse map :class:`SynergyInverse` (``formulation``: ``"points"``, the default, or ``"jobs"``)."""
+    return _joint_formulation(spec.servers, spec.jobs, spec.weighted, symmetry, None, formulation)
+
+
+def decode(spec: Any, formulation: Formulation[SynergyInverse], result: SolveResult) -> SynergyAllocation:
+    """The joint MILP's answer: the allocation when a solution is held, else the termination alone (held, not
+    raised; an infeasible model names the constraint families to blame in ``explanation``)."""
+    inv = formulation.inverse
+    if not result.has_solution:
+        return _unsolved("joint", "joint MILP", result, formulation.model, inv.weighted, stages={"joint": result})
+    vals = result.values
+    opts = inv.options
+    J = int(opts.start.size - 1)
+    choice = _choice_from_y(opts, vals["y"], J)
+    if inv.formulation == "points":
+        assert inv.points is not None
+        g = np.array([j.gpus for j, k in zip(inv.jobs, inv.runnable) if k], dtype=np.int64)
+        gpu = assign_class_gpus(np.rint(vals["n"]), inv.points.of_option[choice], g)
+    else:
+        gpu = np.rint(vals["g"]).astype(np.int64)
+    where = [{int(i): int(gpu[i, r]) for i in np.flatnonzero(gpu[:, r])} for r in range(J)]
+    bound, why = _bound_of(result)
+    if inv.p1_bound is not None and not (bound <= inv.p1_bound):  # the P1 optimum bounds the joint too
+        bound, why = inv.p1_bound, ("bound: the pooled P1 optimum" if why else "")
+    t = result.termination
+    term = Termination(t.reason, t.limit, "; ".join(x for x in (t.detail, why) if x))
+    return assemble(
+        "joint", inv.jobs, inv.runnable, inv.options, where, choice, inv.weighted,
+        termination=term, bound=bound, backend=result.backend, timings=result.timings, result=result,
+        stages={"joint": result}, stats={"formulation": inv.formulation},
+    )
+
+
+def _warm_start(form: Formulation[SynergyInverse], servers: Sequence[Server], gpu: np.ndarray, choice: np.ndarray) -> np.ndarray | None:
+    """A warm start for either joint formulation from a placement (servers x runnable jobs) and option choice;
+    None when it breaks a row (e.g. the symmetry order cannot be met)."""
+    model, inv = form.model, form.inverse
+    gpu = sort_identical(servers, gpu)
+    if inv.formulation == "points":
+        assert inv.points is not None
+        x = np.zeros(model.num_cols)
+        b = model.blocks
+        y = np.zeros(inv.options.size)
+        y[choice] = 1.0
+        x[b["y"].start : b["y"].stop] = y
+        K = inv.points.cpu.size
+        n = np.zeros((gpu.shape[0], K))
+        np.add.at(n.T, inv.points.of_option[choice], gpu.T)
+        x[b["n"].start : b["n"].stop] = n.ravel()
+    else:
+        assert inv.cpu_levels is not None and inv.mem_levels is not None
+        x = joint_start(model, inv.options, inv.cpu_levels, inv.mem_levels, gpu, choice)
+    return None if model.violations(x) else x
 
 
 def solve_joint(
@@ -560,51 +475,49 @@ def solve_joint(
     mip_rel_gap: float | None = 1e-6,
     warm_start: bool = True,
     symmetry: bool = True,
+    formulation: str = "points",
+    p1_cut: bool = False,
 ) -> SynergyAllocation:
-    """The exact joint MILP. With ``warm_start`` (and a backend that takes one) TUNE's allocation seeds the solve.
+    """The exact joint MILP (placement and CPU / GB at once).
 
-    A time-out returns the incumbent with ``optimal=False`` and the solver's bound in ``lp_bound``; no solution
-    at all raises :class:`~schedopt.errors.SolveFailedError` carrying the SolveResult.
+    ``formulation="points"`` (default, :func:`~schedopt.synergy.models.build_joint_points`): P1's choice plus the
+    GPUs at each per-GPU point on each server -- exact, and it proves the optimum of the 15 comparison sets (up to
+    32 servers) in seconds. ``formulation="jobs"`` (:func:`~schedopt.synergy.models.build_joint`): GPUs per server
+    and job with CPU / GB levels (the original model; slow past 16 servers). With ``warm_start`` (and a backend
+    that takes one) TUNE's allocation seeds the solve. ``p1_cut`` solves the pooled P1 first and adds its optimum
+    as ``objective_cut`` (valid; it also bounds the answer when the MILP stops early).
+
+    A time-out holds the incumbent (FEASIBLE with the time limit) and the best proven bound; no solution at all is
+    held too (``raise_for_status()`` raises, reading the allocation raises NoSolutionError).
     """
     t0 = time.perf_counter()
-    _check_flag("weighted", weighted)
-    run, mask, opts = _prepare(servers, jobs)
-    J = len(run)
-    model = build_joint(servers, run, opts, weighted=weighted, symmetry=symmetry)
+    check_flag("weighted", weighted)
+    check_flag("warm_start", warm_start)
+    check_flag("p1_cut", p1_cut)
+    if formulation not in JOINT_FORMULATIONS:
+        raise InputError("formulation", formulation, f"must be one of {JOINT_FORMULATIONS}")
+    run, _, opts = prepare(servers, jobs)
     be = backend or "highs"
-    ws = None
     from ..backends import get_backend
 
-    if warm_start and J and get_backend(be).capabilities.warm_start:
+    p1_bound = None
+    if p1_cut and run:
+        g = np.fromiter((j.gpus for j in run), dtype=np.float64, count=len(run))
+        p1 = build_p1_placed(run, opts, g[None, :], np.array([sum(s.cpus for s in servers)]), np.array([sum(s.mem_gb for s in servers)]),
+                             weighted=weighted, group_labels=["pool"])
+        r1 = _solve_p1_model(p1, opts, be, time_limit, True)
+        if r1.termination.is_optimal and math.isfinite(r1.bound):
+            p1_bound = float(r1.bound)
+    form = _joint_formulation(servers, jobs, weighted, symmetry, p1_bound, formulation)
+    ws = None
+    if warm_start and run and get_backend(be).capabilities.warm_start:
         t = synergy_tune(servers, run, weighted=weighted)
-        gpu_t = t.gpu_matrix(len(servers))
-        if symmetry:
-            gpu_t = _sort_identical(servers, gpu_t)
-        ch = _choices_of(opts, t, run)
-        ws = _joint_start(model, opts, gpu_t, ch)
-        if model.violations(ws):
-            ws = None
-    res = solve(model, be, time_limit=time_limit, mip_rel_gap=mip_rel_gap, warm_start=ws)
-    if not res.has_solution:
-        _raise_unsolved(res, model, "joint MILP")
-    vals = res.values
-    gpu = np.rint(vals["g"]).astype(np.int64)
-    choice = _choice_from_y(opts, vals["y"], J)
-    return _assemble(
-        "joint",
-        servers,
-        jobs,
-        mask,
-        opts,
-        gpu,
-        choice,
-        weighted,
-        lp_bound=float(res.bound) if math.isfinite(res.bound) else None,
-        termination=str(res.termination),
-        optimal=res.termination.is_optimal,
-        results={"joint": res},
-        stats={"timings": {"joint": time.perf_counter() - t0, "solve": res.timings.solve}, "warm_start": ws is not None},
-    )
+        ws = _warm_start(form, servers, t.gpu_matrix(len(servers)), _choices_of(opts, t, run))
+    left = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - t0))
+    res = solve(form.model, be, time_limit=left, mip_rel_gap=mip_rel_gap, warm_start=ws)
+    ans = decode(None, form, res)
+    ans.stats.update({"timings": {"joint": time.perf_counter() - t0, "solve": res.timings.solve}, "warm_start": ws is not None, "p1_bound": p1_bound})
+    return ans
 
 
 def _choices_of(opts: JobOptions, alloc: SynergyAllocation, run: Sequence[SynergyJob]) -> np.ndarray:
@@ -617,19 +530,3 @@ def _choices_of(opts: JobOptions, alloc: SynergyAllocation, run: Sequence[Synerg
         )
         out[r] = lo + int(hit[0])
     return out
-
-
-def _sort_identical(servers: Sequence[Server], gpu: np.ndarray) -> np.ndarray:
-    """Permute rows within runs of consecutive identical servers so GPU loads are non-increasing."""
-    gpu = gpu.copy()
-    S = len(servers)
-    i = 0
-    while i < S:
-        k = i
-        while k + 1 < S and servers[k + 1] == servers[i]:
-            k += 1
-        if k > i:
-            blk = gpu[i : k + 1]
-            gpu[i : k + 1] = blk[np.argsort(-blk.sum(axis=1), kind="stable")]
-        i = k + 1
-    return gpu

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, SchedoptError
+from ..errors import InputError
+from ..problem import Answer, ViolationError, to_jsonable
 
 __all__ = [
     "AllocationCheckError",
@@ -78,6 +79,12 @@ class SynergyJob:
 
     def __hash__(self) -> int:
         return hash((self.id, self.gpus))
+
+
+def job_cache(job: SynergyJob) -> dict:
+    """A job's cache of what it derives from its (immutable) grid: validity and option arrays per share. A
+    simulator passes the same job objects round after round, so each is derived once."""
+    return job.__dict__.setdefault("_derived", {})
 
 
 # ------------------------------------------------------------------------------------------------- validation
@@ -163,7 +170,9 @@ def validate(servers: Sequence[Server], jobs: Sequence[SynergyJob]) -> tuple[flo
     total = sum(int(s.gpus) for s in servers)
     seen: dict[str, int] = {}
     for k, j in enumerate(jobs):
-        _check_job(k, j, share, total)
+        if not isinstance(j, SynergyJob) or ("valid", share, total) not in job_cache(j):
+            _check_job(k, j, share, total)
+            job_cache(j)[("valid", share, total)] = True
         if j.id in seen:
             raise InputError(f"jobs[{k}].id", j.id, f"duplicates jobs[{seen[j.id]}].id")
         seen[j.id] = k
@@ -210,6 +219,7 @@ class JobOptions:
     prop_cell: list[tuple[int, int] | None]
     start: np.ndarray  #: per job, first option index (n_jobs + 1 entries)
     share: tuple[float, float]
+    prop: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  #: per job, its proportional option
 
     @property
     def size(self) -> int:
@@ -248,27 +258,18 @@ def job_options(jobs: Sequence[SynergyJob], share: tuple[float, float], *, prune
     parts_job, parts_cpu, parts_mem, parts_w, parts_cell = [], [], [], [], []
     wp = np.zeros(len(jobs))
     pcells: list[tuple[int, int] | None] = []
+    prop_idx: list[int] = []
     starts = [0]
     for k, j in enumerate(jobs):
-        A, B = j.throughput.shape
-        aa, bb = np.meshgrid(np.arange(A), np.arange(B), indexing="ij")
-        cells = np.stack([aa.ravel(), bb.ravel()], axis=1)
-        cpu = j.cpu_grid[aa.ravel()]
-        mem = j.mem_grid[bb.ravel()]
-        w = j.throughput.ravel()
-        wp[k], pc = proportional_throughput(j, share)
+        key = ("options", share, prune)
+        hit = job_cache(j).get(key)
+        if hit is None:
+            hit = _one_job_options(j, share, prune)
+            job_cache(j)[key] = hit
+        cells, cpu, mem, w, wpk, pc, pidx = hit
+        wp[k] = wpk
         pcells.append(pc)
-        if pc is None:
-            cells = np.vstack([cells, [[-1, -1]]])
-            cpu = np.append(cpu, share[0])
-            mem = np.append(mem, share[1])
-            w = np.append(w, wp[k])
-            pidx = w.size - 1
-        else:
-            pidx = int(pc[0] * B + pc[1])
-        if prune:
-            keep = _keep_mask(cpu, mem, w, wp[k], pidx)
-            cells, cpu, mem, w = cells[keep], cpu[keep], mem[keep], w[keep]
+        prop_idx.append(starts[-1] + pidx)
         parts_job.append(np.full(w.size, k))
         parts_cpu.append(cpu)
         parts_mem.append(mem)
@@ -277,7 +278,7 @@ def job_options(jobs: Sequence[SynergyJob], share: tuple[float, float], *, prune
         starts.append(starts[-1] + w.size)
     if not jobs:
         z = np.zeros(0)
-        return JobOptions(z.astype(int), z, z, z, np.zeros((0, 2), int), z, [], np.zeros(1, int), share)
+        return JobOptions(z.astype(int), z, z, z, np.zeros((0, 2), int), z, [], np.zeros(1, int), share, np.zeros(0, int))
     return JobOptions(
         job=np.concatenate(parts_job).astype(np.int64),
         cpu=np.concatenate(parts_cpu),
@@ -288,7 +289,34 @@ def job_options(jobs: Sequence[SynergyJob], share: tuple[float, float], *, prune
         prop_cell=pcells,
         start=np.asarray(starts, dtype=np.int64),
         share=share,
+        prop=np.asarray(prop_idx, dtype=np.int64),
     )
+
+
+def _one_job_options(j: SynergyJob, share: tuple[float, float], prune: bool) -> tuple:
+    """(cells, cpu, mem, w, W_prop, proportional cell, local index of the proportional point) of one job."""
+    A, B = j.throughput.shape
+    aa, bb = np.meshgrid(np.arange(A), np.arange(B), indexing="ij")
+    cells = np.stack([aa.ravel(), bb.ravel()], axis=1)
+    cpu = j.cpu_grid[aa.ravel()]
+    mem = j.mem_grid[bb.ravel()]
+    w = j.throughput.ravel()
+    wpk, pc = proportional_throughput(j, share)
+    if pc is None:
+        cells = np.vstack([cells, [[-1, -1]]])
+        cpu = np.append(cpu, share[0])
+        mem = np.append(mem, share[1])
+        w = np.append(w, wpk)
+        pidx = w.size - 1
+    else:
+        pidx = int(pc[0] * B + pc[1])
+    if prune:
+        keep = _keep_mask(cpu, mem, w, wpk, pidx)
+        pidx = int(np.count_nonzero(keep[:pidx]))
+        cells, cpu, mem, w = cells[keep], cpu[keep], mem[keep], w[keep]
+    for a in (cells, cpu, mem, w):
+        a.setflags(write=False)
+    return cells, cpu, mem, w, wpk, pc, pidx
 
 
 def runnable(servers: Sequence[Server], jobs: Sequence[SynergyJob]) -> np.ndarray:
@@ -349,29 +377,74 @@ class JobAllocation:
         }
 
 
-@dataclass
-class SynergyAllocation:
-    """The allocation of one method.
+@dataclass(kw_only=True, eq=False)
+class SynergyAllocation(Answer):
+    """The answer of every Synergy method (P1, OPT, TUNE, GREEDY, proportional, joint): a :class:`~schedopt.problem.Answer`.
 
-    ``per_job`` (ordered like the input jobs) holds a :class:`JobAllocation` per job; ``unplaced`` lists the ids of
-    jobs not run this round (their entry has no GPUs and zero throughput). ``total_throughput`` is the sum over
-    placed jobs of W at their point, times their GPU count when ``weighted``. ``lp_bound`` (OPT and P1: the
-    pooled P1 optimum, an upper bound on any integral placement) and ``rounding_loss`` (``lp_bound -
-    total_throughput``) are ``None`` for methods without a bound. ``results`` holds the SolveResults of the solves
-    behind it; ``termination`` is the main solve's (``"heuristic"`` for TUNE / proportional).
+    ``termination`` is the core :class:`~schedopt.Termination`: the solver's for P1 and the joint MILP, FEASIBLE
+    with :attr:`~schedopt.Limit.HEURISTIC` for TUNE, GREEDY, proportional and OPT (its rounding proves nothing).
+    ``bound`` is the best proven upper bound (P1 and joint: the solver's; OPT: the pooled P1 optimum, the LP bound
+    of every integral placement; ``nan`` when nothing was proven, and the termination's ``detail`` says why).
+
+    The solution (``per_job``, ``unplaced``, ``skipped``, ``total_throughput``, ``rows()``) is held only when
+    ``has_solution``; reading it otherwise raises :class:`~schedopt.errors.NoSolutionError`, and
+    ``raise_for_status()`` raises :class:`~schedopt.errors.InfeasibleError` (with ``explanation``) or
+    :class:`~schedopt.errors.SolveFailedError`.
+
+    ``per_job`` (ordered like the input jobs) holds a :class:`JobAllocation` per job; ``unplaced`` lists the jobs
+    not run this round (no GPUs, zero throughput); ``skipped`` the jobs GREEDY passed over although GPUs were free
+    (their demand did not fit). ``total_throughput`` is the sum over placed jobs of W at their point, times their
+    GPU count when ``weighted``. ``stages`` holds the SolveResult of each solve behind it (``result`` is the last
+    or only one); ``stats`` counts what the method did (stage times, demotions, spans).
     """
 
-    method: str
-    per_job: dict[str, JobAllocation]
-    total_throughput: float
+    _per_job: dict[str, JobAllocation] = field(default_factory=dict, repr=False)
+    _unplaced: tuple[str, ...] = ()
+    _skipped: tuple[str, ...] = ()
     weighted: bool = False
-    unplaced: tuple[str, ...] = ()
-    lp_bound: float | None = None
-    rounding_loss: float | None = None
-    termination: str = "heuristic"
-    optimal: bool = False
-    results: dict[str, Any] = field(default_factory=dict)
+    stages: dict[str, Any] = field(default_factory=dict, repr=False)
     stats: dict[str, Any] = field(default_factory=dict)
+    explanation: Any = None
+
+    @property
+    def per_job(self) -> dict[str, JobAllocation]:
+        self.require_solution()
+        return self._per_job
+
+    @property
+    def unplaced(self) -> tuple[str, ...]:
+        self.require_solution()
+        return self._unplaced
+
+    @property
+    def skipped(self) -> tuple[str, ...]:
+        self.require_solution()
+        return self._skipped
+
+    @property
+    def total_throughput(self) -> float:
+        return self.objective
+
+    @property
+    def lp_bound(self) -> float | None:
+        """The proven upper bound (``bound``) or ``None`` when none was proven."""
+        return float(self.bound) if math.isfinite(self.bound) else None
+
+    @property
+    def rounding_loss(self) -> float | None:
+        """``lp_bound - total_throughput`` (``None`` without a bound or a solution)."""
+        if not self.has_solution or not math.isfinite(self.bound):
+            return None
+        return float(self.bound - self.objective_value)
+
+    @property
+    def optimal(self) -> bool:
+        return self.is_optimal
+
+    @property
+    def results(self) -> dict[str, Any]:
+        """The SolveResults behind the answer by stage (``stages``; kept for the name users call)."""
+        return self.stages
 
     def rows(self) -> list[dict[str, Any]]:
         return [a.as_row() for a in self.per_job.values()]
@@ -384,9 +457,24 @@ class SynergyAllocation:
                 out[i, k] = g
         return out
 
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out.update(
+            {
+                "weighted": self.weighted,
+                "lp_bound": self.lp_bound,
+                "stats": to_jsonable(self.stats),
+                "jobs": self.rows() if self.has_solution else None,
+                "unplaced": list(self._unplaced) if self.has_solution else None,
+                "skipped": list(self._skipped) if self.has_solution else None,
+            }
+        )
+        return out
 
-class AllocationCheckError(SchedoptError, AssertionError):
-    """An allocation breaks a rule of the Synergy problem (raised by :func:`check_allocation`)."""
+
+class AllocationCheckError(ViolationError, AssertionError):
+    """An allocation breaks a rule of the Synergy problem (raised by :func:`~schedopt.synergy.assert_allocation`;
+    ``violations`` lists every rule broken)."""
 
 
 def make_job_allocation(
