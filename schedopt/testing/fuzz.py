@@ -45,17 +45,34 @@ from ..errors import SchedoptError
 
 __all__ = [
     "CATALOG",
+    "CORE",
+    "DOCUMENT_SOURCES",
+    "FILE_CASES",
+    "KNAPSACK_OPTIMUM",
     "MISSING",
+    "YAML_CASES",
     "Bad",
     "Case",
+    "CliExit",
     "EntryPoint",
     "FuzzTimeout",
     "Outcome",
+    "Survey",
+    "all_cases",
+    "apply_document_case",
     "bad_values",
     "cases",
+    "core",
+    "document_cases",
+    "document_entry",
     "entry_points",
+    "lies",
+    "main",
     "run_case",
+    "run_document_case",
+    "run_file_case",
     "survey",
+    "time_limit",
 ]
 
 FAILING = ("raw", "hang", "silent")
@@ -874,6 +891,52 @@ def _goodput_entries() -> list[EntryPoint]:
     ]
 
 
+class CliExit(SchedoptError):
+    """The command line answered with a message and a non-zero exit status (a usage error or a named error)."""
+
+
+def _cli_entries() -> list[EntryPoint]:
+    from .. import cli, instances, sia
+
+    tmp = Path(tempfile.mkdtemp(prefix="schedopt-fuzz-"))
+    instance = tmp / "sia64.json"
+    instances.save(sia.generate_instance(64, 0), instance)
+
+    def run(*argv: str) -> str:
+        import io
+
+        out, err = io.StringIO(), io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = cli.main(list(argv))
+        except SystemExit as exc:  # argparse's usage error
+            code = exc.code if isinstance(exc.code, int) else 2
+        if code:
+            raise CliExit(f"exit {code}: {err.getvalue().strip()[-200:]}")
+        return out.getvalue()
+
+    def options(kw: dict[str, Any]) -> list[str]:
+        return [a for k, v in kw.items() for a in (f"--{k.replace('_', '-')}", str(v))]
+
+    def generate(problem: Any = "sia", **kw: Any) -> Any:
+        return run("generate", str(problem), *options(kw), "-o", str(tmp / "out.json"))
+
+    def solve(**kw: Any) -> Any:
+        return run("solve", str(instance), *options(kw))
+
+    def demo(**kw: Any) -> Any:
+        return run("demo", *options(kw))
+
+    return [
+        EntryPoint("cli generate", generate, lambda: {"problem": "sia", "gpus": 64, "seed": 0},
+                   {"problem": "known_name", "gpus": "count", "seed": "seed"}),
+        EntryPoint("cli solve", solve, lambda: {"backend": "highs", "time_limit": 10},
+                   {"backend": "backend", "time_limit": "time_limit"}),
+        EntryPoint("cli demo", demo, lambda: {"gpus": 64, "seed": 0, "time_limit": 10},
+                   {"gpus": "count", "seed": "seed", "backend": "backend", "time_limit": "time_limit"}),
+    ]
+
+
 # ------------------------------------------------------------------ loaders: instance documents and files
 def _leaves(obj: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
     """(path, value) of every leaf and container of a JSON document; lists only through their first element."""
@@ -1065,7 +1128,7 @@ def entry_points() -> list[EntryPoint]:
     """Every fuzzed entry point (problem packages that fail to import are left out and reported by the caller)."""
     out: list[EntryPoint] = []
     for make in (_linear_model_entries, _solve_entries, _sia_entries, _synergy_entries, _heterps_entries,
-                 _hived_entries, _gandiva_entries, _goodput_entries):
+                 _hived_entries, _gandiva_entries, _goodput_entries, _cli_entries):
         out += make()
     return out
 
