@@ -898,9 +898,15 @@ class CliExit(SchedoptError):
 def _cli_entries() -> list[EntryPoint]:
     from .. import cli, instances, sia
 
-    tmp = Path(tempfile.mkdtemp(prefix="schedopt-fuzz-"))
-    instance = tmp / "sia64.json"
-    instances.save(sia.generate_instance(64, 0), instance)
+    @functools.cache
+    def tmp() -> Path:  # made on first use, removed at exit
+        import atexit
+        import shutil
+
+        d = Path(tempfile.mkdtemp(prefix="schedopt-fuzz-"))
+        atexit.register(shutil.rmtree, d, True)
+        instances.save(sia.generate_instance(64, 0), d / "sia64.json")
+        return d
 
     def run(*argv: str) -> str:
         import io
@@ -919,10 +925,10 @@ def _cli_entries() -> list[EntryPoint]:
         return [a for k, v in kw.items() for a in (f"--{k.replace('_', '-')}", str(v))]
 
     def generate(problem: Any = "sia", **kw: Any) -> Any:
-        return run("generate", str(problem), *options(kw), "-o", str(tmp / "out.json"))
+        return run("generate", str(problem), *options(kw), "-o", str(tmp() / "out.json"))
 
     def solve(**kw: Any) -> Any:
-        return run("solve", str(instance), *options(kw))
+        return run("solve", str(tmp() / "sia64.json"), *options(kw))
 
     def demo(**kw: Any) -> Any:
         return run("demo", *options(kw))
