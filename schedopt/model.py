@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .errors import InputError
-from .problem import Structure
+from .structure import Structure
 
 __all__ = ["ConstraintFamily", "LinearModel", "ModelArrays", "VarBlock", "VarKind"]
 

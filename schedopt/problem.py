@@ -28,15 +28,14 @@ import enum
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
 from .errors import InfeasibleError, InputError, NoSolutionError, SchedoptError, SolveFailedError
+from .model import LinearModel
 from .results import Limit, SolveResult, Termination, TerminationReason, Timings
-
-if TYPE_CHECKING:
-    from .model import LinearModel
+from .structure import Structure
 
 __all__ = [
     "Answer",
@@ -55,14 +54,6 @@ __all__ = [
 ]
 
 Inv = TypeVar("Inv")
-
-
-class Structure(enum.StrEnum):
-    """The structure tag of a formulation: solvers may exploit it (``mckp`` is the default backend for MCKP)."""
-
-    GENERAL = "general"
-    #: one binary per (item, choice) pair, at most/exactly one choice per item, knapsack rows on resources
-    MCKP = "mckp"
 
 
 @dataclass(frozen=True, eq=False)

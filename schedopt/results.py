@@ -82,6 +82,10 @@ class Termination:
     def is_optimal(self) -> bool:
         return self.reason is TerminationReason.OPTIMAL
 
+    def __format__(self, spec: str) -> str:
+        """Format specs apply to the printed form (``f"{t:<22}"``), as they did when statuses were strings."""
+        return format(str(self), spec)
+
     def __str__(self) -> str:
         s = self.reason.value.upper()
         if self.limit is not None:
