@@ -50,7 +50,8 @@ EXECUTOR_SPECS = ("serial", "threads[:N]", "processes[:N]", "dask[:N]", "dask://
 
 
 def kind_of(executor: Any) -> str:
-    """``"serial"``, ``"futures"``, ``"dask"``, ``"pool"`` or ``"submit"``: how :func:`map_unordered` drives it."""
+    """``"serial"``, ``"futures"``, ``"dask"``, ``"pool"``, ``"submit"`` or ``"map"`` (an object with only an
+    ordered ``map(fn, items)``): how :func:`map_unordered` drives it."""
     if executor is None:
         return "serial"
     mod = type(executor).__module__ or ""
@@ -62,9 +63,11 @@ def kind_of(executor: Any) -> str:
         return "pool"
     if hasattr(executor, "submit"):
         return "submit"
+    if hasattr(executor, "map"):
+        return "map"
     raise InputError("executor", type(executor).__name__,
                      "must be None, a concurrent.futures executor, a Dask Client, a Ray/multiprocessing pool, or "
-                     "have submit()")
+                     "have submit() or map()")
 
 
 def describe(executor: Any) -> str:
@@ -138,6 +141,9 @@ def map_unordered(fn: Callable[[T], R], items: Iterable[T], executor: Any = None
         return
     if kind == "dask":
         yield from _dask(fn, work, executor)
+        return
+    if kind == "map":
+        yield from enumerate(executor.map(_portable(fn), work))
         return
     send = fn if isinstance(executor, cf.ThreadPoolExecutor) else _portable(fn)
     futures = {executor.submit(send, item): i for i, item in enumerate(work)}

@@ -55,29 +55,21 @@ def map_parallel(fn: Callable[[Any], Any], items: Iterable[Any], executor: Any =
                  max_workers: int | None = None) -> list[Any]:
     """``[fn(item) for item in items]`` computed in parallel, results in input order.
 
-    ``executor``: ``None`` (a fresh ``ProcessPoolExecutor`` with ``max_workers`` workers, default: the CPU count),
-    ``"serial"`` (in this process), or any object with ``.submit(fn, item)`` (futures with ``.result()``:
-    ``concurrent.futures``, Dask ``Client``) or ``.map(fn, items)`` (Ray / multiprocessing pools). ``fn`` and the
-    items must be picklable for process and cluster executors (use module-level functions).
+    ``executor``: ``None`` (a fresh process pool with ``max_workers`` workers, default: the CPU count), or anything
+    :func:`schedopt.executors.open_executor` takes: a spec string (``"serial"``, ``"threads:N"``, ``"processes:N"``,
+    ``"dask"``, ``"dask://HOST:PORT"``, ``"ray"``), a ``concurrent.futures`` executor, a Dask ``Client`` or a Ray /
+    multiprocessing pool. Closures are sent with cloudpickle where it is installed.
     """
-    items = list(items)
-    if executor == "serial":
-        return [fn(it) for it in items]
-    if executor is None:
-        from concurrent.futures import ProcessPoolExecutor
+    from .executors import map_ordered, open_executor
 
+    items = list(items)
+    if executor is None:
         workers = max(1, min(len(items), max_workers or os.cpu_count() or 1))
-        if workers == 1 or len(items) <= 1:
+        if workers == 1:
             return [fn(it) for it in items]
-        with ProcessPoolExecutor(max_workers=workers) as ex:
-            return list(ex.map(fn, items))
-    if hasattr(executor, "submit"):
-        futs = [executor.submit(fn, it) for it in items]
-        return [f.result() if hasattr(f, "result") else f for f in futs]
-    if hasattr(executor, "map"):
-        out = list(executor.map(fn, items))
-        return [r.result() if hasattr(r, "result") and callable(r.result) else r for r in out]
-    raise InputError("executor", type(executor).__name__, "needs a .submit or .map method (or None / 'serial')")
+        executor = f"processes:{workers}"
+    with open_executor(executor, max_workers) as ex:
+        return map_ordered(fn, items, ex)
 
 
 # ---------------------------------------------------------------------------------------------- partition
