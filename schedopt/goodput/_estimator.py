@@ -100,7 +100,9 @@ class GoodputEstimator:
     ``model``: the job's application model (a :class:`JobGoodputModel`, e.g. ``schedopt.zoo.load_model(name)``):
     the estimator takes its batch limits and gradient statistics, and its 1-GPU profiles (``profiles`` overrides
     them: type -> ``[(local_bsz, step_time), ...]``; the types are the profiled ones). Its throughput parameters
-    are *not* read: the estimate starts from the profiles alone.
+    are *not* read: the estimate starts from the profiles alone. ``fit_starts``: the starting gammas of a type's
+    first full fit (later refits start from the last fit's gamma); a full fit takes ~1-2 s on an idle core per
+    starting gamma, so a simulator may pass one or two.
 
     >>> from schedopt import zoo
     >>> est = GoodputEstimator(zoo.load_model("cifar10"))
@@ -110,7 +112,8 @@ class GoodputEstimator:
     """
 
     def __init__(self, model: JobGoodputModel,
-                 profiles: Mapping[str, Sequence[tuple[float, float]]] | None = None) -> None:
+                 profiles: Mapping[str, Sequence[tuple[float, float]]] | None = None, *,
+                 fit_starts: Sequence[float] = GAMMA_STARTS) -> None:
         if not isinstance(model, JobGoodputModel):
             raise InputError("model", type(model).__name__, "must be a JobGoodputModel (e.g. schedopt.zoo.load_model(name))")
         prof = _model_profiles(model) if profiles is None else {k: list(v) for k, v in profiles.items()}
@@ -126,6 +129,7 @@ class GoodputEstimator:
         self._fitted: dict[str, ThroughputParams] = {}
         self._dirty: set[str] = set()
         self._estimate: JobGoodputModel | None = None
+        self.fit_starts = tuple(float(g) for g in fit_starts)
 
     # ------------------------------------------------------------------ measurements
     @property
@@ -178,7 +182,7 @@ class GoodputEstimator:
             prof = self.profiles[t]
             last = self._fitted.get(t)
             # a refit starts from the last fit's gamma (and 1.0) rather than all six starting gammas
-            starts = GAMMA_STARTS if last is None else sorted({1.0, last.gamma})
+            starts = self.fit_starts if last is None else sorted({1.0, last.gamma})
             self._fitted[t] = fit_throughput(
                 [1] * len(prof) + [m.nodes for m in ms], [1] * len(prof) + [m.replicas for m in ms],
                 [b for b, _ in prof] + [m.local_bsz for m in ms], [s for _, s in prof] + [m.step_time for m in ms],

@@ -230,7 +230,7 @@ def from_data(data: dict[str, Any]) -> SiaInstance:
     inst = SiaInstance(cluster, jobs, goodput, p=p, lam=lam, max_gpus_per_job=cap, available=avail,
                        settings=None if settings.is_exact else settings)
     try:
-        inst.sia_problem  # the problem-level checks (types, current configs, rigid counts, shapes)
+        _ = inst.sia_problem  # the problem-level checks (types, current configs, rigid counts, shapes)
     except InputError as e:
         raise InputError(f"data.{e.field}", e.value, e.message) from None
     return inst

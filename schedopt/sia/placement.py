@@ -236,7 +236,7 @@ def _place_empty(cluster: Cluster, jobs: list[tuple[JobId, Config]]) -> tuple[di
         return _place_items(cluster, jobs)
     items: list[tuple[JobId, Config]] = []
     owner: list[int] = []
-    for k, (jid, c) in enumerate(jobs):
+    for k, (_jid, c) in enumerate(jobs):
         r = R[c.gpu_type]
         if not _is_rigid_shape(c, r):
             items.append((k, c))
