@@ -20,6 +20,7 @@ from schedopt.sia import (
     GpuType,
     Job,
     SiaProblem,
+    SiaSettings,
     check_allocation,
     check_placement,
     default_backend_for,
@@ -489,11 +490,14 @@ def test_model_names_structure_and_virtual_rows() -> None:
     text = card.read_text()
     names_sec = text.split("## Names", 1)[1].split("\n## ", 1)[0]
     listed = set(re.findall(r"^- `([A-Za-z_]+)`", names_sec, flags=re.M))
-    assert listed == set(m.blocks) | set(m.families)
+    aux = SiaProblem(cl, [Job("j", min_gpus=4, max_gpus=4, current=Config(1, 4, "x"))], np.ones((1, 4)), p=1.0,
+                     settings=SiaSettings(change_penalty=0.01, change_form="auxiliary")).build()
+    assert listed == set(m.blocks) | set(m.families) | set(aux.blocks) | set(aux.families)
+    assert set(aux.blocks) - set(m.blocks) == {"t"}
     assert m.families["virtual_node_capacity"].labels == ("x:>2",)
     form = prob.formulation()
     assert form.structure is Structure.MCKP and form.inverse is prob.valid_pairs() and form.problem == "sia"
-    assert m.meta == {}  # the inverse map is typed (form.inverse), nothing rides on the model
+    assert set(m.meta) <= {"structure"}  # the inverse map is typed (form.inverse); no arrays ride on the model
     arr = m.to_arrays()
     assert list(arr.row_upper[m.families["gpu_capacity"].start:][:2]) == [12.0, 8.0]
     sol = prob.solve("highs")

@@ -150,6 +150,9 @@ def build_formulation(problem: SiaProblem) -> Formulation[PairTable]:
     m.set_objective(objective, constant=const)
     structure = Structure.GENERAL if auxiliary else Structure.MCKP
     m.structure = structure  # a plain attribute until LinearModel types it (the core engineer adds it)
+    if structure is Structure.MCKP:
+        # transitional: schedopt.default_backend still reads this string; remove once it reads model.structure
+        m.meta["structure"] = "mckp"
     m.build_seconds = pt.seconds + (time.perf_counter() - t0)
     return Formulation(model=m, inverse=pt, structure=structure, problem="sia")
 
