@@ -281,3 +281,16 @@ def test_published_settings_and_json_round_trip() -> None:
     data["settings"]["change_form"] = "quadratic"
     with pytest.raises(InputError, match=r"data\.settings\.change_form"):
         schedopt.sia.from_data(data)
+
+
+def test_rigid_shapes_keep_their_gpus_with_a_previous_placement() -> None:
+    """Re-placing with the previous placement: unchanged rigid shapes keep their GPUs; a changed job is placed
+    around them; everything checks."""
+    cl = Cluster([GpuType("a", 8, 3)])
+    first = {"r": Config(2, 12, "a"), "q": Config(1, 6, "a"), "s": Config(1, 2, "a")}
+    pl1 = place(cl, first)
+    assert pl1.unplaced == () and check_placement(cl, first, pl1) == []
+    second = {**first, "s": Config(1, 4, "a"), "n": Config(1, 1, "a")}
+    pl2 = place(cl, second, pl1)
+    assert pl2.unplaced == () and check_placement(cl, second, pl2) == []
+    assert sorted(pl2["r"]) == sorted(pl1["r"]) and sorted(pl2["q"]) == sorted(pl1["q"]) and pl2.evicted == ()
