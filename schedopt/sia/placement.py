@@ -231,7 +231,15 @@ def _place_empty(cluster: Cluster, jobs: list[tuple[JobId, Config]]) -> tuple[di
     (items placed like multi-node and partial configurations), and merged back per job (a job is placed only when
     all its items are)."""
     R = {t.name: t.gpus_per_node for t in cluster.gpu_types}
-    split = [k for k, (_, c) in enumerate(jobs) if _is_rigid_shape(c, R[c.gpu_type])]
+    memo: dict[int, bool] = {}  # per Config object (an allocation shares the table's objects)
+    split = False
+    for _, c in jobs:
+        v = memo.get(id(c))
+        if v is None:
+            v = memo[id(c)] = _is_rigid_shape(c, R[c.gpu_type])
+        if v:
+            split = True
+            break
     if not split:
         return _place_items(cluster, jobs)
     items: list[tuple[JobId, Config]] = []
