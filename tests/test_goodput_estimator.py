@@ -43,7 +43,7 @@ def test_lifecycle_profile_bootstrap_measured() -> None:
         est.observe("a100", n, r, b, *_measure(truth.params["a100"], n, r, b))
     assert "a100" not in est.bootstrapped_types and est.source("a100") == "measured" and est.source("t4") == "bootstrap"
     a = est.model("a100")
-    b0 = est._common_batch("a100", "t4")
+    b0 = est.common_batch("a100", "t4")
     want = bootstrap_params(a, float(profile_params(*zip(*truth.meta["seed_1gpu"]["a100"])).throughput(1, 1, b0)),
                             float(profile_params(*zip(*truth.meta["seed_1gpu"]["t4"])).throughput(1, 1, b0)))
     assert est.model("t4") == want

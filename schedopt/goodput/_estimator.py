@@ -218,7 +218,7 @@ class GoodputEstimator:
         assert ref is not None
         a = self._own(ref)
         # xput_B(1) / xput_A(1) from the two types' 1-GPU profiles, at the same local batch
-        b = self._common_batch(ref, t)
+        b = self.common_batch(ref, t)
         xa1 = float(self._own_profile(ref).throughput(1, 1, b))
         xb1 = float(self._own(t).throughput(1, 1, b))
         return bootstrap_params(a, xa1, xb1)
@@ -227,7 +227,7 @@ class GoodputEstimator:
         rows = [*self.profiles[t], *((m.local_bsz, m.step_time) for m in self._rows[t] if m.replicas == 1)]
         return profile_params([b for b, _ in rows], [s for _, s in rows])
 
-    def _common_batch(self, a: str, b: str) -> float:
+    def common_batch(self, a: str, b: str) -> float:
         """A local batch both profiles cover (the application's initial batch, clipped to the common range)."""
         lo = max(min(x for x, _ in self.profiles[a]), min(x for x, _ in self.profiles[b]))
         hi = min(max(x for x, _ in self.profiles[a]), max(x for x, _ in self.profiles[b]))

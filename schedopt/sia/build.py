@@ -149,9 +149,9 @@ def build_formulation(problem: SiaProblem) -> Formulation[PairTable]:
         const += cconst
     m.set_objective(objective, constant=const)
     structure = Structure.GENERAL if auxiliary else Structure.MCKP
-    m.structure = structure  # a plain attribute until LinearModel types it (the core engineer adds it)
-    if structure is Structure.MCKP:
-        # transitional: schedopt.default_backend still reads this string; remove once it reads model.structure
+    m.structure = structure  # typed on LinearModel once the core's tag lands; a plain attribute before
+    if structure is Structure.MCKP and not isinstance(getattr(LinearModel, "structure", None), property):
+        # transitional, only while LinearModel has no typed tag: schedopt.default_backend reads this string then
         m.meta["structure"] = "mckp"
     m.build_seconds = pt.seconds + (time.perf_counter() - t0)
     return Formulation(model=m, inverse=pt, structure=structure, problem="sia")
