@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -74,10 +73,6 @@ class SiaInstance:
         return SiaProblem(self.cluster, self.jobs, self.goodput, p=self.p, lam=self.lam,
                           max_gpus_per_job=self.max_gpus_per_job, available=self.available, settings=self.settings)
 
-    @cached_property
-    def sia_problem(self) -> SiaProblem:
-        """The instance's :class:`SiaProblem`, built once (the problem hooks build, solve and decode with it)."""
-        return self.problem()
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, SiaInstance):

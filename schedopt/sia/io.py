@@ -230,7 +230,7 @@ def from_data(data: dict[str, Any]) -> SiaInstance:
     inst = SiaInstance(cluster, jobs, goodput, p=p, lam=lam, max_gpus_per_job=cap, available=avail,
                        settings=None if settings.is_exact else settings)
     try:
-        _ = inst.sia_problem  # the problem-level checks (types, current configs, rigid counts, shapes)
+        inst.problem()  # the problem-level checks (types, current configs, rigid counts, shapes)
     except InputError as e:
         raise InputError(f"data.{e.field}", e.value, e.message) from None
     return inst
@@ -251,7 +251,7 @@ def solve_instance(inst: SiaInstance, options: SolveOptions | None = None) -> Si
     allocation when one exists. The answer's ``rows()`` and ``to_dict()`` are what the command line prints."""
     opts = solve_options(options)
     kw = opts.solve_kwargs()
-    sol = inst.sia_problem.solve(opts.backend, **kw)
+    sol = inst.problem().solve(opts.backend, **kw)
     if sol.has_solution:
         sol.place()
     return sol
@@ -259,12 +259,13 @@ def solve_instance(inst: SiaInstance, options: SolveOptions | None = None) -> Si
 
 def build_instance(inst: SiaInstance) -> Formulation[PairTable]:
     """The instance's formulation (model, pair table, structure)."""
-    return inst.sia_problem.formulation()
+    return inst.problem().formulation()
 
 
 def decode_instance(inst: SiaInstance, formulation: Formulation[PairTable], result: SolveResult) -> SiaSolution:
-    """The answer of ``result`` (a solve of ``formulation``)."""
-    return SiaSolution.decode(inst.sia_problem, formulation, result)
+    """The answer of ``result`` (a solve of ``formulation``; the allocation is read through the formulation's pair
+    table, so the instance's problem is only validated again, not pruned)."""
+    return SiaSolution.decode(inst.problem(), formulation, result)
 
 
 def check_instance(inst: SiaInstance, answer: Any) -> list[Violation]:
@@ -273,7 +274,7 @@ def check_instance(inst: SiaInstance, answer: Any) -> list[Violation]:
         raise InputError("answer", type(answer).__name__, "must be a SiaSolution")
     if not answer.has_solution:
         return []
-    out = check_allocation(inst.sia_problem, answer.allocation)
+    out = check_allocation(inst.problem(), answer.allocation)
     if answer.placement is not None:
         out += check_placement(inst.cluster, answer.allocation, answer.placement)
     return out
@@ -289,7 +290,7 @@ def explain_instance(inst: SiaInstance) -> str:
     from ..errors import InfeasibleError
     from ..infeasibility import explain_infeasibility
 
-    prob = inst.sia_problem
+    prob = inst.problem()
     lines = []
     try:
         prob.check_forced()
