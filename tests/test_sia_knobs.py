@@ -7,6 +7,9 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, assume, given
+from hypothesis import settings as settings_
+from hypothesis import strategies as st
 
 import schedopt
 from schedopt.errors import InputError
@@ -294,3 +297,28 @@ def test_rigid_shapes_keep_their_gpus_with_a_previous_placement() -> None:
     pl2 = place(cl, second, pl1)
     assert pl2.unplaced == () and check_placement(cl, second, pl2) == []
     assert sorted(pl2["r"]) == sorted(pl1["r"]) and sorted(pl2["q"]) == sorted(pl1["q"]) and pl2.evicted == ()
+
+
+@settings_(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow,
+                                                                                     HealthCheck.filter_too_much])
+@given(data=st.data())
+def test_every_checked_allocation_with_rigid_shapes_places_from_empty(data: st.DataObject) -> None:
+    """Any allocation the independent checker accepts, rigid shapes of any count included (nodes of 2, 4, 6 or 8
+    GPUs: power-of-two and virtual-node splits), places from an empty cluster and passes the placement checker."""
+    types = [GpuType(f"t{k}", data.draw(st.sampled_from([2, 4, 6, 8])), data.draw(st.integers(1, 3)))
+             for k in range(data.draw(st.integers(1, 2)))]
+    cl = Cluster(types)
+    n = data.draw(st.integers(1, 6))
+    jobs, alloc = [], {}
+    for i in range(n):
+        t = data.draw(st.sampled_from(types))
+        g = data.draw(st.integers(1, t.total_gpus))
+        c = Config(-(-g // t.gpus_per_node), g, t.name)
+        if g <= t.max_partial and g & (g - 1) == 0:
+            c = Config(1, g, t.name)
+        jobs.append(Job(f"j{i}", kind="rigid", rigid_gpus=g))
+        alloc[f"j{i}"] = c
+    prob = SiaProblem(cl, jobs, lambda j, c: 1.0, settings=SiaSettings(rigid_any_count=True))
+    assume(check_allocation(prob, alloc) == [])
+    pl = place(cl, alloc)
+    assert pl.unplaced == () and check_placement(cl, alloc, pl) == []
