@@ -13,14 +13,17 @@ from hypothesis import strategies as st
 
 import schedopt
 from schedopt.errors import InfeasibleError, InputError, NoSolutionError
+from schedopt.problem import Structure
 from schedopt.sia import (
     Cluster,
     Config,
     GpuType,
     Job,
     SiaProblem,
+    SiaSettings,
     check_allocation,
     check_placement,
+    default_backend_for,
     generate_configs,
     generate_instance,
     objective_value,
@@ -108,7 +111,7 @@ def test_hand_checked_fairness_p_minus_one() -> None:
     jobs = [Job("j1", max_profiled_gpus=4), Job("j2", max_profiled_gpus=4)]
     prob = SiaProblem(two_types(), jobs, G, p=-1.0, lam=1.1)
     sol = prob.solve()
-    assert sol.backend == schedopt.default_backend(sol.model)
+    assert sol.backend == default_backend_for(prob.formulation()) == "mckp"
     assert sol.objective == pytest.approx(0.45)
     assert sol.allocation == {"j1": Config(1, 2, "b"), "j2": Config(1, 2, "b")}
 
@@ -487,17 +490,22 @@ def test_model_names_structure_and_virtual_rows() -> None:
     text = card.read_text()
     names_sec = text.split("## Names", 1)[1].split("\n## ", 1)[0]
     listed = set(re.findall(r"^- `([A-Za-z_]+)`", names_sec, flags=re.M))
-    assert listed == set(m.blocks) | set(m.families)
+    aux = SiaProblem(cl, [Job("j", min_gpus=4, max_gpus=4, current=Config(1, 4, "x"))], np.ones((1, 4)), p=1.0,
+                     settings=SiaSettings(change_penalty=0.01, change_form="auxiliary")).build()
+    assert listed == set(m.blocks) | set(m.families) | set(aux.blocks) | set(aux.families)
+    assert set(aux.blocks) - set(m.blocks) == {"t"}
     assert m.families["virtual_node_capacity"].labels == ("x:>2",)
-    mk = m.meta["mckp"]
-    assert m.meta["structure"] == "mckp"
-    assert mk["weights"].shape == (2, m.num_cols) and list(mk["capacity"]) == [12.0, 8.0]
-    assert np.array_equal(mk["group"], prob.valid_pairs().job)
+    form = prob.formulation()
+    assert form.structure is Structure.MCKP and form.inverse is prob.valid_pairs() and form.problem == "sia"
+    assert set(m.meta) <= {"structure"}  # the inverse map is typed (form.inverse); no arrays ride on the model
+    arr = m.to_arrays()
+    assert list(arr.row_upper[m.families["gpu_capacity"].start:][:2]) == [12.0, 8.0]
     sol = prob.solve("highs")
     assert sum(c is not None for c in sol.allocation.values()) == 2
     assert check_allocation(prob, sol.allocation) == []
     three = {f"j{i}": Config(1, 4, "x") for i in range(3)}
-    assert any("virtual nodes hold 8" in s for s in check_allocation(prob, three))
+    assert any("virtual nodes hold 8" in v.message and v.path == "virtual_node_capacity[x]"
+               for v in check_allocation(prob, three))
     assert m.build_seconds is not None and m.build_seconds > 0
 
 

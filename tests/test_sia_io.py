@@ -10,8 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import schedopt
 from schedopt import instances
 from schedopt.errors import InputError
+from schedopt.problem import SolveOptions
 from schedopt.sia import (
     Cluster,
     Config,
@@ -19,6 +21,7 @@ from schedopt.sia import (
     Job,
     Placement,
     SiaInstance,
+    SiaSolution,
     check_placement,
     generate_instance,
     place,
@@ -86,16 +89,17 @@ def test_check_placement_catches_errors() -> None:
     bad = Placement({"j1": [("a-0", (0, 1))], "j2": [("a-0", (1, 2))], "m": [("a-0", (0, 1, 2, 3)), ("a-1", (0, 1, 2))]},
                     dict(alloc))
     errs = check_placement(cl, alloc, bad)
-    assert any("used by jobs" in e for e in errs)
-    assert any("does not use all of a-1" in e for e in errs)
-    assert any("7 GPUs placed" in e for e in errs)
+    msgs = [str(e) for e in errs]
+    assert any("used by jobs" in e for e in msgs) and any(e.path == "gpu[a-0:1]" for e in errs)
+    assert any("does not use all of a-1" in e for e in msgs)
+    assert any("7 GPUs placed" in e for e in msgs)
     odd = Cluster([GpuType("x", 6, 1)])  # virtual nodes [0, 4) and [4, 6)
     across = Placement({"j": [("x-0", (3, 4))]}, {"j": Config(1, 2, "x")})
-    assert any("cross a virtual-node boundary" in e for e in check_placement(odd, {"j": Config(1, 2, "x")}, across))
+    assert any("cross a virtual-node boundary" in e.message for e in check_placement(odd, {"j": Config(1, 2, "x")}, across))
     split = Placement({"j1": [("a-0", (0,)), ("a-1", (0,))]}, {"j1": Config(1, 2, "a")})
-    assert any("on 2 nodes" in e for e in check_placement(cl, {"j1": Config(1, 2, "a")}, split))
+    assert any("on 2 nodes" in e.message for e in check_placement(cl, {"j1": Config(1, 2, "a")}, split))
     with pytest.raises(InputError, match=r"allocation\[j\]"):
-        place(cl, {"j": Config(1, 3, "a")})
+        place(cl, {"j": Config(2, 3, "a")})  # 3 GPUs on 2 nodes is no shape (Config(1, 3, "a") is a rigid shape)
 
 
 # ------------------------------------------------------------------------------------------------ generators
@@ -187,9 +191,18 @@ def test_loader_errors_name_field_and_value(path: tuple, value, match: str) -> N
 def test_cli_hooks_registered() -> None:
     io = instances.problems()["sia"]
     inst = io.generate(gpus=64, seed=0)
-    _sol, rows, summary = io.solve(inst, "highs", 30.0)
-    assert len(rows) == len(inst.jobs) and summary["unplaced"] == []
+    sol = io.solve(inst, SolveOptions(backend="highs", time_limit=30.0))
+    rows, d = sol.rows(), sol.to_dict()
+    assert isinstance(sol, SiaSolution) and sol.is_optimal and sol.backend == "highs"
+    assert len(rows) == len(inst.jobs) and d["unplaced"] == [] and d["termination"]["reason"] == "optimal"
+    assert json.loads(json.dumps(d)) == d  # JSON-ready
     assert {"job", "config", "gpus", "type", "nodes"} <= set(rows[0])
+    assert io.check(inst, sol) == [] and io.size(inst) == (64, 32) and io.methods == ("ilp",)
+    form = io.build(inst)
+    again = io.decode(inst, form, schedopt.solve(form.model, "highs"))
+    assert again.allocation == sol.allocation and again.objective == pytest.approx(sol.objective, rel=1e-9)
+    with pytest.raises(InputError, match="options.method"):
+        io.solve(inst, SolveOptions(method="greedy"))
     assert "feasible" in io.explain(inst)
 
 

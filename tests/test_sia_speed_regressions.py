@@ -26,7 +26,7 @@ from schedopt.sia import (
     place,
     virtual_bins,
 )
-from schedopt.sia.problem import _BIG
+from schedopt.sia.pairs import NO_LIMIT
 from schedopt.sia.strategies import allocations_that_fit, clusters, problems
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -217,15 +217,17 @@ def test_previous_path_keeps_jobs_and_falls_back_to_the_vectorised_placer() -> N
 
 
 def test_place_input_errors_unchanged() -> None:
+    """Shapes that are no configuration raise (Config(1, 3) and Config(2, 6) on 4-GPU nodes are rigid shapes now:
+    ceil(g / 4) nodes, placed as whole nodes plus aligned blocks)."""
     cl = Cluster([GpuType("a", 4, 2)])
     with pytest.raises(schedopt.errors.InputError, match=r"allocation\[j\]"):
-        place(cl, {"ok": Config(1, 2, "a"), "j": Config(1, 3, "a")})
+        place(cl, {"ok": Config(1, 2, "a"), "j": Config(2, 3, "a")})
     with pytest.raises(schedopt.errors.InputError, match=r"allocation\[j\]"):
         place(cl, {"ok": Config(1, 2, "a"), "j": [1, 2]})  # type: ignore[dict-item]
     with pytest.raises(schedopt.errors.InputError, match=r"allocation\[j\]\.gpu_type"):
         place(cl, {"j": Config(1, 2, "zz")})
     with pytest.raises(schedopt.errors.InputError, match="whole nodes"):
-        place(cl, {"j": Config(2, 6, "a")})
+        place(cl, {"j": Config(3, 6, "a")})
 
 
 # ------------------------------------------------------------------------------------------------ problem
@@ -239,11 +241,11 @@ def test_job_arrays_and_model_match_per_job_reference(inst) -> None:
     """The vectorised job arrays equal the per-job methods; the model's families equal matrices assembled from
     COO triplets over the pair table; the configuration table's Configs equal validated ones."""
     prob = inst.problem()
-    a = prob._job_arrays
-    assert a["growth"].tolist() == [j.growth_limit() for j in prob.jobs]
-    assert a["max"].tolist() == [j.max_gpus if j.max_gpus is not None else _BIG for j in prob.jobs]
-    assert a["current"].tolist() == [prob.configs.find(j.current) if j.current else -1 for j in prob.jobs]
-    assert a["forced"].tolist() == [(not j.preemptible) and j.current is not None for j in prob.jobs]
+    a = prob.job_arrays
+    assert a.growth.tolist() == [j.growth_limit() for j in prob.jobs]
+    assert a.max.tolist() == [j.max_gpus if j.max_gpus is not None else NO_LIMIT for j in prob.jobs]
+    assert a.current.tolist() == [prob.configs.find(j.current) if j.current else -1 for j in prob.jobs]
+    assert a.forced.tolist() == [(not j.preemptible) and j.current is not None for j in prob.jobs]
     assert np.allclose(prob.restart_factors(), [j.restart_factor() for j in prob.jobs], rtol=0, atol=1e-15)
     assert prob.configs.configs == [Config(int(n), int(g), prob.cluster.type_names[t]) for n, g, t in
                                     zip(prob.configs.n_nodes, prob.configs.n_gpus, prob.configs.type_index)]
@@ -267,7 +269,7 @@ def test_job_arrays_and_model_match_per_job_reference(inst) -> None:
     assert np.array_equal(rows("gpu_capacity"), A2)
     assert np.array_equal(rows("forced_config"), A4)
     assert fam["forced_config"].labels == tuple(prob.jobs[i].id for i in pt.job[fc])
-    assert np.array_equal(m.meta["mckp"]["weights"], np.vstack([A2, rows("virtual_node_capacity")]))
+    assert prob.formulation().inverse is pt and set(m.meta) <= {"structure"}
     assert m.blocks["x"].labels[0] == tuple(f"{prob.jobs[j].id}@{cfg[c].label}" for j, c in zip(pt.job, pt.config))
 
 
@@ -306,7 +308,7 @@ def test_generated_instance_decode_and_place_from_a_real_solve() -> None:
 @pytest.mark.parametrize("name", ["bert", "cifar10", "deepspeech2", "imagenet", "yolov3"])
 def test_goodput_paths_bitwise_equal_to_reference(name: str) -> None:
     """For every zoo model and GPU type: the public ``goodput`` equals the reference search field by field,
-    bit for bit, and the unchecked ``_goodput_values`` / ``_throughput_values`` used by SiaProblem equal the public
+    bit for bit, and the unchecked ``goodput_values`` / ``throughput_values`` used by SiaProblem equal the public
     ``goodput(...).goodput`` / ``throughput``."""
     mdl: JobGoodputModel = zoo.load_model(name)
     nodes = np.r_[np.ones(4), np.arange(2, 80)].astype(float)
@@ -324,10 +326,10 @@ def test_goodput_paths_bitwise_equal_to_reference(name: str) -> None:
             for k, v in ref.items():
                 assert np.array_equal(getattr(got, k), v), (t, k)
         res = mdl.goodput(t, nodes, reps)
-        assert np.array_equal(mdl._goodput_values(t, nodes, reps), res.goodput)
+        assert np.array_equal(mdl.goodput_values(t, nodes, reps), res.goodput)
         assert np.array_equal(mdl.goodput(t, nodes, reps, stats_batch=mdl.init_batch).goodput, res.goodput)
         for B in (mdl.init_batch, 3.5 * mdl.init_batch):
-            assert np.array_equal(mdl._throughput_values(t, nodes, reps, float(B)), mdl.throughput(t, nodes, reps, B))
+            assert np.array_equal(mdl.throughput_values(t, nodes, reps, float(B)), mdl.throughput(t, nodes, reps, B))
     p = next(iter(mdl.params.values()))
     n = np.array([1.0, 1, 1, 2, 3])
     r = np.array([1.0, 2, 3, 16, 24])

@@ -6,10 +6,14 @@
 * :func:`goodput` -- best (batch, local batch, accumulation steps) per (nodes, replicas), vectorised.
 * :func:`bootstrap` -- Sia's throughput estimate for an unseen GPU type.
 * :class:`JobGoodputModel` (alias :data:`GoodputModel`) -- one job's model on all its GPU types.
+* :class:`GoodputEstimator` -- one job's estimate over its lifetime: bootstrap from 1-GPU profiles on every GPU
+  type, measurements (configuration, step time, sync time) as they arrive, refits, and which types are still
+  bootstrapped.
 
 Formulas and deviations from the Pollux / Sia code: ``formulations/goodput.md``.
 """
 
+from ._estimator import EstimateSource, GoodputEstimator, Measurement, profile_params
 from ._goodput import (
     N_CANDIDATES,
     GoodputModel,
@@ -26,10 +30,13 @@ from ._validate import InputError
 __all__ = [
     "N_CANDIDATES",
     "PARAM_NAMES",
+    "EstimateSource",
+    "GoodputEstimator",
     "GoodputModel",
     "GoodputResult",
     "InputError",
     "JobGoodputModel",
+    "Measurement",
     "ThroughputParams",
     "bootstrap",
     "bootstrap_params",
@@ -37,4 +44,5 @@ __all__ = [
     "fit_throughput",
     "goodput",
     "prediction_errors",
+    "profile_params",
 ]

@@ -339,7 +339,7 @@ class JobGoodputModel:
                        grad_sqr=float(sqr), grad_var=float(var),
                        local_bsz_range=self.local_bsz_limits[gpu_type], accumulation=accumulation)
 
-    def _goodput_values(self, gpu_type: str, nodes: np.ndarray, replicas: np.ndarray) -> np.ndarray:
+    def goodput_values(self, gpu_type: str, nodes: np.ndarray, replicas: np.ndarray) -> np.ndarray:
         """``goodput(gpu_type, nodes, replicas).goodput`` for 1-d float arrays of valid points (integral, nodes >= 1,
         replicas >= nodes, checked by the caller) without the input checks: the same arithmetic, values
         identical. For callers that evaluate many (model, type) groups, e.g. :class:`schedopt.sia.SiaProblem`."""
@@ -349,7 +349,7 @@ class JobGoodputModel:
                                                    self.max_batch, sqr, var, float(lo), float(hi), True, N_CANDIDATES)
         return np.where(ok, gp[idx, cols], 0).astype(float)
 
-    def _throughput_values(self, gpu_type: str, nodes: np.ndarray, replicas: np.ndarray, batch: float) -> np.ndarray:
+    def throughput_values(self, gpu_type: str, nodes: np.ndarray, replicas: np.ndarray, batch: float) -> np.ndarray:
         """``throughput(gpu_type, nodes, replicas, batch)`` for 1-d float arrays of valid points and a positive
         float batch, without the input checks (values identical)."""
         p = self._type(gpu_type)
@@ -357,6 +357,10 @@ class JobGoodputModel:
         s = np.maximum(np.ceil(batch / (replicas * hi) - _EPS) - 1, 0)
         b = batch / (replicas * (s + 1))
         return batch / p._step_time(nodes, replicas, b, s)
+
+    #: the former private names of the two unchecked paths (kept for callers of earlier versions)
+    _goodput_values = goodput_values
+    _throughput_values = throughput_values
 
     def throughput(self, gpu_type: str, nodes: Any, replicas: Any, batch: Any) -> np.ndarray:
         """Samples/s when training at global batch ``batch`` on (nodes, replicas) GPUs of ``gpu_type``.

@@ -1,49 +1,51 @@
 """Independent checkers: plain Python / numpy over the spec, written without the model.
 
-* :func:`check_allocation` -- each job at most one configuration, every configuration a legal (n, r, t) shape, the
-  job's own rules (GPU counts, scale unit, growth rule, allowed types, rigid count), forced jobs kept, GPUs per type
-  within the free GPUs, and the virtual-node packing condition (GPUs of partial configurations larger than s plus
-  whole nodes fit the virtual nodes of size > s, for every power of two s).
+* :func:`check_allocation` -- each job at most one configuration, every configuration a legal (n, r, t) shape
+  (within the caps; a rigid job's ``ceil(g / R)``-node shape when ``SiaSettings.rigid_any_count``), the job's own
+  rules (GPU counts, scale unit, growth rule, allowed types, rigid count), forced jobs kept, GPUs per type within
+  the free GPUs, and the virtual-node packing condition (GPUs of power-of-two blocks of at least s fit the
+  virtual nodes of size at least s left on the nodes not taken whole, for every power of two s).
 * :func:`check_placement` -- no GPU used twice, a partial configuration on one node inside one power-of-two
-  virtual node, multi-node configurations on whole nodes of the right type, GPU counts match the configuration.
-* :func:`objective_value` -- the issue's objective for an allocation, recomputed per job from the goodput input
-  (its own normalisation and restart factor), for brute-force comparisons.
+  virtual node, multi-node configurations on whole nodes of the right type, a rigid shape's whole nodes and
+  aligned remainder blocks, GPU counts match the configuration.
+* :func:`objective_value` -- the objective of an allocation, recomputed per job from the goodput input (its own
+  normalisation, restart factor, coefficient rounding and change penalty), for brute-force comparisons.
 
-Each checker returns a list of readable problems (empty when all is well).
+The checkers return ``list[Violation]`` (a field path and a message each; empty when all is well);
+:func:`assert_allocation` and :func:`assert_placement` raise :class:`~schedopt.problem.ViolationError`.
+:func:`allocation_errors` / :func:`placement_errors` (deprecated) give the earlier list of strings.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .spec import Cluster, Config, Job, JobId, is_pow2, virtual_bins
+from ..problem import Violation, assert_valid
+from .configs import shape_error
+from .spec import Cluster, Config, Job, JobId, config_parts, pow2_blocks, virtual_bins
 
 if TYPE_CHECKING:
     from .placement import Placement
     from .problem import SiaProblem
 
-__all__ = ["check_allocation", "check_placement", "config_shape_ok", "job_allows", "objective_value"]
+__all__ = ["allocation_errors", "assert_allocation", "assert_placement", "check_allocation", "check_placement",
+           "config_shape_ok", "job_allows", "objective_value", "placement_errors"]
 
-
-def config_shape_ok(cluster: Cluster, c: Config, max_gpus_per_job: int | None = None) -> str | None:
-    """Why ``c`` is not a Sia configuration of ``cluster`` (None when it is)."""
-    if c.gpu_type not in cluster.type_names:
-        return f"{c.label}: unknown GPU type {c.gpu_type!r}"
-    t = cluster[c.gpu_type]
+def config_shape_ok(cluster: Cluster, c: Config, max_gpus_per_job: int | None = None, *,
+                    max_nodes: int | None = None, rigid_shape: bool = False) -> str | None:
+    """Why ``c`` is not a Sia configuration of ``cluster`` (None when it is); ``rigid_shape``: a rigid job's shape
+    (exempt from the caps, as in the published code)."""
+    why = shape_error(cluster, c, rigid_shape=rigid_shape)
+    if why or rigid_shape:
+        return why
     if max_gpus_per_job is not None and c.n_gpus > max_gpus_per_job:
         return f"{c.label}: more than max_gpus_per_job={max_gpus_per_job} GPUs"
-    if c.n_nodes == 1:
-        largest = 1 << (t.gpus_per_node.bit_length() - 1)
-        if not (is_pow2(c.n_gpus) and c.n_gpus <= largest):
-            return f"{c.label}: a single-node configuration needs a power of two <= {largest} GPUs"
-        return None
-    if not 2 <= c.n_nodes <= t.nodes:
-        return f"{c.label}: needs 2..{t.nodes} nodes"
-    if c.n_gpus != c.n_nodes * t.gpus_per_node:
-        return f"{c.label}: a multi-node configuration uses whole nodes ({t.gpus_per_node} GPUs each)"
+    if max_nodes is not None and c.n_nodes > max_nodes:
+        return f"{c.label}: more than the node cap of {max_nodes} nodes"
     return None
 
 
@@ -71,107 +73,157 @@ def _forced(job: Job) -> bool:
     return (not job.preemptible) and job.current is not None
 
 
-def check_allocation(problem: SiaProblem, allocation: Mapping[JobId, Config | None]) -> list[str]:
-    """Problems with ``allocation`` for ``problem`` (empty list: valid)."""
-    out: list[str] = []
+def _shape_ok_for(problem: SiaProblem, job: Job, c: Config) -> str | None:
+    st = problem.settings
+    if job.kind == "rigid" and st.rigid_any_count and c.gpu_type in problem.cluster.type_names:
+        if config_shape_ok(problem.cluster, c, problem.max_gpus_per_job, max_nodes=st.node_cap(c.gpu_type)) is None:
+            return None
+        return config_shape_ok(problem.cluster, c, rigid_shape=True)
+    cap = st.node_cap(c.gpu_type)
+    return config_shape_ok(problem.cluster, c, problem.max_gpus_per_job, max_nodes=cap if c.n_nodes > 1 else None)
+
+
+def check_allocation(problem: SiaProblem, allocation: Mapping[JobId, Config | None]) -> list[Violation]:
+    """Violations of ``allocation`` for ``problem`` (empty list: valid)."""
+    out: list[Violation] = []
     cluster = problem.cluster
     jobs = {j.id: j for j in problem.jobs}
     for jid in allocation:
         if jid not in jobs:
-            out.append(f"allocation names unknown job {jid!r}")
+            out.append(Violation(f"allocation[{jid}]", "names an unknown job"))
     used = dict.fromkeys(cluster.type_names, 0)
     partial: dict[str, list[int]] = {t: [] for t in cluster.type_names}
     whole_nodes = dict.fromkeys(cluster.type_names, 0)
     for jid, job in jobs.items():
         c = allocation.get(jid)
-        if _forced(job):
-            if c != job.current:
-                out.append(f"job {jid}: non-preemptible, must keep {job.current} but got {c}")
+        path = f"allocation[{jid}]"
+        if _forced(job) and c != job.current:
+            out.append(Violation(path, f"non-preemptible, must keep {job.current} but got {c}"))
         if c is None:
             continue
         if not isinstance(c, Config):
-            out.append(f"job {jid}: {c!r} is not a Config")
+            out.append(Violation(path, f"{c!r} is not a Config"))
             continue
-        why = config_shape_ok(cluster, c, problem.max_gpus_per_job)
+        why = None if (_forced(job) and c == job.current and c.gpu_type in cluster.type_names) else _shape_ok_for(problem, job, c)
         if why:
-            out.append(f"job {jid}: {why}")
+            out.append(Violation(path, why))
             continue
         if not _forced(job):
             why = job_allows(job, c)
             if why:
-                out.append(f"job {jid}: {c.label}: {why}")
+                out.append(Violation(path, f"{c.label}: {why}"))
         used[c.gpu_type] += c.n_gpus
-        if c.n_nodes == 1:
-            partial[c.gpu_type].append(c.n_gpus)
-        else:
-            whole_nodes[c.gpu_type] += c.n_nodes
+        whole, part = config_parts(cluster[c.gpu_type].gpus_per_node, c.n_nodes, c.n_gpus)
+        partial[c.gpu_type].extend(pow2_blocks(part))
+        whole_nodes[c.gpu_type] += whole
     for k, t in enumerate(cluster.type_names):
         have = int(problem.available[k])
         if used[t] > have:
-            out.append(f"GPU type {t}: {used[t]} GPUs allocated > {have} available")
+            out.append(Violation(f"gpu_capacity[{t}]", f"{used[t]} GPUs allocated > {have} available"))
         gt = cluster[t]
-        # virtual-node packing: for every power of two s, the GPUs of partial configs >= s fit the virtual nodes
-        # of size >= s left on the nodes not taken whole
+        # virtual-node packing: for every power of two s, the GPUs of blocks >= s fit the virtual nodes of size >= s
+        # left on the nodes not taken whole
         bins = virtual_bins(gt.gpus_per_node)
         free_nodes = gt.nodes - whole_nodes[t]
         if free_nodes < 0:
-            out.append(f"GPU type {t}: {whole_nodes[t]} whole nodes allocated > {gt.nodes}")
+            out.append(Violation(f"gpu_capacity[{t}]", f"{whole_nodes[t]} whole nodes allocated > {gt.nodes}"))
             continue
         s = 1
         while s <= bins[0]:
             need = sum(r for r in partial[t] if r >= s)
             room = free_nodes * sum(b for b in bins if b >= s)
             if need > room:
-                out.append(f"GPU type {t}: partial configurations of >= {s} GPUs need {need} GPUs, virtual nodes hold {room}")
+                out.append(Violation(f"virtual_node_capacity[{t}]",
+                                     f"partial configurations of >= {s} GPUs need {need} GPUs, virtual nodes hold {room}"))
                 break
             s *= 2
     return out
 
 
-def check_placement(cluster: Cluster, allocation: Mapping[JobId, Config | None], placement: Placement) -> list[str]:
-    """Problems with ``placement`` of ``allocation`` on ``cluster`` (empty list: valid)."""
-    out: list[str] = []
+def _aligned_blocks(gpus: list[int], gpus_per_node: int) -> list[int] | None:
+    """The sizes of ``gpus`` (sorted GPU indices of one node) cut into maximal aligned power-of-two blocks inside
+    the node's virtual nodes; None when some GPU lies outside the node."""
+    left = set(gpus)
+    sizes: list[int] = []
+    off = 0
+    for b in virtual_bins(gpus_per_node):
+        g = off
+        while g < off + b:
+            if g not in left:
+                g += 1
+                continue
+            size = 1
+            while (g - off) % (size * 2) == 0 and g + size * 2 <= off + b and all(x in left for x in range(g, g + size * 2)):
+                size *= 2
+            sizes.append(size)
+            left -= set(range(g, g + size))
+            g += size
+        off += b
+    return None if left else sizes
+
+
+def check_placement(cluster: Cluster, allocation: Mapping[JobId, Config | None], placement: Placement) -> list[Violation]:
+    """Violations of ``placement`` of ``allocation`` on ``cluster`` (empty list: valid)."""
+    out: list[Violation] = []
     seen: dict[tuple[str, int], JobId] = {}
     want = {j: c for j, c in allocation.items() if c is not None}
     for jid in placement:
         if jid not in want:
-            out.append(f"job {jid} is placed but has no configuration")
+            out.append(Violation(f"placement[{jid}]", "is placed but has no configuration"))
     for jid, c in want.items():
+        path = f"placement[{jid}]"
         if jid not in placement:
             if jid not in getattr(placement, "unplaced", ()):
-                out.append(f"job {jid} ({c}) is neither placed nor reported unplaced")
+                out.append(Violation(path, f"{c} is neither placed nor reported unplaced"))
             else:
-                out.append(f"job {jid} ({c}) is unplaced")
+                out.append(Violation(path, f"{c} is unplaced"))
             continue
         slots = placement[jid]
         nodes = [n for n, _ in slots]
         if len(set(nodes)) != len(nodes):
-            out.append(f"job {jid}: node listed twice")
+            out.append(Violation(path, "node listed twice"))
         total = 0
         t = cluster[c.gpu_type] if c.gpu_type in cluster.type_names else None
         for node, gpus in slots:
             typ, _, idx = node.rpartition("-")
             if typ != c.gpu_type or not idx.isdigit() or t is None or int(idx) >= t.nodes:
-                out.append(f"job {jid}: node {node} is not a {c.gpu_type} node of the cluster")
+                out.append(Violation(path, f"node {node} is not a {c.gpu_type} node of the cluster"))
                 continue
             for g in gpus:
                 if not 0 <= g < t.gpus_per_node:
-                    out.append(f"job {jid}: GPU {g} out of range on {node}")
+                    out.append(Violation(f"{path}.{node}", f"GPU {g} out of range"))
                 key = (node, g)
                 if key in seen:
-                    out.append(f"GPU {g} of {node} used by jobs {seen[key]} and {jid}")
+                    out.append(Violation(f"gpu[{node}:{g}]", f"used by jobs {seen[key]} and {jid}"))
                 seen[key] = jid
             total += len(gpus)
         if total != c.n_gpus:
-            out.append(f"job {jid}: {total} GPUs placed for {c.label}")
-        if len(set(nodes)) != c.n_nodes:
-            out.append(f"job {jid}: on {len(set(nodes))} nodes for {c.label}")
+            out.append(Violation(path, f"{total} GPUs placed for {c.label}"))
         if t is None:
             continue
+        whole, part = config_parts(t.gpus_per_node, c.n_nodes, c.n_gpus)
+        if part and whole + (1 if part else 0) == c.n_nodes and not (c.n_nodes == 1 and part == c.n_gpus
+                                                                    and part & (part - 1) == 0):
+            # a rigid shape: `whole` whole nodes, the remainder as aligned blocks of its binary digits
+            full = [n for n, g in slots if sorted(g) == list(range(t.gpus_per_node))]
+            if len(full) != whole:
+                out.append(Violation(path, f"rigid shape {c.label} holds {len(full)} whole nodes, needs {whole}"))
+            sizes: list[int] = []
+            for node, gpus in slots:
+                if node in full:
+                    continue
+                got = _aligned_blocks(sorted(gpus), t.gpus_per_node)
+                sizes.extend(got or [])
+            if sorted(sizes, reverse=True) != list(pow2_blocks(part)):
+                out.append(Violation(path, f"rigid shape {c.label}: remainder blocks {sorted(sizes, reverse=True)} "
+                                           f"are not the aligned blocks {list(pow2_blocks(part))}"))
+            continue
+        if len(set(nodes)) != c.n_nodes:
+            out.append(Violation(path, f"on {len(set(nodes))} nodes for {c.label}"))
         if c.n_nodes >= 2 or c.n_gpus == t.gpus_per_node:
             for node, gpus in slots:
                 if sorted(gpus) != list(range(t.gpus_per_node)):
-                    out.append(f"job {jid}: multi-node configuration {c.label} does not use all of {node}")
+                    out.append(Violation(path, f"multi-node configuration {c.label} does not use all of {node}"))
         elif len(slots) == 1:
             gpus = sorted(slots[0][1])
             # inside one virtual node: [off, off + b) for one of the node's binary digits
@@ -181,10 +233,34 @@ def check_placement(cluster: Cluster, allocation: Mapping[JobId, Config | None],
                     inside = True
                 off += b
             if not inside:
-                out.append(f"job {jid}: GPUs {gpus} of {slots[0][0]} cross a virtual-node boundary")
+                out.append(Violation(path, f"GPUs {gpus} of {slots[0][0]} cross a virtual-node boundary"))
             if gpus != list(range(gpus[0], gpus[0] + len(gpus))):
-                out.append(f"job {jid}: GPUs {gpus} of {slots[0][0]} are not contiguous")
+                out.append(Violation(path, f"GPUs {gpus} of {slots[0][0]} are not contiguous"))
     return out
+
+
+def assert_allocation(problem: SiaProblem, allocation: Mapping[JobId, Config | None]) -> None:
+    """Raise :class:`~schedopt.problem.ViolationError` listing every violation of ``allocation``."""
+    assert_valid(check_allocation(problem, allocation), "sia allocation")
+
+
+def assert_placement(cluster: Cluster, allocation: Mapping[JobId, Config | None], placement: Placement) -> None:
+    """Raise :class:`~schedopt.problem.ViolationError` listing every violation of ``placement``."""
+    assert_valid(check_placement(cluster, allocation, placement), "sia placement")
+
+
+def allocation_errors(problem: SiaProblem, allocation: Mapping[JobId, Config | None]) -> list[str]:
+    """Deprecated: ``[str(v) for v in check_allocation(...)]`` (check_allocation returned strings before)."""
+    warnings.warn("allocation_errors is deprecated; check_allocation returns list[Violation]", DeprecationWarning,
+                  stacklevel=2)
+    return [str(v) for v in check_allocation(problem, allocation)]
+
+
+def placement_errors(cluster: Cluster, allocation: Mapping[JobId, Config | None], placement: Placement) -> list[str]:
+    """Deprecated: ``[str(v) for v in check_placement(...)]`` (check_placement returned strings before)."""
+    warnings.warn("placement_errors is deprecated; check_placement returns list[Violation]", DeprecationWarning,
+                  stacklevel=2)
+    return [str(v) for v in check_placement(cluster, allocation, placement)]
 
 
 def _goodput_one(problem: SiaProblem, job: Job, c: Config) -> float:
@@ -205,14 +281,15 @@ def _goodput_one(problem: SiaProblem, job: Job, c: Config) -> float:
     from .configs import generate_configs
 
     table = problem.configs if arr.shape[1] == len(problem.configs) else generate_configs(problem.cluster)
-    return float(arr[problem.job_index(job.id), table.index(c)])
+    k = table.find(c)
+    return 0.0 if k < 0 else float(arr[problem.job_index(job.id), k])
 
 
 def utilities_of_job(problem: SiaProblem, job: Job) -> dict[Config, float]:
     """Per-job utility of every allowed configuration (normalised, restart factor applied), computed per config."""
     cands = []
     for c in problem.configs.configs:
-        ok = job_allows(job, c) is None
+        ok = job_allows(job, c) is None and _shape_ok_for(problem, job, c) is None
         if _forced(job) and c == job.current:
             ok = True
         if ok:
@@ -223,7 +300,7 @@ def utilities_of_job(problem: SiaProblem, job: Job) -> dict[Config, float]:
         return {}
     u = min(c.n_gpus for c, _ in cands)
     gmin = min(g for _, g in cands)
-    r = job.restart_factor()
+    r = job.restart_factor(by_attained=problem.settings.rigid_restart_by_attained and job.kind == "rigid")
     out = {}
     for c, g in cands:
         v = g * u / gmin
@@ -235,17 +312,23 @@ def utilities_of_job(problem: SiaProblem, job: Job) -> dict[Config, float]:
 
 
 def objective_value(problem: SiaProblem, allocation: Mapping[JobId, Config | None]) -> float:
-    """The issue's objective of ``allocation`` (in the model's sense: maximised for p > 0, minimised for p < 0).
+    """The objective of ``allocation`` (in the model's sense: maximised for p > 0, minimised for p < 0), with the
+    settings' coefficient rounding and clip and change penalty (``lambda_a`` per changed entry of the job's
+    allocation vector: 2 for a move, 1 for a stop, in the objective's worse direction).
 
     Raises ``KeyError`` when a job gets a configuration that has no utility (not a model column)."""
     total = 0.0
     p, lam = problem.p, problem.lam
+    st = problem.settings
+    worse = 1.0 if p < 0 else -1.0
     for job in problem.jobs:
         c = allocation.get(job.id)
+        if job.current is not None and c != job.current:
+            total += worse * st.change_penalty * (1 if c is None else 2)
         if c is None:
             total += -lam if p > 0 else lam
             continue
         u = utilities_of_job(problem, job)[c]
-        total += u**p
+        total += float(st.round_coefficients(np.array(u**p)))
     return total
 

@@ -3,11 +3,18 @@
 Per GPU type t with N_t nodes of R_t GPUs: single-node configs (1, 2^k, t) for 2^k <= R_t (a node whose R_t is
 not a power of two is split into power-of-two virtual nodes, so 2^k <= the largest power of two <= R_t), and
 multi-node configs (n, n R_t, t) for n = 2..N_t (whole physical nodes). ``max_gpus_per_job`` drops every config
-with more GPUs (Sia's own code uses 64; here it is a parameter, ``None`` = no cap).
+with more GPUs (Sia's own code uses 64; here it is a parameter, ``None`` = no cap); ``max_nodes`` (the published
+code's ``max_physical_nnodes``) drops every config spanning more nodes of its type.
+
+``rigid_counts`` adds the published code's rigid shapes: a rigid job of g GPUs on type t runs on ``ceil(g / R_t)``
+nodes, ``g // R_t`` whole nodes plus a remainder of ``g % R_t`` GPUs placed as its power-of-two binary digits
+(one aligned block each, inside virtual nodes). Such configurations are marked ``rigid_only`` (adaptive jobs never
+get them) and are exempt from both caps, as in the published code (whose rigid variables are per GPU type).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -30,6 +37,38 @@ class ConfigTable:
     n_gpus: np.ndarray
     type_index: np.ndarray
     type_names: tuple[str, ...]
+    #: configurations only rigid jobs may take (the published code's rigid shapes); None: none
+    rigid_only: np.ndarray | None = None
+    #: GPUs per node of each configuration's type (set by :func:`generate_configs`; needed for whole / part)
+    gpus_per_node: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.rigid_only is None:
+            ro = np.zeros(self.n_gpus.shape[0], dtype=bool)
+            ro.setflags(write=False)
+            object.__setattr__(self, "rigid_only", ro)
+
+    @cached_property
+    def whole(self) -> np.ndarray:
+        """Nodes each configuration takes whole (0 for a partial configuration)."""
+        return self._parts[0]
+
+    @cached_property
+    def part(self) -> np.ndarray:
+        """GPUs each configuration takes outside whole nodes, as power-of-two blocks (its binary digits)."""
+        return self._parts[1]
+
+    @cached_property
+    def _parts(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.gpus_per_node is None:
+            raise InputError("configs", self, "was built without gpus_per_node; use generate_configs")
+        R = self.gpus_per_node[self.type_index]
+        maxp = np.left_shift(1, np.floor(np.log2(R)).astype(np.int64))
+        g, n = self.n_gpus, self.n_nodes
+        partial = (n == 1) & (g <= maxp) & ((g & (g - 1)) == 0)
+        whole = np.where(partial, 0, g // R)
+        part = np.where(partial, g, g % R)
+        return whole, part
 
     def __len__(self) -> int:
         return int(self.n_gpus.shape[0])
@@ -68,7 +107,7 @@ class ConfigTable:
             return self._pos[config]
         except (KeyError, TypeError):
             raise InputError("config", config, "is not one of the cluster's configurations "
-                             "(power-of-two GPUs on one node, or whole nodes)") from None
+                             "(power-of-two GPUs on one node, or whole nodes; or a rigid job's shape)") from None
 
     def find(self, config: Config) -> int:
         """Position of ``config`` or -1."""
@@ -82,6 +121,7 @@ class ConfigTable:
             and np.array_equal(self.n_nodes, other.n_nodes)
             and np.array_equal(self.n_gpus, other.n_gpus)
             and np.array_equal(self.type_index, other.type_index)
+            and np.array_equal(self.rigid_only, other.rigid_only)
         )
 
     __hash__ = None  # type: ignore[assignment]
@@ -90,30 +130,93 @@ class ConfigTable:
         return f"ConfigTable({len(self)} configs over {', '.join(self.type_names)})"
 
 
-def generate_configs(cluster: Cluster, max_gpus_per_job: int | None = None) -> ConfigTable:
+def _check_cap(name: str, v: object) -> int | None:
+    if v is None:
+        return None
+    if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+        raise InputError(name, v, "must be a positive integer or None")
+    return int(v)
+
+
+def generate_configs(
+    cluster: Cluster,
+    max_gpus_per_job: int | None = None,
+    *,
+    max_nodes: Mapping[str, int] | int | None = None,
+    rigid_counts: Iterable[int] = (),
+) -> ConfigTable:
     """Sia's configuration set for ``cluster`` (N_t + log2 R_t per type), optionally capped at
-    ``max_gpus_per_job`` GPUs."""
+    ``max_gpus_per_job`` GPUs and ``max_nodes`` nodes per type (an int, or a mapping type name -> cap), plus the
+    rigid shapes of ``rigid_counts`` (see the module doc), appended after the standard configurations."""
     if not isinstance(cluster, Cluster):
         raise InputError("cluster", type(cluster).__name__, "must be a Cluster")
-    if max_gpus_per_job is not None and (
-        not isinstance(max_gpus_per_job, (int, np.integer)) or isinstance(max_gpus_per_job, bool) or max_gpus_per_job < 1
-    ):
-        raise InputError("max_gpus_per_job", max_gpus_per_job, "must be a positive integer or None")
+    cap = _check_cap("max_gpus_per_job", max_gpus_per_job)
+    if isinstance(max_nodes, Mapping):
+        node_cap = {k: _check_cap(f"max_nodes[{k}]", v) for k, v in max_nodes.items()}
+    else:
+        one = _check_cap("max_nodes", max_nodes)
+        node_cap = {t.name: one for t in cluster.gpu_types}
     nn, ng, ti = [], [], []
     for k, t in enumerate(cluster.gpu_types):
         if t.nodes == 0:
             continue
         single = 1 << np.arange(t.max_partial.bit_length(), dtype=np.int64)
-        multi_n = np.arange(2, t.nodes + 1, dtype=np.int64)
+        top = t.nodes if node_cap.get(t.name) is None else min(t.nodes, int(node_cap[t.name]))  # type: ignore[arg-type]
+        multi_n = np.arange(2, top + 1, dtype=np.int64)
         nn.append(np.concatenate([np.ones_like(single), multi_n]))
         ng.append(np.concatenate([single, multi_n * t.gpus_per_node]))
         ti.append(np.full(single.size + multi_n.size, k, dtype=np.int64))
     n_nodes = np.concatenate(nn) if nn else np.zeros(0, np.int64)
     n_gpus = np.concatenate(ng) if ng else np.zeros(0, np.int64)
     type_index = np.concatenate(ti) if ti else np.zeros(0, np.int64)
-    if max_gpus_per_job is not None:
-        keep = n_gpus <= int(max_gpus_per_job)
+    if cap is not None:
+        keep = n_gpus <= cap
         n_nodes, n_gpus, type_index = n_nodes[keep], n_gpus[keep], type_index[keep]
-    for a in (n_nodes, n_gpus, type_index):
+    rigid_only = np.zeros(n_gpus.size, dtype=bool)
+    counts = sorted({int(g) for g in rigid_counts})
+    if counts:
+        have = set(zip(type_index.tolist(), n_gpus.tolist()))
+        xn, xg, xt = [], [], []
+        for k, t in enumerate(cluster.gpu_types):
+            for g in counts:
+                if g < 1 or g > t.total_gpus or (k, g) in have:
+                    continue
+                xn.append(-(-g // t.gpus_per_node))  # ceil(g / R): whole nodes plus the remainder's node
+                xg.append(g)
+                xt.append(k)
+        if xg:
+            n_nodes = np.concatenate([n_nodes, np.array(xn, np.int64)])
+            n_gpus = np.concatenate([n_gpus, np.array(xg, np.int64)])
+            type_index = np.concatenate([type_index, np.array(xt, np.int64)])
+            rigid_only = np.concatenate([rigid_only, np.ones(len(xg), dtype=bool)])
+    for a in (n_nodes, n_gpus, type_index, rigid_only):
         a.setflags(write=False)
-    return ConfigTable(n_nodes, n_gpus, type_index, cluster.type_names)
+    gpn = cluster.gpus_per_node
+    gpn.setflags(write=False)
+    return ConfigTable(n_nodes, n_gpus, type_index, cluster.type_names, rigid_only, gpn)
+
+
+def shape_error(cluster: Cluster, c: Config, *, rigid_shape: bool = False) -> str | None:
+    """Why ``c`` is no configuration shape of ``cluster`` (None when it is), caps aside: a power of two on one
+    node, whole nodes (2..N_t), or with ``rigid_shape`` a rigid job's ``ceil(g / R)`` nodes for any g <= the
+    type's GPUs."""
+    if c.gpu_type not in cluster.type_names:
+        return f"{c.label}: unknown GPU type {c.gpu_type!r}"
+    t = cluster[c.gpu_type]
+    R = t.gpus_per_node
+    if rigid_shape:
+        if c.n_gpus > t.total_gpus:
+            return f"{c.label}: more GPUs than the type has ({t.total_gpus})"
+        partial = c.n_nodes == 1 and c.n_gpus <= t.max_partial and (c.n_gpus & (c.n_gpus - 1)) == 0
+        if not partial and c.n_nodes != -(-c.n_gpus // R):
+            return f"{c.label}: a rigid shape of {c.n_gpus} GPUs spans ceil({c.n_gpus}/{R}) = {-(-c.n_gpus // R)} nodes"
+        return None
+    if c.n_nodes == 1:
+        if not ((c.n_gpus & (c.n_gpus - 1)) == 0 and c.n_gpus <= t.max_partial):
+            return f"{c.label}: a single-node configuration needs a power of two <= {t.max_partial} GPUs"
+        return None
+    if not 2 <= c.n_nodes <= t.nodes:
+        return f"{c.label}: needs 2..{t.nodes} nodes"
+    if c.n_gpus != c.n_nodes * R:
+        return f"{c.label}: a multi-node configuration uses whole nodes ({R} GPUs each)"
+    return None

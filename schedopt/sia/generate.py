@@ -12,6 +12,8 @@ RTX 2080Ti — with every node count multiplied by ``k = gpus / 64`` (``gpus`` a
 * kinds: 85 % adaptive, 10 % strong-scaling, 5 % rigid (``rigid_gpus`` in {1, 2, 4, 8});
 * 5 % hybrid-parallel (``scale_unit = min_gpus = 2``); BERT and DeepSpeech2 jobs are treated as memory-limited and
   may not use the 11 GB RTX 2080Ti;
+* attained GPU-seconds (only with settings whose ``rigid_restart_by_attained`` reads them; else 0, which keeps the
+  canonical instance files): 0 for new jobs, else age x U(0.2, 1) x max(profiled GPUs, 1) (drawn last);
 * 30 % new jobs (``max_profiled_gpus = 0``, age < 5 min); the others have run at 1..16 GPUs, their ages drawn from
   the Philly in-progress age quantiles, restarts ~ Poisson(1), restart cost uniform in [30, 120] s;
 * running jobs get a current configuration (at most the GPUs they have run at) while it fits the free GPUs of its
@@ -29,6 +31,7 @@ import numpy as np
 from ..errors import InputError
 from .configs import generate_configs
 from .problem import SiaProblem
+from .settings import SiaSettings
 from .spec import Cluster, Config, GpuType, Job
 
 __all__ = ["BASE_SHAPE", "DEFAULT_MIX", "MEMORY_LIMITED", "SiaInstance", "cluster", "generate_instance"]
@@ -56,22 +59,27 @@ class SiaInstance:
     lam: float = 1.1
     max_gpus_per_job: int | None = None
     available: Mapping[str, int] | None = None
+    settings: SiaSettings | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "jobs", tuple(self.jobs))
+        if self.settings is not None and not isinstance(self.settings, SiaSettings):
+            raise InputError("settings", type(self.settings).__name__, "must be a SiaSettings or None")
         if self.available is not None:
             object.__setattr__(self, "available", dict(self.available))
 
     def problem(self) -> SiaProblem:
+        """A fresh :class:`SiaProblem` of this instance (validated)."""
         return SiaProblem(self.cluster, self.jobs, self.goodput, p=self.p, lam=self.lam,
-                          max_gpus_per_job=self.max_gpus_per_job, available=self.available)
+                          max_gpus_per_job=self.max_gpus_per_job, available=self.available, settings=self.settings)
+
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, SiaInstance):
             return NotImplemented
         same = (self.cluster == other.cluster and self.jobs == other.jobs and self.p == other.p
                 and self.lam == other.lam and self.max_gpus_per_job == other.max_gpus_per_job
-                and self.available == other.available)
+                and self.available == other.available and (self.settings or SiaSettings()) == (other.settings or SiaSettings()))
         if not same:
             return False
         a, b = self.goodput, other.goodput
@@ -128,8 +136,12 @@ def generate_instance(
     p: float = -0.5,
     lam: float = 1.1,
     max_gpus_per_job: int | None = None,
+    settings: SiaSettings | None = None,
 ) -> SiaInstance:
-    """A seeded instance on ``cluster(gpus)`` (see the module docstring for every choice)."""
+    """A seeded instance on ``cluster(gpus)`` (see the module docstring for every choice); ``settings`` (e.g.
+    :func:`~schedopt.sia.published_settings`) travel with the instance, and current configurations are drawn from
+    the configurations they allow. The same seed gives the same jobs whatever the settings (except where a current
+    configuration is cut by a cap)."""
     cl = cluster(gpus)
     if load not in ("normal", "heavy"):
         raise InputError("load", load, "must be 'normal' or 'heavy'")
@@ -144,7 +156,9 @@ def generate_instance(
     prob = np.array([mix[k] for k in names])
     prob = prob / prob.sum()
     models = _models(names)
-    table = generate_configs(cl, max_gpus_per_job)
+    st = settings or SiaSettings()
+    table = generate_configs(cl, max_gpus_per_job if max_gpus_per_job is not None else st.max_gpus_per_job,
+                             max_nodes=st.max_physical_nodes)
     tnames = cl.type_names
     model_of = rng.choice(len(names), size=n, p=prob)
     kind_u = rng.random(n)
@@ -179,6 +193,9 @@ def generate_instance(
         c = int(cand[min(int(type_pick[i] * cand.size), cand.size - 1)])
         room[table.type_index[c]] -= table.n_gpus[c]
         current[i] = table[c]
+    # service attained so far (read only by the published rigid restart rule): drawn after every other choice, so
+    # the jobs of a seed are those of earlier versions
+    share = rng.uniform(0.2, 1.0, size=n)
     out: list[Job] = []
     goodput: dict[str, Any] = {}
     for i in range(n):
@@ -202,7 +219,10 @@ def generate_instance(
                 restart_cost_s=float(rcost[i]),
                 preemptible=not (cur is not None and nonpre[i]),
                 rigid_gpus=int(rigid[i]) if kind == "rigid" else None,
+                attained_gpu_seconds=0.0 if new[i] or not st.rigid_restart_by_attained
+                else round(float(np.exp(age_old[i]) * share[i] * max(prof, 1)), 1),
             )
         )
         goodput[jid] = models[mname]
-    return SiaInstance(cl, tuple(out), goodput, p=p, lam=lam, max_gpus_per_job=max_gpus_per_job)
+    return SiaInstance(cl, tuple(out), goodput, p=p, lam=lam, max_gpus_per_job=max_gpus_per_job,
+                       settings=None if settings is None or settings.is_exact else settings)

@@ -10,7 +10,10 @@
      "goodput": {"kind": "zoo", "models": ["cifar10", ...]}          # one zoo model name per job
               | {"kind": "models", "models": [{JobGoodputModel.to_dict()}, ...]}
               | {"kind": "matrix", "values": [[g or null, ...], ...]},  # jobs x generate_configs(cluster, cap)
-     "p": -0.5, "lam": 1.1, "max_gpus_per_job": null, "available": null | {"t4": 20, ...}}
+     "p": -0.5, "lam": 1.1, "max_gpus_per_job": null, "available": null | {"t4": 20, ...},
+     "settings": null | {SiaSettings.to_dict()}}                      # optional; null: the paper's exact model
+
+Jobs may carry ``attained_gpu_seconds`` (default 0).
 
 Instances store the job state and the goodput *model names* (not the goodput matrix): the matrix is recomputed
 from ``schedopt.zoo`` on load, which keeps the 2048-GPU file well under 3 MB.
@@ -25,13 +28,23 @@ import numpy as np
 
 from ..errors import InputError
 from ..instances import field
+from ..problem import Formulation, SolveOptions, Violation
+from ..results import SolveResult
+from .check import check_allocation, check_placement
 from .generate import SiaInstance, generate_instance
+from .pairs import PairTable
+from .problem import SiaSolution
+from .settings import SiaSettings
 from .spec import Cluster, Config, GpuType, Job, rewrap
 
-__all__ = ["explain_instance", "from_data", "generate", "solve_instance", "to_data"]
+__all__ = ["METHODS", "build_instance", "check_instance", "decode_instance", "explain_instance", "from_data", "generate",
+           "size", "solve_instance", "solve_options", "to_data"]
 
 _JOB_FIELDS = ("id", "kind", "min_gpus", "max_gpus", "scale_unit", "max_profiled_gpus", "allowed_types", "current",
-               "age_s", "restarts", "restart_cost_s", "preemptible", "rigid_gpus", "batch_size")
+               "age_s", "restarts", "restart_cost_s", "preemptible", "rigid_gpus", "batch_size", "attained_gpu_seconds")
+
+#: the methods ``solve`` accepts (the first is the default): the configuration ILP through ``schedopt.solve``
+METHODS: tuple[str, ...] = ("ilp",)
 
 
 def _config_data(c: Config | None) -> dict[str, Any] | None:
@@ -83,6 +96,7 @@ def to_data(inst: SiaInstance) -> dict[str, Any]:
         "lam": inst.lam,
         "max_gpus_per_job": inst.max_gpus_per_job,
         "available": None if inst.available is None else dict(inst.available),
+        "settings": None if inst.settings is None or inst.settings.is_exact else inst.settings.to_dict(),
     }
 
 
@@ -129,6 +143,7 @@ def _job(d: Any, path: str) -> Job:
     kw["preemptible"] = field(d, "preemptible", path, bool, True)
     kw["rigid_gpus"] = _opt(d, "rigid_gpus", path, int)
     kw["batch_size"] = _opt(d, "batch_size", path, float)
+    kw["attained_gpu_seconds"] = field(d, "attained_gpu_seconds", path, float, 0.0)
     try:
         return Job(**kw)
     except InputError as e:
@@ -206,7 +221,14 @@ def from_data(data: dict[str, Any]) -> SiaInstance:
     cap = _opt(data, "max_gpus_per_job", "data", int)
     avail = field(data, "available", "data", (dict, type(None)), None)
     goodput = _goodput(field(data, "goodput", "data", dict), jobs)
-    inst = SiaInstance(cluster, jobs, goodput, p=p, lam=lam, max_gpus_per_job=cap, available=avail)
+    try:
+        settings = SiaSettings.from_dict(field(data, "settings", "data", (dict, type(None)), None))
+    except InputError as e:
+        raise InputError(f"data.{e.field}", e.value, e.message) from None
+    except TypeError as e:
+        raise InputError("data.settings", str(e), "is not a valid settings object") from None
+    inst = SiaInstance(cluster, jobs, goodput, p=p, lam=lam, max_gpus_per_job=cap, available=avail,
+                       settings=None if settings.is_exact else settings)
     try:
         inst.problem()  # the problem-level checks (types, current configs, rigid counts, shapes)
     except InputError as e:
@@ -214,17 +236,53 @@ def from_data(data: dict[str, Any]) -> SiaInstance:
     return inst
 
 
-def solve_instance(inst: SiaInstance, backend: str | None = None, time_limit: float | None = None) -> tuple[Any, list[dict], dict]:
-    """For the command line: solve, place, and return (solution, rows, summary)."""
-    sol = inst.problem().solve(backend, time_limit=time_limit)
-    summary = sol.summary()
-    if not sol.result.has_solution:
-        return sol, [], summary
-    sol.place()
-    assert sol.placement is not None
-    summary["evicted"] = list(sol.placement.evicted)
-    summary["unplaced"] = list(sol.placement.unplaced)
-    return sol, sol.rows(), summary
+def solve_options(options: SolveOptions | None) -> SolveOptions:
+    """``options`` checked for Sia (its method must be one of :data:`METHODS`)."""
+    opts = options if options is not None else SolveOptions()
+    if not isinstance(opts, SolveOptions):
+        raise InputError("options", type(opts).__name__, "must be a schedopt.problem.SolveOptions")
+    if opts.method is not None and opts.method not in METHODS:
+        raise InputError("options.method", opts.method, f"must be one of {', '.join(METHODS)}")
+    return opts
+
+
+def solve_instance(inst: SiaInstance, options: SolveOptions | None = None) -> SiaSolution:
+    """Solve the instance's configuration ILP (``options.backend`` None: mckp for this structure), and place the
+    allocation when one exists. The answer's ``rows()`` and ``to_dict()`` are what the command line prints."""
+    opts = solve_options(options)
+    kw = opts.solve_kwargs()
+    sol = inst.problem().solve(opts.backend, **kw)
+    if sol.has_solution:
+        sol.place()
+    return sol
+
+
+def build_instance(inst: SiaInstance) -> Formulation[PairTable]:
+    """The instance's formulation (model, pair table, structure)."""
+    return inst.problem().formulation()
+
+
+def decode_instance(inst: SiaInstance, formulation: Formulation[PairTable], result: SolveResult) -> SiaSolution:
+    """The answer of ``result`` (a solve of ``formulation``; the allocation is read through the formulation's pair
+    table, so the instance's problem is only validated again, not pruned)."""
+    return SiaSolution.decode(inst.problem(), formulation, result)
+
+
+def check_instance(inst: SiaInstance, answer: Any) -> list[Violation]:
+    """The independent checkers over the answer's allocation (and its placement when it has one)."""
+    if not isinstance(answer, SiaSolution):
+        raise InputError("answer", type(answer).__name__, "must be a SiaSolution")
+    if not answer.has_solution:
+        return []
+    out = check_allocation(inst.problem(), answer.allocation)
+    if answer.placement is not None:
+        out += check_placement(inst.cluster, answer.allocation, answer.placement)
+    return out
+
+
+def size(inst: SiaInstance) -> tuple[int, int]:
+    """(GPUs, jobs)."""
+    return int(inst.cluster.num_gpus), len(inst.jobs)
 
 
 def explain_instance(inst: SiaInstance) -> str:
@@ -238,7 +296,7 @@ def explain_instance(inst: SiaInstance) -> str:
         prob.check_forced()
     except InfeasibleError as e:
         lines.append(str(e))
-    lines.append(str(explain_infeasibility(prob.build())))
+    lines.append(str(explain_infeasibility(prob.formulation().model)))
     return "\n".join(lines)
 
 

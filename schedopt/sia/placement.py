@@ -2,12 +2,16 @@
 
 Rules: (a) a partial-node configuration (1, 2^k, t) takes an aligned block of 2^k GPUs inside one power-of-two
 virtual node (a node of R GPUs is split into its binary digits: 6 -> 4 + 2); (b) a multi-node configuration takes
-whole nodes; (c) jobs whose configuration did not change keep their GPUs; where fragmentation blocks a
+whole nodes; (b') a rigid job's shape of g GPUs (published code: ``ceil(g / R)`` nodes) takes ``g // R`` whole
+nodes and places its remainder ``g % R`` as one aligned block per binary digit (12 on 8-GPU nodes: a whole node
+and a 4-block; 6: a 4-block and a 2-block), each like a partial configuration, possibly on different nodes as in
+the published placer (which puts the remainder's GPUs "anywhere"); (c) jobs whose configuration did not change keep their GPUs; where fragmentation blocks a
 configuration, the placer evicts (moves) as few kept jobs as it can (greedy: the block or nodes whose occupants
 are fewest) and reports them in ``Placement.evicted``.
 
 Guarantee from an empty cluster: multi-node configurations first (whole nodes), then partial configurations largest
-first into aligned blocks. Every size is a power of two dividing every virtual node it may use, so each virtual
+first into aligned blocks (a rigid shape's whole nodes among the multi-node ones, its blocks among the partial
+ones). Every size is a power of two dividing every virtual node it may use, so each virtual
 node's free space stays a multiple of the next (smaller or equal) size; a configuration therefore fails only when
 the GPUs of virtual nodes at least its size are used up — which the model's ``gpu_capacity`` (and, for R not a
 power of two, ``virtual_node_capacity``) rows exclude. So every allocation of the model places from empty.
@@ -21,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError
-from .spec import Cluster, Config, JobId, is_pow2, virtual_bins
+from .spec import Cluster, Config, JobId, config_parts, is_pow2, pow2_blocks, virtual_bins
 
 __all__ = ["Placement", "place"]
 
@@ -128,14 +132,27 @@ class _Grid:
     def put(self, c: Config, slot: int) -> bool:
         if c.gpu_type not in self.occ:
             return False
-        if c.n_nodes == 1 and c.n_gpus <= self.cluster[c.gpu_type].max_partial:
+        t = self.cluster[c.gpu_type]
+        if c.n_nodes == 1 and c.n_gpus <= t.max_partial:
             return self.put_partial(c.gpu_type, c.n_gpus, slot)
-        return self.put_multi(c.gpu_type, c.n_nodes, slot)
+        whole, part = config_parts(t.gpus_per_node, c.n_nodes, c.n_gpus)
+        if not part:
+            return self.put_multi(c.gpu_type, c.n_nodes, slot)
+        # a rigid shape: whole nodes, then one aligned block per binary digit of the remainder (all or nothing)
+        ok = whole == 0 or self.put_multi(c.gpu_type, whole, slot)
+        for b in pow2_blocks(part):
+            ok = ok and self.put_partial(c.gpu_type, b, slot)
+        if not ok:
+            self.remove(slot, c.gpu_type)
+        return ok
 
     def evict_for(self, c: Config, cost: dict[int, float]) -> list[int] | None:
         """Occupants to remove so that ``c`` fits (cheapest by ``cost`` per slot; -inf cost slots are pinned)."""
         occ = self.occ[c.gpu_type]
         best: tuple[float, list[int]] | None = None
+        t = self.cluster[c.gpu_type]
+        if config_parts(t.gpus_per_node, c.n_nodes, c.n_gpus)[1] and not (c.n_nodes == 1 and c.n_gpus <= t.max_partial):
+            return None  # a rigid shape is not evicted for: the caller falls back to placing afresh
         if c.n_nodes == 1 and c.n_gpus <= self.cluster[c.gpu_type].max_partial:
             starts, _, _ = self.blocks(c.gpu_type, c.n_gpus)
             for n in range(occ.shape[0]):
@@ -194,16 +211,69 @@ def _check_jobs(cluster: Cluster, allocation: Mapping[JobId, Config | None]) -> 
         t = by_name.get(c.gpu_type)
         if t is None:
             raise InputError(f"allocation[{jid}].gpu_type", c.gpu_type, "is not a GPU type of the cluster")
-        partial = c.n_nodes == 1 and c.n_gpus <= t.max_partial
-        if partial and not is_pow2(c.n_gpus):
-            raise InputError(f"allocation[{jid}]", c.label, "a single-node configuration needs a power-of-two GPU count")
-        if not partial and c.n_gpus != c.n_nodes * t.gpus_per_node:
-            raise InputError(f"allocation[{jid}]", c.label, f"a multi-node configuration uses whole nodes ({t.gpus_per_node} GPUs each)")
+        partial = c.n_nodes == 1 and c.n_gpus <= t.max_partial and is_pow2(c.n_gpus)
+        rigid_shape = c.n_gpus % t.gpus_per_node != 0 and c.n_nodes == -(-c.n_gpus // t.gpus_per_node)
+        if not partial and not rigid_shape and c.n_gpus != c.n_nodes * t.gpus_per_node:
+            raise InputError(f"allocation[{jid}]", c.label,
+                             "must be a power of two on one node, whole nodes "
+                             f"({t.gpus_per_node} GPUs each), or a rigid shape of ceil(GPUs / {t.gpus_per_node}) nodes")
         ok.add(id(c))
     return jobs
 
 
+def _is_rigid_shape(c: Config, gpus_per_node: int) -> bool:
+    return c.n_gpus % gpus_per_node != 0 and not (c.n_nodes == 1 and is_pow2(c.n_gpus)
+                                                   and c.n_gpus <= 1 << (gpus_per_node.bit_length() - 1))
+
+
 def _place_empty(cluster: Cluster, jobs: list[tuple[JobId, Config]]) -> tuple[dict[JobId, list[Slot]], list[JobId]]:
+    """Place ``jobs`` on an empty cluster: rigid shapes are split into their whole nodes and power-of-two blocks
+    (items placed like multi-node and partial configurations), and merged back per job (a job is placed only when
+    all its items are)."""
+    R = {t.name: t.gpus_per_node for t in cluster.gpu_types}
+    memo: dict[int, bool] = {}  # per Config object (an allocation shares the table's objects)
+    split = False
+    for _, c in jobs:
+        v = memo.get(id(c))
+        if v is None:
+            v = memo[id(c)] = _is_rigid_shape(c, R[c.gpu_type])
+        if v:
+            split = True
+            break
+    if not split:
+        return _place_items(cluster, jobs)
+    items: list[tuple[JobId, Config]] = []
+    owner: list[int] = []
+    for k, (_jid, c) in enumerate(jobs):
+        r = R[c.gpu_type]
+        if not _is_rigid_shape(c, r):
+            items.append((k, c))
+            owner.append(k)
+            continue
+        whole, part = config_parts(r, c.n_nodes, c.n_gpus)
+        if whole:
+            items.append((k, Config(whole, whole * r, c.gpu_type)))
+            owner.append(k)
+        for b in pow2_blocks(part):
+            items.append((k, Config(1, b, c.gpu_type)))
+            owner.append(k)
+    keyed = [(i, c) for i, (_, c) in enumerate(items)]
+    got, failed_items = _place_items(cluster, keyed)
+    bad = {owner[i] for i in failed_items}  # type: ignore[index]
+    merged: dict[int, dict[str, set[int]]] = {}
+    for i, slots in got.items():
+        k = owner[i]  # type: ignore[index]
+        if k in bad:
+            continue
+        per = merged.setdefault(k, {})
+        for node, gpus in slots:
+            per.setdefault(node, set()).update(gpus)
+    assignments = {jobs[k][0]: [(n, tuple(sorted(g))) for n, g in per.items()] for k, per in sorted(merged.items())}
+    failed = [jobs[k][0] for k in sorted(bad)]
+    return assignments, failed
+
+
+def _place_items(cluster: Cluster, jobs: list[tuple[JobId, Config]]) -> tuple[dict[JobId, list[Slot]], list[JobId]]:
     """Place ``jobs`` on an empty cluster with array arithmetic; the same result as the greedy grid placer
     (:class:`_Grid`, multi-node configurations first taking the last whole nodes, then partial configurations
     largest first, best fit into the fullest virtual node, ties to the lowest node and then the earlier virtual
@@ -223,7 +293,7 @@ def _place_empty(cluster: Cluster, jobs: list[tuple[JobId, Config]]) -> tuple[di
     ng = np.fromiter((c.n_gpus for c in confs), np.int64, J)
     nn = np.fromiter((c.n_nodes for c in confs), np.int64, J)
     maxp = np.array([t.max_partial for t in cluster.gpu_types], dtype=np.int64)
-    partial = (nn == 1) & (ng <= maxp[tix])
+    partial = (nn == 1) & (ng <= maxp[tix])  # a power of two here (rigid shapes were split by the caller)
     order = np.lexsort((-ng, partial))  # multi-node first, then GPUs descending; stable in allocation order
     node0 = np.full(J, -1, dtype=np.int64)  # first node (multi-node: nodes node0 .. node0 + n - 1)
     gpu0 = np.zeros(J, dtype=np.int64)  # first GPU of a partial configuration

@@ -15,7 +15,8 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["Cluster", "Config", "GpuType", "Job", "JobId", "JobKind", "rewrap", "virtual_bins"]
+__all__ = ["Cluster", "Config", "GpuType", "Job", "JobId", "JobKind", "config_parts", "pow2_blocks", "rewrap",
+           "virtual_bins"]
 
 JobKind = Literal["adaptive", "strong", "rigid"]
 JobId = str | int
@@ -54,6 +55,21 @@ def virtual_bins(gpus_per_node: int) -> tuple[int, ...]:
     """Sizes of the power-of-two virtual nodes one physical node of ``gpus_per_node`` GPUs is split into
     (its binary digits, largest first): 8 -> (8,), 6 -> (4, 2), 7 -> (4, 2, 1)."""
     return tuple(1 << k for k in range(int(gpus_per_node).bit_length() - 1, -1, -1) if gpus_per_node >> k & 1)
+
+
+def config_parts(gpus_per_node: int, n_nodes: int, n_gpus: int) -> tuple[int, int]:
+    """(whole nodes, remainder GPUs) of a configuration on nodes of ``gpus_per_node`` GPUs: a partial
+    configuration (one node, a power of two <= the largest virtual node) is ``(0, n_gpus)``; anything else takes
+    ``n_gpus // R`` whole nodes plus ``n_gpus % R`` GPUs placed as power-of-two blocks (a rigid job's shape)."""
+    R = int(gpus_per_node)
+    if n_nodes == 1 and is_pow2(n_gpus) and n_gpus <= 1 << (R.bit_length() - 1):
+        return 0, int(n_gpus)
+    return int(n_gpus) // R, int(n_gpus) % R
+
+
+def pow2_blocks(part: int) -> tuple[int, ...]:
+    """The power-of-two blocks of a remainder (its binary digits, largest first): 6 -> (4, 2)."""
+    return virtual_bins(part) if part > 0 else ()
 
 
 def rewrap(err: InputError, old_prefix: str, new_prefix: str) -> InputError:
@@ -200,6 +216,9 @@ class Job:
     * ``age_s``, ``restarts``, ``restart_cost_s``: the restart factor's inputs.
     * ``batch_size``: the fixed batch of strong/rigid jobs when the goodput comes from a model with a
       ``throughput`` method (``None``: the model's ``init_batch``). Not in the paper's API (an extension).
+    * ``attained_gpu_seconds``: the service the job has received (GPU-seconds); read only by the published rule
+      for rigid jobs' restart factor (:attr:`SiaSettings.rigid_restart_by_attained
+      <schedopt.sia.SiaSettings.rigid_restart_by_attained>`).
     """
 
     id: JobId
@@ -216,6 +235,7 @@ class Job:
     preemptible: bool = True
     rigid_gpus: int | None = None
     batch_size: float | None = field(default=None, compare=True)
+    attained_gpu_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         jid = self.id
@@ -249,6 +269,7 @@ class Job:
             raise InputError(f"{p}.rigid_gpus", self.rigid_gpus, f"is only for rigid jobs (kind is {self.kind!r})")
         if self.batch_size is not None:
             set_(self, "batch_size", _need_num(f"{p}.batch_size", self.batch_size, 1e-12))
+        set_(self, "attained_gpu_seconds", _need_num(f"{p}.attained_gpu_seconds", self.attained_gpu_seconds, 0.0))
         if self.kind != "rigid" and self.smallest_count() is None:
             raise InputError(
                 f"{p}.scale_unit",
@@ -271,9 +292,12 @@ class Job:
         u = self.smallest_count() or 1
         return max(2 * self.max_profiled_gpus, u)
 
-    def restart_factor(self) -> float:
-        """``r = max(T - N S, 0) / (T + S)``; 1 while ``T < S`` (and when ``T = S = 0``)."""
+    def restart_factor(self, by_attained: bool = False) -> float:
+        """``r = max(T - N S, 0) / (T + S)``; 1 while ``T < S`` (and when ``T = S = 0``). With ``by_attained``
+        (the published rule for rigid jobs) the guard compares the attained GPU-seconds instead: 1 while
+        ``attained_gpu_seconds < S``."""
         T, N, S = self.age_s, self.restarts, self.restart_cost_s
-        if T < S or T + S == 0:
+        young = (self.attained_gpu_seconds if by_attained else T) < S
+        if young or T + S == 0:
             return 1.0
         return max(T - N * S, 0.0) / (T + S)

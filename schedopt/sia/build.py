@@ -1,0 +1,177 @@
+"""Building: Sia's configuration ILP from the pair table, as a :class:`~schedopt.problem.Formulation`.
+
+Model (names as in ``formulations/sia.md``):
+
+* ``x``: one binary per *valid* (job, configuration) pair, a 1-d block over the flat pair list (jobs in input
+  order, configurations in table order within a job), labelled ``<job id>@<n_nodes>x<n_gpus>x<type>``.
+* ``one_config_per_job`` (labels: job ids), ``gpu_capacity`` (labels: GPU type names),
+  ``virtual_node_capacity`` (only GPU types whose per-node GPU count is not a power of two; labels
+  ``<type>:><size>``), ``forced_config`` (labels: ids of non-preemptible running jobs).
+* With ``SiaSettings(change_penalty > 0, change_form="auxiliary")``: ``t`` (continuous in [0, 1], one per pair of
+  a running job, labelled like ``x``) and ``change_above`` / ``change_below`` (``t >= x - prev``,
+  ``t >= prev - x``), the published physical scheduler's auxiliaries; the structure is then GENERAL.
+
+The formulation's typed inverse map is the :class:`~schedopt.sia.pairs.PairTable`; its structure tag is
+:attr:`~schedopt.problem.Structure.MCKP` unless the auxiliaries are built.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..model import LinearModel
+from ..problem import Formulation, Structure
+from .pairs import PairTable
+from .spec import is_pow2, virtual_bins
+
+if TYPE_CHECKING:
+    from .problem import SiaProblem
+
+__all__ = ["build_formulation", "change_terms", "objective_coefficients", "virtual_rows"]
+
+
+def _indptr(rows: np.ndarray, n: int) -> np.ndarray:
+    """CSR row pointers for entries whose row indices are ``rows`` (entries grouped by row in the stable order)."""
+    out = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=out[1:])
+    return out
+
+
+def objective_coefficients(problem: SiaProblem) -> tuple[np.ndarray, float, str]:
+    """(coefficient per column, constant, sense) of the objective before the change penalty: ``U^p`` (rounded and
+    clipped when the settings say so) ``-/+ lam`` per column, ``lam * jobs`` as the constant."""
+    pt = problem.valid_pairs()
+    n = len(problem.jobs)
+    up = problem.settings.round_coefficients(pt.utility ** problem.p)
+    if problem.p > 0:
+        return up + problem.lam, -problem.lam * n, "maximize"
+    return up - problem.lam, problem.lam * n, "minimize"
+
+
+def change_terms(problem: SiaProblem) -> tuple[np.ndarray, float]:
+    """The change penalty (lambda_a) as its exact linear equivalent: (per-column coefficient change, constant).
+
+    For binaries, ``sum_c |x_ic - prev_ic| = sum_{c != cur} x_ic + 1 - x_i,cur`` for a job running in ``cur``
+    (``1`` plus every column when ``cur`` is not a column); the penalty is added in the objective's worse direction
+    (``+`` when minimising). The auxiliary form reaches the same value: each ``t`` sits at its lower bound
+    ``|x - prev|`` at an optimum, since its objective coefficient is a penalty."""
+    pt = problem.valid_pairs()
+    lam_a = problem.settings.change_penalty
+    running = pt.current is not None and lam_a > 0
+    if not running:
+        return np.zeros(len(pt)), 0.0
+    assert pt.current is not None
+    s = lam_a if problem.p < 0 else -lam_a
+    has_cur = pt.current[pt.job] != -1
+    at_cur = pt.is_current
+    delta = np.where(has_cur, np.where(at_cur, -s, s), 0.0)
+    const = s * float(np.count_nonzero(pt.current != -1))
+    return delta, const
+
+
+def virtual_rows(problem: SiaProblem) -> tuple[sp.csr_matrix, np.ndarray, list[str]]:
+    """The ``virtual_node_capacity`` rows over the columns: for a type whose nodes split into power-of-two
+    virtual nodes d_1 > d_2 > ... (R not a power of two), for each level j < m: the GPUs of power-of-two blocks
+    larger than d_{j+1} (a partial configuration is one block; a rigid shape's remainder is its binary digits) plus
+    (d_1 + .. + d_j) per whole node <= (d_1 + .. + d_j) N_t."""
+    pt = problem.valid_pairs()
+    cfg = problem.configs
+    tix = cfg.type_index[pt.config]
+    whole, part = cfg.whole[pt.config], cfg.part[pt.config]
+    rows, cols, vals, upper, labels = [], [], [], [], []
+    r = 0
+    for k, t in enumerate(problem.cluster.gpu_types):
+        if is_pow2(t.gpus_per_node) or t.nodes == 0:
+            continue
+        bins = virtual_bins(t.gpus_per_node)
+        of_t = tix == k
+        for lvl in range(len(bins) - 1):
+            D = sum(bins[: lvl + 1])
+            s = bins[lvl + 1]
+            big = part & ~((s << 1) - 1)  # the binary digits of the remainder larger than s
+            coef = (D * whole + big) * of_t
+            nz = np.flatnonzero(coef)
+            rows.append(np.full(nz.size, r))
+            cols.append(nz)
+            vals.append(coef[nz].astype(np.float64))
+            upper.append(D * t.nodes)
+            labels.append(f"{t.name}:>{s}")
+            r += 1
+    if r == 0:
+        return sp.csr_matrix((0, len(pt))), np.zeros(0), []
+    A = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(r, len(pt)))
+    return A, np.asarray(upper, dtype=np.float64), labels
+
+
+def build_formulation(problem: SiaProblem) -> Formulation[PairTable]:
+    """The configuration ILP (see the module docstring). ``model.build_seconds`` covers pruning, normalisation
+    and assembly; goodput-model evaluation is ``formulation.inverse.goodput_seconds``."""
+    pt = problem.valid_pairs()
+    t0 = time.perf_counter()
+    cfg = problem.configs
+    settings = problem.settings
+    J, P, T = len(problem.jobs), len(pt), len(problem.cluster.type_names)
+    coef, const, sense = objective_coefficients(problem)
+    auxiliary = settings.change_penalty > 0 and settings.change_form == "auxiliary"
+    m = LinearModel("sia", sense=sense)
+    ids = np.array([str(j) for j in pt.job_ids], dtype=object)
+    labels = ids[pt.job] + "@" + cfg.labels[pt.config] if P else np.zeros(0, dtype=object)
+    m.add_variables("x", P, kind="binary", labels=labels.tolist())
+    # the families are CSR matrices over x built straight from (data, indices, indptr): the pairs are sorted by
+    # job, so one_config_per_job's row pointers are a cumsum of the pairs per job, and gpu_capacity's rows come
+    # from a stable sort by GPU type.
+    col = np.arange(P)
+    A1 = sp.csr_matrix((np.ones(P), col, _indptr(pt.job, J)), shape=(J, P))
+    m.add_constraints("one_config_per_job", A1, upper=1, labels=list(pt.job_ids))
+    gpus = cfg.n_gpus[pt.config].astype(np.float64)
+    tix = cfg.type_index[pt.config]
+    by_type = np.argsort(tix, kind="stable")
+    A2 = sp.csr_matrix((gpus[by_type], by_type, _indptr(tix, T)), shape=(T, P))
+    m.add_constraints("gpu_capacity", A2, upper=problem.available.astype(np.float64),
+                      labels=problem.cluster.type_names)
+    A3, up3, lab3 = virtual_rows(problem)
+    m.add_constraints("virtual_node_capacity", A3, upper=up3, labels=lab3)
+    fcols = np.flatnonzero(pt.forced)
+    A4 = sp.csr_matrix((np.ones(fcols.size), fcols, np.arange(fcols.size + 1)), shape=(fcols.size, P))
+    m.add_constraints("forced_config", A4, lower=1, labels=[pt.job_ids[i] for i in pt.job[fcols].tolist()])
+    objective = {"x": coef}
+    if settings.change_penalty > 0 and not auxiliary:
+        delta, cconst = change_terms(problem)
+        objective = {"x": coef + delta}
+        const += cconst
+    elif auxiliary:
+        t_coef, cconst = _add_change_auxiliaries(m, problem, pt, labels)
+        objective = {"x": coef, "t": t_coef}
+        const += cconst
+    m.set_objective(objective, constant=const)
+    structure = Structure.GENERAL if auxiliary else Structure.MCKP
+    m.structure = structure
+    m.build_seconds = pt.seconds + (time.perf_counter() - t0)
+    return Formulation(model=m, inverse=pt, structure=structure, problem="sia")
+
+
+def _add_change_auxiliaries(m: LinearModel, problem: SiaProblem, pt: PairTable,
+                            labels: np.ndarray) -> tuple[np.ndarray, float]:
+    """The published auxiliaries: ``t`` per pair of a running job, ``t - x >= -prev`` and ``t + x >= prev``,
+    objective ``+/- lambda_a t``; returns (t's objective coefficients, the constant for running jobs whose current
+    configuration is no column: their ``|x_cur - 1|`` is 1 whatever is chosen)."""
+    assert pt.current is not None
+    lam_a = problem.settings.change_penalty
+    s = lam_a if problem.p < 0 else -lam_a
+    cols = np.flatnonzero(pt.current[pt.job] != -1)
+    K = cols.size
+    prev = pt.is_current[cols].astype(np.float64)
+    m.add_variables("t", K, lower=0.0, upper=1.0, kind="continuous",
+                    labels=(labels[cols] if K else np.zeros(0, dtype=object)).tolist())
+    eye = sp.identity(K, format="csr")
+    X = sp.csr_matrix((np.ones(K), cols, np.arange(K + 1)), shape=(K, len(pt)))
+    row_labels = (labels[cols] if K else np.zeros(0, dtype=object)).tolist()
+    m.add_constraints("change_above", {"t": eye, "x": -X}, lower=-prev, labels=row_labels)
+    m.add_constraints("change_below", {"t": eye, "x": X}, lower=prev, labels=row_labels)
+    running = np.flatnonzero(pt.current != -1)
+    with_col = np.unique(pt.job[cols[prev > 0]]) if K else np.zeros(0, np.int64)
+    return np.full(K, s), s * float(running.size - with_col.size)

@@ -1,0 +1,200 @@
+"""Pruning: the valid (job, configuration) pairs, their goodput and utility, as one :class:`PairTable`.
+
+* :class:`JobArrays` -- the jobs' fields as arrays (one pass over the Python objects).
+* :func:`restart_factors` -- ``r_i = max(T_i - N_i S_i, 0) / (T_i + S_i)``, 1 while young (vectorised).
+* :func:`valid_sub` -- which configurations each job may use, by broadcasting.
+* :func:`prune` -- the pairs with goodput > 0, row-normalised and multiplied by the restart factor off the job's
+  current configuration: the model's columns, and the typed inverse map of the Sia formulation.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InputError
+from .configs import ConfigTable
+from .settings import SiaSettings
+from .spec import Job, JobId
+
+__all__ = ["NO_LIMIT", "JobArrays", "PairTable", "job_arrays", "prune", "restart_factors", "valid_sub"]
+
+_KIND_CODE = {"adaptive": 0, "strong": 1, "rigid": 2}
+RIGID = _KIND_CODE["rigid"]
+#: the upper bound array value of a job without max_gpus
+NO_LIMIT = np.iinfo(np.int64).max // 4
+
+
+@dataclass(frozen=True, eq=False)
+class PairTable:
+    """The valid (job, configuration) pairs, one per model column, with their goodput and utility.
+
+    ``goodput`` is the raw estimate; ``utility`` is it row-normalised (``G * u_i / min_c G``) and multiplied by
+    the restart factor off the job's current configuration. ``forced`` marks the forced (non-preemptible) pairs.
+    ``job_ids``, ``configs`` and ``current`` (each job's current configuration's table position, -1 none, -2 a
+    shape outside the table) map a solution back to the user's ids.
+    """
+
+    job: np.ndarray
+    config: np.ndarray
+    goodput: np.ndarray
+    utility: np.ndarray
+    forced: np.ndarray
+    n_jobs: int
+    n_configs: int
+    seconds: float = 0.0  #: time spent pruning and normalising (excluding goodput-model evaluation)
+    goodput_seconds: float = 0.0  #: time spent evaluating the goodput input
+    job_ids: tuple[JobId, ...] = ()
+    configs: ConfigTable | None = None
+    current: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return int(self.job.shape[0])
+
+    @property
+    def mask(self) -> np.ndarray:
+        """(jobs x configs) boolean: which pairs are variables."""
+        m = np.zeros((self.n_jobs, self.n_configs), dtype=bool)
+        m[self.job, self.config] = True
+        return m
+
+    @property
+    def is_current(self) -> np.ndarray:
+        """Per pair: is it its job's current configuration."""
+        if self.current is None:
+            return np.zeros(len(self), dtype=bool)
+        return self.config == self.current[self.job]
+
+
+@dataclass(frozen=True, eq=False)
+class JobArrays:
+    """The jobs' fields as arrays (rows in job order)."""
+
+    kind: np.ndarray
+    min: np.ndarray
+    max: np.ndarray
+    unit: np.ndarray
+    growth: np.ndarray
+    rigid: np.ndarray
+    allowed: np.ndarray
+    current: np.ndarray
+    forced: np.ndarray
+    age: np.ndarray
+    restarts: np.ndarray
+    rcost: np.ndarray
+    attained: np.ndarray
+
+
+def job_arrays(jobs: Sequence[Job], type_names: Sequence[str], current: np.ndarray) -> JobArrays:
+    J, T = len(jobs), len(type_names)
+    tpos = {t: k for k, t in enumerate(type_names)}
+    allowed = np.ones((J, T), dtype=bool)
+    ints = np.array(
+        [(_KIND_CODE[j.kind], j.min_gpus, -1 if j.max_gpus is None else j.max_gpus, j.scale_unit,
+          j.max_profiled_gpus, j.rigid_gpus or 0, j.restarts, (not j.preemptible) and j.current is not None)
+         for j in jobs],
+        dtype=np.int64,
+    ).reshape(J, 8)
+    floats = np.array([(j.age_s, j.restart_cost_s, j.attained_gpu_seconds) for j in jobs], dtype=np.float64).reshape(J, 3)
+    for i, j in enumerate(jobs):
+        if j.allowed_types is not None:
+            allowed[i] = False
+            allowed[i, [tpos[t] for t in j.allowed_types]] = True
+    kind, mn, mx, unit, prof, rigid = (ints[:, k].copy() for k in range(6))
+    # Job.growth_limit() vectorised: max(2 max_profiled_gpus, u), u = the rigid count or the least multiple of
+    # scale_unit >= min_gpus (a Job guarantees u <= max_gpus)
+    u = np.where(kind == RIGID, rigid, -(-mn // unit) * unit)
+    return JobArrays(
+        kind=kind, min=mn, max=np.where(mx < 0, NO_LIMIT, mx), unit=unit, growth=np.maximum(2 * prof, u), rigid=rigid,
+        allowed=allowed, current=current, forced=ints[:, 7].astype(bool), age=floats[:, 0].copy(),
+        restarts=ints[:, 6].astype(np.float64), rcost=floats[:, 1].copy(), attained=floats[:, 2].copy(),
+    )
+
+
+def restart_factors(a: JobArrays, settings: SiaSettings) -> np.ndarray:
+    """``r_i = max(T_i - N_i S_i, 0) / (T_i + S_i)``, 1 while ``T_i < S_i``; with
+    ``settings.rigid_restart_by_attained`` a rigid job's guard compares its attained GPU-seconds with ``S_i``."""
+    T, N, S = a.age, a.restarts, a.rcost
+    den = T + S
+    r = np.divide(np.maximum(T - N * S, 0.0), den, out=np.ones_like(T), where=den > 0)
+    young = T < S
+    if settings.rigid_restart_by_attained:
+        young = np.where(a.kind == RIGID, a.attained < S, young)
+    return np.where(young, 1.0, r)
+
+
+def valid_sub(a: JobArrays, cfg: ConfigTable) -> tuple[np.ndarray, np.ndarray]:
+    """(configuration columns that any job may use, jobs x those columns boolean), by broadcasting. Columns with
+    more GPUs than any job's upper bound (or fewer than every lower bound) are skipped up front, which keeps the
+    mask small on large clusters. Rigid-only columns go to rigid jobs alone."""
+    rig = a.kind == RIGID
+    ub = np.where(rig, a.rigid, np.minimum(a.max, a.growth))
+    lb = np.where(rig, a.rigid, a.min)
+    keep = np.zeros(len(cfg), dtype=bool)
+    if ub.size:
+        keep = (cfg.n_gpus <= ub.max()) & (cfg.n_gpus >= lb.min())
+    f = np.flatnonzero(a.forced)
+    keep[a.current[f]] = True
+    cols = np.flatnonzero(keep)
+    g = cfg.n_gpus[cols][None, :]
+    free = (g >= a.min[:, None]) & (g <= ub[:, None]) & (g % a.unit[:, None] == 0) & ~cfg.rigid_only[cols][None, :]
+    rigid = g == a.rigid[:, None]
+    sub = np.where(rig[:, None], rigid, free)
+    sub &= a.allowed[:, cfg.type_index[cols]]
+    sub[f, np.searchsorted(cols, a.current[f])] = True
+    return cols, sub
+
+
+def prune(jobs: Sequence[Job], cfg: ConfigTable, a: JobArrays, settings: SiaSettings,
+          evaluate: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> PairTable:
+    """The model's columns: valid (job, config) pairs with goodput > 0 (``evaluate(jj, cc)`` gives the raw
+    goodput of pairs) and their utilities."""
+    t0 = time.perf_counter()
+    cols, sub = valid_sub(a, cfg)
+    jj, kk = np.nonzero(sub)
+    cc = cols[kk]
+    t1 = time.perf_counter()
+    G = evaluate(jj, cc)
+    t2 = time.perf_counter()
+    forced_pair = a.forced[jj] & (cc == a.current[jj])
+    bad = ~np.isfinite(G) | (G < 0)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            f"goodput[{jobs[jj[k]].id}, {cfg.labels[cc[k]]}]", float(G[k]),
+            "must be a finite number >= 0 for a valid (job, configuration) pair (0: cannot run there)",
+        )
+    zero_forced = forced_pair & (G <= 0)
+    if zero_forced.any():
+        k = int(np.flatnonzero(zero_forced)[0])
+        raise InputError(
+            f"goodput[{jobs[jj[k]].id}, {cfg.labels[cc[k]]}]", float(G[k]),
+            "a non-preemptible job's current configuration needs a positive goodput",
+        )
+    keep = G > 0
+    jj, cc, G, forced_pair = jj[keep], cc[keep], G[keep], forced_pair[keep]
+    U = G.copy()
+    if jj.size:
+        starts = np.flatnonzero(np.r_[True, jj[1:] != jj[:-1]])
+        gmin = np.minimum.reduceat(G, starts)
+        umin = np.minimum.reduceat(cfg.n_gpus[cc], starts)
+        counts = np.diff(np.r_[starts, jj.size])
+        U = G * np.repeat(umin / gmin, counts)
+        cur = a.current[jj]
+        off = (cur != -1) & (cc != cur)
+        U = np.where(off, U * restart_factors(a, settings)[jj], U)
+        keep = (U > 0) | forced_pair
+        jj, cc, G, U, forced_pair = jj[keep], cc[keep], G[keep], U[keep], forced_pair[keep]
+    t3 = time.perf_counter()
+    jj = jj.astype(np.int64)
+    cc = cc.astype(np.int64)
+    for arr in (jj, cc, G, U, forced_pair):
+        arr.setflags(write=False)
+    return PairTable(
+        jj, cc, G, U, forced_pair, len(jobs), len(cfg),
+        seconds=(t1 - t0) + (t3 - t2), goodput_seconds=t2 - t1,
+        job_ids=tuple(j.id for j in jobs), configs=cfg, current=a.current,
+    )
