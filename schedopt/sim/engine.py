@@ -11,6 +11,7 @@ bit (the policy's wall time is recorded, and only enters the simulation with ``c
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Mapping
@@ -213,6 +214,10 @@ def simulate(
             for w in workload.jobs]
     biggest = max(t.total_gpus for t in cluster.gpu_types)
     for k, j in enumerate(jobs):
+        j.application  # noqa: B018 - raises InputError for an unknown application
+        missing = [t for t in cluster.type_names if t not in jm.truth(j.app).params]
+        if missing:
+            raise InputError(f"workload.jobs[{k}].application", j.app, f"has no throughput model on {missing}")
         rs = j.rigid_shape
         if rs is not None and rs[0] > biggest:
             raise InputError(f"workload.jobs[{k}].num_replicas", rs[0],
@@ -232,10 +237,8 @@ def simulate(
         while nxt < len(jobs) and jobs[nxt].arrival <= t:
             active[jobs[nxt].id] = jobs[nxt]
             nxt += 1
-        if not active:  # idle: jump to the round of the next arrival
-            k = max(k + 1, int(jobs[nxt].arrival // R))
-            if jobs[nxt].arrival > k * R:
-                k += 1
+        if not active:  # idle: jump to the first round at or after the next arrival
+            k = max(k + 1, math.ceil(jobs[nxt].arrival / R))
             continue
         state = RoundState(time=t, round_index=k, round_seconds=R, cluster=cluster,
                            jobs=tuple(_view(j, t) for j in active.values()), placement=placement)
