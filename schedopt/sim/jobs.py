@@ -315,6 +315,8 @@ class JobState:
                 self.finish = t
                 break
             self.rebatch()
+        if self.finish is None:
+            t = t0 + seconds  # exact round end (no drift from summing the pieces)
         held = t - t0
         self.attained += held * g
         if self.segments:
