@@ -364,3 +364,21 @@ def test_sia_policy_any_backend_same_first_round() -> None:
         outs[backend] = seen[0]
     assert outs["mckp"].is_optimal and outs["highs"].is_optimal
     assert outs["mckp"].objective == pytest.approx(outs["highs"].objective, rel=1e-6)
+
+
+def test_card_names_are_the_code() -> None:
+    """formulations/sim.md's `## Names` are public names of schedopt.sim (and used in the card's text)."""
+    import re
+    from pathlib import Path
+
+    import schedopt.sim as sim_pkg
+    from schedopt.sim import jobs, sweep
+
+    text = (Path(__file__).resolve().parents[1] / "formulations" / "sim.md").read_text()
+    sec = text.split("## Names", 1)[1].split("\n## ", 1)[0]
+    names = re.findall(r"^- `([A-Za-z_]+)`", sec, flags=re.M)
+    assert names
+    body = text.replace(sec, "")
+    for n in names:
+        assert any(hasattr(m, n) for m in (sim_pkg, jobs, sweep)), n
+        assert re.search(rf"\b{n}\b", body), n
