@@ -382,3 +382,34 @@ def test_card_names_are_the_code() -> None:
     for n in names:
         assert any(hasattr(m, n) for m in (sim_pkg, jobs, sweep)), n
         assert re.search(rf"\b{n}\b", body), n
+
+
+def test_sia_policy_cached_rows_equal_the_models_goodput() -> None:
+    """The policy's cached (jobs x configs) goodput equals what SiaProblem computes from the estimates directly."""
+    from schedopt.sia import SiaProblem
+
+    states = []
+
+    class Grab:
+        name, adaptive = "sia", True
+
+        def __init__(self) -> None:
+            self.inner = get_policy("sia")
+
+        def decide(self, state):  # type: ignore[no-untyped-def]
+            states.append(state)
+            return self.inner.decide(state)
+
+    w = _head("pollux/2", 12)  # has ncf (rigid under sia) and adaptive jobs
+    simulate(cluster_preset("sia-64"), w, Grab(), job_model="sia", max_time=w.jobs[-1].time + 600)
+    pol = get_policy("sia")
+    kinds = set()
+    mixed = [x for x in states if len({v.adaptive for v in x.jobs}) == 2]
+    for st_ in mixed[:4] + states[-2:]:
+        jobs = pol.jobs(st_)
+        direct = SiaProblem(st_.cluster, jobs, {v.id: v.estimate for v in st_.jobs}, max_gpus_per_job=64).valid_pairs()
+        cached = pol.problem(st_).valid_pairs()
+        assert np.array_equal(direct.config, cached.config) and np.array_equal(direct.job, cached.job)
+        np.testing.assert_allclose(cached.goodput, direct.goodput, rtol=1e-12)
+        kinds |= {v.adaptive for v in st_.jobs}
+    assert kinds == {True, False}

@@ -200,6 +200,17 @@ def _rigid_batch(app: str, gpu_type: str, jm: JobModel, replicas: int, batch: fl
     return max(b, 1), s
 
 
+@lru_cache(maxsize=500_000)
+def _step_time(p: ThroughputParams, nodes: int, replicas: int, local_bsz: int, accum: int) -> float:
+    """``p.step_time`` for one point (cached: many jobs share their shapes)."""
+    return float(p.step_time(nodes, replicas, local_bsz, accum))
+
+
+@lru_cache(maxsize=500_000)
+def _grad_stats(jm: JobModel, app: str, batch: float, epoch: int) -> tuple[float, float]:
+    return jm.application(app).grad_stats(batch, epoch)
+
+
 @dataclass(eq=False)
 class JobState:
     """One job as the engine carries it (mutable; only the engine changes it)."""
@@ -278,11 +289,10 @@ class JobState:
             n, r = len(self.nodes), sum(self.nodes.values())
             B = r * self.local_bsz * (self.accum + 1)
             scale = B / m.init_batch
-            sqr, var = self.application.grad_stats(B, self.epoch)
+            sqr, var = _grad_stats(self.jm, self.app, float(B), self.epoch)
             den = var / scale + sqr
             gain = (var + sqr) / den if den > 0 else 1.0
-            p: ThroughputParams = m.params[self.config.gpu_type]
-            it = float(p.step_time(n, r, self.local_bsz, self.accum))
+            it = _step_time(m.params[self.config.gpu_type], n, r, self.local_bsz, self.accum)
             self._rate = gain / it * self.jm.speed_factor(self.app)
         return self._rate
 
