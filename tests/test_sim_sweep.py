@@ -77,3 +77,19 @@ def test_cli_simulate_and_report_end_to_end(small_csv: str, tmp_path: Path) -> N
     fifo = next(r for r in rows if r["policy"] == "fifo")
     assert float(fifo["avg_jct_s"]) == pytest.approx(direct["avg_jct_s"], rel=1e-5)
     assert fifo["finished"] == "12"
+
+
+@pytest.mark.slow
+def test_ray_pool_equals_local(small_csv: str) -> None:
+    """Ray's multiprocessing Pool (a map-only pool) gives the local records (slow: Ray starts a local cluster)."""
+    ray = pytest.importorskip("ray", reason="ray is an optional extra")
+    from ray.util.multiprocessing import Pool
+
+    local = simulate_many(["fifo", "tiresias"], [small_csv], cluster="pollux", workers=1)
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+        with Pool(processes=1) as pool:
+            remote = simulate_many(["fifo", "tiresias"], [small_csv], cluster="pollux", executor=pool)
+    finally:
+        ray.shutdown()
+    assert [r.jobs for r in remote] == [r.jobs for r in local]
