@@ -242,9 +242,9 @@ def simulate(
             continue
         state = RoundState(time=t, round_index=k, round_seconds=R, cluster=cluster,
                            jobs=tuple(_view(j, t) for j in active.values()), placement=placement)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         decision = policy.decide(state)
-        dt = time.perf_counter() - t0
+        dt, dc = time.perf_counter() - t0, time.process_time() - c0
         if not isinstance(decision, Decision):
             raise InputError(f"policy[{pname}].decide", type(decision).__name__, "must return a Decision")
         if decision.allocation is not None and decision.nodes is not None:
@@ -282,7 +282,7 @@ def simulate(
         if finished:
             placement = Placement(assignments={j: s for j, s in placement.assignments.items() if j in active},
                                   configs={j: c for j, c in placement.configs.items() if j in active})
-        rounds.append(RoundRecord.of(k, t, dt, len(state.jobs), decision))
+        rounds.append(RoundRecord.of(k, t, dt, len(state.jobs), decision, dc))
         bar.update(t + R, done)
         k += 1
     bar.close(t, done)
