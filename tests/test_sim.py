@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
 import pytest
@@ -25,7 +24,7 @@ from schedopt.sim import (
     simulate,
     summarize,
 )
-from schedopt.sim.jobs import Application, JobState, application
+from schedopt.sim.jobs import Application, JobState, application, local_limits
 from schedopt.sim.metrics import queue_length, utilization
 
 # ---------------------------------------------------------------------------------------------------- a toy world
@@ -255,27 +254,37 @@ def test_conservation_on_a_real_trace(policy: str) -> None:
 
 @functools.cache
 def _ideal_seconds(app_name: str, num_replicas: int, batch_size: int, adaptive: bool) -> float:
+    """The target over an upper bound of the true rate. Adaptive: the gain never exceeds the batch scale
+    (efficiency <= 1), so rate <= throughput / M0 / slowdown, maximised over every (type, one node or several,
+    GPUs <= 64, local batch in the type's limits, accumulation steps) with a global batch <= the maximum. Rigid: its
+    batch rule on one node or on several (the throughput model only tells one node from several), every epoch."""
     cl = cluster_preset("sia-64")
-    wj = WorkloadJob("x", 0.0, app_name, num_replicas, batch_size)
+    app, truth = application(app_name), SIA.truth(app_name)
     best = 0.0
-    shapes = []
     for t in cl.gpu_types:
+        p = truth.params[t.name]
+        lo, hi = local_limits(app_name, t.name, SIA)
         if adaptive:
-            shapes += [(t.name, 1, g) for g in (1, 2, 4, 8) if g <= t.gpus_per_node]
-            shapes += [(t.name, n, n * t.gpus_per_node) for n in range(2, t.nodes + 1)]
-        elif wj.num_replicas <= t.total_gpus:
-            k = math.ceil(wj.num_replicas / t.gpus_per_node)
-            shapes.append((t.name, k, wj.num_replicas))
-    app = application(wj.application)
-    for ty, n, g in shapes:
-        j = JobState("x", wj.application, 0.0, wj.num_replicas, wj.batch_size, adaptive, SIA)
-        j.nodes = {f"{ty}-{k}": g // n for k in range(n)}
-        j.config = Config(n, g, ty)
-        for e in range(app.epochs):
-            j.epoch = e
-            j.local_bsz = 0
-            j.rebatch()
-            best = max(best, j.rate())
+            for multi in (False, True):
+                for r in range(1, min(64, t.total_gpus) + 1):
+                    if (not multi and r > t.gpus_per_node) or (multi and r < 2):
+                        continue
+                    b, acc = np.meshgrid(np.arange(lo, hi + 1, dtype=float), np.arange(0, 64, dtype=float))
+                    B = r * b * (acc + 1)
+                    ok = B <= truth.max_batch
+                    if ok.any():
+                        xput = B[ok] / p.step_time(2 if multi else 1, r, b[ok], acc[ok])
+                        best = max(best, float(xput.max()) / truth.init_batch / SIA.slowdown.get(app_name, 1.0))
+        elif num_replicas <= t.total_gpus:
+            for n in ({1} if num_replicas <= t.gpus_per_node else set()) | ({2} if num_replicas >= 2 else set()):
+                j = JobState("x", app_name, 0.0, num_replicas, batch_size, False, SIA)
+                j.nodes = {f"{t.name}-{k}": 1 for k in range(n)}
+                j.nodes[f"{t.name}-0"] += num_replicas - n
+                j.config = Config(n, num_replicas, t.name)
+                for e in range(app.epochs):
+                    j.epoch = e
+                    j.rebatch()
+                    best = max(best, j.rate())
     return app.target / best
 
 
