@@ -422,3 +422,26 @@ def test_sia_policy_cached_rows_equal_the_models_goodput() -> None:
         np.testing.assert_allclose(cached.goodput, direct.goodput, rtol=1e-12)
         kinds |= {v.adaptive for v in st_.jobs}
     assert kinds == {True, False}
+
+
+def test_charge_policy_time_delays_the_changed_jobs() -> None:
+    """A policy that takes >= 0.2 s per round: with charge_policy_time the first start of A waits that long too,
+    so A finishes at least 0.2 s later than at 50 s; without it, exactly at 50 s."""
+    import time as _time
+
+    class Slow:
+        name, adaptive = "slow", False
+
+        def __init__(self) -> None:
+            self.inner = get_policy("fifo")
+
+        def decide(self, state):  # type: ignore[no-untyped-def]
+            _time.sleep(0.2)
+            return self.inner.decide(state)
+
+    w = Workload("toy", (WorkloadJob("A", 0.0, "short", 2, 8),))
+    plain = simulate(TOY_CLUSTER, w, Slow(), job_model=TOY)
+    charged = simulate(TOY_CLUSTER, w, Slow(), job_model=TOY, charge_policy_time=True)
+    assert plain.jobs[0].finish == 50.0
+    assert 50.2 <= charged.jobs[0].finish <= 60.0
+    assert charged.rounds[0].policy_seconds >= 0.2 and charged.meta["charge_policy_time"] is True
