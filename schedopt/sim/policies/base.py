@@ -1,0 +1,73 @@
+"""The policy interface of :mod:`schedopt.sim` (fixed; every policy codes against it).
+
+A policy sees one round's state (:class:`RoundState`: the cluster, the active jobs as :class:`JobView`, the previous
+placement) and returns a :class:`Decision`: either a configuration per job (the engine places it with
+:func:`schedopt.sia.place`, keeping unchanged jobs where they are) or an explicit node-level placement. It never
+touches the engine's internals; the engine validates every decision and raises ``InputError`` naming the policy and
+the job on a bad one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from schedopt.goodput import JobGoodputModel
+from schedopt.problem import Answer
+from schedopt.sia import Cluster, Config, Placement
+
+__all__ = ["Decision", "JobView", "Policy", "RoundState"]
+
+
+@dataclass(frozen=True)
+class JobView:
+    """What a policy sees of one active (arrived, unfinished) job."""
+
+    id: str
+    application: str                # bert, cifar10, deepspeech2, imagenet, ncf, yolov3, ...
+    arrival: float                  # seconds since the trace start
+    age: float                      # now - arrival
+    attained_gpu_seconds: float     # service received so far (Tiresias' LAS)
+    restarts: int
+    requested_gpus: int             # the workload's num_replicas (rigid baselines use it)
+    batch_size: int                 # the workload's batch_size (rigid baselines use it)
+    adaptive: bool                  # Pollux/Sia adapt GPUs and batch size; rigid jobs keep requested_gpus
+    current: Config | None          # the configuration it runs in now (None: queued)
+    current_nodes: Mapping[str, int]   # node id -> GPUs it holds now (empty when queued)
+    estimate: JobGoodputModel       # the policy's goodput estimate (bootstrapped/refined; not the truth)
+    progress: float                 # fraction of its target done, in [0, 1)
+    max_gpus: int                   # cap (application's max replicas)
+
+
+@dataclass(frozen=True)
+class RoundState:
+    """One round as a policy sees it."""
+
+    time: float
+    round_index: int
+    round_seconds: float
+    cluster: Cluster                # schedopt.sia.Cluster: GPU types, nodes, GPUs per node
+    jobs: tuple[JobView, ...]
+    placement: Placement | None     # the previous round's placement
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A policy's answer for one round: ``allocation`` (a configuration per job; the engine places it) or ``nodes``
+    (job id -> {node id: GPUs}; policies with their own placer). Jobs missing from either are queued."""
+
+    # either a configuration per job (the engine places it with schedopt.sia.place, keeping unchanged jobs),
+    allocation: Mapping[str, Config | None] | None = None
+    # or an explicit node-level placement: job id -> {node id: GPUs} (Pollux, Gavel place themselves)
+    nodes: Mapping[str, Mapping[str, int]] | None = None
+    answer: Answer | None = None     # the solver's answer (termination, objective, bound, timings) when a model was solved
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Policy(Protocol):
+    """A scheduling policy: ``decide`` is called once per round."""
+
+    name: str
+
+    def decide(self, state: RoundState) -> Decision: ...
