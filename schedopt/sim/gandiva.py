@@ -408,10 +408,12 @@ class GandivaPolicy:
         for n in range(len(vs.nodes)):
             for g in range(vs.nodes[n].gpus):
                 on = vs.gpu_jobs(n, g)
-                if len(on) != 1 or on[0] == jid:
+                others = [o for o in on if o != jid]
+                if len(others) != 1 or (n, g) in vs.packed:  # one other job (it and ``jid`` time-slice: in place)
                     continue
-                h = vs.jobs[on[0]]
-                if h.gpus != 1 or len(vs.slots[h.id]) != 1 or frozenset((jid, h.id)) in self.bad_pairs:
+                h = vs.jobs[others[0]]
+                if h.gpus != 1 or len(vs.slots[h.id]) != 1 or frozenset((jid, h.id)) in self.bad_pairs \
+                        or h.id not in self.solo:  # introspection needs both solo rates
                     continue
                 if h.memory + job.memory > vs.nodes[n].gpu_memory + 1e-9:
                     continue
@@ -437,11 +439,12 @@ class GandivaPolicy:
             if not hosts:
                 rest.append(jid)
                 continue
-            if jid in vs.jobs:
+            n, g = hosts[0][1]
+            if jid in vs.jobs and vs.slots[jid] != [(n, g)]:
                 vs.remove(jid)
                 moved.add(jid)
-            n, g = hosts[0][1]
-            self._place(jid, [(n, g)])
+            if jid not in vs.jobs:
+                self._place(jid, [(n, g)])
             vs.pack(n, g)
             self.counts["packs"] += 1
         return [j for j in rest if j not in vs.jobs]
