@@ -33,7 +33,8 @@ def _one(args: tuple[int, dict[str, Any]]) -> list[dict[str, Any]]:
     seed, p = args
     t0 = time.perf_counter()
     tr = gandiva_trace(p["jobs"], seed, arrival_rate=1.0 / p["interarrival"], duration_scale=p["duration_scale"],
-                       elastic_fraction=p["elastic"], high_priority_fraction=p["high_priority"])
+                       elastic_fraction=p["elastic"], high_priority_fraction=p["high_priority"],
+                       max_duration=p["max_duration_h"] * 3600.0 if p["max_duration_h"] else None)
     rows = ablation(tr, suspend_resume_seconds=p["suspend_resume"], migration_seconds=p["migration_cost"])
     for r in rows:
         r["seed"] = seed
@@ -47,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=400)
     ap.add_argument("--interarrival", type=float, default=150.0, help="mean seconds between arrivals")
     ap.add_argument("--duration-scale", type=float, default=0.05)
+    ap.add_argument("--max-duration-h", type=float, default=None, help="clip job durations (hours)")
     ap.add_argument("--elastic", type=float, default=0.2)
     ap.add_argument("--high-priority", type=float, default=0.0)
     ap.add_argument("--suspend-resume", type=float, default=2.0)
@@ -55,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-o", "--output", default="benchmarks/sim_gandiva_ablation.csv")
     a = ap.parse_args(argv)
     p = {"jobs": a.jobs, "interarrival": a.interarrival, "duration_scale": a.duration_scale, "elastic": a.elastic,
-         "high_priority": a.high_priority, "suspend_resume": a.suspend_resume, "migration_cost": a.migration_cost}
+         "high_priority": a.high_priority, "max_duration_h": a.max_duration_h, "suspend_resume": a.suspend_resume, "migration_cost": a.migration_cost}
     tasks = [(s, p) for s in _seeds(a.seeds)]
     if a.workers > 1:
         with ProcessPoolExecutor(a.workers) as ex:
@@ -73,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         w.writerows(rows)
     configs = list(dict.fromkeys(r["config"] for r in rows))
     print(f"trace: {a.jobs} jobs, mean inter-arrival {a.interarrival:g} s, duration scale {a.duration_scale:g}, "
-          f"seeds {a.seeds}; 100 GPUs; suspend-resume {a.suspend_resume:g} s, migration {a.migration_cost:g} s")
+          f"max duration {a.max_duration_h} h, seeds {a.seeds}; 100 GPUs; suspend-resume {a.suspend_resume:g} s, migration {a.migration_cost:g} s")
     print(f"{'config':<16}{'avg JCT h':>10}{'vs off':>9}{'makespan h':>12}{'vs off':>9}"
           f"{'migr':>7}{'packs':>7}{'unpack':>7}{'grows':>7}{'resumes':>9}")
     for c in configs:

@@ -180,14 +180,18 @@ def gandiva_workload(jobs: Sequence[GandivaJob], cluster: Cluster, *, name: str 
 
 def gandiva_trace(n_jobs: int = 400, seed: int = 0, cluster: Cluster | None = None, *,
                   arrival_rate: float = 1 / 90.0, duration_scale: float = 0.1, elastic_fraction: float = 0.2,
-                  high_priority_fraction: float = 0.0) -> GandivaTrace:
+                  high_priority_fraction: float = 0.0, max_duration: float | None = None) -> GandivaTrace:
     """A synthetic trace shaped like the paper's: Poisson arrivals, Philly job sizes (76% 1-GPU) and
-    durations (scaled by ``duration_scale``), job types drawn from the Gavel-derived profiles, a fraction of
+    durations (scaled by ``duration_scale``, clipped at ``max_duration`` seconds if given), job types drawn from the Gavel-derived profiles, a fraction of
     elastic jobs (may double), and optionally a fraction of priority-2 jobs."""
     cl = cluster if cluster is not None else gandiva_cluster()
     biggest = max(t.total_gpus for t in cl.gpu_types)
     jobs = generate_trace(n_jobs, seed, arrival_rate=arrival_rate, duration_scale=duration_scale,
                           max_gpus=min(biggest, 8), elastic_fraction=elastic_fraction)
+    if max_duration is not None:
+        if not max_duration > 0:
+            raise InputError("max_duration", max_duration, "must be > 0 seconds")
+        jobs = [replace(j, duration=min(j.duration, float(max_duration))) for j in jobs]
     rng = np.random.default_rng([seed, 19])
     pri = {j.id: 2.0 for j in jobs if rng.random() < high_priority_fraction}
     return gandiva_workload(jobs, cl, name=f"gandiva-{n_jobs}-s{seed}", priorities=pri)
@@ -354,6 +358,7 @@ class GandivaPolicy:
             waiting = self._pack_exact(views, waiting, moved)
         elif m.packing == "greedy":
             waiting = self._pack_greedy(views, waiting, moved)
+        vs = self.vs  # pack_exact replaces the state
         # 4. place waiting jobs by Algorithm 1 (defragmenting first when migration is on)
         still = []
         for jid in waiting:
@@ -372,6 +377,22 @@ class GandivaPolicy:
                 continue
             self._place(jid, a.slots)
         self.queue = still
+        # 4b. migration: interfering (packed) jobs apart onto the GPUs still free
+        if m.migration:
+            for n, g in sorted(vs.packed, key=lambda s: (self._pack_value(s, rates), s)):
+                if (n, g) not in vs.packed:
+                    continue
+                guest = vs.gpu_jobs(n, g)[1]
+                old = list(vs.slots[guest])
+                vs.unpack(n, g)
+                vs.remove(guest)
+                a = find_nodes(vs, self._job(guest), max_height=1.0)
+                if a is not None and a.tier in ("affinity", "unaffinitized"):
+                    self._place(guest, a.slots)
+                    moved.add(guest)
+                else:
+                    vs.place(self._job(guest), old)
+                    vs.pack(n, g)
         # 5. grow-shrink
         if m.grow_shrink:
             self.counts["grows"] += sum(self.gs.step(vs, state.time).values())
@@ -393,6 +414,17 @@ class GandivaPolicy:
         for jid in running:
             self.vt[jid] = self.vt.get(jid, 0.0) + 1.0 / self._weight(jid, views[jid].attained_gpu_seconds)
         return self._decision(state, views, running, moved)
+
+    def _pack_value(self, gpu: tuple[int, int], rates: Mapping[str, tuple[str, float]]) -> float:
+        """The measured normalized throughput of a packed GPU (2 while not measured yet)."""
+        assert self.vs is not None
+        v = 0.0
+        for j in self.vs.gpu_jobs(*gpu):
+            r = rates.get(j)
+            if r is None or r[0] != "packed" or j not in self.solo:
+                return 2.0
+            v += r[1] / self.solo[j]
+        return v
 
     def _queue_order(self, views: Mapping[str, Any]) -> list[str]:
         if self.mechanisms.priority:
