@@ -115,10 +115,11 @@ def test_migration_never_loses_a_job_and_every_job_finishes_once(mech):
 
 def test_exact_packing_and_defragmentation_as_decision_steps():
     cl = gandiva_cluster(nodes=2, gpus_per_node=4)
-    jobs = generate_trace(16, 5, arrival_rate=1 / 30.0, duration_scale=0.02, max_gpus=8)
+    jobs = generate_trace(16, 5, arrival_rate=1 / 30.0, duration_scale=0.01, max_gpus=8)
     tr = gandiva_workload(jobs, cl)
     res = simulate_gandiva(tr, cl, Mechanisms(packing="exact", migration="exact"), time_limit=2.0)
     assert len(res.jcts()) == len(jobs)
+    assert res.meta["counts"]["packs"] == 1  # pack_exact paired two time-sliced jobs once
 
 
 def test_switches_and_bad_input():
