@@ -347,7 +347,8 @@ class GandivaPolicy:
                 old = list(vs.slots[jid])
                 vs.remove(jid)
                 a = find_nodes(vs, self._job(jid), max_height=1.0)
-                if a is not None and a.tier in ("affinity", "unaffinitized"):
+                if self._unshared(a, jid):
+                    assert a is not None
                     self._place(jid, a.slots)
                     moved.add(jid)
                 else:
@@ -387,7 +388,8 @@ class GandivaPolicy:
                 vs.unpack(n, g)
                 vs.remove(guest)
                 a = find_nodes(vs, self._job(guest), max_height=1.0)
-                if a is not None and a.tier in ("affinity", "unaffinitized"):
+                if self._unshared(a, guest):
+                    assert a is not None
                     self._place(guest, a.slots)
                     moved.add(guest)
                 else:
@@ -414,6 +416,12 @@ class GandivaPolicy:
         for jid in running:
             self.vt[jid] = self.vt.get(jid, 0.0) + 1.0 / self._weight(jid, views[jid].attained_gpu_seconds)
         return self._decision(state, views, running, moved)
+
+    def _unshared(self, a: Any, jid: str) -> bool:
+        """Algorithm 1 found free GPUs for ``jid`` on no more nodes than it needs (a move worth making)."""
+        assert self.vs is not None
+        return a is not None and a.tier != "timeslice" and \
+            len({n for n, _ in a.slots}) <= nodes_needed(self.vs.node_gpus, self._job(jid).gpus)
 
     def _pack_value(self, gpu: tuple[int, int], rates: Mapping[str, tuple[str, float]]) -> float:
         """The measured normalized throughput of a packed GPU (2 while not measured yet)."""
