@@ -116,6 +116,7 @@ class JobModel:
     profiled local-batch maximum. ``gpu_cap``: at most this many GPUs per job (both simulators: 64). ``rigid_apps``:
     applications that run as rigid jobs even under adaptive policies, with their fixed batch (both: ncf, 1 GPU,
     batch 32768). ``apps``: extra applications (name -> (curve, true throughput model)), e.g. for hand-checked tests.
+    ``elastic``: application -> most GPUs its rigid jobs may hold (Gandiva's grow-shrink; default: none).
     """
 
     name: str
