@@ -79,14 +79,15 @@ def _node_types(cluster: Cluster) -> dict[str, tuple[str, int]]:
 
 def _check_counts(who: str, j: JobState, n: int) -> None:
     rs = j.rigid_shape
-    if rs is not None and n != rs[0]:
+    grow = j.jm.elastic.get(j.app, 0) if rs is not None else 0  # rigid jobs of elastic applications may grow
+    if rs is not None and n != rs[0] and not rs[0] < n <= grow:
         raise InputError(f"{who}", n, f"rigid job {j.id} must get exactly {rs[0]} GPUs or none")
-    if n > j.max_gpus:
+    if n > max(j.max_gpus, grow):
         raise InputError(f"{who}", n, f"job {j.id} may get at most {j.max_gpus} GPUs this round")
 
 
 def _from_nodes(cluster: Cluster, pname: str, nodes: Mapping[str, Mapping[str, int]], active: dict[str, JobState],
-                previous: Placement | None) -> Placement:
+                previous: Placement | None, colocate: Mapping[str, str] | None = None) -> Placement:
     """Validate a node-level decision and give it GPU indices (unchanged jobs keep theirs)."""
     ntype = _node_types(cluster)
     used: dict[str, int] = {}
@@ -138,6 +139,14 @@ def _from_nodes(cluster: Cluster, pname: str, nodes: Mapping[str, Mapping[str, i
                 occ[n][k] = jid
             slots.append((n, tuple(free)))
         assignments[jid] = slots
+    for guest, host in (colocate or {}).items():  # packing: the guest shares the host's GPUs
+        who = f"policy[{pname}].colocate[{guest}]"
+        if guest not in active or guest in want:
+            raise InputError(who, host, "must name an active job without a node map of its own")
+        if host not in want or host in (colocate or {}):
+            raise InputError(who, host, "must name a job placed by `nodes`")
+        _check_counts(who, active[guest], configs[host].n_gpus)
+        assignments[guest], configs[guest] = assignments[host], configs[host]
     return Placement(assignments=assignments, configs=configs)
 
 
@@ -250,11 +259,19 @@ def simulate(
         if decision.allocation is not None and decision.nodes is not None:
             raise InputError(f"policy[{pname}].decision", "allocation and nodes", "give one of them, not both")
         if decision.nodes is not None:
-            placement = _from_nodes(cluster, pname, decision.nodes, active, placement)
+            placement = _from_nodes(cluster, pname, decision.nodes, active, placement, decision.colocate)
         else:
+            if decision.colocate:
+                raise InputError(f"policy[{pname}].colocate", dict(decision.colocate), "needs a `nodes` decision")
             placement = _from_allocation(cluster, pname, decision.allocation or {}, active, placement)
         extra = min(dt, R) if charge_policy_time else 0.0
+        rates, restarts = decision.rate or {}, decision.restart or {}
+        for hook, vals in (("rate", rates), ("restart", restarts)):
+            for jid, v in vals.items():
+                if jid not in active or not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+                    raise InputError(f"policy[{pname}].{hook}[{jid}]", v, "must name an active job and be a number >= 0")
         for j in active.values():
+            j.share = float(rates.get(j.id, 1.0))
             slots = placement.assignments.get(j.id, [])
             new = {n: len(g) for n, g in slots}
             if new == j.nodes:
@@ -263,7 +280,7 @@ def simulate(
             if new:
                 c = placement.configs[j.id]
                 j.config = c
-                j.restart_left = jm.restart(j.app) + extra
+                j.restart_left = float(restarts.get(j.id, jm.restart(j.app))) + extra
                 if j.started:
                     j.restarts += 1
                 else:

@@ -116,6 +116,7 @@ class JobModel:
     profiled local-batch maximum. ``gpu_cap``: at most this many GPUs per job (both simulators: 64). ``rigid_apps``:
     applications that run as rigid jobs even under adaptive policies, with their fixed batch (both: ncf, 1 GPU,
     batch 32768). ``apps``: extra applications (name -> (curve, true throughput model)), e.g. for hand-checked tests.
+    ``elastic``: application -> most GPUs its rigid jobs may hold (Gandiva's grow-shrink; default: none).
     """
 
     name: str
@@ -126,6 +127,7 @@ class JobModel:
     gpu_cap: int = 64
     rigid_apps: Mapping[str, tuple[int, int]] = field(default_factory=lambda: {"ncf": (1, 32768)})
     apps: Mapping[str, tuple[Application, JobGoodputModel]] = field(default_factory=dict)
+    elastic: Mapping[str, int] = field(default_factory=dict)  # app -> most GPUs its rigid jobs may grow to
 
     def application(self, app: str) -> Application:
         """The training curve of ``app`` (``apps`` first, then the shipped ones)."""
@@ -236,6 +238,7 @@ class JobState:
     local_bsz: int = 0
     accum: int = 0
     segments: list[list[Any]] = field(default_factory=list)  # [start, end, gpu type, GPUs]
+    share: float = 1.0  # factor on the true rate this round (Decision.rate: co-location, growth)
     _rate: float | None = None
 
     @property
@@ -310,7 +313,10 @@ class JobState:
         left -= d
         app = self.application
         while left > 0:
-            rate = self.rate()
+            rate = self.rate() * self.share
+            if rate <= 0:  # held but stalled (a zero co-location factor)
+                t += left
+                break
             need = (float(app.progress[self.epoch]) - self.progress) / rate
             if need > left:
                 self.progress += rate * left

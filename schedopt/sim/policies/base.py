@@ -63,6 +63,12 @@ class Decision:
     nodes: Mapping[str, Mapping[str, int]] | None = None
     answer: Answer | None = None     # the solver's answer (termination, objective, bound, timings) when a model was solved
     info: Mapping[str, Any] = field(default_factory=dict)
+    # optional GPU-sharing hooks (Gandiva; default: none): with ``nodes``, guest job id -> host job id, the guest runs
+    # on the host's GPUs (packing; not counted against capacity); job id -> factor on its true rate this round
+    # (co-location interference, growth); job id -> checkpoint-restore seconds charged if its placement changes now
+    colocate: Mapping[str, str] | None = None
+    rate: Mapping[str, float] | None = None
+    restart: Mapping[str, float] | None = None
 
 
 class Policy(Protocol):
