@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from .spec import Server, SynergyJob
+from .spec import Server, SynergyInstance, SynergyJob
 
 __all__ = [
     "GPU_DEMAND",
@@ -224,8 +224,6 @@ def generate_instance(
     class (the simulator's model zoo unless ``zoo_only=False``); ``source="synthetic"``: :func:`profile_job`
     (optimistic profiling; ``instance.profiling`` then records the CPU points each job's search measured).
     """
-    from .io import SynergyInstance
-
     servers = default_cluster(gpus, gpus_per_server=gpus_per_server, cpus_per_server=cpus_per_server, mem_per_server=mem_per_server)
     if source not in ("profiles", "synthetic"):
         raise InputError("source", source, "must be 'profiles' or 'synthetic'")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -12,25 +11,9 @@ from ..errors import InputError
 from ..instances import field as jfield
 from ..problem import Answer, Formulation, ProblemIO, SolveOptions, Violation
 from ..results import SolveResult
-from .spec import Server, SynergyJob, validate
+from .spec import Server, SynergyInstance, SynergyJob
 
 __all__ = ["METHODS", "PROBLEM_IO", "SynergyInstance", "check_instance", "explain_instance", "from_data", "size_of", "solve_instance", "to_data"]
-
-
-@dataclass(frozen=True)
-class SynergyInstance:
-    """One round of Synergy: servers, jobs (in policy order), and whether throughput is GPU-weighted.
-
-    ``profiling`` (optional): per job id, the CPU counts optimistic profiling measured for it.
-    """
-
-    servers: list[Server]
-    jobs: list[SynergyJob]
-    weighted: bool = False
-    profiling: dict[str, list[float]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        validate(self.servers, self.jobs)
 
 
 def _num(v: Any) -> Any:

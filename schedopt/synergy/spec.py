@@ -24,6 +24,7 @@ __all__ = [
     "JobOptions",
     "Server",
     "SynergyAllocation",
+    "SynergyInstance",
     "SynergyJob",
     "job_options",
     "proportional_share",
@@ -502,3 +503,19 @@ def make_job_allocation(
 
 def total_of(per_job: Mapping[str, JobAllocation], jobs: Sequence[SynergyJob], weighted: bool) -> float:
     return float(sum(a.throughput * (j.gpus if weighted else 1) for a, j in zip(per_job.values(), jobs)))
+
+
+@dataclass(frozen=True)
+class SynergyInstance:
+    """One round of Synergy: servers, jobs (in policy order), and whether throughput is GPU-weighted.
+
+    ``profiling`` (optional): per job id, the CPU counts optimistic profiling measured for it.
+    """
+
+    servers: list[Server]
+    jobs: list[SynergyJob]
+    weighted: bool = False
+    profiling: dict[str, list[float]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        validate(self.servers, self.jobs)
