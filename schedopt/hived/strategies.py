@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
-from hypothesis import strategies as st
-
-import copy
-
 import numpy as np
+from hypothesis import strategies as st
 
 from .cells import CellType, PhysicalCellSpec, PhysicalCluster
 from .vc import VirtualCluster
@@ -80,8 +78,8 @@ def invalid_assignments(draw: Any, cluster: PhysicalCluster, max_vcs: int = 3) -
 
 @st.composite
 def with_pinned_cells(draw: Any, cluster: PhysicalCluster, max_pins: int = 3, nested: bool = False) -> PhysicalCluster:
-    """``cluster`` again with 0..``max_pins`` random cells given pinnedCellIds ``P0``, ``P1``, ... (disjoint unless
-    ``nested``: then a pinned cell may lie inside another)."""
+    """``cluster`` (as drawn by :func:`clusters`) again with 0..``max_pins`` random cells given pinnedCellIds ``P0``,
+    ``P1``, ... (disjoint unless ``nested``: then a pinned cell may lie inside another)."""
     picks = draw(st.lists(st.integers(0, cluster.n_cells - 1), max_size=max_pins, unique=True))
     chosen: list[int] = []
     for c in picks:
@@ -91,13 +89,15 @@ def with_pinned_cells(draw: Any, cluster: PhysicalCluster, max_pins: int = 3, ne
     specs = copy.deepcopy(cluster.specs)
     flat: list[PhysicalCellSpec] = []
 
-    def walk(s: PhysicalCellSpec) -> None:
+    def walk(s: PhysicalCellSpec, top: bool) -> None:
         flat.append(s)
+        if not top:
+            s.address = None  # inferred again (the clusters drawn here give addresses to top cells only)
         for ch in s.children or []:
-            walk(ch)
+            walk(ch, False)
 
     for s in specs:
-        walk(s)
+        walk(s, True)
     for i, c in enumerate(chosen):
         flat[c].pinned_id = f"P{i}"
     types = [CellType(t.name, t.child_type, t.child_count, t.is_node_level) for t in cluster.cell_types.values()]
@@ -122,7 +122,7 @@ def cluster_and_valid_vcs(draw: Any, pinned: bool = False, **kw: Any) -> tuple[P
         anc = cl.ancestor[c, int(cl.level[c]) + 1 :]
         blocked[anc[anc >= 0]] = True
     cells: list[dict[Any, int]] = [{} for _ in range(n)]
-    for ci, (cname, ch) in enumerate(cl.chains.items()):
+    for cname, ch in cl.chains.items():
         left = 0
         for k in range(ch.levels, 0, -1):
             at = cl.cells_at[(cname, k)]
