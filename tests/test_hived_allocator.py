@@ -37,10 +37,12 @@ class SafetyMachine(RuleBasedStateMachine):
     granularity (odd pod sizes, several pods per node), with priorities, lazy preemption, pinned-cell requests and
     opportunistic pods on idle GPUs (inside VC-bound cells too) interleaved and preempted."""
 
+    BUDDY = "healthy_first"
+
     @initialize(cv=cluster_and_valid_vcs(pinned=True), data=st.data())
     def setup(self, cv, data) -> None:
         self.cluster, self.vcs = cv
-        self.al = BuddyAllocator(self.cluster, self.vcs)
+        self.al = BuddyAllocator(self.cluster, self.vcs, buddy=self.BUDDY)
         self.initial = self.al.free_lists()
         self.live: dict[int, list[tuple[str, int]]] = {}
         self.owner: dict[int, tuple[str, int]] = {}  # guaranteed handle -> (vc, priority)
@@ -61,6 +63,16 @@ class SafetyMachine(RuleBasedStateMachine):
         free_now = self.al.vc_node_free(v.name, chain, pinned_cell=pin)
         free_prio = self.al.vc_node_free(v.name, chain, priority=prio, pinned_cell=pin)
         a = self.al.allocate(Request(v.name, chain, g, pods, prio, pinned_cell=pin, lazy_preemption=lazy))
+        if self.al.bad_nodes:  # failed hardware: no guarantee, only consistency (checked by the invariant)
+            if a.ok:
+                self.live[a.handle] = [(p.node, x) for p in a.pods for x in p.gpus]
+                self.owner[a.handle] = (v.name, prio)
+            for h in a.preempted:
+                self.live.pop(h)
+                self.owner.pop(h, None)
+            for h in a.lazy_preempted:
+                self.owner.pop(h)
+            return
         if _fits(free_now, g, pods) or _fits(free_prio, g, pods):
             assert a.ok, f"guaranteed request within the VC's virtual cells failed: {a.reason} {a.message}"
             assert len(a.pods) == pods and all(len(p.gpus) == g for p in a.pods)
@@ -89,12 +101,21 @@ class SafetyMachine(RuleBasedStateMachine):
         idle = {}
         held = {x for gpus in self.live.values() for x in gpus}
         for nc in self.cluster.cells_at[(chain, ch.node_level)].tolist():
-            idle[nc] = sum(1 for x in self.cluster.gpus_of(nc) if x not in held)
+            if self.cluster.node_name(nc) not in self.al.bad_nodes:  # idle GPUs of healthy nodes
+                idle[nc] = sum(1 for x in self.cluster.gpus_of(nc) if x not in held)
         a = self.al.allocate(Request(vc, chain, g, pods, "opportunistic"))
         assert a.preempted == []  # opportunistic pods never preempt (fair_share is off)
         assert a.ok == _fits(list(idle.values()), g, pods)  # any idle GPU, inside VC-bound cells too
         if a.ok:
             self.live[a.handle] = [(p.node, x) for p in a.pods for x in p.gpus]
+
+    @rule(data=st.data())
+    def fail_or_heal_node(self, data) -> None:
+        node = data.draw(st.sampled_from(sorted(self.cluster.node_names)))
+        if node in self.al.bad_nodes:
+            self.al.mark_healthy(node)
+        elif data.draw(st.integers(0, 3)) == 0:  # failures rarer than the other steps
+            self.al.mark_bad(node)
 
     @precondition(lambda self: bool(self.live))
     @rule(data=st.data())
@@ -130,13 +151,24 @@ class SafetyMachine(RuleBasedStateMachine):
         if hasattr(self, "al"):
             for h in list(self.al.jobs):
                 self.al.release(h)
+            for node in sorted(self.al.bad_nodes):
+                self.al.mark_healthy(node)
             assert self.al.free_lists() == self.initial  # everything merged back
             assert self.al.check_invariants() == []
 
 
+class HivedBuddyMachine(SafetyMachine):
+    """The same with hivedscheduler's health-blind buddy free lists (``buddy="hived"``)."""
+
+    BUDDY = "hived"
+
+
 SafetyMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=30, deadline=None,
                                            suppress_health_check=[HealthCheck.too_slow])
+HivedBuddyMachine.TestCase.settings = settings(max_examples=30, stateful_step_count=30, deadline=None,
+                                               suppress_health_check=[HealthCheck.too_slow])
 TestSafetyTheorem = SafetyMachine.TestCase
+TestSafetyTheoremHivedBuddy = HivedBuddyMachine.TestCase
 
 
 # ------------------------------------------------------------------------------------------------ hand cases

@@ -147,13 +147,25 @@ class BuddyAllocator(PreemptionMixin, HealthMixin):
     ``allocate(request) -> Allocation``, ``release(handle)``, ``mark_bad(node)`` / ``mark_healthy(node)`` (both return
     the guarantee report), ``free_lists()``, ``bound_cells()``, ``doomed_cells()``, ``vc_node_free()``,
     ``opportunistic_shares()``, ``check_invariants()`` / ``assert_invariants()``. ``fair_share=True`` adds weighted
-    max-min preemption among opportunistic jobs (not in hivedscheduler).
+    max-min preemption among opportunistic jobs (not in hivedscheduler). ``packing``: ``"best_fit"`` (default: inside
+    a VC, among equally used cells a pod takes the smallest, so small pods do not use up node-level cells that large
+    pods need) or ``"hived"`` (hivedscheduler's order: node-level cells first).
     """
 
-    def __init__(self, cluster: PhysicalCluster, vcs: Sequence[VirtualCluster], *, fair_share: bool = False) -> None:
+    PACKINGS = ("best_fit", "hived")
+    BUDDIES = ("healthy_first", "hived")
+
+    def __init__(self, cluster: PhysicalCluster, vcs: Sequence[VirtualCluster], *, fair_share: bool = False,
+                 packing: str = "best_fit", buddy: str = "healthy_first") -> None:
+        if packing not in self.PACKINGS:
+            raise InputError("packing", packing, f"must be one of {list(self.PACKINGS)}")
+        if buddy not in self.BUDDIES:
+            raise InputError("buddy", buddy, f"must be one of {list(self.BUDDIES)}")
+        self.buddy = buddy
         self.cluster = cl = cluster
         self.vcs = list(vcs)
         self.fair_share = bool(fair_share)
+        self.packing = packing
         self.table = demand_table(cl, self.vcs)
         self.vc_index = {v.name: i for i, v in enumerate(self.vcs)}
         self.validity = check_vc_assignment(cl, self.vcs, "counting")
@@ -167,6 +179,7 @@ class BuddyAllocator(PreemptionMixin, HealthMixin):
         self._views: dict[tuple[int, Any], list[VirtualCell]] = {}  # (vc, chain index | pinned id) -> nodes
         self._node_leaves: dict[int, list[VirtualCell]] = {}
         self._pinned: dict[tuple[int, str], VirtualCell] = {}
+        self._order: dict[Any, list[int]] = {}  # persistent node order per view (sorted stably at each placement)
         for vi, v in enumerate(self.vcs):
             for cell, pid in zip(self.table.pinned[vi], self.table.pinned_ids[vi]):
                 ci, k = ph.ci[cell], ph.level[cell]
@@ -323,18 +336,16 @@ class BuddyAllocator(PreemptionMixin, HealthMixin):
         groups: dict[int, list[VirtualCell]] = {}
         for t in tops:
             if t.parent is None:
-                c = ph.take(t.ci, t.level)
+                sub: dict[int, int] = {}
+                c = self._take_root(t, below, sub)
                 if c < 0:
                     for r in taken:
+                        self.bound_roots.discard(plan[id(r)])
                         ph.release(plan[id(r)])
                     return None
                 plan[id(t)] = c
+                self.bound_roots.add(c)  # taken: the next root of this request must not see it free
                 taken.append(t)
-                sub: dict[int, int] = {}
-                if not self._assign(below.get(id(t), []), self._candidates(c), below, sub):  # pragma: no cover
-                    for r in taken:
-                        ph.release(plan[id(r)])
-                    return None
                 plan.update(sub)
             else:
                 groups.setdefault(id(t.parent), []).append(t)
@@ -342,6 +353,7 @@ class BuddyAllocator(PreemptionMixin, HealthMixin):
             sub = {}
             if not self._assign(vs, self._candidates(vs[0].parent.phys), below, sub):  # type: ignore[union-attr]
                 for r in taken:
+                    self.bound_roots.discard(plan[id(r)])
                     ph.release(plan[id(r)])
                 return None
             plan.update(sub)
@@ -351,8 +363,99 @@ class BuddyAllocator(PreemptionMixin, HealthMixin):
             ph.bound[c] = v
             if v.parent is None:
                 self.bound_roots.add(c)
+        for t in taken:
+            if ph.is_bad(t.phys):  # a root bound to a cell with failed nodes (buddy="hived"): the VC sees them
+                self._expose_bad_below(t)
         for u in leaves:
             out[id(u)] = u.phys
+        return out
+
+    def _take_root(self, t: VirtualCell, below: dict[int, list[VirtualCell]], sub: dict[int, int]) -> int:
+        """A physical cell for preassigned virtual cell ``t`` (taken out of the free space), its subtree to bind
+        mapped into ``sub``; -1 when none. ``buddy="healthy_first"``: the buddy rule on the healthy free lists
+        (guarded next to failed nodes by :meth:`split_allowed`); ``buddy="hived"``: hivedscheduler's buddy
+        allocation on health-blind free lists (``buddyAlloc`` then ``safeRelaxedBuddyAlloc``)."""
+        ph = self.phys
+        ci, k = t.ci, t.level
+        chain_bad = self.buddy == "hived" and any(
+            ph.badcnt[x] > 0 for x in self.cluster.cells_at[(self.cluster.chain_names[ci], ph.chains[ci].levels)].tolist())
+        if not chain_bad:
+            c = ph.take(ci, k) if self.split_allowed(ci, k) else -1
+            if c >= 0 and not self._assign(below.get(id(t), []), self._candidates(c), below, sub):  # pragma: no cover
+                ph.release(c)
+                return -1
+            return c
+        free = self.hived_free_cells(ci)
+        levels = ph.chains[ci].levels
+        lowest = next((lv for lv in range(k, levels + 1) if free.get(lv)), 0)
+        if not lowest:
+            return -1
+
+        def fits(c: int) -> bool:
+            trial: dict[int, int] = {}
+            if self._assign(below.get(id(t), []), self._candidates(c), below, trial):
+                sub.clear()
+                sub.update(trial)
+                return True
+            return False
+
+        def usable(cands: list[int]) -> list[int]:
+            return sorted((c for c in cands if ph.usable(c)), key=ph.opp.__getitem__)
+
+        def buddy(level: int, cands: list[int]) -> int:  # hivedscheduler's buddyAlloc (with backtracking)
+            for c in usable(cands):
+                if level == k:
+                    if fits(c):
+                        return c
+                else:
+                    r = buddy(level - 1, ph.children[c])
+                    if r >= 0:
+                        return r
+            return -1
+
+        c = buddy(lowest, free[lowest])
+        if c < 0:  # safeRelaxedBuddyAlloc: split only what the VCs' unbound higher cells leave
+            unbound: dict[int, int] = {}
+            for (_vi, cj, lvl), roots in self._roots_by_level.items():
+                if cj == ci:
+                    unbound[lvl] = unbound.get(lvl, 0) + sum(1 for u in roots if u.phys < 0)
+            ch = ph.chains[ci]
+            splittable: dict[int, int] = {}
+            for i in range(levels, k, -1):
+                carry = splittable[i + 1] * ch.child_count[i + 1] if i < levels else 0
+                splittable[i] = len(free.get(i, [])) - unbound.get(i, 0) + carry
+            at_k = list(free.get(k, []))
+            for lv in range(k + 1, levels + 1):
+                n = min(len(free.get(lv, [])), splittable[lv])
+                if n <= 0:
+                    continue
+                split, free[lv] = free[lv][:n], free[lv][n:]
+                splittable[lv] -= n
+                for _ in range(lv, k, -1):
+                    split = [x for y in split for x in ph.children[y]]
+                at_k = split + at_k
+                c = next((x for x in usable(at_k) if fits(x)), -1)
+                if c >= 0:
+                    break
+        if c < 0:
+            return -1
+        if not ph.carve(c):
+            ph.take_out(c)
+        return c
+
+    def hived_free_cells(self, ci: int) -> dict[int, list[int]]:
+        """hivedscheduler's free lists of chain ``ci`` (health-blind): the largest cells no VC cell touches."""
+        ph = self.phys
+        out: dict[int, list[int]] = {}
+        stack = sorted(self.cluster.cells_at[(self.cluster.chain_names[ci], ph.chains[ci].levels)].tolist(), reverse=True)
+        while stack:
+            c = stack.pop()
+            if c in self.bound_roots:
+                continue
+            if not any(c <= r < ph.end[c] for r in self.bound_roots):
+                out.setdefault(ph.level[c], []).append(c)
+            else:
+                stack.extend(reversed(ph.children[c]))
         return out
 
     # ================================================================ requests
@@ -437,8 +540,10 @@ class BuddyAllocator(PreemptionMixin, HealthMixin):
             top = self.phys.node_level[ci]
             placement, why = None, ""
             for threshold in ((OPPORTUNISTIC_PRIORITY,) if prio <= 0 else (OPPORTUNISTIC_PRIORITY, prio)):
-                placement, why = find_placement(self._vc_view(key, threshold), g, req.pods, threshold,
-                                                VirtualCell.ancestor_at, top)
+                nodes = self._vc_view(key, threshold)
+                order = self._order.setdefault(key, list(range(len(nodes))))
+                placement, why = find_placement(nodes, g, req.pods, threshold, VirtualCell.ancestor_at, top, order,
+                                                best_fit=self.packing == "best_fit")
                 if placement is not None:
                     break
             if placement is None:
@@ -512,8 +617,10 @@ class BuddyAllocator(PreemptionMixin, HealthMixin):
         for ci in chains:
             top = ph.node_level[ci]
             while True:
-                placement, _ = find_placement(self._physical_view(ci), g, req.pods, OPPORTUNISTIC_PRIORITY,
-                                              lambda j, k: int(anc[ph.leaf_cells[j], k]), top)
+                nodes = self._physical_view(ci)
+                order = self._order.setdefault(("physical", ci), list(range(len(nodes))))
+                placement, _ = find_placement(nodes, g, req.pods, OPPORTUNISTIC_PRIORITY,
+                                              lambda j, k: int(anc[ph.leaf_cells[j], k]), top, order)
                 if placement is not None:
                     handle = self._new_handle()
                     for pod in placement:

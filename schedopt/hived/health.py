@@ -129,6 +129,56 @@ class HealthMixin:
                 ph.bound[ch] = v
                 self._expose_bad_below(v)
 
+    # ------------------------------------------------------------------ splitting next to failed cells
+    def _unallocated(self, c: int) -> bool:
+        return self._bound_root_over(c) < 0 and not any(c <= r < self.phys.end[c] for r in self.bound_roots)
+
+    def _bad_free_levels(self, ci: int) -> dict[int, int]:
+        """Level -> number of failed free cells as hivedscheduler's free lists hold them (its buddy lists ignore
+        health: a failed node's free part sits in the largest unallocated cell around it)."""
+        ph = self.phys
+        tops: set[int] = set()
+        for cells in ph.bad_free.values():
+            for d in cells:
+                if ph.ci[d] != ci:
+                    continue
+                a = d
+                while ph.parent[a] >= 0 and self._unallocated(ph.parent[a]):
+                    a = ph.parent[a]
+                tops.add(a)
+        out: dict[int, int] = {}
+        for a in tops:
+            if ph.is_bad(a):
+                out[ph.level[a]] = out.get(ph.level[a], 0) + 1
+        return out
+
+    def split_allowed(self, ci: int, k: int) -> bool:
+        """May a level-``k`` binding split the lowest healthy free higher cell? Always when the chain has no failed
+        node. Otherwise hivedscheduler first looks at the lowest free level *including* failed cells; when that is
+        below the healthy one, its buddy allocation fails there and its ``safeRelaxedBuddyAlloc`` splits a level-l
+        cell only while the free level-l cells exceed the VCs' unbound level-l cells (plus what splitting higher
+        cells brings), so a failed node does not make one VC take the cell another VC's quota needs whole."""
+        ph = self.phys
+        lv = ph.lowest_free_level(ci, k)
+        if lv <= k or not any(ph.badcnt[t] > 0 for t in self.cluster.cells_at[(self.cluster.chain_names[ci],
+                                                                                ph.chains[ci].levels)].tolist()):
+            return True
+        bad_at = self._bad_free_levels(ci)
+        if not any(k <= lvl < lv for lvl in bad_at):
+            return True  # hivedscheduler's lowest free level is the healthy one: the plain buddy split
+        ch = ph.chains[ci]
+        unbound: dict[int, int] = {}
+        for (_vi, c, lvl), roots in self._roots_by_level.items():  # type: ignore[attr-defined]
+            if c == ci:
+                unbound[lvl] = unbound.get(lvl, 0) + sum(1 for u in roots if u.phys < 0)
+        splittable = 0
+        for i in range(ch.levels, k, -1):
+            carry = splittable * ch.child_count[i + 1] if i < ch.levels else 0
+            splittable = ph.free_count(ci, i) + bad_at.get(i, 0) - unbound.get(i, 0) + carry
+            if i == lv:
+                return splittable > 0
+        return True  # pragma: no cover - lv lies in (k, levels]
+
     # ------------------------------------------------------------------ doomed bad cells
     def _free_bad_cell(self, ci: int, k: int) -> int:
         ph = self.phys

@@ -101,10 +101,15 @@ def best_affinity(leaves: list[Any], avail: list[int], g: int, anc: Callable[[An
 
 
 def find_placement(nodes: list[NodeView], g: int, pods: int, threshold: int, anc: Callable[[Any, int], Any],
-                   top: int) -> tuple[list[list[Any]] | None, str]:
+                   top: int, order: list[int] | None = None, best_fit: bool = False) -> tuple[list[list[Any]] | None, str]:
     """Place ``pods`` pods of ``g`` GPUs on ``nodes``: a GPU is available when its priority is below ``threshold``
-    (free GPUs first, then preemptible ones). Returns the GPUs per pod, or ``None`` and the reason."""
-    order = sorted(range(len(nodes)), key=lambda i: (not nodes[i].healthy, -nodes[i].used, nodes[i].higher))
+    (free GPUs first, then preemptible ones). Returns the GPUs per pod, or ``None`` and the reason.
+
+    ``order`` (node positions) is the view's order from its previous placement: it is sorted again, stably, in
+    place, so ties keep their earlier order (hivedscheduler sorts one persistent node list per view)."""
+    if order is None:
+        order = list(range(len(nodes)))
+    order.sort(key=lambda i: (not nodes[i].healthy, -nodes[i].used, nodes[i].higher))
     picks: list[int] = []
     for i in order:
         nd = nodes[i]

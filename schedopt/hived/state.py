@@ -213,6 +213,16 @@ class PhysicalState:
             return c
         return -1
 
+    def lowest_free_level(self, ci: int, k: int) -> int:
+        """The lowest level ``>= k`` holding a free (healthy) cell of chain ``ci``; 0 when none."""
+        for lv in range(k, self.chains[ci].levels + 1):
+            if self.clean[(ci, lv)] or self.dirty[(ci, lv)]:
+                return lv
+        return 0
+
+    def free_count(self, ci: int, k: int) -> int:
+        return len(self.clean[(ci, k)]) + len(self.dirty[(ci, k)])
+
     def healthy_left(self, ci: int, k: int) -> int:
         """Healthy level-k cells obtainable from the free lists (HiveD's ``totalLeftCellNum - badFreeCells``)."""
         ch = self.chains[ci]
