@@ -106,10 +106,15 @@ def find_placement(nodes: list[NodeView], g: int, pods: int, threshold: int, anc
     (free GPUs first, then preemptible ones). Returns the GPUs per pod, or ``None`` and the reason.
 
     ``order`` (node positions) is the view's order from its previous placement: it is sorted again, stably, in
-    place, so ties keep their earlier order (hivedscheduler sorts one persistent node list per view)."""
+    place, so ties keep their earlier order (hivedscheduler sorts one persistent node list per view). ``best_fit``
+    (schedopt's default inside a VC) breaks ties by the node's size, smallest first: a 1-GPU pod takes a VC's
+    1-GPU cell rather than a GPU of an idle 8-GPU node (hivedscheduler's order puts node-level cells first)."""
     if order is None:
         order = list(range(len(nodes)))
-    order.sort(key=lambda i: (not nodes[i].healthy, -nodes[i].used, nodes[i].higher))
+    if best_fit:
+        order.sort(key=lambda i: (not nodes[i].healthy, -nodes[i].used, nodes[i].higher, len(nodes[i].leaves)))
+    else:
+        order.sort(key=lambda i: (not nodes[i].healthy, -nodes[i].used, nodes[i].higher))
     picks: list[int] = []
     for i in order:
         nd = nodes[i]
