@@ -440,3 +440,19 @@ def test_best_fit_keeps_a_node_for_a_later_8_gpu_pod() -> None:
     with pytest.raises(InputError) as e:
         BuddyAllocator(cl, vcs, packing="tightest")
     assert e.value.field == "packing"
+
+
+def test_preemptor_cells_stay_bound_when_a_victim_leaves_a_shared_node() -> None:
+    """Regression (found by the soak run): VC a has two 2-GPU nodes; a priority-0 job of three 1-GPU pods fills node
+    X and one GPU of node Y. A priority-5 job of three 1-GPU pods takes X's two GPUs (preempting) and Y's idle GPU.
+    Releasing the victim's GPU on Y must not unbind Y, where the preemptor's new pod already runs."""
+    cl = two_level(2, 2)
+    al = BuddyAllocator(cl, [VirtualCluster("a", {("N", 2): 2})])
+    low = al.allocate(Request("a", "N", 1, pods=3, priority=0))
+    assert low.ok and sorted(p.node for p in low.pods).count(low.pods[0].node) in (1, 2)
+    high = al.allocate(Request("a", "N", 1, pods=3, priority=5))
+    assert high.ok and high.preempted == [low.handle]
+    assert al.check_invariants() == []
+    assert sorted(al.bound_cells()["a"]) == [("N", 2, "n0"), ("N", 2, "n1")]
+    al.release(high.handle)
+    assert al.bound_cells()["a"] == [] and al.check_invariants() == []

@@ -569,10 +569,12 @@ class BuddyAllocator(PreemptionMixin, HealthMixin):
                 continue
             handle = self._new_handle()
             gpus = [[self.phys.leaf_lo[mapped[id(u)]] for u in pod] for pod in placement]
-            victims = self.victims_on([j for pod in gpus for j in pod], handle)
-            self.preempt(victims, keep={id(u) for u in leaves})
-            for u, j in zip(leaves, [j for pod in gpus for j in pod]):
+            flat = [j for pod in gpus for j in pod]
+            victims = self.victims_on(flat, handle)
+            for u in leaves:  # counted as used first, so a victim's release cannot unbind the cells just bound
                 self.vuse_gpu(u, handle, prio)
+            self.preempt(victims, keep={id(u) for u in leaves})
+            for j in flat:
                 self.phys.set_gpu(j, handle, prio)
             k = self.phys.chains[ci].level_for_gpus(g) or 1
             self.jobs[handle] = Job(handle, req, prio, ci, k, gpus, leaves)

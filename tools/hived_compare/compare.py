@@ -176,7 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     theirs = json.loads((tmp / "out.json").read_text())
     total = agree = same_victims = 0
     kinds: dict[str, int] = {}
+    first: dict[str, int] = {}  # the first disagreement of each configuration (later ones follow from it)
     for i, (o, t) in enumerate(zip(ours, theirs)):
+        seen_first = False
         for a, b in zip(o, t):
             total += 1
             if a["verdict"] == b["verdict"]:
@@ -185,6 +187,9 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             key = f"schedopt {a['verdict']} ({a['reason']}) / hived {b['verdict']} ({b['reason'][:60]})"
             kinds[key] = kinds.get(key, 0) + 1
+            if not seen_first:
+                first[key] = first.get(key, 0) + 1
+                seen_first = True
             print(f"case {i} {a['name']}: {key}", file=sys.stderr)
         if len(o) != len(t):
             print(f"case {i}: {len(o)} vs {len(t)} steps (hived: {t[-1] if t else None})", file=sys.stderr)
@@ -193,6 +198,10 @@ def main(argv: list[str] | None = None) -> int:
           f"{same_victims} of the agreeing steps preempt the same jobs; inputs in {tmp}")
     for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]):
         print(f"  {n:4d}  {k}")
+    if first:
+        print(f"first disagreement of each of the {sum(first.values())} configurations with one:")
+        for k, n in sorted(first.items(), key=lambda kv: -kv[1]):
+            print(f"  {n:4d}  {k}")
     for i in args.show:
         print(f"case {i}: bad nodes {cases[i]['bad_nodes']}\n{Path(cases[i]['config']).read_text()}")
         steps = iter(zip(ours[i], theirs[i]))
