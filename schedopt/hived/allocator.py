@@ -684,8 +684,8 @@ class BuddyAllocator(PreemptionMixin, HealthMixin):
         """Free physical cells per (chain, level), as sorted addresses."""
         cn = self.cluster.chain_names
         out = {}
-        for (ci, k), d in self.phys.clean.items():
-            cells = list(d) + list(self.phys.dirty[(ci, k)])
+        for (ci, k), d in self.phys.free.items():
+            cells = list(d)
             out[(cn[ci], k)] = sorted(self.cluster.address[c] for c in cells)
         return out
 

@@ -107,16 +107,24 @@ def find_placement(nodes: list[NodeView], g: int, pods: int, threshold: int, anc
 
     ``order`` (node positions) is the view's order from its previous placement: it is sorted again, stably, in
     place, so ties keep their earlier order (hivedscheduler sorts one persistent node list per view). ``best_fit``
-    (schedopt's default inside a VC) breaks ties by the node's size, smallest first: a 1-GPU pod takes a VC's
-    1-GPU cell rather than a GPU of an idle 8-GPU node (hivedscheduler's order puts node-level cells first)."""
+    (schedopt's default inside a VC): among nodes that tie in that order, those that can hold the whole request come
+    first, smallest first -- a 1-GPU pod takes a VC's 1-GPU cell rather than a GPU of an idle 8-GPU node
+    (hivedscheduler's view lists node-level cells first) -- while a request no single node holds is packed in
+    hivedscheduler's order. This per-request order is not kept."""
     if order is None:
         order = list(range(len(nodes)))
+
+    def key(i: int) -> tuple[bool, int, int]:
+        return (not nodes[i].healthy, -nodes[i].used, nodes[i].higher)
+
+    order.sort(key=key)
+    walk = order
     if best_fit:
-        order.sort(key=lambda i: (not nodes[i].healthy, -nodes[i].used, nodes[i].higher, len(nodes[i].leaves)))
-    else:
-        order.sort(key=lambda i: (not nodes[i].healthy, -nodes[i].used, nodes[i].higher))
+        need = g * pods
+        free_of = {i: sum(1 for p in nodes[i].prios if p < threshold) for i in order}
+        walk = sorted(order, key=lambda i: (*key(i), free_of[i] < need, len(nodes[i].leaves) if free_of[i] >= need else 0))
     picks: list[int] = []
-    for i in order:
+    for i in walk:
         nd = nodes[i]
         free = sum(1 for p in nd.prios if p < threshold)
         while free >= g and len(picks) < pods:

@@ -50,12 +50,12 @@ class PhysicalState:
         self.used = [0] * n
         self.badcnt = [0] * n
         self.bad_free: dict[int, set[int]] = {}
-        self.clean: dict[tuple[int, int], dict[int, None]] = {}
-        self.dirty: dict[tuple[int, int], dict[int, None]] = {}
+        #: free cells per (chain, level), in list order (hivedscheduler's: split children appended, merged parents
+        #: appended); a take picks the first cell with the fewest opportunistic GPUs
+        self.free: dict[tuple[int, int], dict[int, None]] = {}
         for ci, ch in enumerate(self.chains):
             for k in range(1, ch.levels + 1):
-                self.clean[(ci, k)] = {}
-                self.dirty[(ci, k)] = {}
+                self.free[(ci, k)] = {}
         ng = cl.num_gpus
         self.gpu_job = [-1] * ng
         self.gpu_prio = [FREE_PRIORITY] * ng
@@ -94,24 +94,12 @@ class PhysicalState:
         c = self.leaf_cells[j]
         while c >= 0:
             self.used[c] += du
-            if do:
-                if self.is_free[c]:
-                    self._unlist(c)
-                    self.opp[c] += do
-                    self._list_of(c)[c] = None
-                else:
-                    self.opp[c] += do
+            self.opp[c] += do
             c = self.parent[c]
 
     # ------------------------------------------------------------------ free lists (buddy)
     def _list_of(self, c: int) -> dict[int, None]:
-        key = (self.ci[c], self.level[c])
-        return self.clean[key] if self.opp[c] == 0 else self.dirty[key]
-
-    def _unlist(self, c: int) -> None:
-        key = (self.ci[c], self.level[c])
-        self.clean[key].pop(c, None)
-        self.dirty[key].pop(c, None)
+        return self.free[(self.ci[c], self.level[c])]
 
     def free_add(self, c: int) -> None:
         """Put healthy cell ``c`` on its free list and merge buddies upward while all are free."""
@@ -130,7 +118,7 @@ class PhysicalState:
 
     def free_remove(self, c: int) -> None:
         self.is_free[c] = False
-        self._unlist(c)
+        self._list_of(c).pop(c, None)
         p = self.parent[c]
         if p >= 0:
             self.free_children[p] -= 1
@@ -195,13 +183,10 @@ class PhysicalState:
         """A free level-k cell by the buddy rule (lowest free level; fewest opportunistic GPUs); -1 if none."""
         L = self.chains[ci].levels
         for lv in range(k, L + 1):
-            clean, dirty = self.clean[(ci, lv)], self.dirty[(ci, lv)]
-            if clean:
-                c = next(iter(clean))
-            elif dirty:
-                c = min(dirty, key=self.opp.__getitem__)
-            else:
+            lst = self.free[(ci, lv)]
+            if not lst:
                 continue
+            c = min(lst, key=self.opp.__getitem__)
             self.free_remove(c)
             while self.level[c] > k:
                 kids = self.children[c]
@@ -216,18 +201,18 @@ class PhysicalState:
     def lowest_free_level(self, ci: int, k: int) -> int:
         """The lowest level ``>= k`` holding a free (healthy) cell of chain ``ci``; 0 when none."""
         for lv in range(k, self.chains[ci].levels + 1):
-            if self.clean[(ci, lv)] or self.dirty[(ci, lv)]:
+            if self.free[(ci, lv)]:
                 return lv
         return 0
 
     def free_count(self, ci: int, k: int) -> int:
-        return len(self.clean[(ci, k)]) + len(self.dirty[(ci, k)])
+        return len(self.free[(ci, k)])
 
     def healthy_left(self, ci: int, k: int) -> int:
         """Healthy level-k cells obtainable from the free lists (HiveD's ``totalLeftCellNum - badFreeCells``)."""
         ch = self.chains[ci]
-        return sum((len(self.clean[(ci, lv)]) + len(self.dirty[(ci, lv)])) * ch.span(lv, k)
+        return sum(len(self.free[(ci, lv)]) * ch.span(lv, k)
                    for lv in range(k, ch.levels + 1))
 
     def free_cells(self) -> list[int]:
-        return [c for d in (*self.clean.values(), *self.dirty.values()) for c in d]
+        return [c for d in self.free.values() for c in d]
