@@ -305,7 +305,15 @@ def test_model_names_match_formulation_card() -> None:
     types = [CellType("N", "G", 2, is_node_level=True)]
     cl = PhysicalCluster(types, [PhysicalCellSpec("N", "n0", "P"), PhysicalCellSpec("N", "n1")])
     em = build_exact_model(cl, [VirtualCluster("a", {("N", 1): 1}, pinned=["P"])], bad_nodes=["n1"], extra=("N", 1))
-    assert names == set(em.model.blocks) | set(em.model.families)
+    model_names = set(em.model.blocks) | set(em.model.families)
+    assert model_names == {"assign", "extra", "demand", "disjoint_path", "pinned", "bad_hardware", "new_vc_demand"}
+    assert model_names <= names
+    # the other names are the answer fields: each one readable on a CheckReport or a HivedAnswer
+    inst = HivedInstance(cl, [VirtualCluster("a", {("N", 1): 1})])
+    ans = PROBLEM_IO.solve(inst, SolveOptions())
+    fields = names - model_names
+    assert fields == {"valid", "chain", "level", "cell_type", "vc", "cause", "left", "mapping", "allocations"}
+    assert all(hasattr(ans.check, f) or hasattr(ans, f) for f in fields)
 
 
 # ------------------------------------------------------------------------------------------------ configs
