@@ -28,9 +28,20 @@ from schedopt.hived import (
     verify_mapping,
 )
 from schedopt.hived.check import counting_table
-from schedopt.hived.io import HivedInstance, Release, explain_instance, from_data, solve_instance, to_data
-from schedopt.hived.strategies import cluster_and_invalid_vcs, cluster_and_valid_vcs
+from schedopt.hived.io import (
+    PROBLEM_IO,
+    HivedAnswer,
+    HivedInstance,
+    Release,
+    explain_instance,
+    from_data,
+    solve_instance,
+    to_data,
+)
+from schedopt.hived.strategies import cluster_and_invalid_vcs, cluster_and_pinned_vcs, cluster_and_valid_vcs
 from schedopt.hived.vc import demand_table
+from schedopt.problem import Formulation, SolveOptions
+from schedopt.results import TerminationReason
 from schedopt.testing import backends_for
 
 EXAMPLE = Path(schedopt.__file__).parent / "hived" / "examples" / "example.yaml"
@@ -141,17 +152,52 @@ def test_rack_verdicts_and_counting_table() -> None:
     assert (e.valid, e.level, e.vc, e.cell_type) == (False, 1, "z", "G")
 
 
-def test_pinned_cells_beyond_the_counting_rule() -> None:
-    """2 nodes of 2 GPUs, one GPU of each node pinned to VC a, VC b wants a whole node. Counting: left_2 = 2-1 = 1,
-    left_1 = 2 - 2 = 0 -> valid; but every node holds a pinned GPU, so the exact model says invalid (pinned)."""
+def test_counting_never_valid_when_pinned_cells_straddle_every_top_cell() -> None:
+    """Regression (issue 17): 2 nodes of 2 GPUs, one GPU of each node pinned to VC a, VC b wants a whole node.
+    The old counting rule (pinned cells only counted) said valid: left_2 = 2 - 1 = 1, left_1 = 2 - 2 = 0. Every node
+    holds a pinned GPU, so no node is left: both checks now say invalid, at level 1 (the pinned GPUs are level-1
+    demand), VC b, cause pinned; the counting table shows left_2 = 0 - 1 = -1."""
     types = [CellType("N", "G", 2, is_node_level=True)]
     specs = [PhysicalCellSpec("N", f"n{i}", children=[PhysicalCellSpec(pinned_id=f"P{i}"), PhysicalCellSpec()]) for i in range(2)]
     cl = PhysicalCluster(types, specs)
     vcs = [VirtualCluster("a", {}, pinned=["P0", "P1"]), VirtualCluster("b", {("N", 2): 1})]
     c, e = both(cl, vcs)
-    assert c.valid is True
-    assert (e.valid, e.level, e.vc, e.cause) == (False, 1, "b", "pinned")
-    assert check_vc_assignment(cl, vcs[:1], "exact").valid  # the pinned cells alone fit
+    for rep in (c, e):
+        assert (rep.valid, rep.level, rep.vc, rep.cause) == (False, 1, "b", "pinned")
+        assert rep.termination.reason is TerminationReason.INFEASIBLE
+    assert c.left["N"][2] == -1
+    assert check_vc_assignment(cl, vcs[:1], "counting").valid and check_vc_assignment(cl, vcs[:1], "exact").valid
+    # b asking for the two free GPUs instead fits: left_1 = 2 free GPUs - 2
+    ok = [vcs[0], VirtualCluster("b", {("N", 1): 2})]
+    assert check_vc_assignment(cl, ok, "counting").valid and check_vc_assignment(cl, ok, "exact").valid
+
+
+def test_counting_never_valid_on_nested_pinned_cells() -> None:
+    """Regression (issue 17): node n0 pinned to VC a and its GPU 0 pinned to VC b (nested): no mapping exists (a
+    cell cannot be used whole by a and in part by b). The old counting rule said valid; both now say invalid."""
+    types = [CellType("N", "G", 2, is_node_level=True)]
+    specs = [PhysicalCellSpec("N", "n0", "PN", children=[PhysicalCellSpec(pinned_id="PG"), PhysicalCellSpec()]),
+             PhysicalCellSpec("N", "n1")]
+    cl = PhysicalCluster(types, specs)
+    vcs = [VirtualCluster("a", {}, pinned=["PN"]), VirtualCluster("b", {}, pinned=["PG"])]
+    c, e = both(cl, vcs)
+    assert (c.valid, c.vc, c.cause) == (False, "b", "pinned")
+    assert (e.valid, e.vc, e.cause) == (False, "b", "pinned")
+    assert c.level == e.level == 1
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cv=cluster_and_pinned_vcs(), data=st.data())
+def test_counting_never_wrong_on_pinned_cells(cv, data) -> None:
+    """Random clusters with pinned cells (disjoint or nested, owned or not) and random quotas: the counting rule
+    gives the exact model's verdict, chain, level and VC (never a wrong "valid")."""
+    cl, vcs = cv
+    bad = _random_bad(data, cl)
+    for b in ([], bad):
+        c, e = both(cl, vcs, bad_nodes=b)
+        assert e.valid is not None
+        assert c.valid == e.valid, (c.message, e.message)
+        assert (c.chain, c.level, c.vc) == (e.chain, e.level, e.vc)
 
 
 def test_bad_hardware_verdicts() -> None:
@@ -259,7 +305,15 @@ def test_model_names_match_formulation_card() -> None:
     types = [CellType("N", "G", 2, is_node_level=True)]
     cl = PhysicalCluster(types, [PhysicalCellSpec("N", "n0", "P"), PhysicalCellSpec("N", "n1")])
     em = build_exact_model(cl, [VirtualCluster("a", {("N", 1): 1}, pinned=["P"])], bad_nodes=["n1"], extra=("N", 1))
-    assert names == set(em.model.blocks) | set(em.model.families)
+    model_names = set(em.model.blocks) | set(em.model.families)
+    assert model_names == {"assign", "extra", "demand", "disjoint_path", "pinned", "bad_hardware", "new_vc_demand"}
+    assert model_names <= names
+    # the other names are the answer fields: each one readable on a CheckReport or a HivedAnswer
+    inst = HivedInstance(cl, [VirtualCluster("a", {("N", 1): 1})])
+    ans = PROBLEM_IO.solve(inst, SolveOptions())
+    fields = names - model_names
+    assert fields == {"valid", "chain", "level", "cell_type", "vc", "cause", "left", "mapping", "allocations"}
+    assert all(hasattr(ans.check, f) or hasattr(ans, f) for f in fields)
 
 
 # ------------------------------------------------------------------------------------------------ configs
@@ -271,8 +325,9 @@ def test_load_example_config() -> None:
     assert [v.name for v in vcs] == ["team-x", "team-y", "team-z"]
     c, e = both(cl, vcs)
     assert c.valid and e.valid
-    # racks 2-1 = 1; nodes 4-3 = 1; sockets 2-1 = 1; switches 2; GPUs 4-3 = 1
-    assert c.left["V100-RACK"][1:] == [1, 2, 1, 1, 1]
+    # the pinned node a1 blocks rack-a: racks 1 (rack-b) - 1 = 0; nodes a0, a2, a3 + 0 * 4 - 2 = 1;
+    # sockets 1 * 2 - 1 = 1; switches 1 * 2 = 2; GPUs 2 * 2 - 3 = 1
+    assert c.left["V100-RACK"][1:] == [1, 2, 1, 1, 0]
 
 
 def test_config_round_trip(tmp_path) -> None:
@@ -367,11 +422,60 @@ def test_instance_round_trip_and_solve() -> None:
     assert to_data(back) == data
     text = instances.dumps(inst)
     assert to_data(instances.loads(text)) == data
-    (rep, allocs), rows, summary = solve_instance(inst)
-    assert summary["valid"] is True and rep.valid
-    assert [a.ok for a in allocs] == [True, True, True]
-    assert sum(1 for r in rows if "cell" in r) == sum(len(v) for v in rep.mapping.values())
+    ans = PROBLEM_IO.solve(inst, SolveOptions())
+    assert isinstance(ans, HivedAnswer) and ans.method == "exact" and ans.valid is True
+    assert ans.termination.reason is TerminationReason.OPTIMAL and ans.has_solution
+    # j3 asks team-x for 3 nodes: it has 2 plus its pinned node, which only requests naming it may use (as in
+    # hivedscheduler), so j3 waits
+    assert [a.ok for a in ans.allocations] == [True, True, False] and ans.allocations[2].reason == "vc_quota"
+    assert PROBLEM_IO.check(inst, ans) == []
+    rows = ans.rows()
+    assert sum(1 for r in rows if "cell" in r) == sum(len(v) for v in ans.check.mapping.values())
+    assert ans.to_dict()["termination"]["reason"] == "optimal"
+    counting = PROBLEM_IO.solve(inst, SolveOptions(method="counting"))
+    assert counting.valid is True and counting.method == "counting"
+    assert PROBLEM_IO.methods[0] == "exact" and PROBLEM_IO.size(inst) == (72, 3)
+    form = PROBLEM_IO.build(inst)
+    assert isinstance(form, Formulation) and form.inverse.chains == ("V100-RACK", "K80-NODE") and not form.model.meta
+    dec = PROBLEM_IO.decode(inst, form, schedopt.solve(form.model, "highs"))
+    assert dec.valid is True and PROBLEM_IO.check(inst, dec) == []
+    with pytest.warns(DeprecationWarning):
+        (rep, allocs), rows, summary = solve_instance(inst)
+    assert summary["valid"] is True and rep.valid and [a.ok for a in allocs] == [True, True, False]
     assert "chain V100-RACK" in explain_instance(inst)
+
+
+def test_checker_catches_a_doctored_answer() -> None:
+    """The model-free checker flags a mapping with a cell given twice and a replay with a shared GPU."""
+    inst = _example_instance()
+    ans = PROBLEM_IO.solve(inst, SolveOptions())
+    vc, cells = next((v, c) for v, c in ans.check.mapping.items() if c)
+    ans.check.mapping[vc] = [*cells, cells[0]]
+    a0, a1 = ans.allocations[0], ans.allocations[1]
+    a1.pods[0] = type(a1.pods[0])(a0.pods[0].node, a0.pods[0].gpus[:1], a0.pods[0].cell, 1)
+    paths = {v.path for v in PROBLEM_IO.check(inst, ans)}
+    assert any(p.startswith("cells[") for p in paths) and "ops[1]" in paths
+
+
+def test_pinned_and_lazy_ops_round_trip() -> None:
+    from schedopt.hived import Request
+
+    inst = _example_instance()
+    inst.ops.append(Request("team-x", "V100-RACK", 8, 1, 7, "j4", pinned_cell="TEAM-X-NODE", lazy_preemption=True))
+    data = to_data(inst)
+    assert data["ops"][-1]["pinned_cell"] == "TEAM-X-NODE" and data["ops"][-1]["lazy_preemption"] is True
+    assert to_data(from_data(data)) == data
+    ans = PROBLEM_IO.solve(from_data(data), SolveOptions(method="counting"))
+    assert ans.allocations[-1].ok and ans.allocations[-1].pods[0].node == "v100-a1"
+    data["ops"][-1]["pinned_cell"] = "NOPE"
+    with pytest.raises(InputError) as e:
+        from_data(data)
+    assert e.value.field == "data.ops[4].pinned_cell"
+    data["ops"][-1]["pinned_cell"] = "TEAM-X-NODE"
+    data["ops"][-1]["priority"] = 2000
+    with pytest.raises(InputError) as e:
+        from_data(data)
+    assert e.value.field == "data.ops[4].priority"
 
 
 def test_instance_errors_name_the_path() -> None:
@@ -393,13 +497,19 @@ def test_instance_errors_name_the_path() -> None:
 
 
 def test_instance_with_bad_node_explains() -> None:
-    """Node v100-b3 bad: rack-b is broken and rack-a holds team-x's pinned node, so team-y's rack cannot fit."""
+    """Node v100-b3 bad: rack-b is broken and rack-a holds team-x's pinned node, so team-y's rack cannot fit (the
+    guarantee is broken). As in hivedscheduler, team-y's rack is then doomed to the failed rack-b and j1's two 8-GPU
+    pods still run on its healthy nodes."""
     inst = _example_instance()
     inst.bad_nodes = ["v100-b3"]
-    (rep, allocs), _, summary = solve_instance(inst)
+    ans = PROBLEM_IO.solve(inst, SolveOptions())
+    rep = ans.check
     # racks alone still fit (rack-a), but with the node-level cells (team-x, pinned a1) they do not: level 4
-    assert summary["valid"] is False and (rep.chain, rep.level, rep.cause) == ("V100-RACK", 4, "bad_hardware")
-    assert allocs[0].ok is False and allocs[0].reason == "bad_hardware"
+    assert ans.valid is False and (rep.chain, rep.level, rep.cause) == ("V100-RACK", 4, "bad_hardware")
+    assert ans.termination.reason is TerminationReason.INFEASIBLE and not ans.has_solution
+    j1 = ans.allocations[0]
+    assert j1.ok and sorted(p.node for p in j1.pods) != [] and all(p.node in ("v100-b0", "v100-b1", "v100-b2") for p in j1.pods)
+    assert PROBLEM_IO.check(inst, ans) == []
 
 
 def test_generated_instance_is_valid_and_shipped_instances_load() -> None:

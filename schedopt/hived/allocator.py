@@ -1,23 +1,28 @@
-"""HiveD's buddy cell allocator: free lists per chain and level, split / merge, dynamic virtual-to-physical binding,
-guaranteed vs opportunistic priority with preemption, weighted max-min opportunistic shares, and bad hardware.
+"""HiveD's allocator: VC placement at GPU granularity, dynamic virtual-to-physical binding by the buddy rule,
+priorities with preemption, opportunistic pods anywhere idle, lazy preemption, pinned cells and failed nodes.
 
-Two buddy systems are stacked, as in HiveD:
+The pieces (after hivedscheduler's ``pkg/algorithm``):
 
-* **inside each VC** (virtual cells): a pod needing a level-k cell takes a free virtual level-k cell of its VC, or
-  splits the lowest free higher virtual cell; release merges virtual buddies back;
-* **physical** (shared by all VCs): when a VC's *preassigned* (top-level, quota) virtual cell gets its first pod, it
-  is bound to a free physical cell of the same level taken from the free list of that level, or by splitting the
-  lowest free higher-level cell (the split-off buddies go on their free lists); a lower virtual cell binds to a free
-  physical child of its parent's physical cell. A virtual cell with nothing running is unbound; a preassigned cell
-  that unbinds gives its physical cell back, and buddies merge upward while all are free.
+* :mod:`~schedopt.hived.state` -- GPUs (owner, priority) and the physical buddy free lists (split / merge);
+* :mod:`~schedopt.hived.binding` -- virtual cells onto physical cells (buddy allocation, backtracking);
+* :mod:`~schedopt.hived.search` -- each VC's virtual cells and the topology-aware placement of pods;
+* :mod:`~schedopt.hived.preemption` -- gang preemption of victims, lazy preemption, opportunistic fair shares;
+* :mod:`~schedopt.hived.health` -- failed nodes and doomed bad cells;
+* :mod:`~schedopt.hived.priority` -- priorities 0..1000 (guaranteed), -1 (opportunistic), wait reasons;
+* :mod:`~schedopt.hived.invariants` -- the model-free consistency check of the whole state.
 
-Every operation walks one root-to-leaf path (times the fan-out), i.e. O(levels). Free lists hold healthy cells
-only (bad nodes are split off into a per-node bad list), so allocation avoids bad hardware.
+A **guaranteed** request (priority 0..1000) is placed inside its VC's virtual cells (several pods may share a
+node, a pod takes any number of GPUs of one node), first without preemption, then treating the VC's GPUs of lower
+priorities as free. The chosen virtual GPUs are then bound to physical GPUs: a preassigned (quota) virtual cell that
+gets its first pod is bound to a free physical cell of its level by the buddy rule (the lowest free level is split,
+children with the fewest opportunistic GPUs first); a lower virtual cell binds to a free physical child of its
+parent's cell (fewest opportunistic GPUs first). Jobs running on the GPUs taken are preempted whole. A request naming
+``pinned_cell`` is placed inside that pinned cell only (other requests never use pinned cells). An **opportunistic**
+request (priority -1) takes idle GPUs anywhere, inside cells bound to VCs too, packed onto nodes that already run
+opportunistic pods and away from guaranteed ones; guaranteed pods preempt it when their binding needs its GPUs.
 
-Opportunistic pods take whole free cells of the level they need inside the free physical space, searched from the
-highest level down (far from the guaranteed cells, which the buddy rule packs low). A guaranteed binding chooses,
-among the buddy-legal free cells of a level, the one with the fewest opportunistic GPUs, and preempts only the
-opportunistic jobs on the GPUs its pods actually take.
+Every operation walks one root-to-leaf path per GPU; placement scans the nodes of one VC (guaranteed) or one chain
+(opportunistic).
 """
 
 from __future__ import annotations
@@ -29,22 +34,38 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..problem import Violation, assert_valid
+from .binding import BindingMixin
 from .cells import PhysicalCluster
 from .check import CheckReport, check_vc_assignment
+from .health import HealthMixin
+from .invariants import check_allocator
+from .preemption import PreemptionMixin
+from .priority import (
+    FREE_PRIORITY,
+    GUARANTEED,
+    OPPORTUNISTIC,
+    OPPORTUNISTIC_PRIORITY,
+    WaitReason,
+    priority_value,
+    weighted_max_min,
+)
+from .search import BAD_NODE, NodeView, VirtualCell, build_virtual_tree, find_placement
+from .state import PhysicalState
 from .vc import VirtualCluster, demand_table
 
 __all__ = ["Allocation", "BuddyAllocator", "PodPlacement", "Request", "weighted_max_min"]
 
-GUARANTEED = "guaranteed"
-OPPORTUNISTIC = "opportunistic"
-
 
 @dataclass(frozen=True)
 class Request:
-    """A job: ``pods`` pods of ``gpus_per_pod`` GPUs each, for VC ``vc``, on a chain (or a leaf type, e.g. "V100").
+    """A job (HiveD's affinity group): ``pods`` pods of ``gpus_per_pod`` GPUs each, for VC ``vc``, on a chain (or a
+    leaf type, e.g. "V100", as hivedscheduler's ``leafCellType``).
 
-    ``priority``: ``"guaranteed"`` (uses the VC's quota) or ``"opportunistic"``; an int is accepted too
-    (``>= 0`` guaranteed, ``< 0`` opportunistic, as in hivedscheduler where -1 is opportunistic).
+    ``priority``: an int in 0..1000 (guaranteed; higher preempts lower inside the VC), -1 (opportunistic), or
+    ``"guaranteed"`` (0) / ``"opportunistic"`` (-1). ``pinned_cell``: a pinnedCellId of the VC, to run inside that
+    pinned cell (hivedscheduler's ``pinnedCellId``). ``lazy_preemption``: when a higher-priority job of the VC takes
+    its GPUs, run on as opportunistic until its physical GPUs are needed (``lazyPreemptionEnable``).
     """
 
     vc: str
@@ -53,17 +74,21 @@ class Request:
     pods: int = 1
     priority: str | int = GUARANTEED
     name: str | None = None
+    pinned_cell: str | None = None
+    lazy_preemption: bool = False
+
+    @property
+    def priority_value(self) -> int:
+        return priority_value(self.priority)
 
     @property
     def kind(self) -> str:
-        if isinstance(self.priority, str):
-            return self.priority
-        return GUARANTEED if self.priority >= 0 else OPPORTUNISTIC
+        return GUARANTEED if self.priority_value >= 0 else OPPORTUNISTIC
 
 
 @dataclass(frozen=True)
 class PodPlacement:
-    """One pod: the node, the GPU indices it uses, and the physical cell (address, level) that holds them."""
+    """One pod: the node, the GPU indices it uses, and the lowest physical cell (address, level) holding them."""
 
     node: str
     gpus: tuple[int, ...]
@@ -75,10 +100,8 @@ class PodPlacement:
 class Allocation:
     """The result of :meth:`BuddyAllocator.allocate`: placed (``ok``) or must wait (``reason``, ``message``).
 
-    ``reason`` when waiting: ``"vc_quota"`` (the VC's free virtual cells cannot hold the pods), ``"bad_hardware"``
-    (a guaranteed cell cannot be bound because of failed nodes), ``"invalid_assignment"`` (no free physical cell
-    although the VC has quota: only possible when the VC assignment is invalid), ``"no_free_cells"`` (opportunistic:
-    no free cell of that size), ``"fair_share"`` (opportunistic: above its weighted max-min share).
+    ``preempted``: jobs preempted (released whole) to make room; ``lazy_preempted``: jobs of the VC that lost their
+    virtual cells and run on as opportunistic. ``reason`` (a :class:`WaitReason`) when waiting.
     """
 
     ok: bool
@@ -91,307 +114,128 @@ class Allocation:
     reason: str = ""
     message: str = ""
     guarantee: CheckReport | None = None
+    lazy_preempted: list[int] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return self.ok
 
 
-class _VCell:
-    __slots__ = ("children", "ci", "level", "nfree", "parent", "phys", "pinned", "root", "state", "vc")
+@dataclass(eq=False)
+class Job:
+    """A running job: its GPUs per pod and, while guaranteed, the virtual GPU each one is bound to."""
 
-    def __init__(self, vc: int, ci: int, level: int, parent: _VCell | None, pinned: int = -1) -> None:
-        self.vc = vc
-        self.ci = ci
-        self.level = level
-        self.parent = parent
-        self.children: list[_VCell] | None = None
-        self.state = 0  # 0 free (in the VC free list), 1 split, 2 used by a pod, 3 merged into its parent
-        self.phys = -1
-        self.pinned = pinned
-        self.root: _VCell = self if parent is None else parent.root
-        self.nfree = 0  # children currently free
-
-
-@dataclass
-class _Job:
     handle: int
     request: Request
-    kind: str
+    prio: int
     ci: int
     level: int
-    vcells: list[_VCell | None]
-    cells: list[int]
+    gpus: list[list[int]]
+    vcells: list[VirtualCell] = field(default_factory=list)
+    lazy_preempted: bool = False
+
+    @property
+    def is_opportunistic(self) -> bool:
+        return self.prio < 0 or self.lazy_preempted
+
+    @property
+    def kind(self) -> str:
+        return OPPORTUNISTIC if self.is_opportunistic else GUARANTEED
+
+    def gpu_list(self) -> list[int]:
+        return [j for pod in self.gpus for j in pod]
 
 
-def weighted_max_min(capacity: float, demand: dict[str, float], weight: dict[str, float]) -> dict[str, float]:
-    """Weighted max-min fair shares of ``capacity`` for the given demands (water filling)."""
-    share = {k: 0.0 for k in demand}
-    active = [k for k in demand if demand[k] > 0]
-    cap = float(capacity)
-    while active and cap > 1e-12:
-        wsum = sum(weight[k] for k in active)
-        level = cap / wsum
-        sat = [k for k in active if demand[k] - share[k] <= level * weight[k] + 1e-12]
-        if not sat:
-            for k in active:
-                share[k] += level * weight[k]
-            break
-        for k in sat:
-            cap -= demand[k] - share[k]
-            share[k] = float(demand[k])
-        active = [k for k in active if k not in sat]
-    return share
+class BuddyAllocator(BindingMixin, PreemptionMixin, HealthMixin):
+    """HiveD's allocator over ``cluster`` for the VCs ``vcs`` (see the module docstring).
 
-
-class BuddyAllocator:
-    """HiveD's buddy cell allocator over ``cluster`` for the VCs ``vcs``.
-
-    ``allocate(request) -> Allocation``, ``release(handle)``, ``mark_bad(node)`` / ``mark_healthy(node)`` (both
-    return the guarantee report: whether all VCs' quotas still fit on the healthy hardware), ``free_lists()``,
-    ``opportunistic_shares()``, ``check_invariants()``.
+    ``allocate(request) -> Allocation``, ``release(handle)``, ``mark_bad(node)`` / ``mark_healthy(node)`` (both return
+    the guarantee report), ``free_lists()``, ``bound_cells()``, ``doomed_cells()``, ``vc_node_free()``,
+    ``opportunistic_shares()``, ``check_invariants()`` / ``assert_invariants()``. ``fair_share=True`` adds weighted
+    max-min preemption among opportunistic jobs (not in hivedscheduler). ``packing``: ``"best_fit"`` (default: inside
+    a VC, among equally used cells a pod takes the smallest, so small pods do not use up node-level cells that large
+    pods need) or ``"hived"`` (hivedscheduler's order: node-level cells first).
     """
 
-    def __init__(self, cluster: PhysicalCluster, vcs: Sequence[VirtualCluster]) -> None:
+    PACKINGS = ("best_fit", "hived")
+    BUDDIES = ("healthy_first", "hived")
+
+    def __init__(self, cluster: PhysicalCluster, vcs: Sequence[VirtualCluster], *, fair_share: bool = False,
+                 packing: str = "best_fit", buddy: str = "healthy_first") -> None:
+        if packing not in self.PACKINGS:
+            raise InputError("packing", packing, f"must be one of {list(self.PACKINGS)}")
+        if buddy not in self.BUDDIES:
+            raise InputError("buddy", buddy, f"must be one of {list(self.BUDDIES)}")
+        self.buddy = buddy
         self.cluster = cl = cluster
         self.vcs = list(vcs)
+        self.fair_share = bool(fair_share)
+        self.packing = packing
         self.table = demand_table(cl, self.vcs)
         self.vc_index = {v.name: i for i, v in enumerate(self.vcs)}
         self.validity = check_vc_assignment(cl, self.vcs, "counting")
-        n = cl.n_cells
-        self._level = cl.level.tolist()
-        self._parent = cl.parent.tolist()
-        self._end = cl.end.tolist()
-        self._ci = cl.chain_index.tolist()
-        self._node_cell = cl.node_cell.tolist()
-        self._leaf_lo = cl.leaf_lo.tolist()
-        self._leaf_hi = cl.leaf_hi.tolist()
-        self._children = cl.children
-        self._chains = [cl.chains[c] for c in cl.chain_names]
-        self._node_level = [c.node_level for c in self._chains]
-        self.is_free = [False] * n
-        self.free_children = [0] * n
-        self.bound: list[_VCell | None] = [None] * n
-        self.opp = [0] * n
-        self.badcnt = [0] * n
+        self.phys = ph = PhysicalState(cl)
+        self.jobs: dict[int, Job] = {}
         self.bad_nodes: set[str] = set()
-        self._bad_free: dict[int, set[int]] = {}
-        self._clean: dict[tuple[int, int], dict[int, None]] = {}
-        self._dirty: dict[tuple[int, int], dict[int, None]] = {}
-        for ci, ch in enumerate(self._chains):
-            for k in range(1, ch.levels + 1):
-                self._clean[(ci, k)] = {}
-                self._dirty[(ci, k)] = {}
-        ng = cl.num_gpus
-        self.g_owner = [-1] * ng
-        self.o_owner = [-1] * ng
-        self.jobs: dict[int, _Job] = {}
+        self.bound_roots: set[int] = set()
         self._next = 1
-        for top in np.flatnonzero(cl.parent < 0).tolist():
-            self._free_add(top)
-        # virtual cells: pinned roots first (bound for good), then the quota roots
-        self._vfree: dict[tuple[int, int, int], dict[_VCell, None]] = {}
-        self.roots: list[_VCell] = []
-        for vi in range(len(self.vcs)):
-            for ci, ch in enumerate(self._chains):
-                for k in range(1, ch.levels + 1):
-                    self._vfree[(vi, ci, k)] = {}
-            for cell in self.table.pinned[vi]:
-                u = _VCell(vi, self._ci[cell], self._level[cell], None, pinned=cell)
-                if not self._carve(cell):
-                    raise InputError(f"virtualClusters.{self.vcs[vi].name}.pinnedCells", self.cluster.address[cell],
+        self.roots: list[VirtualCell] = []
+        self._roots_by_level: dict[tuple[int, int, int], list[VirtualCell]] = {}
+        self._views: dict[tuple[int, Any], list[VirtualCell]] = {}  # (vc, chain index | pinned id) -> nodes
+        self._node_leaves: dict[int, list[VirtualCell]] = {}
+        self._pinned: dict[tuple[int, str], VirtualCell] = {}
+        self._order: dict[Any, list[int]] = {}  # persistent node order per view (sorted stably at each placement)
+        for vi, v in enumerate(self.vcs):
+            for cell, pid in zip(self.table.pinned[vi], self.table.pinned_ids[vi]):
+                ci, k = ph.ci[cell], ph.level[cell]
+                u = build_virtual_tree(vi, ci, k, ph.chains[ci].child_count, pinned=cell)
+                if not ph.carve(cell):
+                    raise InputError(f"virtualClusters.{v.name}.pinnedCells", cl.address[cell],
                                      "lies inside another pinned cell")
                 u.phys = cell
-                self.bound[cell] = u
-                self._vfree[(vi, u.ci, u.level)][u] = None
+                ph.bound[cell] = u
+                self.bound_roots.add(cell)
                 self.roots.append(u)
+                self._pinned[(vi, pid)] = u
+                self._views[(vi, pid)] = self._node_cells([u])
             pinned_count = np.zeros_like(self.table.total[vi])
             for cell in self.table.pinned[vi]:
-                pinned_count[self._ci[cell], self._level[cell]] += 1
+                pinned_count[ph.ci[cell], ph.level[cell]] += 1
             rest = self.table.total[vi] - pinned_count
-            for ci, k in zip(*np.nonzero(rest)):
+            by_chain: dict[int, list[VirtualCell]] = {}
+            for ci, k in sorted(zip(*np.nonzero(rest)), key=lambda t: (int(t[0]), -int(t[1]))):
                 for _ in range(int(rest[ci, k])):
-                    u = _VCell(vi, int(ci), int(k), None)
-                    self._vfree[(vi, int(ci), int(k))][u] = None
+                    u = build_virtual_tree(vi, int(ci), int(k), ph.chains[int(ci)].child_count)
                     self.roots.append(u)
+                    by_chain.setdefault(int(ci), []).append(u)
+                    self._roots_by_level.setdefault((vi, int(ci), int(k)), []).append(u)
+            for ci, us in by_chain.items():
+                self._views[(vi, ci)] = self._node_cells(us)
 
-    # ================================================================ physical free lists
-    def _is_bad(self, c: int) -> bool:
-        if self._level[c] <= self._node_level[self._ci[c]]:
-            return self.badcnt[self._node_cell[c]] > 0
-        return self.badcnt[c] > 0
-
-    def _list_of(self, c: int) -> dict[int, None]:
-        key = (self._ci[c], self._level[c])
-        return self._clean[key] if self.opp[c] == 0 else self._dirty[key]
-
-    def _free_add(self, c: int) -> None:
-        """Put healthy cell ``c`` on its free list and merge buddies upward while all are free."""
-        while True:
-            self.is_free[c] = True
-            self._list_of(c)[c] = None
-            p = self._parent[c]
-            if p < 0:
-                return
-            self.free_children[p] += 1
-            if self.free_children[p] < len(self._children[p]):
-                return
-            for ch in self._children[p]:
-                self._free_remove(ch)
-            c = p
-
-    def _free_remove(self, c: int) -> None:
-        self.is_free[c] = False
-        key = (self._ci[c], self._level[c])
-        self._clean[key].pop(c, None)
-        self._dirty[key].pop(c, None)
-        p = self._parent[c]
-        if p >= 0:
-            self.free_children[p] -= 1
-
-    def _release_phys(self, c: int) -> None:
-        """Give cell ``c`` (nothing bound inside) back: healthy parts to the free lists, bad parts aside."""
-        if not self._is_bad(c):
-            self._free_add(c)
-        elif self._level[c] <= self._node_level[self._ci[c]]:
-            self._bad_free.setdefault(self._node_cell[c], set()).add(c)
-        else:
-            for ch in self._children[c]:
-                self._release_phys(ch)
-
-    def _free_ancestor(self, c: int) -> int:
-        a = c
-        while a >= 0 and not self.is_free[a]:
-            a = self._parent[a]
-        return a
-
-    def _carve(self, cell: int) -> bool:
-        """Take ``cell`` out of the free space (splitting its free ancestor); False if it was not free."""
-        f = self._free_ancestor(cell)
-        if f < 0:
-            return False
-        self._free_remove(f)
-        path = []
-        a = cell
-        while a != f:
-            path.append(a)
-            a = self._parent[a]
-        for a in reversed(path):  # from below f down to cell: free the siblings
-            for sib in self._children[self._parent[a]]:
-                if sib != a:
-                    self._release_phys(sib)
-        return True
-
-    def _take(self, ci: int, k: int) -> int:
-        """A free physical level-k cell by the buddy rule (lowest free level, fewest opportunistic GPUs); -1 if none."""
-        L = self._chains[ci].levels
-        for lv in range(k, L + 1):
-            clean, dirty = self._clean[(ci, lv)], self._dirty[(ci, lv)]
-            if clean:
-                c = next(iter(clean))
-            elif dirty:
-                c = min(dirty, key=self.opp.__getitem__)
-            else:
-                continue
-            self._free_remove(c)
-            while self._level[c] > k:
-                kids = self._children[c]
-                best = min(kids, key=self.opp.__getitem__)
-                for ch in kids:
-                    if ch != best:
-                        self._free_add(ch)
-                c = best
-            return c
-        return -1
-
-    # ================================================================ virtual cells (intra-VC buddy)
-    def _vtake(self, vi: int, ci: int, k: int) -> _VCell | None:
-        L = self._chains[ci].levels
-        for lv in range(k, L + 1):
-            lst = self._vfree[(vi, ci, lv)]
-            if lst:
-                u = next(iter(lst))
-                break
-        else:
-            return None
-        del lst[u]
-        if u.parent is not None:
-            u.parent.nfree -= 1
-        while u.level > k:
-            u.state = 1
-            if u.children is None:
-                u.children = [_VCell(vi, ci, u.level - 1, u) for _ in range(self._chains[ci].child_count[u.level])]
-            for ch in u.children[1:]:
-                ch.state = 0
-                self._vfree[(vi, ci, ch.level)][ch] = None
-            u.nfree = len(u.children) - 1
-            u = u.children[0]
-        u.state = 2
-        return u
-
-    def _vfree_add(self, u: _VCell) -> None:
-        """Virtual cell ``u`` has nothing running any more: unbind it, free it and merge virtual buddies."""
-        while True:
-            self._unbind(u)
-            u.state = 0
-            self._vfree[(u.vc, u.ci, u.level)][u] = None
-            p = u.parent
-            if p is None:
-                return
-            p.nfree += 1
-            if p.nfree < len(p.children):  # type: ignore[arg-type]
-                return
-            for ch in p.children:  # type: ignore[union-attr]
-                del self._vfree[(ch.vc, ch.ci, ch.level)][ch]
-                ch.state = 3
-            p.nfree = 0
-            u = p
-
-    def _unbind(self, u: _VCell) -> None:
-        if u.phys < 0 or u.pinned >= 0:
-            return
-        c = u.phys
-        self.bound[c] = None
-        u.phys = -1
-        if u.parent is None:
-            self._release_phys(c)
-
-    def _bind(self, u: _VCell) -> str:
-        """Bind ``u`` (and its unbound ancestors) to physical cells; '' on success, else the reason."""
-        if u.phys >= 0:
-            return ""
-        if u.parent is None:
-            c = self._take(u.ci, u.level)
-            if c < 0:
-                return "bad_hardware" if self._chain_has_bad(u.ci) else "invalid_assignment"
-        else:
-            why = self._bind(u.parent)
-            if why:
-                return why
-            cand = [ch for ch in self._children[u.parent.phys] if self.bound[ch] is None and not self._is_bad(ch)]
-            if not cand:
-                return "bad_hardware" if self._chain_has_bad(u.ci) else "invalid_assignment"
-            c = min(cand, key=self.opp.__getitem__)
-        u.phys = c
-        self.bound[c] = u
-        return ""
-
-    def _chain_has_bad(self, ci: int) -> bool:
-        return any(self.badcnt[t] > 0 for t in self.cluster.cells_at[(self.cluster.chain_names[ci], self._chains[ci].levels)].tolist())
-
-    def _vavail(self, vi: int, ci: int, k: int) -> int:
-        ch = self._chains[ci]
-        return sum(len(self._vfree[(vi, ci, lv)]) * ch.span(lv, k) for lv in range(k, ch.levels + 1))
-
-    def virtual_free(self, vc: str, chain: str, level: int) -> int:
-        """How many level-``level`` cells VC ``vc`` can still get on ``chain`` from its own free virtual cells."""
-        return self._vavail(self.vc_index[vc], self.cluster.chain_names.index(chain), int(level))
+    def _node_cells(self, roots: list[VirtualCell]) -> list[VirtualCell]:
+        """The view's nodes: node-level virtual cells, then the roots below the node level (higher first)."""
+        nl = self.phys.node_level[roots[0].ci]
+        out: list[VirtualCell] = []
+        for u in roots:
+            if u.level >= nl:
+                stack = [u]
+                while stack:
+                    x = stack.pop()
+                    if x.level == nl:
+                        out.append(x)
+                    else:
+                        stack.extend(reversed(x.children))
+        out += sorted((u for u in roots if u.level < nl), key=lambda u: -u.level)
+        for x in out:
+            self._node_leaves[id(x)] = x.leaves()
+        return out
 
     # ================================================================ requests
-    def _parse(self, req: Any) -> tuple[int, list[int], int, str]:
+    def _parse(self, req: Any) -> tuple[int, list[int], int, int, VirtualCell | None]:
         if not isinstance(req, Request):
             raise InputError("request", req, "must be a hived.Request")
         if req.vc not in self.vc_index:
             raise InputError("request.vc", req.vc, f"names no VC ({sorted(self.vc_index)})")
+        vi = self.vc_index[req.vc]
         cn = self.cluster.chain_names
         if req.chain in cn:
             chains = [cn.index(req.chain)]
@@ -402,307 +246,242 @@ class BuddyAllocator:
         g = req.gpus_per_pod
         if isinstance(g, bool) or not isinstance(g, int | np.integer) or g < 1:
             raise InputError("request.gpus_per_pod", g, "must be a positive integer")
-        if all(self._chains[ci].gpus[self._chains[ci].node_level] < g for ci in chains):
+        if all(self.phys.chains[ci].gpus[self.phys.chains[ci].node_level] < g for ci in chains):
             raise InputError("request.gpus_per_pod", g, "exceeds the GPUs of one node (a pod runs on one machine)")
         p = req.pods
         if isinstance(p, bool) or not isinstance(p, int | np.integer) or p < 1:
             raise InputError("request.pods", p, "must be a positive integer")
-        pr = req.priority
-        if isinstance(pr, bool) or not (pr in (GUARANTEED, OPPORTUNISTIC) or isinstance(pr, int | np.integer)):
-            raise InputError("request.priority", pr, "must be 'guaranteed', 'opportunistic' or an integer")
-        return self.vc_index[req.vc], chains, int(g), req.kind
+        prio = priority_value(req.priority)
+        pinned = None
+        if req.pinned_cell is not None:
+            if (vi, req.pinned_cell) not in self._pinned:
+                raise InputError("request.pinned_cell", req.pinned_cell, f"is no pinned cell of VC {req.vc!r}")
+            if prio < 0:
+                raise InputError("request.priority", req.priority, "an opportunistic pod cannot use a pinned cell")
+            pinned = self._pinned[(vi, req.pinned_cell)]
+            if pinned.ci not in chains:
+                raise InputError("request.chain", req.chain, f"does not hold pinned cell {req.pinned_cell!r}")
+            chains = [pinned.ci]
+        if not isinstance(req.lazy_preemption, bool):
+            raise InputError("request.lazy_preemption", req.lazy_preemption, "must be true or false")
+        return vi, chains, int(g), prio, pinned
 
     def allocate(self, request: Request) -> Allocation:
         """Place ``request`` or say why it must wait (an :class:`Allocation`; InputError for malformed requests)."""
-        vi, chains, g, kind = self._parse(request)
-        if kind == GUARANTEED:
-            return self._allocate_guaranteed(request, vi, chains, g)
-        return self._allocate_opportunistic(request, vi, chains, g)
+        vi, chains, g, prio, pinned = self._parse(request)
+        if prio >= 0:
+            out = self._allocate_guaranteed(request, vi, chains, g, prio, pinned)
+        else:
+            out = self._allocate_opportunistic(request, chains, g)
+        self.refresh_doomed()
+        return out
 
-    def _pod(self, cell: int, g: int) -> PodPlacement:
-        lo = self._leaf_lo[cell]
-        gpus = tuple(int(x) for x in self.cluster.gpu_index[lo : lo + g])
-        node = self.cluster.node_name(cell) or ""
-        return PodPlacement(node, gpus, self.cluster.address[cell], self._level[cell])
+    def _new_handle(self) -> int:
+        h = self._next
+        self._next += 1
+        return h
 
-    def _allocate_guaranteed(self, req: Request, vi: int, chains: list[int], g: int) -> Allocation:
-        reason, message = "vc_quota", f"VC {req.vc!r} has no quota on {req.chain!r} for {req.pods} pod(s) of {g} GPUs"
+    def _pod(self, gpus: list[int]) -> PodPlacement:
+        ph = self.phys
+        cells = [ph.leaf_cells[j] for j in gpus]
+        k = 1
+        while len({ph.ancestor_at(c, k) for c in cells}) > 1:
+            k += 1
+        lca = ph.ancestor_at(cells[0], k)
+        node = self.cluster.node_name(cells[0]) or ""
+        idx = tuple(sorted(int(self.cluster.gpu_index[j]) for j in gpus))
+        return PodPlacement(node, idx, self.cluster.address[lca], k)
+
+    def _vc_view(self, key: tuple[int, Any], threshold: int) -> list[NodeView]:
+        ph = self.phys
+        out = []
+        for u in self._views.get(key, []):
+            leaves = self._node_leaves[id(u)]
+            healthy = not (u.phys >= 0 and ph.is_bad(u.phys))
+            out.append(NodeView(u, leaves, [x.prio for x in leaves], healthy, u.used))
+        return out
+
+    def _allocate_guaranteed(self, req: Request, vi: int, chains: list[int], g: int, prio: int,
+                             pinned: VirtualCell | None) -> Allocation:
+        reason, message = WaitReason.VC_QUOTA, ""
         for ci in chains:
-            k = self._chains[ci].level_for_gpus(g)
-            if k is None or self._vavail(vi, ci, k) < req.pods:
+            key = (vi, req.pinned_cell) if pinned is not None else (vi, ci)
+            if key not in self._views:
                 continue
-            placed: list[_VCell] = []
-            why = ""
-            for _ in range(req.pods):
-                u = self._vtake(vi, ci, k)
-                assert u is not None  # _vavail guarantees it
-                why = self._bind(u)
-                placed.append(u)
-                if why:
+            top = self.phys.node_level[ci]
+            placement, why = None, ""
+            for threshold in ((OPPORTUNISTIC_PRIORITY,) if prio <= 0 else (OPPORTUNISTIC_PRIORITY, prio)):
+                nodes = self._vc_view(key, threshold)
+                order = self._order.setdefault(key, list(range(len(nodes))))
+                placement, why = find_placement(nodes, g, req.pods, threshold, VirtualCell.ancestor_at, top, order,
+                                                best_fit=self.packing == "best_fit")
+                if placement is not None:
                     break
-            if why:
-                for u in placed:
-                    self._vfree_add(u)
-                reason = why
-                cname = self.cluster.chain_names[ci]
-                message = (f"no healthy free physical level-{k} cell of chain {cname!r} for VC {req.vc!r}"
-                           + (": its guarantee cannot be met because of bad hardware" if why == "bad_hardware" else
+            if placement is None:
+                reason = WaitReason.BAD_HARDWARE if why == BAD_NODE else WaitReason.VC_QUOTA
+                message = f"VC {req.vc!r}: {why} for {req.pods} pod(s) of {g} GPUs on chain {self.cluster.chain_names[ci]!r}"
+                continue
+            leaves = [u for pod in placement for u in pod]
+            lazy: list[tuple[Job, list[tuple[VirtualCell, int]]]] = []
+            for h in sorted({u.job for u in leaves} - {-1}):
+                job = self.jobs[h]
+                if job.request.lazy_preemption and not job.lazy_preempted:
+                    lazy.append((job, self.lazy_preempt(job)))
+            mapped = self.map_leaves(leaves)
+            if mapped is None:
+                for job, pairs in reversed(lazy):
+                    self.revert_lazy_preempt(job, pairs)
+                bad = any(self.phys.badcnt[t] > 0 for t in self.cluster.cells_at[(self.cluster.chain_names[ci],
+                                                                                    self.phys.chains[ci].levels)].tolist())
+                reason = WaitReason.BAD_HARDWARE if bad else WaitReason.INVALID_ASSIGNMENT
+                message = (f"no healthy free physical cell of chain {self.cluster.chain_names[ci]!r} for VC {req.vc!r}"
+                           + (": its guarantee cannot be met because of bad hardware" if bad else
                               ": the VC assignment is invalid"))
                 continue
-            handle = self._next
-            self._next += 1
-            cells = [u.phys for u in placed]
-            victims: set[int] = set()
-            for c in cells:
-                for j in range(self._leaf_lo[c], self._leaf_hi[c]):
-                    self.g_owner[j] = handle
-                    if self.o_owner[j] >= 0:
-                        victims.add(self.o_owner[j])
-            for h in sorted(victims):
-                self._release_opp(self.jobs.pop(h))
-            self.jobs[handle] = _Job(handle, req, GUARANTEED, ci, k, list(placed), cells)
-            return Allocation(True, req, handle, self.cluster.chain_names[ci], k, [self._pod(c, g) for c in cells],
-                              sorted(victims))
+            handle = self._new_handle()
+            gpus = [[self.phys.leaf_lo[mapped[id(u)]] for u in pod] for pod in placement]
+            flat = [j for pod in gpus for j in pod]
+            victims = self.victims_on(flat, handle)
+            for u in leaves:  # counted as used first, so a victim's release cannot unbind the cells just bound
+                self.vuse_gpu(u, handle, prio)
+            self.preempt(victims, keep={id(u) for u in leaves})
+            for j in flat:
+                self.phys.set_gpu(j, handle, prio)
+            k = self.phys.chains[ci].level_for_gpus(g) or 1
+            self.jobs[handle] = Job(handle, req, prio, ci, k, gpus, leaves)
+            return Allocation(True, req, handle, self.cluster.chain_names[ci], k, [self._pod(p) for p in gpus],
+                              victims, lazy_preempted=[j.handle for j, _ in lazy if j.handle not in victims])
+        if not message:
+            message = f"VC {req.vc!r} has no quota on {req.chain!r} for {req.pods} pod(s) of {g} GPUs"
         alloc = Allocation(False, req, reason=reason, message=message)
-        if reason == "bad_hardware":
+        if reason == WaitReason.BAD_HARDWARE:
             alloc.guarantee = self.guarantee_report()
         return alloc
 
-    # ---------------------------------------------------------------- opportunistic
-    def _opp_find(self, ci: int, k: int) -> int:
-        L = self._chains[ci].levels
-        for lv in range(L, k - 1, -1):  # far from the guaranteed cells: the largest free cells first
-            clean = self._clean[(ci, lv)]
-            if clean:
-                c = next(iter(clean))
-                while self._level[c] > k:
-                    c = self._children[c][-1]
-                return c
-        for lv in range(L, k - 1, -1):
-            for c in self._dirty[(ci, lv)]:
-                r = self._zero_opp_below(c, k)
-                if r >= 0:
-                    return r
-        return -1
-
-    def _zero_opp_below(self, c: int, k: int) -> int:
-        if self.opp[c] == 0:
-            while self._level[c] > k:
-                c = self._children[c][-1]
-            return c
-        if self._level[c] == k:
-            return -1
-        for ch in self._children[c]:
-            if self.opp[ch] < self._leaf_hi[ch] - self._leaf_lo[ch]:
-                r = self._zero_opp_below(ch, k)
-                if r >= 0:
-                    return r
-        return -1
-
-    def _opp_mark(self, cell: int, handle: int) -> None:
-        size = self._leaf_hi[cell] - self._leaf_lo[cell]
-        delta = size if handle >= 0 else -size
-        for j in range(self._leaf_lo[cell], self._leaf_hi[cell]):
-            self.o_owner[j] = handle
-        for d in range(cell, self._end[cell]):
-            self._set_opp(d, (self._leaf_hi[d] - self._leaf_lo[d]) if handle >= 0 else 0)
-        a = self._parent[cell]
-        while a >= 0:
-            self._set_opp(a, self.opp[a] + delta)
-            a = self._parent[a]
-
-    def _set_opp(self, c: int, value: int) -> None:
-        if self.is_free[c]:
-            key = (self._ci[c], self._level[c])
-            self._clean[key].pop(c, None)
-            self._dirty[key].pop(c, None)
-            self.opp[c] = value
-            self._list_of(c)[c] = None
+    def release_job(self, job: Job, keep: Any = frozenset()) -> None:
+        """Free a job's GPUs (virtual GPUs whose ``id`` is in ``keep`` stay bound, for a preemptor)."""
+        ph = self.phys
+        if job.vcells:
+            for u, j in zip(job.vcells, job.gpu_list()):
+                if id(u) in keep:
+                    continue
+                ph.set_gpu(j, -1, FREE_PRIORITY)
+                self.vfree_gpu(u)
         else:
-            self.opp[c] = value
+            for j in job.gpu_list():
+                ph.set_gpu(j, -1, FREE_PRIORITY)
 
-    def _release_opp(self, job: _Job) -> None:
-        for c in job.cells:
-            self._opp_mark(c, -1)
+    # ---------------------------------------------------------------- opportunistic
+    def _physical_view(self, ci: int) -> list[NodeView]:
+        ph = self.phys
+        name = self.cluster.chain_names[ci]
+        out = []
+        for c in self.cluster.cells_at[(name, ph.node_level[ci])].tolist():
+            lo, hi = ph.leaf_lo[c], ph.leaf_hi[c]
+            out.append(NodeView(c, list(range(lo, hi)), ph.gpu_prio[lo:hi], not ph.is_bad(c), ph.opp[c],
+                                ph.used[c] - ph.opp[c]))
+        return out
 
-    def opportunistic_usage(self) -> dict[str, int]:
-        use = {v.name: 0 for v in self.vcs}
-        for j in self.jobs.values():
-            if j.kind == OPPORTUNISTIC:
-                use[j.request.vc] += sum(self._leaf_hi[c] - self._leaf_lo[c] for c in j.cells)
-        return use
-
-    def opportunistic_shares(self, extra: dict[str, int] | None = None) -> dict[str, float]:
-        """Weighted max-min shares of the GPUs that guaranteed pods do not hold, for the current opportunistic
-        usage (plus ``extra`` pending demand per VC)."""
-        healthy = sum(1 for j, leaf in enumerate(self.cluster.leaf_cells.tolist()) if not self._is_bad(leaf) and self.g_owner[j] < 0)
-        demand = {k: float(v) for k, v in self.opportunistic_usage().items()}
-        for k, v in (extra or {}).items():
-            demand[k] += v
-        return weighted_max_min(healthy, demand, {v.name: float(v.weight) for v in self.vcs})
-
-    def _allocate_opportunistic(self, req: Request, vi: int, chains: list[int], g: int) -> Allocation:
-        handle = self._next
-        reason = "no_free_cells"
+    def _allocate_opportunistic(self, req: Request, chains: list[int], g: int) -> Allocation:
+        ph = self.phys
+        anc = self.cluster.ancestor
+        reason = WaitReason.NO_FREE_CELLS
         victims: list[int] = []
         for ci in chains:
-            k = self._chains[ci].level_for_gpus(g)
-            if k is None:
-                continue
-            need = req.pods * self._chains[ci].gpus[k]
+            top = ph.node_level[ci]
             while True:
-                cells: list[int] = []
-                for _ in range(req.pods):
-                    c = self._opp_find(ci, k)
-                    if c < 0:
-                        break
-                    self._opp_mark(c, handle)
-                    cells.append(c)
-                if len(cells) == req.pods:
-                    self._next += 1
-                    self.jobs[handle] = _Job(handle, req, OPPORTUNISTIC, ci, k, [None] * len(cells), cells)
+                nodes = self._physical_view(ci)
+                order = self._order.setdefault(("physical", ci), list(range(len(nodes))))
+                placement, _ = find_placement(nodes, g, req.pods, OPPORTUNISTIC_PRIORITY,
+                                              lambda j, k: int(anc[ph.leaf_cells[j], k]), top, order)
+                if placement is not None:
+                    handle = self._new_handle()
+                    for pod in placement:
+                        for j in pod:
+                            ph.set_gpu(j, handle, OPPORTUNISTIC_PRIORITY)
+                    k = ph.chains[ci].level_for_gpus(g) or 1
+                    self.jobs[handle] = Job(handle, req, OPPORTUNISTIC_PRIORITY, ci, k, placement)
                     return Allocation(True, req, handle, self.cluster.chain_names[ci], k,
-                                      [self._pod(c, g) for c in cells], victims)
-                for c in cells:
-                    self._opp_mark(c, -1)
-                # weighted max-min: preempt an opportunistic job of the VC furthest above its share, if the
-                # requester stays within its own share
-                share = self.opportunistic_shares({req.vc: need})
-                usage = self.opportunistic_usage()
-                if usage[req.vc] + need > share[req.vc] + 1e-9:
-                    reason = "fair_share"
+                                      [self._pod(p) for p in placement], victims)
+                if not self.fair_share:
                     break
-                over = [(usage[v] - share[v], h) for h, j in self.jobs.items() if j.kind == OPPORTUNISTIC
-                        and j.ci == ci and (v := j.request.vc) != req.vc and usage[v] > share[v] + 1e-9]
-                if not over:
-                    reason = "no_free_cells"
+                victim, within = self.fair_share_victim(req.vc, req.pods * g, ci)
+                if not within:
+                    reason = WaitReason.FAIR_SHARE
                     break
-                _, h = max(over)
-                self._release_opp(self.jobs.pop(h))
-                victims.append(h)
-        msg = {"fair_share": f"VC {req.vc!r} would exceed its weighted max-min share of opportunistic GPUs",
-               "no_free_cells": f"no free cells for {req.pods} opportunistic pod(s) of {g} GPUs"}[reason]
+                if victim is None:
+                    break
+                self.preempt([victim])
+                victims.append(victim)
+        msg = {WaitReason.FAIR_SHARE: f"VC {req.vc!r} would exceed its weighted max-min share of opportunistic GPUs",
+               WaitReason.NO_FREE_CELLS: f"too few idle GPUs for {req.pods} opportunistic pod(s) of {g} GPUs"}[reason]
         return Allocation(False, req, preempted=victims, reason=reason, message=msg)
 
     # ---------------------------------------------------------------- release
     def release(self, handle: int) -> None:
-        """Release a job: its GPUs, its virtual cells (merging buddies) and, when a preassigned cell has nothing
-        running, its physical cell (merging physical buddies)."""
+        """Release a job: its GPUs, its virtual cells and, when a preassigned cell has nothing running, its
+        physical cell (merging physical buddies)."""
         if handle not in self.jobs:
             raise InputError("handle", handle, "names no running job")
-        job = self.jobs.pop(handle)
-        if job.kind == OPPORTUNISTIC:
-            self._release_opp(job)
-            return
-        for u, c in zip(job.vcells, job.cells):
-            for j in range(self._leaf_lo[c], self._leaf_hi[c]):
-                self.g_owner[j] = -1
-            assert u is not None
-            self._vfree_add(u)
+        self.release_job(self.jobs.pop(handle))
+        self.refresh_doomed()
 
-    # ---------------------------------------------------------------- bad hardware
-    def mark_bad(self, node: str) -> CheckReport:
-        """Mark a node bad: its free cells leave the free lists. Returns the guarantee report (``valid`` False
-        names the chain / level / VC whose guarantee can no longer be met on the healthy hardware)."""
-        for nc in self.cluster.node_cells_of(node):
-            if self.badcnt[nc] > 0:
-                continue
-            a = nc
-            while a >= 0:
-                self.badcnt[a] += 1
-                a = self._parent[a]
-            f = self._free_ancestor(nc)
-            if f >= 0:
-                self._free_remove(f)
-                self._release_phys(f)
-            else:
-                for d in range(nc, self._end[nc]):
-                    if self.is_free[d]:
-                        self._free_remove(d)
-                        self._bad_free.setdefault(nc, set()).add(d)
-        self.bad_nodes.add(node)
-        return self.guarantee_report()
+    # ---------------------------------------------------------------- views
+    def virtual_free(self, vc: str, chain: str, level: int) -> int:
+        """How many level-``level`` cells of VC ``vc`` on ``chain`` (outside pinned cells) run nothing."""
+        vi, ci = self.vc_index[vc], self.cluster.chain_names.index(chain)
+        n = 0
+        for u in self.roots:
+            if u.vc == vi and u.ci == ci and u.pinned < 0 and u.level >= level:
+                stack = [u]
+                while stack:
+                    x = stack.pop()
+                    if x.level == level:
+                        n += x.used == 0
+                    else:
+                        stack.extend(x.children)
+        return n
 
-    def mark_healthy(self, node: str) -> CheckReport:
-        """Mark a node healthy again: its free cells return to the free lists and merge with their buddies."""
-        for nc in self.cluster.node_cells_of(node):
-            if self.badcnt[nc] == 0:
-                continue
-            a = nc
-            while a >= 0:
-                self.badcnt[a] -= 1
-                a = self._parent[a]
-            for c in sorted(self._bad_free.pop(nc, set())):
-                self._release_phys(c)
-        self.bad_nodes.discard(node)
-        return self.guarantee_report()
+    def vc_node_free(self, vc: str, chain: str | None = None, *, priority: int = OPPORTUNISTIC_PRIORITY,
+                     pinned_cell: str | None = None, healthy_only: bool = True) -> list[int]:
+        """Per node of the VC's view (its node-level virtual cells), the GPUs a request of ``priority`` may use
+        (idle ones, and those of lower priorities)."""
+        vi = self.vc_index[vc]
+        key = (vi, pinned_cell) if pinned_cell is not None else (vi, self.cluster.chain_names.index(chain))  # type: ignore[arg-type]
+        thr = max(priority, OPPORTUNISTIC_PRIORITY)
+        return [sum(1 for p in nd.prios if p < thr) for nd in self._vc_view(key, thr) if nd.healthy or not healthy_only]
 
-    def guarantee_report(self) -> CheckReport:
-        """Do all VCs' quotas still fit on the healthy hardware? (the counting rule with bad nodes removed)"""
-        return check_vc_assignment(self.cluster, self.vcs, "counting", bad_nodes=sorted(self.bad_nodes))
-
-    # ---------------------------------------------------------------- views and checks
     def free_lists(self) -> dict[tuple[str, int], list[str]]:
         """Free physical cells per (chain, level), as sorted addresses."""
         cn = self.cluster.chain_names
         out = {}
-        for (ci, k), d in self._clean.items():
-            cells = list(d) + list(self._dirty[(ci, k)])
+        for (ci, k), d in self.phys.free.items():
+            cells = list(d)
             out[(cn[ci], k)] = sorted(self.cluster.address[c] for c in cells)
         return out
 
     def bound_cells(self) -> dict[str, list[tuple[str, int, str]]]:
-        """Per VC, the bound preassigned cells as (chain, level, address)."""
+        """Per VC, the bound preassigned (and pinned) cells as (chain, level, address)."""
         out: dict[str, list[tuple[str, int, str]]] = {v.name: [] for v in self.vcs}
         for u in self.roots:
             if u.phys >= 0:
                 out[self.vcs[u.vc].name].append((self.cluster.chain_names[u.ci], u.level, self.cluster.address[u.phys]))
         return out
 
-    def check_invariants(self) -> list[str]:
-        """Model-free consistency check of the whole state; returns the problems found ([] when consistent)."""
-        cl = self.cluster
-        bad: list[str] = []
-        n = cl.n_cells
-        # every leaf lies in exactly one of: a free cell, a bound preassigned cell, a bad-free cell
-        cover = np.zeros(cl.num_gpus, dtype=np.int64)
-        free = [c for c in range(n) if self.is_free[c]]
-        listed = [c for d in self._clean.values() for c in d] + [c for d in self._dirty.values() for c in d]
-        if sorted(free) != sorted(listed):
-            bad.append("is_free flags and free lists differ")
-        roots = [u for u in self.roots if u.phys >= 0]
-        for c in free + [u.phys for u in roots] + [c for s in self._bad_free.values() for c in s]:
-            cover[self._leaf_lo[c] : self._leaf_hi[c]] += 1
-        if (cover != 1).any():
-            j = int(np.flatnonzero(cover != 1)[0])
-            bad.append(f"GPU {cl.gpus_of(int(cl.leaf_cells[j]))[0]} is covered {int(cover[j])} times (double-booked or lost)")
-        for c in free:
-            if self._is_bad(c):
-                bad.append(f"free cell {cl.address[c]} is bad")
-            if self.bound[c] is not None:
-                bad.append(f"free cell {cl.address[c]} is bound")
-        # quota: bound preassigned cells per (vc, chain, level) within quota; GPU ownership inside own cells
-        cnt = np.zeros_like(self.table.total)
-        for u in roots:
-            cnt[u.vc, u.ci, u.level] += 1
-            if self._level[u.phys] != u.level or self._ci[u.phys] != u.ci:
-                bad.append(f"virtual cell of VC {self.vcs[u.vc].name} bound to a cell of another level / chain")
-        if (cnt > self.table.total).any():
-            bad.append("a VC holds more bound cells than its quota")
-        for job in self.jobs.values():
-            if job.kind != GUARANTEED:
-                continue
-            for u, c in zip(job.vcells, job.cells):
-                assert u is not None
-                r = u.root
-                if r.phys < 0 or not (r.phys <= c < self._end[r.phys]):
-                    bad.append(f"job {job.handle}: cell {cl.address[c]} outside its VC's bound cell")
-                if any(self.o_owner[j] >= 0 for j in range(self._leaf_lo[c], self._leaf_hi[c])):
-                    bad.append(f"job {job.handle}: an opportunistic pod shares its GPUs")
-                if any(self.g_owner[j] != job.handle for j in range(self._leaf_lo[c], self._leaf_hi[c])):
-                    bad.append(f"job {job.handle}: GPUs of cell {cl.address[c]} owned by another job")
-        used = sum(1 for h in self.g_owner if h >= 0)
-        expect = sum(self._leaf_hi[c] - self._leaf_lo[c] for j in self.jobs.values() if j.kind == GUARANTEED for c in j.cells)
-        if used != expect:
-            bad.append(f"{used} GPUs owned by guaranteed pods, expected {expect} (a GPU double-booked)")
-        return bad
+    def doomed_cells(self) -> dict[str, list[str]]:
+        """Per VC, the physical addresses of its doomed bad cells."""
+        out: dict[str, list[str]] = {v.name: [] for v in self.vcs}
+        for u in self.roots:
+            if u.doomed:
+                out[self.vcs[u.vc].name].append(self.cluster.address[u.phys])
+        return out
+
+    # ---------------------------------------------------------------- invariants
+    def check_invariants(self) -> list[Violation]:
+        """Consistency of the whole state, checked from plain arrays ([] when consistent): see
+        :func:`schedopt.hived.invariants.check_allocator`."""
+        return check_allocator(self)
+
+    def assert_invariants(self) -> None:
+        """Raise :class:`~schedopt.problem.ViolationError` listing every inconsistency."""
+        assert_valid(self.check_invariants(), "hived allocator state")

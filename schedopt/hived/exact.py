@@ -28,26 +28,54 @@ import scipy.sparse as sp
 
 from ..errors import InfeasibleError, InputError
 from ..model import LinearModel
+from ..problem import Formulation, Structure, Violation, assert_valid
 from ..results import SolveResult, TerminationReason
 from ..solve import solve
 from .cells import PhysicalCluster
 from .vc import DemandTable, VirtualCluster, demand_table
 
-__all__ = ["ExactModel", "build_exact_model", "decode_mapping", "max_extra_quota", "verify_mapping"]
+__all__ = ["ExactModel", "MappingInverse", "assert_mapping", "build_exact_model", "check_mapping", "decode_mapping",
+           "max_extra_quota", "verify_mapping"]
 
 NEW_VC = "<new>"
 
 
-@dataclass
-class ExactModel:
-    """A built model and what is needed to read its solution back."""
+@dataclass(frozen=True, eq=False)
+class MappingInverse:
+    """The typed inverse map of the mapping model: what is needed to read a solution back."""
 
-    model: LinearModel
     cell_of_col: np.ndarray  #: physical cell of each ``assign`` column
     table: DemandTable
-    chains: list[str]
+    chains: tuple[str, ...]
     min_level: int = 1
     bad: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    extra: tuple[str, int] | None = None  #: the (chain, level) of ``max_extra_quota``'s new VC
+
+
+@dataclass(frozen=True, eq=False)
+class ExactModel(Formulation[MappingInverse]):
+    """The built mapping model (a :class:`~schedopt.problem.Formulation`); ``cell_of_col``, ``table``, ``chains``,
+    ``min_level`` and ``bad`` read the typed inverse map."""
+
+    @property
+    def cell_of_col(self) -> np.ndarray:
+        return self.inverse.cell_of_col
+
+    @property
+    def table(self) -> DemandTable:
+        return self.inverse.table
+
+    @property
+    def chains(self) -> list[str]:
+        return list(self.inverse.chains)
+
+    @property
+    def min_level(self) -> int:
+        return self.inverse.min_level
+
+    @property
+    def bad(self) -> np.ndarray:
+        return self.inverse.bad
 
 
 def build_exact_model(
@@ -163,23 +191,23 @@ def build_exact_model(
         m.set_objective({"extra": [1.0]})
     else:
         m.set_objective(np.zeros(m.num_cols))
-    m.meta["structure"] = "hived_mapping"
-    m.meta["chains"] = chain_sel
     m.build_seconds = time.perf_counter() - t0
-    return ExactModel(m, cell_of_col, table, chain_sel, min_level, bad)
+    inverse = MappingInverse(cell_of_col, table, tuple(chain_sel), min_level, bad, extra)
+    return ExactModel(m, inverse, Structure.GENERAL, "hived")
 
 
-def decode_mapping(em: ExactModel, res: SolveResult, cluster: PhysicalCluster) -> dict[str, list[int]]:
+def decode_mapping(em: Formulation[MappingInverse], res: SolveResult, cluster: PhysicalCluster) -> dict[str, list[int]]:
     """VC name -> physical cells (from a solution): pinned cells to their owners, the other used cells of each
     (chain, level) handed out to the VCs in order of their counts (VCs of one level are interchangeable)."""
+    inv = em.inverse
     x = res.values["assign"]
-    used = em.cell_of_col[x > 0.5]
-    t = em.table
+    used = inv.cell_of_col[x > 0.5]
+    t = inv.table
     out: dict[str, list[int]] = {n: [] for n in t.vc_names}
     pinned_set: set[int] = set()
     for v, cells in enumerate(t.pinned):
         for c in cells:
-            if cluster.chain_names[int(cluster.chain_index[c])] in em.chains and int(cluster.level[c]) >= em.min_level:
+            if cluster.chain_names[int(cluster.chain_index[c])] in inv.chains and int(cluster.level[c]) >= inv.min_level:
                 out[t.vc_names[v]].append(int(c))
                 pinned_set.add(int(c))
     pools: dict[tuple[int, int], list[int]] = {}
@@ -198,17 +226,18 @@ def decode_mapping(em: ExactModel, res: SolveResult, cluster: PhysicalCluster) -
     return out
 
 
-def verify_mapping(
+def check_mapping(
     cluster: PhysicalCluster,
     vcs: Sequence[VirtualCluster],
     mapping: dict[str, list[int]],
     *,
     bad_nodes: Iterable[str] = (),
     chains: Sequence[str] | None = None,
-) -> list[str]:
-    """Check a VC -> physical cells mapping without any model (plain numpy). Returns the problems found ([] = ok)."""
+) -> list[Violation]:
+    """Check a VC -> physical cells mapping without any model (plain numpy): one :class:`Violation` per problem
+    (``[]`` when the mapping is valid)."""
     table = demand_table(cluster, vcs)
-    problems: list[str] = []
+    problems: list[Violation] = []
     chain_sel = set(cluster.chain_names if chains is None else chains)
     cover = np.zeros(cluster.n_cells, dtype=np.int64)
     used = [c for cells in mapping.values() for c in cells]
@@ -217,27 +246,39 @@ def verify_mapping(
     used_set = set(used)
     for c in used:
         if cover[c] != 1:
-            problems.append(f"cell {cluster.address[c]} overlaps another mapped cell")
+            problems.append(Violation(f"cells[{cluster.address[c]}]", "overlaps another mapped cell"))
         a = int(cluster.parent[c])
         while a >= 0:
             if a in used_set:
-                problems.append(f"cell {cluster.address[c]} lies inside mapped cell {cluster.address[a]}")
+                problems.append(Violation(f"cells[{cluster.address[c]}]", f"lies inside mapped cell {cluster.address[a]}"))
             a = int(cluster.parent[a])
     bad = cluster.bad_cell_mask(bad_nodes)
     for c in used:
         if bad[c]:
-            problems.append(f"cell {cluster.address[c]} contains bad hardware")
+            problems.append(Violation(f"cells[{cluster.address[c]}]", "contains bad hardware"))
     for vi, name in enumerate(table.vc_names):
         got = np.zeros_like(table.total[vi])
         for c in mapping.get(name, []):
             got[int(cluster.chain_index[c]), int(cluster.level[c])] += 1
         for ci, cname in enumerate(cluster.chain_names):
             if cname in chain_sel and not np.array_equal(got[ci], table.total[vi, ci]):
-                problems.append(f"VC {name} chain {cname}: mapped {got[ci].tolist()} != quota {table.total[vi, ci].tolist()}")
+                problems.append(Violation(f"vcs[{name}].chains[{cname}]", f"mapped {got[ci].tolist()} != quota {table.total[vi, ci].tolist()}"))
         for cell, pid in zip(table.pinned[vi], table.pinned_ids[vi]):
             if cluster.chain_names[int(cluster.chain_index[cell])] in chain_sel and cell not in mapping.get(name, []):
-                problems.append(f"VC {name}: pinned cell {pid} not mapped to it")
+                problems.append(Violation(f"vcs[{name}].pinned[{pid}]", "pinned cell not mapped to it"))
     return problems
+
+
+def assert_mapping(cluster: PhysicalCluster, vcs: Sequence[VirtualCluster], mapping: dict[str, list[int]], *,
+                   bad_nodes: Iterable[str] = (), chains: Sequence[str] | None = None) -> None:
+    """Raise :class:`~schedopt.problem.ViolationError` listing every problem :func:`check_mapping` finds."""
+    assert_valid(check_mapping(cluster, vcs, mapping, bad_nodes=bad_nodes, chains=chains), "hived mapping")
+
+
+def verify_mapping(cluster: PhysicalCluster, vcs: Sequence[VirtualCluster], mapping: dict[str, list[int]], *,
+                   bad_nodes: Iterable[str] = (), chains: Sequence[str] | None = None) -> list[str]:
+    """The problems of :func:`check_mapping` as text lines (``[]`` = ok); kept for earlier callers."""
+    return [str(v) for v in check_mapping(cluster, vcs, mapping, bad_nodes=bad_nodes, chains=chains)]
 
 
 def max_extra_quota(

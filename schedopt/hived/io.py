@@ -1,26 +1,36 @@
 """The ``hived`` problem in the instance envelope: cluster + VCs (+ bad nodes, + an optional request sequence).
 
 ``data`` = ``{"config": <hivedscheduler physicalCluster/virtualClusters document>, "bad_nodes": [...],
-"ops": [{"op": "allocate", "name", "vc", "chain", "gpus_per_pod", "pods", "priority"} | {"op": "release", "name"}]}``.
-``solve`` runs the exact validity check (and replays the ops through the buddy allocator); ``explain`` says which
-chain / level / VC breaks.
+"ops": [{"op": "allocate", "name", "vc", "chain", "gpus_per_pod", "pods", "priority", "pinned_cell",
+"lazy_preemption"} | {"op": "release", "name"}]}``.
+
+``PROBLEM_IO`` (a typed :class:`~schedopt.problem.ProblemIO`): ``solve(spec, SolveOptions) -> HivedAnswer`` runs the
+validity check (``method`` ``"exact"``, the default, or ``"counting"``) and replays the ops through the allocator;
+``build`` / ``decode`` give the exact mapping model as a :class:`~schedopt.problem.Formulation`; ``check`` re-checks
+an answer without the model; ``explain`` says which chain / level / VC breaks.
 """
 
 from __future__ import annotations
 
+import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
-from ..instances import ProblemIO
 from ..instances import field as dfield
-from .allocator import BuddyAllocator, Request
+from ..problem import Answer, Formulation, ProblemIO, SolveOptions, Violation
+from ..results import SolveResult, Termination, TerminationReason, Timings
+from .allocator import Allocation, BuddyAllocator, Request
 from .cells import PhysicalCluster, generate_cluster
-from .check import check_vc_assignment
+from .check import METHODS, CheckReport, check_vc_assignment
 from .config import dump_hived_config, load_hived_config
+from .exact import MappingInverse, build_exact_model, check_mapping, decode_mapping
+from .priority import priority_value
 from .vc import VirtualCluster, generate_vcs
 
-__all__ = ["HivedInstance", "Release", "explain_instance", "from_data", "generate_instance", "solve_instance", "to_data"]
+__all__ = ["PROBLEM_IO", "HivedAnswer", "HivedInstance", "Release", "build_instance", "check_answer", "decode_instance",
+           "explain_instance", "from_data", "generate_instance", "instance_size", "solve", "solve_instance", "to_data"]
 
 
 @dataclass(frozen=True)
@@ -44,8 +54,13 @@ def to_data(inst: HivedInstance) -> dict[str, Any]:
         if isinstance(op, Release):
             ops.append({"op": "release", "name": op.name})
         else:
-            ops.append({"op": "allocate", "name": op.name, "vc": op.vc, "chain": op.chain,
-                        "gpus_per_pod": op.gpus_per_pod, "pods": op.pods, "priority": op.priority})
+            d = {"op": "allocate", "name": op.name, "vc": op.vc, "chain": op.chain,
+                 "gpus_per_pod": op.gpus_per_pod, "pods": op.pods, "priority": op.priority}
+            if op.pinned_cell is not None:
+                d["pinned_cell"] = op.pinned_cell
+            if op.lazy_preemption:
+                d["lazy_preemption"] = True
+            ops.append(d)
     return {"config": dump_hived_config(inst.cluster, inst.vcs), "bad_nodes": list(inst.bad_nodes), "ops": ops}
 
 
@@ -85,43 +100,181 @@ def from_data(data: dict[str, Any]) -> HivedInstance:
             if p < 1:
                 raise InputError(f"{path}.pods", p, "must be positive")
             pr = dfield(op, "priority", path, (str, int), "guaranteed")
-            if isinstance(pr, str) and pr not in ("guaranteed", "opportunistic"):
-                raise InputError(f"{path}.priority", pr, "must be 'guaranteed', 'opportunistic' or an integer")
+            priority_value(pr, f"{path}.priority")
+            pin = dfield(op, "pinned_cell", path, str, None) if op.get("pinned_cell") is not None else None
+            if pin is not None and pin not in next(v for v in vcs if v.name == vc).pinned:
+                raise InputError(f"{path}.pinned_cell", pin, f"is no pinned cell of VC {vc!r}")
+            lazy = dfield(op, "lazy_preemption", path, bool, False)
             if name in names:
                 raise InputError(f"{path}.name", name, "is used by an earlier allocate")
             names.add(name)
-            ops.append(Request(vc, chain, g, p, pr, name))
+            ops.append(Request(vc, chain, g, p, pr, name, pin, lazy))
         else:
             raise InputError(f"{path}.op", kind, "must be 'allocate' or 'release'")
     return HivedInstance(cluster, vcs, ops, list(bad))
 
 
-def solve_instance(inst: HivedInstance, backend: str | None = None, time_limit: float | None = None) -> tuple[Any, list[dict], dict]:
-    rep = check_vc_assignment(inst.cluster, inst.vcs, "exact", backend or "highs", bad_nodes=inst.bad_nodes,
-                              time_limit=time_limit)
-    rows: list[dict] = []
-    for vc, cells in rep.mapping.items():
-        for a in cells:
-            c = inst.cluster.by_address[a]
-            rows.append({"vc": vc, "chain": inst.cluster.chain_names[int(inst.cluster.chain_index[c])],
-                         "level": int(inst.cluster.level[c]), "cell": a})
-    allocs = []
-    if inst.ops:
-        al = BuddyAllocator(inst.cluster, inst.vcs)
-        for b in inst.bad_nodes:
-            al.mark_bad(b)
-        handles: dict[str, int] = {}
-        for op in inst.ops:
-            if isinstance(op, Release):
-                if op.name in handles:
-                    al.release(handles.pop(op.name))
-                continue
-            a = al.allocate(op)
-            allocs.append(a)
-            if a.ok:
-                handles[op.name or ""] = a.handle  # type: ignore[assignment]
-            rows.append({"job": op.name, "vc": op.vc, "ok": a.ok, "reason": a.reason,
+@dataclass(kw_only=True, eq=False)
+class HivedAnswer(Answer):
+    """The answer for a HiveD instance: the validity verdict (its termination is the answer's: OPTIMAL when the
+    assignment is proven valid, INFEASIBLE when proven invalid) and the replay of the instance's ops."""
+
+    check: CheckReport
+    allocations: list[Allocation] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool | None:
+        return self.check.valid
+
+    def rows(self) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = list(self.check.rows())
+        for a in self.allocations:
+            rows.append({"job": a.request.name, "vc": a.request.vc, "ok": a.ok, "reason": str(a.reason),
                          "placement": "; ".join(f"{p.node}:{','.join(map(str, p.gpus))}" for p in a.pods)})
+        return rows
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        c = self.check
+        d.update({"valid": c.valid, "chain": c.chain, "level": c.level, "vc": c.vc, "cause": c.cause or None,
+                  "message": c.message, "solves": len(c.results), "mapping": {k: list(v) for k, v in c.mapping.items()},
+                  "allocations": [{"job": a.request.name, "ok": a.ok, "reason": str(a.reason) or None,
+                                   "handle": a.handle, "preempted": list(a.preempted),
+                                   "lazy_preempted": list(a.lazy_preempted),
+                                   "pods": [{"node": p.node, "gpus": list(p.gpus), "cell": p.cell} for p in a.pods]}
+                                  for a in self.allocations]})
+        return d
+
+
+def replay(inst: HivedInstance) -> list[Allocation]:
+    """Run the instance's ops through a :class:`BuddyAllocator` (bad nodes marked first)."""
+    if not inst.ops:
+        return []
+    al = BuddyAllocator(inst.cluster, inst.vcs)
+    for b in inst.bad_nodes:
+        al.mark_bad(b)
+    handles: dict[str, int] = {}
+    out: list[Allocation] = []
+    for op in inst.ops:
+        if isinstance(op, Release):
+            h = handles.pop(op.name, None)
+            if h is not None and h in al.jobs:
+                al.release(h)
+            continue
+        a = al.allocate(op)
+        out.append(a)
+        if a.ok:
+            handles[op.name or ""] = a.handle  # type: ignore[assignment]
+    return out
+
+
+def solve(inst: HivedInstance, options: SolveOptions | None = None) -> HivedAnswer:
+    """The validity check (``options.method``: ``"exact"``, the default, or ``"counting"``) and the ops' replay."""
+    options = options or SolveOptions()
+    method = options.method or "exact"
+    if method not in METHODS:
+        raise InputError("method", method, f"must be one of {list(METHODS)}")
+    rep = check_vc_assignment(inst.cluster, inst.vcs, method, options.backend or "highs", bad_nodes=inst.bad_nodes,
+                              time_limit=options.time_limit)
+    t0 = time.perf_counter()
+    allocs = replay(inst)
+    timings = Timings(build=rep.timings.build, solve=rep.timings.solve, decode=rep.timings.decode + time.perf_counter() - t0)
+    return HivedAnswer(termination=rep.termination, backend=rep.backend, method=method, timings=timings,
+                       result=rep.result, check=rep, allocations=allocs)
+
+
+def build_instance(inst: HivedInstance) -> Formulation[MappingInverse]:
+    """The exact mapping model of the whole instance (all chains, bad nodes removed)."""
+    return build_exact_model(inst.cluster, inst.vcs, bad_nodes=inst.bad_nodes)
+
+
+def decode_instance(inst: HivedInstance, form: Formulation[MappingInverse], result: SolveResult) -> HivedAnswer:
+    """The answer of one solve of :func:`build_instance`'s model: valid with the verified mapping, or invalid
+    (without the fault location, which :func:`solve` finds with further solves), or the solver's termination."""
+    r = result.termination.reason
+    mapping: dict[str, list[str]] = {}
+    if r in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE):
+        cells = decode_mapping(form, result, inst.cluster)
+        problems = check_mapping(inst.cluster, inst.vcs, cells, bad_nodes=inst.bad_nodes)
+        if problems:
+            term = Termination(TerminationReason.ERROR, None, f"solver mapping failed verification: {problems[0]}")
+        else:
+            term = Termination(TerminationReason.OPTIMAL, None, "a mapping was found and verified without the model")
+            mapping = {v: [inst.cluster.address[c] for c in cs] for v, cs in cells.items() if cs}
+    elif r in (TerminationReason.INFEASIBLE, TerminationReason.INFEASIBLE_OR_UNBOUNDED):
+        term = Termination(TerminationReason.INFEASIBLE, None, "no mapping of the VC cells onto disjoint physical cells")
+    else:
+        term = result.termination
+    rep = CheckReport(termination=term, method="exact", backend=result.backend, mapping=mapping, results=[result],
+                      result=result, message=term.detail, timings=result.timings)
+    return HivedAnswer(termination=term, backend=result.backend, method="exact", timings=result.timings,
+                       result=result, check=rep, allocations=replay(inst))
+
+
+def check_answer(inst: HivedInstance, answer: Answer) -> list[Violation]:
+    """Re-check an answer without any model: its mapping (disjoint cells, quotas, pinned cells, bad hardware) and
+    its replay (pods and GPUs as requested, one node per pod, no GPU held by two running jobs)."""
+    if not isinstance(answer, HivedAnswer):
+        return [Violation("answer", f"is a {type(answer).__name__}, not a HivedAnswer")]
+    out: list[Violation] = []
+    cl = inst.cluster
+    if answer.check.valid and answer.check.method == "exact":
+        cells = {v: [cl.by_address[a] for a in addrs] for v, addrs in answer.check.mapping.items()}
+        out += check_mapping(cl, inst.vcs, cells, bad_nodes=inst.bad_nodes)
+    gpus_of_node = {name: {g for nc in cells for g in (cl.gpus_of(nc))} for name, cells in cl.node_names.items()}
+    live: dict[int, set[tuple[str, int]]] = {}
+    by_name: dict[str, int] = {}
+    allocs = iter(answer.allocations)
+    for i, op in enumerate(inst.ops):
+        if isinstance(op, Release):
+            h = by_name.pop(op.name, None)
+            live.pop(h, None)  # type: ignore[arg-type]
+            continue
+        a = next(allocs, None)
+        path = f"ops[{i}]"
+        if a is None:
+            out.append(Violation(path, "no allocation in the answer"))
+            break
+        for h in a.preempted:
+            live.pop(h, None)
+        if not a.ok:
+            continue
+        if len(a.pods) != op.pods:
+            out.append(Violation(path, f"{len(a.pods)} pods placed, {op.pods} requested"))
+        held: set[tuple[str, int]] = set()
+        for p in a.pods:
+            if len(p.gpus) != op.gpus_per_pod or len(set(p.gpus)) != len(p.gpus):
+                out.append(Violation(f"{path}.pods", f"{p.gpus} is not {op.gpus_per_pod} distinct GPUs"))
+            for g in p.gpus:
+                if (p.node, g) not in gpus_of_node.get(p.node, set()):
+                    out.append(Violation(f"{path}.pods", f"GPU {g} of node {p.node!r} does not exist"))
+                held.add((p.node, g))
+        for h, gs in live.items():
+            if gs & held:
+                out.append(Violation(path, f"shares GPUs {sorted(gs & held)[:3]} with running job {h}"))
+        live[a.handle] = held  # type: ignore[index]
+        by_name[op.name or ""] = a.handle  # type: ignore[assignment]
+    return out
+
+
+def instance_size(inst: HivedInstance) -> tuple[int, int]:
+    """(GPUs, allocate ops)."""
+    return inst.cluster.num_gpus, sum(1 for op in inst.ops if not isinstance(op, Release))
+
+
+def solve_instance(inst: HivedInstance, backend: str | None = None,
+                   time_limit: float | None = None) -> tuple[Any, list[dict], dict]:
+    """Deprecated: use :func:`solve` (``PROBLEM_IO.solve``), which returns a :class:`HivedAnswer`.
+    Returns ``((report, allocations), rows, summary)`` as before."""
+    warnings.warn("hived.io.solve_instance is deprecated; use schedopt.hived.io.solve(spec, SolveOptions) -> HivedAnswer",
+                  DeprecationWarning, stacklevel=2)
+    ans = solve(inst, SolveOptions(backend=backend, time_limit=time_limit))
+    rep = ans.check
+    rows = ans.rows()
+    for r in rows:
+        if "cell" in r:
+            c = inst.cluster.by_address[r["cell"]]
+            r.update({"chain": inst.cluster.chain_names[int(inst.cluster.chain_index[c])], "level": int(inst.cluster.level[c])})
     res = rep.results[-1] if rep.results else None
     summary = {
         "termination": "valid" if rep.valid else ("invalid" if rep.valid is False else "undecided"),
@@ -129,7 +282,7 @@ def solve_instance(inst: HivedInstance, backend: str | None = None, time_limit: 
         "message": rep.message, "solves": len(rep.results), "seconds": rep.seconds,
         "solver_termination": str(res.termination) if res is not None else "",
     }
-    return (rep, allocs), rows, summary
+    return (rep, ans.allocations), rows, summary
 
 
 def explain_instance(inst: HivedInstance) -> str:
@@ -147,5 +300,6 @@ def generate_instance(gpus: int = 2048, seed: int = 0, n_vcs: int = 4, fill: flo
     return HivedInstance(cluster, generate_vcs(cluster, n_vcs, seed, fill))
 
 
-PROBLEM_IO = ProblemIO(name="hived", cls=HivedInstance, to_data=to_data, from_data=from_data, solve=solve_instance,
-                           explain=explain_instance, generate=generate_instance)
+PROBLEM_IO = ProblemIO(name="hived", cls=HivedInstance, to_data=to_data, from_data=from_data, solve=solve,
+                       explain=explain_instance, generate=generate_instance, build=build_instance,
+                       decode=decode_instance, check=check_answer, size=instance_size, methods=("exact", "counting"))

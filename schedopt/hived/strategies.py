@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
+import numpy as np
 from hypothesis import strategies as st
 
 from .cells import CellType, PhysicalCellSpec, PhysicalCluster
 from .vc import VirtualCluster
 
-__all__ = ["cluster_and_invalid_vcs", "cluster_and_valid_vcs", "clusters", "invalid_assignments", "valid_assignments"]
+__all__ = ["cluster_and_invalid_vcs", "cluster_and_pinned_vcs", "cluster_and_valid_vcs", "clusters", "invalid_assignments",
+           "valid_assignments", "with_pinned_cells"]
 
 
 @st.composite
@@ -74,9 +77,84 @@ def invalid_assignments(draw: Any, cluster: PhysicalCluster, max_vcs: int = 3) -
 
 
 @st.composite
-def cluster_and_valid_vcs(draw: Any, **kw: Any) -> tuple[PhysicalCluster, list[VirtualCluster]]:
+def with_pinned_cells(draw: Any, cluster: PhysicalCluster, max_pins: int = 3, nested: bool = False) -> PhysicalCluster:
+    """``cluster`` (as drawn by :func:`clusters`) again with 0..``max_pins`` random cells given pinnedCellIds ``P0``,
+    ``P1``, ... (disjoint unless ``nested``: then a pinned cell may lie inside another)."""
+    picks = draw(st.lists(st.integers(0, cluster.n_cells - 1), max_size=max_pins, unique=True))
+    chosen: list[int] = []
+    for c in picks:
+        inside = any(p <= c < cluster.end[p] or c <= p < cluster.end[c] for p in chosen)
+        if nested or not inside:
+            chosen.append(c)
+    specs = copy.deepcopy(cluster.specs)
+    flat: list[PhysicalCellSpec] = []
+
+    def walk(s: PhysicalCellSpec, top: bool) -> None:
+        flat.append(s)
+        if not top:
+            s.address = None  # inferred again (the clusters drawn here give addresses to top cells only)
+        for ch in s.children or []:
+            walk(ch, False)
+
+    for s in specs:
+        walk(s, True)
+    for i, c in enumerate(chosen):
+        flat[c].pinned_id = f"P{i}"
+    types = [CellType(t.name, t.child_type, t.child_count, t.is_node_level) for t in cluster.cell_types.values()]
+    return PhysicalCluster(types, specs)
+
+
+@st.composite
+def cluster_and_valid_vcs(draw: Any, pinned: bool = False, **kw: Any) -> tuple[PhysicalCluster, list[VirtualCluster]]:
+    """A cluster and a valid assignment; with ``pinned``, disjoint pinned cells owned by random VCs, the other
+    quota built top down on the cells the pinned ones leave (the counting rule with pinned cells blocked)."""
     cl = draw(clusters(**kw))
-    return cl, draw(valid_assignments(cl))
+    if not pinned:
+        return cl, draw(valid_assignments(cl))
+    cl = draw(with_pinned_cells(cl))
+    n = draw(st.integers(1, 3))
+    pins: list[list[str]] = [[] for _ in range(n)]
+    for pid in sorted(cl.pinned):
+        pins[draw(st.integers(0, n - 1))].append(pid)
+    blocked = np.zeros(cl.n_cells, dtype=bool)
+    for c in cl.pinned.values():
+        blocked[c : cl.end[c]] = True
+        anc = cl.ancestor[c, int(cl.level[c]) + 1 :]
+        blocked[anc[anc >= 0]] = True
+    cells: list[dict[Any, int]] = [{} for _ in range(n)]
+    for cname, ch in cl.chains.items():
+        left = 0
+        for k in range(ch.levels, 0, -1):
+            at = cl.cells_at[(cname, k)]
+            par = cl.parent[at]
+            h = int(np.count_nonzero(~blocked[at] & ((par < 0) | blocked[np.maximum(par, 0)])))
+            left = left * (ch.child_count[k + 1] if k < ch.levels else 0) + h
+            d = draw(st.integers(0, left))
+            for v, part in enumerate(_spread(draw, d, n)):
+                if part:
+                    cells[v][(cname, k)] = part
+            left -= d
+    vcs = [VirtualCluster(f"vc{v}", cells[v], pins[v]) for v in range(n)]
+    return cl, vcs
+
+
+@st.composite
+def cluster_and_pinned_vcs(draw: Any, **kw: Any) -> tuple[PhysicalCluster, list[VirtualCluster]]:
+    """A cluster with pinned cells (possibly nested) owned by random VCs and random quotas (valid or not)."""
+    cl = draw(with_pinned_cells(draw(clusters(**kw)), max_pins=4, nested=True))
+    n = draw(st.integers(1, 3))
+    pins: list[list[str]] = [[] for _ in range(n)]
+    for pid in sorted(cl.pinned):
+        if draw(st.booleans()) or len(cl.pinned) < 3:
+            pins[draw(st.integers(0, n - 1))].append(pid)
+    cells: list[dict[Any, int]] = [{} for _ in range(n)]
+    for cname, ch in cl.chains.items():
+        for k in range(1, ch.levels + 1):
+            cap = cl.num_cells(cname, k)
+            for v in range(n):
+                if draw(st.integers(0, 2)) == 0:
+                    cells[v][(cname, k)] = draw(st.integers(1, max(1, cap // 2)))
+    return cl, [VirtualCluster(f"vc{v}", cells[v], pins[v]) for v in range(n)]
 
 
 @st.composite
