@@ -427,7 +427,7 @@ def test_best_fit_keeps_a_node_for_a_later_8_gpu_pod() -> None:
     """Issue 17's in-VC packing case (schedopt knowingly does better): two 8-GPU nodes; VC a has one node and one
     GPU cell. hivedscheduler's order puts node-level cells first, so its 1-GPU pod takes a GPU of a's node and a's
     later 8-GPU pod (within quota) waits; best fit puts the 1-GPU pod in a's GPU cell and the 8-GPU pod binds.
-    (Checked against the published scheduler with tools/hived_compare: bind, then wait.)"""
+    (Checked against the published scheduler, outside the repository: bind, then wait.)"""
     cl = PhysicalCluster([CellType("N", "G", 8, is_node_level=True), CellType("R", "N", 2)],
                          [PhysicalCellSpec("R", "r0", children=[PhysicalCellSpec(address="n0"), PhysicalCellSpec(address="n1")])])
     vcs = [VirtualCluster("a", {("R", 2): 1, ("R", 1): 1}), VirtualCluster("b", {("R", 1): 7})]
