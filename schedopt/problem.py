@@ -51,6 +51,7 @@ __all__ = [
     "heuristic_termination",
     "problems",
     "to_jsonable",
+    "unregister_problem",
 ]
 
 Inv = TypeVar("Inv")
@@ -303,6 +304,11 @@ def register_problem(io: ProblemIO) -> ProblemIO:
         raise InputError("io", type(io).__name__, "must be a schedopt.problem.ProblemIO")
     _PROBLEMS[io.name] = io
     return io
+
+
+def unregister_problem(name: str) -> None:
+    """Remove a problem registered by hand (tests, plug-ins); entry-point problems return on the next process."""
+    _PROBLEMS.pop(name, None)
 
 
 def problems() -> dict[str, ProblemIO]:

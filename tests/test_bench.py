@@ -114,7 +114,8 @@ def test_report_from_table(smoke, tmp_path):
     assert "| highs |" in text and "| scipy |" in text
     assert "ratio vs highs" in text and "1.00×" in text
     assert "## sia — normal load" in text and "## knapsack" in text
-    for name in ("time_vs_gpus.png", "gap_vs_time.png", "phase_share.png"):
+    for name in ("time_vs_gpus_sia.png", "gap_vs_time_sia.png", "phase_share_sia.png", "time_vs_gpus_knapsack.png",
+                 "phase_share_knapsack.png", "gap_vs_time_knapsack.png"):
         f = tmp_path / "report" / name
         assert f.exists() and f.stat().st_size > 1000, name
         assert f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

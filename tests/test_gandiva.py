@@ -164,6 +164,34 @@ def test_packing_hand_checked() -> None:
     assert check_state(packed) == [] and len(packed.packed) == 1
 
 
+def test_packing_answers_carry_the_termination_and_violations_name_the_field() -> None:
+    """The hand-checked packing above as Answers: exact OPTIMAL with bound 2.5, greedy FEASIBLE (heuristic limit,
+    no bound); a packing whose throughput is misreported or whose GPU holds three jobs is named by path."""
+    import dataclasses
+
+    from schedopt.gandiva import assert_packing
+    from schedopt.problem import ViolationError
+    from schedopt.results import Limit, TerminationReason
+
+    prof = _tiny_profiles()
+    state = ClusterState([Node("n0", 2, 1.0)])
+    jobs = [prof.job("a", "A"), prof.job("b", "B"), prof.job("c", "C"), prof.job("c2", "C")]
+    ex = pack_exact(state, jobs, "highs", profiles=prof)
+    gr = pack_greedy(state, jobs, profiles=prof)
+    assert ex.termination.reason is TerminationReason.OPTIMAL and ex.objective == pytest.approx(2.5)
+    assert ex.bound == pytest.approx(2.5) and ex.gap == 0.0 and ex.formulation is not None
+    assert ex.formulation.inverse.formulation == "config" and len(ex.formulation.inverse.gpus) == 2
+    assert gr.termination.reason is TerminationReason.FEASIBLE and gr.termination.limit is Limit.HEURISTIC
+    assert gr.objective == pytest.approx(2.0) and gr.bound == float("inf")
+    lie = dataclasses.replace(ex, throughput=3.0)
+    assert [v.path for v in check_packing(state, jobs, lie, prof)] == ["throughput"]
+    crowd = dataclasses.replace(ex, assignment={"a": (0, 0), "b": (0, 0), "c": (0, 0)}, unplaced=("c2",))
+    paths = {v.path for v in check_packing(state, jobs, crowd, prof)}
+    assert "gpus[(0, 0)]" in paths
+    with pytest.raises(ViolationError, match="throughput"):
+        assert_packing(state, jobs, lie, prof)
+
+
 def test_packing_lp_config_tighter_than_assign() -> None:
     """The card's example: two GPUs, three jobs of one type, memory 0.4, factor 0.75 (a pair makes 1.5).
     Integer optimum: one pair + one job alone = 2.5. Config LP: with s = jobs alone and P = pairs,
@@ -301,7 +329,7 @@ def test_defragment_infeasible_names_families() -> None:
         s.place(J(f"p{n}", 1), [(n, 0)])
         s.place(J(f"q{n}", 1), [(n, 0)])
     d = defragment(s, J("new", 4), "exact", "highs")
-    assert not d.freed and d.moves == [] and d.termination == "infeasible"
+    assert not d.freed and d.moves == [] and d.status == "infeasible"
     assert "node_capacity" in d.explanation or "incoming_demand" in d.explanation
     assert not defragment(s, J("new", 4), "greedy").freed
 
@@ -318,7 +346,7 @@ def test_exact_defrag_le_greedy(case) -> None:
     if gr.freed:
         assert ex.freed and ex.migrations <= gr.migrations
     if not ex.freed:
-        assert ex.termination == "infeasible"
+        assert ex.status == "infeasible"
 
 
 def test_defrag_backends_agree() -> None:

@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 
+import schedopt
 from schedopt import instances
 from schedopt.errors import InputError
 from schedopt.gandiva import build_defrag_model, build_packing_model, check_packing
 from schedopt.gandiva.io import GandivaInstance, from_data, generate, to_data
+from schedopt.problem import SolveOptions, get_problem, heuristic_termination
+from schedopt.results import Limit, TerminationReason
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,17 +29,35 @@ def test_round_trip_and_solve(operation: str, tmp_path: Path) -> None:
     assert isinstance(back, GandivaInstance) and back == inst
     assert to_data(back) == to_data(inst)
     assert json.loads(instances.dumps(back))["data"] == json.loads(path.read_text())["data"]
-    io = instances.problems()["gandiva"]
-    obj, rows, summary = io.solve(back, "highs", 30.0)
-    assert summary["termination"] in ("optimal", "heuristic")
-    if operation == "pack":
-        assert len(rows) == len(inst.pending)
-        assert summary["objective"] >= summary["greedy_objective"] - 1e-9
-        assert check_packing(back.state(), back.pending, obj, back.table()) == []
-    elif operation == "defragment":
-        assert (summary["freed"] and summary["objective"] <= summary["greedy_migrations"]) or not summary["greedy_freed"]
+    io = get_problem("gandiva")
+    if operation == "allocate":
+        run = io.solve(back, SolveOptions())
+        assert run.termination == heuristic_termination(run.termination.detail) and run.method == "algorithm1"
+        assert set(run.allocations) == {j.id for j in inst.pending} and run.objective == run.placed
+        assert io.check(back, run) == []
+        with pytest.raises(InputError, match="backend"):
+            io.solve(back, SolveOptions(backend="highs"))
+        with pytest.raises(InputError, match="operation"):
+            io.build(back)
     else:
-        assert len(rows) == len(inst.pending)
+        exact = io.solve(back, SolveOptions(backend="highs", time_limit=30.0))
+        greedy = io.solve(back, SolveOptions(method="greedy"))
+        assert exact.termination.reason is TerminationReason.OPTIMAL and exact.backend == "highs"
+        assert greedy.termination.limit is Limit.HEURISTIC or not greedy.has_solution
+        assert io.check(back, exact) == [] and io.check(back, greedy) == []
+        # build + schedopt.solve + decode is the same path, with the typed inverse map
+        form = io.build(back)
+        again = io.decode(back, form, schedopt.solve(form.model, "highs"))
+        assert again.objective == pytest.approx(exact.objective) and again.formulation is form
+        if operation == "pack":
+            assert exact.objective >= greedy.objective - 1e-9 and exact.bound == pytest.approx(exact.objective)
+            assert len(exact.assignment) + len(exact.unplaced) == len(inst.pending)
+            assert check_packing(back.state(), back.pending, exact, back.table()) == []
+        else:
+            assert exact.freed and exact.objective == exact.migrations
+            assert not greedy.has_solution or exact.migrations <= greedy.migrations
+        doc = json.loads(json.dumps(exact.to_dict(), allow_nan=False))
+        assert doc["termination"]["reason"] == "optimal" and doc["objective"] == pytest.approx(exact.objective)
     assert "Gandiva" in io.explain(back)
 
 
@@ -101,4 +122,23 @@ def test_formulation_card_names_match_models() -> None:
     d = generate(16, seed=1, operation="defragment")
     m = build_defrag_model(d.state(), d.pending[0])
     names |= set(m.blocks) | set(m.families)
+    import dataclasses
+
+    from schedopt.gandiva import AllocationRun, Defragmentation, Packing
+    from schedopt.problem import Answer
+
+    base = {f.name for f in dataclasses.fields(Answer)}
+    for cls in (Packing, Defragmentation, AllocationRun):
+        names |= {f.name for f in dataclasses.fields(cls)} - base
     assert _card_names() == names
+
+
+def test_old_solve_call_still_works_with_a_deprecation_warning() -> None:
+    from schedopt.gandiva.io import solve_instance
+
+    inst = generate(16, seed=1, operation="pack")
+    with pytest.warns(DeprecationWarning, match="SolveOptions"):
+        ans, rows, summary = solve_instance(inst, "highs", 30.0)
+    assert ans.termination.reason is TerminationReason.OPTIMAL and ans.backend == "highs"
+    assert summary["termination"] == "optimal" and summary["objective"] == pytest.approx(ans.objective)
+    assert len(rows) == len(ans.gpus())

@@ -37,7 +37,9 @@ from schedopt.heterps import (
     solve_rl,
     stages_of,
 )
+from schedopt.heterps.core import NO_PLAN_FOUND
 from schedopt.heterps.strategies import problems
+from schedopt.results import Limit, TerminationReason
 from schedopt.testing import backends_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -209,12 +211,15 @@ def test_exact_beats_every_heuristic(p):
         best = solve_exact(p).cost
     except HeterPSInfeasibleError:
         for h in (solve_greedy(p), solve_genetic(p, population=8, generations=5)):
-            assert h.status == "no_feasible_plan_found"
+            assert h.status == "no_solution_found" and h.termination.limit is Limit.HEURISTIC
+            assert not h.has_solution
             assert not evaluate(p, h.plan, h.k).feasible  # nothing is feasible, so neither is this
         return
     for h in (solve_greedy(p), solve_genetic(p, population=8, generations=5), solve_greedy(p, provisioning="paper")):
-        if h.status == "no_feasible_plan_found":  # allowed for a heuristic; the exact optimum exists
+        if not h.has_solution:  # allowed for a heuristic; the exact optimum exists
+            assert h.termination == NO_PLAN_FOUND
             continue
+        assert h.termination.reason is TerminationReason.FEASIBLE and h.termination.limit is Limit.HEURISTIC
         assert h.feasible and evaluate(p, h.plan, h.k).feasible
         assert best <= h.cost * (1 + 1e-9)
 
@@ -272,7 +277,7 @@ def test_canonical_instances_exact_vs_baselines(path):
     heur = [solve_greedy(p), solve_genetic(p, seed=1, population=16, generations=10),
             solve_rl(p, seed=0, iterations=15, batch=16), solve_rl(p, iterations=5, batch=8, provisioning="paper")]
     for h in heur:
-        if h.status != "no_feasible_plan_found":
+        if h.has_solution:
             assert evaluate(p, h.plan, h.k).feasible
             assert dp.cost <= h.cost * (1 + 1e-9), h.method
 
@@ -307,8 +312,14 @@ def test_milp_names_match_the_card():
     text = (ROOT / "formulations" / "heterps.md").read_text()
     sec = text.split("## Names", 1)[1].split("\n## ", 1)[0]
     names = set(re.findall(r"^- `([A-Za-z_][A-Za-z0-9_]*)`", sec, flags=re.M))
+    import dataclasses
+
+    from schedopt.heterps import HeterPSPlan
+    from schedopt.problem import Answer
+
     m = build_milp(two_layer())
-    assert names == set(m.blocks) | set(m.families)
+    answer_fields = {f.name for f in dataclasses.fields(HeterPSPlan)} - {f.name for f in dataclasses.fields(Answer)}
+    assert names == set(m.blocks) | set(m.families) | answer_fields
 
 
 def test_generators_are_seeded_and_feasible():
@@ -403,16 +414,65 @@ def test_frontier_is_monotone_and_ends_at_the_throughput_limit():
     assert len(ax.lines) == 1
 
 
-def test_cli_hooks():
-    io = instances.problems()["heterps"]
+def test_problem_io_is_typed():
+    """The typed ProblemIO: solve(spec, SolveOptions) -> HeterPSPlan (an Answer), never raising for infeasibility."""
+    import json
+
+    from schedopt.problem import Answer, SolveOptions, get_problem
+
+    io = get_problem("heterps")
+    assert io.methods[0] == "dp" and {"milp", "greedy"} <= set(io.methods)
     p = io.generate(gpus=4, seed=2, model="nce")
-    assert p.types[1].limit == 4
-    res, rows, summary = io.solve(p, None, None)
-    assert summary["termination"] == "optimal" and summary["objective"] == pytest.approx(res.cost)
-    assert [r["layer"] for r in rows] == [x.name for x in p.layers]
-    _, _, summary2 = io.solve(p, "highs", None)
-    assert summary2["objective"] == pytest.approx(summary["objective"], rel=1e-7)
-    _, rows, summary = io.solve(p.with_limit(1e9), None, None)
-    assert summary["termination"] == "infeasible" and summary["family"] == "throughput_limit" and rows == []
+    assert p.types[1].limit == 4 and io.size(p) == (4, 1)
+    dp = io.solve(p, SolveOptions())
+    assert isinstance(dp, Answer) and dp.termination.reason is TerminationReason.OPTIMAL
+    assert dp.objective == dp.cost == dp.bound and dp.gap == 0.0 and io.check(p, dp) == []
+    milp = io.solve(p, SolveOptions(backend="highs"))  # a backend alone picks the MILP route
+    assert milp.method == "exact-milp" and milp.backend == "highs" and milp.result is not None
+    assert milp.objective == pytest.approx(dp.objective, rel=1e-7)
+    greedy = io.solve(p, SolveOptions(method="greedy"))
+    assert greedy.termination.limit is Limit.HEURISTIC and math.isnan(greedy.bound)
+    assert greedy.objective >= dp.objective * (1 - 1e-12)
+    doc = json.loads(json.dumps(greedy.to_dict(), allow_nan=False))
+    assert doc["termination"] == {"reason": "feasible", "limit": "heuristic", "detail": greedy.termination.detail}
+    assert doc["bound"] is None and doc["gap"] is None and len(doc["plan"]) == p.num_layers
+    bad = io.solve(p.with_limit(1e9), SolveOptions())
+    assert bad.termination.reason is TerminationReason.INFEASIBLE and not bad.has_solution
+    assert bad.info["family"] == "throughput_limit" and "throughput_limit" in bad.explanation
+    assert bad.to_dict()["objective"] is None
+    with pytest.raises(schedopt.errors.NoSolutionError):
+        bad.objective  # noqa: B018
+    with pytest.raises(InfeasibleError):
+        bad.raise_for_status()
+    with pytest.raises(InputError, match="backend"):
+        io.solve(p, SolveOptions(method="dp", backend="highs"))
     assert "optimal cost" in io.explain(p)
     assert schedopt.heterps.HeterPSProblem is type(p)
+
+
+def test_checker_names_the_broken_constraint():
+    p = generate("nce", 0, gpus=4)
+    dp = solve_exact(p)
+    assert schedopt.heterps.check_plan(p, dp) == []
+    import dataclasses
+
+    lie = dataclasses.replace(dp, cost=dp.cost * 0.5)
+    assert [v.path for v in schedopt.heterps.check_plan(p, lie)] == ["cost"]
+    starved = dataclasses.replace(dp, k=tuple(1 for _ in dp.k))
+    paths = [v.path for v in schedopt.heterps.check_plan(p, starved)]
+    assert "throughput_limit" in paths
+    from schedopt.problem import ViolationError
+
+    with pytest.raises(ViolationError, match="throughput_limit"):
+        schedopt.heterps.assert_plan(p, starved)
+
+
+def test_make_plan_with_an_old_status_string_warns_and_keeps_its_meaning():
+    from schedopt.heterps.core import make_plan
+
+    p = generate("nce", 0, gpus=4)
+    dp = solve_exact(p)
+    with pytest.warns(DeprecationWarning, match="Termination"):
+        old = make_plan(p, dp.plan, dp.k, "mine", "heuristic")
+    assert old.termination.reason is TerminationReason.FEASIBLE and old.termination.limit is Limit.HEURISTIC
+    assert old.objective == pytest.approx(dp.cost)

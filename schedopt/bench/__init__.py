@@ -6,7 +6,11 @@
 
 Every run happens in a fresh process with a wall-clock guard; every phase (instance generation, goodput / model
 build, hand-off, solve, decode, placement) is timed apart, with peak memory, the LP relaxation bound and the machine
-recorded in one :class:`Record` per run (CSV or JSON Lines).
+recorded in one :class:`Record` per run (CSV or JSON Lines). Two pipelines (:mod:`schedopt.bench.pipelines`): a
+problem's typed ProblemIO (``generate`` + ``solve(spec, SolveOptions) -> Answer``; entries are backends, methods or
+``method@backend``) and a :class:`ModelPipeline` (phase by phase; Sia's spec lives in :mod:`schedopt.sia.bench`).
+Sweeps run serially, on a local pool (``workers``) or on any engine of :mod:`schedopt.executors` (``executor``:
+Dask, Ray, ...); Ctrl-C raises :class:`SweepInterrupted` with the finished records.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from .registry import (
     specs,
 )
 from .report import report, summarize
-from .runner import Progress, run
+from .runner import Progress, SweepInterrupted, default_output, run
 
 __all__ = [
     "DEFAULT_SIZES",
@@ -34,6 +38,8 @@ __all__ = [
     "ProblemIOPipeline",
     "Progress",
     "Record",
+    "SweepInterrupted",
+    "default_output",
     "get_spec",
     "machine_info",
     "read_records",

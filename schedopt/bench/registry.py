@@ -2,7 +2,7 @@
 parameters, and how one run goes through its phases.
 
 A :class:`BenchSpec` runs in a fresh process per run (see :mod:`schedopt.bench.runner`), so its hooks must be
-picklable: module-level functions, or ``"module:function"`` strings resolved in the child.
+picklable: module-level functions (or ``"module:function"`` strings resolved in the child).
 
 Two kinds of pipeline:
 
@@ -10,12 +10,13 @@ Two kinds of pipeline:
   goodput matrix), ``build(state) -> LinearModel``, then :func:`schedopt.solve` (or a baseline route such as
   cvxpy), ``decode(state, result)`` and ``place(state, decoded)``; every phase is timed apart and the LP relaxation
   bound is computed for every integer model.
-* :class:`ProblemIOPipeline` — any registered problem through its :class:`~schedopt.instances.ProblemIO`
-  (``generate`` then ``solve(instance, backend, time_limit)``): generation and the solve call are timed, and the
-  model's phases are read from the returned result where it carries a ``SolveResult`` / ``LinearModel``.
+* :class:`ProblemIOPipeline` — any registered problem through its typed :class:`~schedopt.problem.ProblemIO`
+  (``generate`` then ``solve(instance, SolveOptions) -> Answer``): generation and the solve call are timed, the
+  record's phases are the answer's timings, and the model's sizes and LP bound are read from ``answer.result``.
 
-``specs()`` returns the registered specs plus one ``ProblemIOPipeline`` spec for every registered problem that has
-``generate`` and ``solve`` and no spec of its own, so problems join the harness as their packages land.
+``specs()`` returns the problem packages' own specs (:func:`package_specs`: Sia's lives in
+:mod:`schedopt.sia.bench`), the registered ones, and one ``ProblemIOPipeline`` spec for every registered problem
+that has ``generate`` and ``solve`` and no spec of its own, so problems join the harness as their packages land.
 """
 
 from __future__ import annotations
@@ -30,13 +31,16 @@ from ..errors import InputError
 __all__ = [
     "DEFAULT_SIZES",
     "LARGE_SIZES",
+    "SPEC_PROVIDERS",
     "BenchSpec",
     "ModelPipeline",
     "ProblemIOPipeline",
     "get_spec",
+    "package_specs",
     "register_spec",
     "resolve",
     "specs",
+    "split_entry",
 ]
 
 #: GPU counts swept by default, and the large sizes run on request (``sizes="large"`` or ``"all"``)
@@ -44,6 +48,16 @@ DEFAULT_SIZES: tuple[int, ...] = (64, 128, 256, 512, 1024, 2048)
 LARGE_SIZES: tuple[int, ...] = (4096, 8192, 16384)
 
 Hook = Callable[..., Any] | str | None
+
+
+def split_entry(entry: str, methods: Sequence[str] = ()) -> tuple[str | None, str | None]:
+    """A sweep entry as (method, backend): ``method@backend``, a method of the problem, or a backend."""
+    if "@" in entry:
+        method, _, backend = entry.partition("@")
+        return method or None, backend or None
+    if entry in methods:
+        return entry, None
+    return None, entry
 
 
 def resolve(hook: Hook) -> Callable[..., Any] | None:
@@ -114,25 +128,38 @@ class BenchSpec:
     description: str = ""
 
     def available_backends(self, names: Sequence[str] | None = None) -> tuple[list[str], dict[str, str]]:
-        """(backends of ``names`` — default the spec's — that can run here, {skipped backend: why})."""
-        from .. import available_backends
+        """(entries of ``names`` — default the spec's — that can run here, {skipped entry: why}).
 
-        installed = available_backends()
+        An entry is a solver backend, a baseline route of a :class:`ModelPipeline`, or, for a
+        :class:`ProblemIOPipeline`, a method of the problem or ``method@backend``. A name that is none of these
+        raises :class:`~schedopt.errors.InputError` naming it and the known ones; a known backend or route that is
+        not installed here is skipped (the caller decides whether that is an error)."""
+        from ..backends import available_backends
+
+        info = available_backends(include_missing=True)
         base = dict(self.pipeline.baselines) if isinstance(self.pipeline, ModelPipeline) else {}
-        ok, skipped = [], {}
-        for b in names if names is not None else self.backends:
-            if b in base:
-                why = _baseline_unavailable(b)
-                if why:
-                    skipped[b] = why
-                else:
-                    ok.append(b)
-            elif b in installed:
-                ok.append(b)
-            else:
-                from ..backends import _REGISTRY
+        methods: tuple[str, ...] = ()
+        if isinstance(self.pipeline, ProblemIOPipeline):
+            from ..problem import get_problem
 
-                skipped[b] = "not installed" if b in _REGISTRY else "unknown backend"
+            methods = get_problem(self.pipeline.problem).methods
+        ok, skipped = [], {}
+        for i, entry in enumerate(names if names is not None else self.backends):
+            method, backend = split_entry(entry, methods)
+            if method and method not in methods:
+                raise InputError(f"backends[{i}]", entry, f"names no method of {self.problem} "
+                                 f"(methods: {', '.join(methods) or 'none'})")
+            if backend is not None and backend in base:
+                why = _baseline_unavailable(backend)
+            elif backend and backend not in info:
+                known = sorted(info) + sorted(base) + list(methods)
+                raise InputError(f"backends[{i}]", entry, f"is no known backend (known: {', '.join(known)})")
+            else:
+                why = "" if not backend or info[backend].available else (info[backend].reason or "not installed")
+            if why:
+                skipped[entry] = why
+            else:
+                ok.append(entry)
         return ok, skipped
 
 
@@ -155,20 +182,33 @@ def register_spec(spec: BenchSpec, *, replace: bool = True) -> BenchSpec:
     return spec
 
 
+#: ProblemIO specs' sweep defaults, where the generic ones (``highs`` and ``scipy`` on the problem's default method,
+#: sizes :data:`DEFAULT_SIZES`) do not fit: each entry of ``backends`` is a problem method, a backend, or
+#: ``method@backend``.
+PROBLEMIO_DEFAULTS: dict[str, dict[str, Any]] = {
+    "heterps": {"backends": ("dp", "milp@highs", "greedy"), "sizes": (8, 16, 32, 64)},
+    "gandiva": {"backends": ("exact@highs", "greedy"), "sizes": (16, 64, 256, 1024)},
+    "synergy": {"backends": ("tune", "opt@highs", "opt@scipy")},
+    "hived": {"backends": ("exact@highs", "counting")},
+}
+
+
 def _problemio_specs() -> dict[str, BenchSpec]:
-    from ..instances import problems
+    from ..problem import problems
 
     out = {}
     taken = {s.problem for s in _SPECS.values()} | set(_SPECS)
     for name, io in problems().items():
         if name in taken or io.generate is None or io.solve is None:
             continue
+        d = PROBLEMIO_DEFAULTS.get(name, {})
         out[name] = BenchSpec(
             name=name,
             problem=name,
             generate=None,
             pipeline=ProblemIOPipeline(name),
-            backends=("highs", "scipy"),
+            sizes=tuple(d.get("sizes", DEFAULT_SIZES)),
+            backends=tuple(d.get("backends", ("highs", "scipy"))),
             params={"mip_rel_gap": 1e-4},
             description=f"{name} through its ProblemIO (generate + solve)",
         )
@@ -176,12 +216,12 @@ def _problemio_specs() -> dict[str, BenchSpec]:
 
 
 def specs() -> dict[str, BenchSpec]:
-    """Every benchmark spec: the registered ones and one per registered problem without its own spec."""
-    out = dict(_SPECS)
-    try:
-        out.update(_problemio_specs())
-    except Exception:  # a half-written problem package must not hide the registered specs
-        pass
+    """Every benchmark spec: the problem packages' own (:func:`package_specs`), the registered ones, and one per
+    registered problem without a spec of its own (through its ProblemIO)."""
+    out = {s.name: s for s in package_specs()}
+    out.update(_SPECS)
+    taken = {s.problem for s in out.values()} | set(out)
+    out.update({k: v for k, v in _problemio_specs().items() if k not in taken})
     return out
 
 
@@ -199,74 +239,36 @@ def model_identity(instance: Any) -> Any:
     return instance
 
 
-# ---------------------------------------------------------------------------------------------------------- Sia
-def sia_generate(gpus: int, seed: int, load: str = "normal", **kw: Any) -> Any:
-    """``schedopt.sia.generate_instance``: ``gpus // 2`` jobs under normal load, ``gpus`` under heavy."""
-    from ..sia import generate_instance
-
-    return generate_instance(gpus, seed, load=load, **kw)
-
-
-def sia_prepare(instance: Any) -> Any:
-    """The goodput matrix: the problem's valid (job, configuration) pairs with their goodput and utility."""
-    problem = instance.problem()
-    problem.valid_pairs()
-    return problem
+# --------------------------------------------------------------------------------- problem packages' own specs
+#: The problem packages' own benchmark specs, one explicit list of ``"module:ATTRIBUTE"`` naming a
+#: :class:`BenchSpec`, imported when asked for. Why a list here and not a hook on the core's ProblemIO: a spec is
+#: built from this module's types, so the core protocol would carry a harness concern; why strings: the spec
+#: modules import this one, and the names keep the import graph free of a cycle (bench -> sia.bench -> bench).
+SPEC_PROVIDERS: tuple[str, ...] = ("schedopt.sia.bench:SIA_SPEC",)
 
 
-def sia_build(problem: Any) -> Any:
-    problem.check_forced()
-    return problem.build()
+def package_specs() -> list[BenchSpec]:
+    """The benchmark specs problem packages ship (:data:`SPEC_PROVIDERS`), richer than their ProblemIO route
+    (Sia's times the goodput matrix, the placement and the published code's cvxpy routes apart)."""
+    out = []
+    for provider in SPEC_PROVIDERS:
+        spec = resolve(provider)
+        if not isinstance(spec, BenchSpec):
+            raise InputError("SPEC_PROVIDERS", provider, "must name a BenchSpec")
+        out.append(spec)
+    return out
 
 
-def sia_decode(problem: Any, result: Any) -> Any:
-    """job id -> Config (or None): the allocation read from the solution's columns."""
-    from ..sia.problem import SiaSolution
-
-    return SiaSolution(problem=problem, model=result.model, result=result, backend=result.backend).allocation
+_DEPRECATED_SIA = ("sia_generate", "sia_prepare", "sia_build", "sia_decode", "sia_place", "sia_jobs", "sia_gpus",
+                   "SIA_SPEC")
 
 
-def sia_place(problem: Any, allocation: Any) -> Any:
-    from ..sia import place
+def __getattr__(name: str) -> Any:
+    if name in _DEPRECATED_SIA:
+        import warnings
 
-    return place(problem.cluster, allocation)
-
-
-def sia_jobs(instance: Any) -> int:
-    return len(instance.jobs)
-
-
-def sia_gpus(instance: Any) -> int:
-    return int(instance.cluster.num_gpus)
-
-
-SIA_SPEC = BenchSpec(
-    name="sia",
-    problem="sia",
-    generate="schedopt.bench.registry:sia_generate",
-    pipeline=ModelPipeline(
-        prepare="schedopt.bench.registry:sia_prepare",
-        build="schedopt.bench.registry:sia_build",
-        decode="schedopt.bench.registry:sia_decode",
-        place="schedopt.bench.registry:sia_place",
-        jobs="schedopt.bench.registry:sia_jobs",
-        gpus="schedopt.bench.registry:sia_gpus",
-        baselines={
-            "cvxpy-glpk": "schedopt.bench.baselines:sia_cvxpy_glpk",
-            "cvxpy-cbc": "schedopt.bench.baselines:sia_cvxpy_cbc",
-            "cvxpy-glpk-dense": "schedopt.bench.baselines:sia_cvxpy_glpk_dense",
-            "cvxpy-cbc-dense": "schedopt.bench.baselines:sia_cvxpy_cbc_dense",
-        },
-    ),
-    loads=("normal", "heavy"),
-    backends=("highs", "mckp", "cpsat", "glpk", "scipy", "cvxpy-glpk", "cvxpy-cbc", "pyomo"),
-    params={"mip_rel_gap": 1e-4},
-    reference="highs",
-    description=(
-        "Sia's configuration ILP: goodput matrix, build, solve to a 0.01% gap, decode, placement; the cvxpy routes "
-        "are the published code's (a jobs x configs integer matrix in cvxpy, GLPK_MI or CBC); pyomo builds the same "
-        "model through LinearModel.to_pyomo and solves it with HiGHS"
-    ),
-)
-
-register_spec(SIA_SPEC)
+        sia_bench = importlib.import_module("schedopt.sia.bench")
+        warnings.warn(f"schedopt.bench.registry.{name} moved to schedopt.sia.bench.{name}", DeprecationWarning,
+                      stacklevel=2)
+        return getattr(sia_bench, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -28,9 +28,9 @@ def main(argv: list[str] | None = None) -> int:
         conn.send(("error", {"error": f"cannot load the task in the run's process: {type(exc).__name__}: {exc}"}))
         conn.close()
         return 1
-    from .runner import _child_main
+    from .runner import child_main
 
-    _child_main(conn, task)
+    child_main(conn, task)
     return 0
 
 

@@ -8,14 +8,36 @@ The formulations are in ``formulations/gandiva.md``.
 from __future__ import annotations
 
 from .allocate import TIERS, Allocation, allocate, find_nodes
-from .check import check_defragmentation, check_packing, check_state, recompute
+from .check import (
+    assert_defragmentation,
+    assert_packing,
+    assert_state,
+    check_answer,
+    check_defragmentation,
+    check_packing,
+    check_state,
+    recompute,
+)
 from .growshrink import GrowShrink, grow, shrink
-from .io import PROBLEM_IO, GandivaInstance
-from .migration import Defragmentation, Move, build_defrag_model, defragment, fits, movable_jobs
+from .io import PROBLEM_IO, AllocationRun, GandivaInstance, run_allocation
+from .migration import (
+    DefragInverse,
+    Defragmentation,
+    Move,
+    build_defrag,
+    build_defrag_model,
+    decode_defrag,
+    defragment,
+    fits,
+    movable_jobs,
+)
 from .packing import (
     Packing,
+    PackingInverse,
     apply_packing,
+    build_packing,
     build_packing_model,
+    decode_packing,
     idle_gpus,
     pack_exact,
     pack_greedy,
@@ -31,7 +53,9 @@ __all__ = [
     "PROBLEM_IO",
     "TIERS",
     "Allocation",
+    "AllocationRun",
     "ClusterState",
+    "DefragInverse",
     "Defragmentation",
     "GandivaInstance",
     "GandivaJob",
@@ -39,15 +63,24 @@ __all__ = [
     "Move",
     "Node",
     "Packing",
+    "PackingInverse",
     "Profiles",
     "ReplayResult",
     "allocate",
     "apply_packing",
+    "assert_defragmentation",
+    "assert_packing",
+    "assert_state",
+    "build_defrag",
     "build_defrag_model",
+    "build_packing",
     "build_packing_model",
+    "check_answer",
     "check_defragmentation",
     "check_packing",
     "check_state",
+    "decode_defrag",
+    "decode_packing",
     "defragment",
     "find_nodes",
     "fits",
@@ -64,6 +97,7 @@ __all__ = [
     "philly_distribution",
     "recompute",
     "replay",
+    "run_allocation",
     "sample_philly",
     "shrink",
     "uniform_cluster",

@@ -13,29 +13,48 @@
 
 Job fields: ``id, gpus, job_type, utilization, memory, throughput, duration, arrival, elastic, max_gpus``.
 
-``solve``: ``pack`` runs :func:`pack_exact` (and reports the greedy's throughput and gap), ``defragment`` runs
-:func:`defragment` with ``method="exact"`` (and the greedy's migration count), ``allocate`` runs Algorithm 1 (no
-solver).
+``solve`` (typed: ``solve_instance(inst, SolveOptions) -> Answer``): ``pack`` gives a :class:`Packing` (exact by
+default, ``method="greedy"`` for Gandiva's rule), ``defragment`` a :class:`Defragmentation`, ``allocate`` an
+:class:`AllocationRun` of Algorithm 1 (no solver). ``build`` / ``decode`` give the model with its typed inverse map.
 """
 
 from __future__ import annotations
 
+import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..errors import InputError
-from ..instances import ProblemIO
 from ..instances import field as _f
-from .allocate import allocate
-from .migration import defragment, fits
-from .packing import pack_exact, pack_greedy, packing_gap
+from ..problem import Answer, Formulation, ProblemIO, SolveOptions, heuristic_termination, to_jsonable
+from ..results import SolveResult, Timings
+from ..solve import solve as schedopt_solve
+from .allocate import Allocation, allocate
+from .check import check_answer
+from .migration import DefragInverse, build_defrag, decode_defrag, defragment, fits
+from .packing import PackingInverse, build_packing, decode_packing, pack_exact, pack_greedy
 from .profiles import Profiles, load_profiles
 from .replay import generate_trace, sample_philly, uniform_cluster
 from .state import ClusterState, GandivaJob, Node, Slot, validate_job, validate_nodes
 
-__all__ = ["PROBLEM_IO", "GandivaInstance", "explain_instance", "from_data", "generate", "solve_instance", "to_data"]
+__all__ = [
+    "METHODS",
+    "PROBLEM_IO",
+    "AllocationRun",
+    "GandivaInstance",
+    "build",
+    "decode",
+    "explain_instance",
+    "from_data",
+    "generate",
+    "run_allocation",
+    "size",
+    "solve_instance",
+    "to_data",
+]
 
 OPERATIONS = ("pack", "defragment", "allocate")
 
@@ -192,54 +211,118 @@ def from_data(data: dict[str, Any]) -> GandivaInstance:
     return inst
 
 
-def solve_instance(
-    inst: GandivaInstance, backend: str | None = None, time_limit: float | None = None
-) -> tuple[Any, list[dict], dict]:
+@dataclass(kw_only=True, eq=False)
+class AllocationRun(Answer):
+    """The outcome of Algorithm 1 over an ``allocate`` instance's pending jobs, in order: an
+    :class:`~schedopt.problem.Answer` that ends FEASIBLE with :attr:`~schedopt.Limit.HEURISTIC` (a rule, no
+    objective optimized); ``objective`` is the number of jobs placed (the others queue)."""
+
+    allocations: dict[str, Allocation | None] = field(default_factory=dict)  #: job id -> its allocation or None
+    state: ClusterState | None = None  #: the cluster after the placements
+
+    @property
+    def placed(self) -> int:
+        return sum(a is not None for a in self.allocations.values())
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per pending job: its tier (None: queued) and GPUs as ``node:gpu``."""
+        return [{"job": j, "tier": a.tier if a else None, "gpus": [f"{n}:{g}" for n, g in a.slots] if a else []}
+                for j, a in self.allocations.items()]
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        st = self.state
+        out.update(
+            allocations=[{"job": j, "tier": a.tier if a else None, "slots": [list(s) for s in a.slots] if a else []}
+                         for j, a in self.allocations.items()],
+            queued=[j for j, a in self.allocations.items() if a is None],
+            heights=to_jsonable(st.heights()) if st is not None else None,
+            affinities=to_jsonable(st.affinities()) if st is not None else None,
+            cluster_height=to_jsonable(st.cluster_height) if st is not None else None,
+        )
+        return out
+
+
+#: the methods :func:`solve_instance` accepts (``exact`` is the default for ``pack`` and ``defragment``;
+#: ``allocate`` runs Algorithm 1 whatever the method)
+METHODS = ("exact", "greedy")
+
+
+def run_allocation(inst: GandivaInstance) -> AllocationRun:
+    """Algorithm 1 over ``inst.pending`` in order, on a copy of the instance's cluster."""
+    t0 = time.perf_counter()
     st = inst.state()
+    allocs = {j.id: allocate(st, j) for j in inst.pending}
+    seconds = time.perf_counter() - t0
+    return AllocationRun(termination=heuristic_termination("Gandiva's Algorithm 1: a placement rule"),
+                         objective_value=float(sum(a is not None for a in allocs.values())), method="algorithm1",
+                         timings=Timings(solve=seconds), allocations=allocs, state=st)
+
+
+def solve_instance(inst: GandivaInstance, options: SolveOptions | None = None, *args: Any) -> Any:
+    """Run the instance's operation: ``pack`` -> :class:`Packing`, ``defragment`` -> :class:`Defragmentation`,
+    ``allocate`` -> :class:`AllocationRun`. ``options.method`` is ``exact`` (default) or ``greedy``. Never raises
+    for infeasibility: the answer's termination says it.
+
+    The old call ``solve_instance(inst, backend, time_limit)`` still returns the old ``(answer, rows, summary)``
+    triple, with a DeprecationWarning."""
+    if isinstance(options, str) or args:
+        warnings.warn("solve_instance(inst, backend, time_limit) -> (answer, rows, summary) is deprecated: call "
+                      "solve_instance(inst, SolveOptions(...)) -> Answer", DeprecationWarning, stacklevel=2)
+        ans = _solve(inst, SolveOptions(backend=options, time_limit=args[0] if args else None))
+        d = ans.to_dict()
+        summary = {"termination": d["termination"]["reason"], "objective": d["objective"], "bound": d["bound"],
+                   "gap": d["gap"]}
+        return ans, ans.rows(), summary
+    return _solve(inst, options if options is not None else SolveOptions())
+
+
+def _solve(inst: GandivaInstance, options: SolveOptions) -> Answer:
+    method = options.method or "exact"
+    if method not in METHODS:
+        raise InputError("method", method, f"must be one of {list(METHODS)}")
+    if inst.operation == "allocate":
+        if options.backend is not None:
+            raise InputError("backend", options.backend, "allocate runs Algorithm 1 and uses no solver backend")
+        return run_allocation(inst)
+    if method == "greedy":
+        if options.backend is not None:
+            raise InputError("backend", options.backend, "the greedy method uses no solver backend")
+        st = inst.state()
+        if inst.operation == "pack":
+            return pack_greedy(st, inst.pending, profiles=inst.table())
+        return defragment(st, inst.pending[0], method="greedy")
+    form = build(inst)
+    kw = {"time_limit": options.time_limit, **options.solve_kwargs()}
+    t0 = time.perf_counter()
+    if form.model.num_cols == 0:  # nothing to decide
+        return pack_exact(inst.state(), inst.pending, profiles=inst.table())
+    res = schedopt_solve(form.model, backend=options.backend, **kw)
+    return decode(inst, form, res, time.perf_counter() - t0)
+
+
+def build(inst: GandivaInstance) -> Formulation:
+    """The instance's model with its typed inverse map: the packing MILP (``config``) or the fewest-migrations
+    MILP; ``allocate`` has none (Algorithm 1 is a rule)."""
     if inst.operation == "pack":
-        ex = pack_exact(st, inst.pending, backend=backend, profiles=inst.table(), time_limit=time_limit)
-        gr = pack_greedy(st, inst.pending, profiles=inst.table())
-        rows = []
-        for j in inst.pending:
-            s = ex.assignment.get(j.id)
-            mates = [k for k, t in ex.assignment.items() if s is not None and t == s and k != j.id]
-            rows.append({
-                "job": j.id, "type": j.job_type, "node": inst.nodes[s[0]].name if s else "-",
-                "gpu": s[1] if s else "-", "partner": mates[0] if mates else "-",
-                "throughput": round(ex.job_throughput.get(j.id, 0.0), 4),
-            })
-        summary = {
-            "termination": ex.termination, "objective": ex.throughput, "bound": ex.bound,
-            "gap": ex.result.gap if ex.result is not None else float("nan"), "greedy_objective": gr.throughput,
-            "greedy_gap": packing_gap(ex, gr) if ex.result is not None and ex.result.has_solution else float("nan"),
-            "seconds": ex.seconds, "greedy_seconds": gr.seconds,
-        }
-        return ex, rows, summary
+        return build_packing(inst.state(), inst.pending, profiles=inst.table())
     if inst.operation == "defragment":
-        job = inst.pending[0]
-        ex = defragment(st, job, method="exact", backend=backend, time_limit=time_limit)
-        gr = defragment(st, job, method="greedy")
-        rows = [{"job": m.job_id, "from": inst.nodes[m.source].name, "to": inst.nodes[m.target].name} for m in ex.moves]
-        summary = {
-            "termination": ex.termination, "objective": ex.migrations if ex.freed else float("nan"),
-            "bound": ex.result.bound if ex.result is not None else float("nan"),
-            "gap": ex.result.gap if ex.result is not None else float("nan"), "freed": ex.freed,
-            "target_nodes": [inst.nodes[n].name for n in ex.target_nodes], "greedy_migrations": gr.migrations,
-            "greedy_freed": gr.freed, "seconds": ex.seconds, "explanation": ex.explanation,
-        }
-        return ex, rows, summary
-    rows = []
-    for j in inst.pending:
-        a = allocate(st, j)
-        rows.append({
-            "job": j.id, "gpus": j.gpus, "tier": a.tier if a else "queued",
-            "nodes": ",".join(inst.nodes[n].name for n in a.nodes) if a else "-",
-        })
-    summary = {
-        "termination": "heuristic", "objective": float(st.cluster_height), "bound": float("nan"), "gap": float("nan"),
-        "heights": st.heights().round(4).tolist(), "affinities": st.affinities().tolist(),
-    }
-    return st, rows, summary
+        return build_defrag(inst.state(), inst.pending[0])
+    raise InputError("operation", inst.operation, "has no model: allocate runs Algorithm 1, a placement rule")
+
+
+def decode(inst: GandivaInstance, form: Formulation, result: SolveResult, seconds: float = 0.0) -> Answer:
+    """The answer a solve of :func:`build`'s formulation gives."""
+    if isinstance(form.inverse, PackingInverse):
+        return decode_packing(form, result, seconds)
+    if isinstance(form.inverse, DefragInverse):
+        return decode_defrag(form, result, seconds)
+    raise InputError("formulation", type(form.inverse).__name__, "is no Gandiva formulation")
+
+
+def size(inst: GandivaInstance) -> tuple[int, int]:
+    """(GPUs, jobs placed or pending)."""
+    return int(sum(n.gpus for n in inst.nodes)), len(inst.jobs) + len(inst.pending)
 
 
 def explain_instance(inst: GandivaInstance) -> str:
@@ -324,4 +407,9 @@ PROBLEM_IO = ProblemIO(
     solve=solve_instance,
     explain=explain_instance,
     generate=generate,
+    build=build,
+    decode=decode,
+    check=check_answer,
+    size=size,
+    methods=METHODS,
 )

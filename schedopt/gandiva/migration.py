@@ -13,8 +13,10 @@ GPUs of another node, so no node is ever oversubscribed by a migration.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -22,11 +24,22 @@ import scipy.sparse as sp
 from ..errors import InputError
 from ..infeasibility import explain_infeasibility
 from ..model import LinearModel
-from ..results import SolveResult, TerminationReason
+from ..problem import Answer, Formulation, Structure, heuristic_termination
+from ..results import Limit, SolveResult, Termination, TerminationReason, Timings
 from ..solve import solve
 from .state import ClusterState, GandivaJob, nodes_needed, validate_job
 
-__all__ = ["Defragmentation", "Move", "build_defrag_model", "defragment", "fits", "movable_jobs"]
+__all__ = [
+    "DefragInverse",
+    "Defragmentation",
+    "Move",
+    "build_defrag",
+    "build_defrag_model",
+    "decode_defrag",
+    "defragment",
+    "fits",
+    "movable_jobs",
+]
 
 
 @dataclass(frozen=True)
@@ -36,25 +49,52 @@ class Move:
     target: int
 
 
-@dataclass
-class Defragmentation:
-    """The outcome: ``moves`` applied to a copy of the state gives ``state``; ``freed`` says the job now fits."""
+@dataclass(kw_only=True, eq=False)
+class Defragmentation(Answer):
+    """The outcome: ``moves`` applied to a copy of the state gives ``state``; ``freed`` says the job now fits.
 
-    method: str
-    moves: list[Move]
-    state: ClusterState
-    freed: bool
-    target_nodes: list[int]
-    seconds: float
-    termination: str = "heuristic"
-    result: SolveResult | None = None
+    An :class:`~schedopt.problem.Answer` whose objective is the number of migrations: the solver's termination for
+    ``method="exact"`` (INFEASIBLE when no set of migrations frees enough GPUs, with ``explanation`` naming the
+    constraint families), FEASIBLE with :attr:`~schedopt.Limit.HEURISTIC` for the greedy when it freed the GPUs and
+    NO_SOLUTION_FOUND with that limit when it did not (not a proof that no migration would)."""
+
+    moves: list[Move] = field(default_factory=list)
+    state: ClusterState | None = None
+    freed: bool = False
+    target_nodes: list[int] = field(default_factory=list)
+    seconds: float = 0.0
     model: LinearModel | None = None
+    formulation: Formulation[DefragInverse] | None = None
     explanation: str = ""
     stats: dict[str, float] = field(default_factory=dict)
 
     @property
     def migrations(self) -> int:
         return len(self.moves)
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [{"job": m.job_id, "from": m.source, "to": m.target} for m in self.moves]
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out.update(
+            migrations=self.migrations if self.has_solution else None,
+            moves=[{"job": m.job_id, "from": m.source, "to": m.target} for m in self.moves],
+            freed=self.freed,
+            target_nodes=list(self.target_nodes),
+            explanation=self.explanation or None,
+        )
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class DefragInverse:
+    """The typed inverse map of the defragmentation model: row ``i`` of ``y`` is movable job ``movable[i]``; the
+    model was built for ``job`` arriving on ``state`` (kept as a copy, so decoding applies the moves to it)."""
+
+    movable: tuple[str, ...]
+    state: ClusterState
+    job: GandivaJob
 
 
 def fits(state: ClusterState, k: int) -> list[int] | None:
@@ -119,9 +159,9 @@ def _greedy(state: ClusterState, k: int) -> tuple[ClusterState, list[Move]]:
     return st, moves
 
 
-def build_defrag_model(state: ClusterState, job: GandivaJob) -> LinearModel:
+def build_defrag(state: ClusterState, job: GandivaJob) -> Formulation[DefragInverse]:
     """The fewest-migrations MILP: ``y[j, n]`` (movable job ``j`` ends on node ``n``), ``z[n]`` (node ``n`` hosts
-    the incoming job), ``w[n]`` (GPUs the incoming job takes on ``n``)."""
+    the incoming job), ``w[n]`` (GPUs the incoming job takes on ``n``), with its typed inverse map."""
     t0 = time.perf_counter()
     k = _check_incoming(state, job)
     N = len(state.nodes)
@@ -153,25 +193,21 @@ def build_defrag_model(state: ClusterState, job: GandivaJob) -> LinearModel:
     stay = np.zeros((J, N))
     stay[np.arange(J), home] = 1.0
     m.set_objective({"y": 1.0 - stay})
-    m.meta["movable"] = mov
     m.build_seconds = time.perf_counter() - t0
-    return m
+    return Formulation(m, DefragInverse(tuple(mov), state.copy(), job), Structure.GENERAL, "gandiva")
 
 
-def _exact(
-    state: ClusterState, job: GandivaJob, backend: str | None, time_limit: float | None
-) -> tuple[ClusterState, list[Move], SolveResult, LinearModel, str]:
-    m = build_defrag_model(state, job)
-    res = solve(m, backend=backend, time_limit=time_limit)
-    st = state.copy()
+def build_defrag_model(state: ClusterState, job: GandivaJob) -> LinearModel:
+    """The fewest-migrations MILP's :class:`~schedopt.LinearModel` (``build_defrag(state, job).model``)."""
+    return build_defrag(state, job).model
+
+
+def _apply(form: Formulation[DefragInverse], res: SolveResult) -> tuple[ClusterState, list[Move]]:
+    inv = form.inverse
+    st = inv.state.copy()
     moves: list[Move] = []
-    if not res.has_solution:
-        why = ""
-        if res.termination.reason is TerminationReason.INFEASIBLE:
-            why = str(explain_infeasibility(m))
-        return st, moves, res, m, why
     y = np.round(res.values["y"]).astype(int)
-    mov = m.meta["movable"]
+    mov = inv.movable
     dest = {mov[i]: int(np.argmax(y[i])) for i in range(len(mov))}
     # leave first, then arrive: moves whose targets are busy wait until others have left
     pending = [(j, n) for j, n in dest.items() if n != st.nodes_of(j)[0]]
@@ -192,7 +228,33 @@ def _exact(
                 st.place(jb, [(n, g) for g in st.free_gpus(n)[:need]])
                 moves.append(Move(j, src, n))
             pending = []
-    return st, moves, res, m, ""
+    return st, moves
+
+
+def decode_defrag(form: Formulation[DefragInverse], res: SolveResult, seconds: float = 0.0) -> Defragmentation:
+    """The :class:`Defragmentation` a solve of ``form`` gives (no moves when no solution is held; when the model
+    is infeasible, ``explanation`` names the constraint families that conflict)."""
+    inv = form.inverse
+    m = form.model
+    t = time.perf_counter()
+    why = ""
+    if res.has_solution:
+        st, moves = _apply(form, res)
+    else:
+        st, moves = inv.state.copy(), []
+        if res.termination.reason is TerminationReason.INFEASIBLE:
+            why = str(explain_infeasibility(m))
+    tgt = fits(st, inv.job.gpus)
+    if res.has_solution and tgt is None:
+        raise AssertionError("the defragmentation model's solution does not free enough GPUs")
+    timings = Timings(build=m.build_seconds or math.nan, handoff=res.timings.handoff, solve=res.timings.solve,
+                      decode=res.timings.decode + time.perf_counter() - t)
+    return Defragmentation(
+        termination=res.termination, objective_value=float(len(moves)) if res.has_solution else math.nan,
+        bound=float(res.bound), backend=res.backend, method="exact", timings=timings, result=res, moves=moves,
+        state=st, freed=tgt is not None, target_nodes=tgt or [], seconds=seconds, model=m, formulation=form,
+        explanation=why, stats={"columns": m.num_cols, "rows": m.num_rows, "solve": res.timings.solve},
+    )
 
 
 def defragment(
@@ -202,26 +264,33 @@ def defragment(
     backend: str | None = None,
     *,
     time_limit: float | None = None,
+    **solve_kw: Any,
 ) -> Defragmentation:
     """Migrate jobs so that ``job`` fits on ``m(k)`` nodes; ``state`` is not changed (the result holds a copy).
 
-    ``method="exact"`` returns the fewest migrations (or, when no set of migrations frees enough GPUs,
-    ``freed=False``, no moves, and ``explanation`` naming the constraint families that conflict); on a time limit
-    the best incumbent found is returned with ``termination="feasible"``.
+    ``method="exact"`` returns the fewest migrations (or, when no set of migrations frees enough GPUs, an
+    INFEASIBLE answer with ``freed=False``, no moves, and ``explanation`` naming the constraint families that
+    conflict); on a time limit the best incumbent found is returned, FEASIBLE with the time limit. ``solve_kw``
+    (``threads``, ``seed``, ``mip_rel_gap``, ...) go to :func:`schedopt.solve`.
     """
     t0 = time.perf_counter()
     k = _check_incoming(state, job)
     if method == "greedy":
         st, moves = _greedy(state, k)
         tgt = fits(st, k)
-        return Defragmentation("greedy", moves, st, tgt is not None, tgt or [], time.perf_counter() - t0)
+        seconds = time.perf_counter() - t0
+        term = (heuristic_termination("Gandiva's greedy migration: no optimality proof") if tgt is not None else
+                Termination(TerminationReason.NO_SOLUTION_FOUND, Limit.HEURISTIC,
+                            "the greedy freed too few GPUs (not a proof that no migration would)"))
+        return Defragmentation(
+            termination=term, objective_value=float(len(moves)) if tgt is not None else math.nan,
+            method="greedy", timings=Timings(solve=seconds), moves=moves, state=st, freed=tgt is not None,
+            target_nodes=tgt or [], seconds=seconds,
+        )
     if method != "exact":
         raise InputError("method", method, "must be 'greedy' or 'exact'")
-    st, moves, res, m, why = _exact(state, job, backend, time_limit)
-    tgt = fits(st, k)
-    if res.has_solution and tgt is None:
-        raise AssertionError("the defragmentation model's solution does not free enough GPUs")
-    return Defragmentation(
-        "exact", moves, st, tgt is not None, tgt or [], time.perf_counter() - t0, res.termination.reason.value, res, m,
-        why, {"columns": m.num_cols, "rows": m.num_rows, "solve": res.timings.solve},
-    )
+    form = build_defrag(state, job)
+    res = solve(form.model, backend=backend, time_limit=time_limit, **solve_kw)
+    out = decode_defrag(form, res)
+    out.seconds = time.perf_counter() - t0
+    return out

@@ -17,25 +17,31 @@ time-sliced behind another) at 0. Two jobs time-sliced on one GPU make 1 togethe
 
 from __future__ import annotations
 
+import math
 import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InputError
 from ..model import LinearModel
-from ..results import SolveResult, TerminationReason
+from ..problem import Answer, Formulation, Structure, heuristic_termination, to_jsonable
+from ..results import SolveResult, Termination, TerminationReason, Timings
 from ..solve import solve
 from .profiles import Profiles, load_profiles
 from .state import ClusterState, GandivaJob, Slot, validate_job
 
 __all__ = [
     "Packing",
+    "PackingInverse",
     "apply_packing",
+    "build_packing",
     "build_packing_model",
+    "decode_packing",
     "idle_gpus",
     "pack_exact",
     "pack_greedy",
@@ -46,31 +52,66 @@ __all__ = [
 _EPS = 1e-9
 
 
-@dataclass
-class Packing:
-    """Where each job goes (``assignment``: job id -> (node, gpu)); ``throughput`` in solo units."""
+@dataclass(kw_only=True, eq=False)
+class Packing(Answer):
+    """Where each job goes (``assignment``: job id -> (node, gpu)); ``throughput`` in solo units.
 
-    method: str
-    assignment: dict[str, Slot]
-    unplaced: tuple[str, ...]
-    throughput: float
-    job_throughput: dict[str, float]
-    bound: float  #: best proven upper bound (= throughput for greedy only when nothing better is known: inf)
-    seconds: float
-    termination: str = "heuristic"
-    result: SolveResult | None = None
+    An :class:`~schedopt.problem.Answer`: ``termination`` is the solver's for :func:`pack_exact` (OPTIMAL, FEASIBLE
+    with the limit hit, NO_SOLUTION_FOUND, ...) and FEASIBLE with :attr:`~schedopt.Limit.HEURISTIC` for
+    :func:`pack_greedy`; ``objective`` is the throughput; ``bound`` the best proven upper bound (``inf`` for the
+    greedy, which proves none)."""
+
+    assignment: dict[str, Slot] = field(default_factory=dict)
+    unplaced: tuple[str, ...] = ()
+    throughput: float = float("nan")
+    job_throughput: dict[str, float] = field(default_factory=dict)
+    seconds: float = 0.0
     model: LinearModel | None = None
+    formulation: Formulation[PackingInverse] | None = None
     stats: dict[str, float] = field(default_factory=dict)
 
     @property
     def optimal(self) -> bool:
-        return self.termination == TerminationReason.OPTIMAL.value
+        return self.termination.reason is TerminationReason.OPTIMAL
 
     def gpus(self) -> dict[Slot, list[str]]:
         out: dict[Slot, list[str]] = defaultdict(list)
         for j, s in self.assignment.items():
             out[s].append(j)
         return dict(out)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per packed GPU: its node, GPU index, jobs and their throughputs."""
+        return [{"node": s[0], "gpu": s[1], "jobs": ids, "throughput": [self.job_throughput.get(j, 0.0) for j in ids]}
+                for s, ids in sorted(self.gpus().items())]
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        held = self.has_solution
+        out.update(
+            throughput=to_jsonable(self.throughput) if held else None,
+            assignment={j: {"node": s[0], "gpu": s[1]} for j, s in self.assignment.items()},
+            unplaced=list(self.unplaced),
+            job_throughput=to_jsonable(self.job_throughput),
+        )
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class PackingInverse:
+    """The typed inverse map of a packing model: how its columns map back to jobs and GPUs.
+
+    ``formulation`` is ``"config"`` or ``"assign"``; ``jobs`` the 1-GPU jobs, ``gpus`` the idle GPUs (in column
+    order); for ``config``, ``job_classes`` / ``gpu_classes`` list the job / GPU indices of each class and ``pairs``
+    the (a, b) job-class pairs of the ``pair`` block; for ``assign``, ``pairs`` are the (j, k) job pairs of ``p``."""
+
+    formulation: str
+    jobs: tuple[GandivaJob, ...]
+    gpus: tuple[Slot, ...]
+    profiles: Profiles
+    pairs: np.ndarray
+    job_classes: tuple[tuple[int, ...], ...] = ()
+    gpu_classes: tuple[tuple[int, ...], ...] = ()
 
 
 def idle_gpus(state: ClusterState) -> list[Slot]:
@@ -159,20 +200,16 @@ def pack_greedy(state: ClusterState, jobs: Sequence[GandivaJob], *, profiles: Pr
     assignment = {jobs[i].id: gpus[g] for i, g in placed.items()}
     total, per = packing_throughput(assignment, jobs, prof)
     unplaced = tuple(j.id for i, j in enumerate(jobs) if i not in placed)
-    return Packing("greedy", assignment, unplaced, total, per, float("inf"), time.perf_counter() - t0)
+    seconds = time.perf_counter() - t0
+    return Packing(termination=heuristic_termination("Gandiva's greedy packing: no optimality proof"),
+                   objective_value=total, bound=float("inf"), method="greedy", timings=Timings(solve=seconds),
+                   assignment=assignment, unplaced=unplaced, throughput=total, job_throughput=per, seconds=seconds)
 
 
 # ------------------------------------------------------------------------------------------------ exact
-@dataclass
-class _ConfigData:
-    job_classes: list[list[int]]  # job indices per class
-    gpu_classes: list[list[int]]  # idle-GPU indices per class
-    pairs: np.ndarray  # (P, 2) job-class index pairs a <= b
-
-
 def _config_model(
     jobs: Sequence[GandivaJob], F: np.ndarray, gpus: list[Slot], cap: np.ndarray
-) -> tuple[LinearModel, _ConfigData]:
+) -> tuple[LinearModel, dict[str, Any]]:
     n = len(jobs)
     mem = np.array([j.memory for j in jobs], dtype=float)
     keys: dict[tuple[str, float], list[int]] = defaultdict(list)
@@ -229,13 +266,14 @@ def _config_model(
         labels=glab,
     )
     m.set_objective({"solo": np.ones((A, B)), "pair": np.repeat(val[:, None], B, axis=1)})
-    m.meta["structure"] = "gandiva_packing_config"
-    return m, _ConfigData(job_classes, gpu_classes, np.stack([ia, ib], axis=1))
+    classes = {"job_classes": tuple(tuple(c) for c in job_classes), "gpu_classes": tuple(tuple(c) for c in gpu_classes),
+               "pairs": np.stack([ia, ib], axis=1)}
+    return m, classes
 
 
 def _assign_model(
     jobs: Sequence[GandivaJob], F: np.ndarray, gpus: list[Slot], cap: np.ndarray
-) -> tuple[LinearModel, np.ndarray]:
+) -> tuple[LinearModel, dict[str, Any]]:
     n, G = len(jobs), len(gpus)
     mem = np.array([j.memory for j in jobs], dtype=float)
     ij, ik = np.triu_indices(n, k=1)
@@ -263,8 +301,31 @@ def _assign_model(
     m.add_constraints("pair_le_second", {"p": eyeP, "x": -second}, upper=0, labels=plabels)
     m.add_constraints("pair_ge_both", {"p": eyeP, "x": -first - second}, lower=-1, labels=plabels)
     m.set_objective({"x": np.ones((n, G)), "p": np.repeat((V[ij, ik] - 2.0)[:, None], G, axis=1)})
-    m.meta["structure"] = "gandiva_packing_assign"
-    return m, np.stack([ij, ik], axis=1)
+    return m, {"pairs": np.stack([ij, ik], axis=1)}
+
+
+def build_packing(
+    state: ClusterState,
+    jobs: Sequence[GandivaJob],
+    *,
+    profiles: Profiles | None = None,
+    formulation: str = "config",
+) -> Formulation[PackingInverse]:
+    """The exact packing MILP (``formulation`` ``"config"`` or ``"assign"``) over the idle GPUs of ``state``, with
+    its typed inverse map (:class:`PackingInverse`)."""
+    t0 = time.perf_counter()
+    if formulation not in ("config", "assign"):
+        raise InputError("formulation", formulation, "must be 'config' or 'assign'")
+    prof, F = _factors(jobs, state, profiles)
+    gpus = idle_gpus(state)
+    cap = np.array([state.nodes[n].gpu_memory for n, _ in gpus], dtype=float)
+    if formulation == "config":
+        m, data = _config_model(jobs, F, gpus, cap)
+    else:
+        m, data = _assign_model(jobs, F, gpus, cap)
+    m.build_seconds = time.perf_counter() - t0
+    inverse = PackingInverse(formulation, tuple(jobs), tuple(gpus), prof, **data)
+    return Formulation(m, inverse, Structure.GENERAL, "gandiva")
 
 
 def build_packing_model(
@@ -274,38 +335,27 @@ def build_packing_model(
     profiles: Profiles | None = None,
     formulation: str = "config",
 ) -> LinearModel:
-    """The exact packing MILP (``formulation`` ``"config"`` or ``"assign"``) over the idle GPUs of ``state``."""
-    t0 = time.perf_counter()
-    if formulation not in ("config", "assign"):
-        raise InputError("formulation", formulation, "must be 'config' or 'assign'")
-    _, F = _factors(jobs, state, profiles)
-    gpus = idle_gpus(state)
-    cap = np.array([state.nodes[n].gpu_memory for n, _ in gpus], dtype=float)
-    if formulation == "config":
-        m, data = _config_model(jobs, F, gpus, cap)
-    else:
-        m, data = _assign_model(jobs, F, gpus, cap)
-    m.meta["decode"] = (formulation, data, gpus)
-    m.build_seconds = time.perf_counter() - t0
-    return m
+    """The exact packing MILP's :class:`~schedopt.LinearModel` (``build_packing(...).model``)."""
+    return build_packing(state, jobs, profiles=profiles, formulation=formulation).model
 
 
-def _decode(m: LinearModel, res: SolveResult, jobs: Sequence[GandivaJob]) -> dict[str, Slot]:
-    formulation, data, gpus = m.meta["decode"]
+def _assignment(form: Formulation[PackingInverse], res: SolveResult) -> dict[str, Slot]:
+    inv = form.inverse
+    jobs, gpus = inv.jobs, inv.gpus
     vals = res.values
     out: dict[str, Slot] = {}
-    if formulation == "assign":
+    if inv.formulation == "assign":
         x = np.round(vals["x"]).astype(int)
         for j, g in zip(*np.nonzero(x)):
             out[jobs[j].id] = gpus[g]
         return out
-    pools = [list(c) for c in data.job_classes]
+    pools = [list(c) for c in inv.job_classes]
     solo = np.round(vals["solo"]).astype(int)
     pair = np.round(vals["pair"]).astype(int)
-    for b, gidx in enumerate(data.gpu_classes):
+    for b, gidx in enumerate(inv.gpu_classes):
         free = list(gidx)
         for p in range(pair.shape[0]):
-            a, c = data.pairs[p]
+            a, c = inv.pairs[p]
             for _ in range(pair[p, b]):
                 g = gpus[free.pop(0)]
                 out[jobs[pools[a].pop(0)].id] = g
@@ -314,6 +364,31 @@ def _decode(m: LinearModel, res: SolveResult, jobs: Sequence[GandivaJob]) -> dic
             for _ in range(solo[a, b]):
                 out[jobs[pools[a].pop(0)].id] = gpus[free.pop(0)]
     return out
+
+
+def decode_packing(form: Formulation[PackingInverse], res: SolveResult, seconds: float = 0.0) -> Packing:
+    """The :class:`Packing` a solve of ``form`` gives: the decoded assignment when a solution is held, otherwise an
+    empty assignment with the solver's termination (nothing is rounded into an answer)."""
+    inv = form.inverse
+    jobs = inv.jobs
+    m = form.model
+    common = {"termination": res.termination, "bound": float(res.bound), "backend": res.backend,
+              "method": f"exact-{inv.formulation}", "result": res, "model": m, "formulation": form,
+              "seconds": seconds}
+    if not res.has_solution:
+        return Packing(**common, timings=Timings(build=m.build_seconds or math.nan, handoff=res.timings.handoff,
+                                                  solve=res.timings.solve), unplaced=tuple(j.id for j in jobs))
+    t = time.perf_counter()
+    assignment = _assignment(form, res)
+    total, per = packing_throughput(assignment, jobs, inv.profiles)
+    if abs(total - res.objective) > 1e-6 * max(1.0, abs(total)):
+        raise AssertionError(f"decoded packing throughput {total} differs from the model objective {res.objective}")
+    unplaced = tuple(j.id for j in jobs if j.id not in assignment)
+    timings = Timings(build=m.build_seconds or math.nan, handoff=res.timings.handoff, solve=res.timings.solve,
+                      decode=res.timings.decode + time.perf_counter() - t)
+    return Packing(**common, objective_value=total, timings=timings, assignment=assignment, unplaced=unplaced,
+                   throughput=total, job_throughput=per,
+                   stats={"columns": m.num_cols, "rows": m.num_rows, "solve": res.timings.solve})
 
 
 def pack_exact(
@@ -325,36 +400,29 @@ def pack_exact(
     formulation: str = "config",
     time_limit: float | None = None,
     mip_rel_gap: float | None = 1e-6,
+    **solve_kw: Any,
 ) -> Packing:
     """Optimal packing of 1-GPU ``jobs`` on the idle GPUs of ``state`` (``state`` is not changed).
 
-    On a time limit the best incumbent is returned with ``termination == "feasible"`` and the solver's bound; when
-    no incumbent exists, ``assignment`` is empty and ``termination`` says so (nothing is rounded into an answer).
+    On a time limit the best incumbent is returned, FEASIBLE with the time limit and the solver's bound; when no
+    incumbent exists, ``assignment`` is empty and ``termination`` says so (nothing is rounded into an answer).
+    ``solve_kw`` (``threads``, ``seed``, ...) go to :func:`schedopt.solve`.
     """
     t0 = time.perf_counter()
     prof = profiles if profiles is not None else load_profiles()
-    m = build_packing_model(state, jobs, profiles=prof, formulation=formulation)
+    form = build_packing(state, jobs, profiles=prof, formulation=formulation)
+    m = form.model
     if m.num_cols == 0:  # no job or no idle GPU: nothing to decide, the empty packing is optimal
         return Packing(
-            f"exact-{formulation}", {}, tuple(j.id for j in jobs), 0.0, {j.id: 0.0 for j in jobs}, 0.0,
-            time.perf_counter() - t0, TerminationReason.OPTIMAL.value, None, m,
+            termination=Termination(TerminationReason.OPTIMAL, detail="nothing to pack"), objective_value=0.0,
+            bound=0.0, method=f"exact-{formulation}", timings=Timings(build=m.build_seconds or math.nan),
+            unplaced=tuple(j.id for j in jobs), throughput=0.0, job_throughput={j.id: 0.0 for j in jobs},
+            seconds=time.perf_counter() - t0, model=m, formulation=form,
         )
-    res = solve(m, backend=backend, time_limit=time_limit, mip_rel_gap=mip_rel_gap)
-    term = res.termination.reason.value
-    if not res.has_solution:
-        return Packing(
-            f"exact-{formulation}", {}, tuple(j.id for j in jobs), float("nan"), {}, res.bound,
-            time.perf_counter() - t0, term, res, m,
-        )
-    assignment = _decode(m, res, jobs)
-    total, per = packing_throughput(assignment, jobs, prof)
-    if abs(total - res.objective) > 1e-6 * max(1.0, abs(total)):
-        raise AssertionError(f"decoded packing throughput {total} differs from the model objective {res.objective}")
-    unplaced = tuple(j.id for j in jobs if j.id not in assignment)
-    return Packing(
-        f"exact-{formulation}", assignment, unplaced, total, per, float(res.bound), time.perf_counter() - t0, term,
-        res, m, {"columns": m.num_cols, "rows": m.num_rows, "solve": res.timings.solve},
-    )
+    res = solve(m, backend=backend, time_limit=time_limit, mip_rel_gap=mip_rel_gap, **solve_kw)
+    out = decode_packing(form, res)
+    out.seconds = time.perf_counter() - t0
+    return out
 
 
 def packing_gap(exact: Packing, greedy: Packing) -> float:

@@ -3,7 +3,9 @@ minimize monetary cost under a throughput floor and per-type unit limits.
 
 * Spec: :class:`Layer`, :class:`ResourceType`, :class:`HeterPSProblem` (validated).
 * Cost model / independent checker: :func:`evaluate` -> :class:`Evaluation`.
-* Exact: :func:`solve_exact` (``method="dp"`` or ``"milp"`` with any backend; :func:`build_milp`).
+* Exact: :func:`solve_exact` (``method="dp"`` or ``"milp"`` with any backend; :func:`build` gives the MILP as a
+  :class:`~schedopt.problem.Formulation` with its typed inverse map :class:`MilpOptions`).
+* Answers: :class:`HeterPSPlan` (a :class:`~schedopt.problem.Answer`); checker :func:`check_plan` / :func:`assert_plan`.
 * The paper's provisioning: :func:`k1_lower_bound`, :func:`balance_units`, :func:`provision_paper`; exact per-plan
   provisioning :func:`provision`.
 * Baselines: :func:`solve_rl` (numpy LSTM + REINFORCE), :func:`solve_greedy`, :func:`solve_genetic`,
@@ -24,8 +26,18 @@ from .core import (
     provision,
     provision_paper,
 )
-from .cost import Evaluation, evaluate, stages_of
-from .exact import HeterPSInfeasibleError, build_milp, candidate_levels, diagnose_infeasibility, solve_exact
+from .cost import Evaluation, assert_plan, check_plan, evaluate, stages_of
+from .exact import (
+    HeterPSInfeasibleError,
+    MilpOptions,
+    build,
+    build_milp,
+    candidate_levels,
+    decode_step,
+    diagnose_infeasibility,
+    set_dinkelbach_objective,
+    solve_exact,
+)
 from .frontier import Frontier, frontier, plot_frontier
 from .generators import MODELS, generate
 from .heuristics import solve_bruteforce, solve_genetic, solve_greedy
@@ -45,10 +57,15 @@ __all__ = [
     "HeterPSProblem",
     "LSTMPolicy",
     "Layer",
+    "MilpOptions",
     "ResourceType",
+    "assert_plan",
     "balance_units",
+    "build",
     "build_milp",
     "candidate_levels",
+    "check_plan",
+    "decode_step",
     "diagnose_infeasibility",
     "evaluate",
     "frontier",
@@ -62,6 +79,7 @@ __all__ = [
     "plot_frontier",
     "provision",
     "provision_paper",
+    "set_dinkelbach_objective",
     "solve_bruteforce",
     "solve_exact",
     "solve_genetic",

@@ -9,16 +9,21 @@ batch size B cancels: ``B / ((B / B0) tau)``).
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..problem import Answer, heuristic_termination
+from ..results import Limit, SolveResult, Termination, TerminationReason, Timings
 from .cost import evaluate, stages_of
 from .spec import HeterPSProblem
 
 __all__ = [
+    "NO_PLAN_FOUND",
     "HeterPSPlan",
     "balance_units",
     "k1_lower_bound",
@@ -32,23 +37,28 @@ __all__ = [
 TAU_RTOL = 1e-12
 
 
-@dataclass(frozen=True)
-class HeterPSPlan:
+@dataclass(eq=False)
+class HeterPSPlan(Answer):
     """A schedule: ``plan`` (type per layer), ``k`` (units per stage), ``stages`` ((first, stop, type) per stage),
-    its ``throughput`` (samples/s), ``time_hours``, ``cost`` ($), ``feasible``; ``method``, ``status``
-    (``optimal`` for the exact solvers, ``heuristic``, or ``no_feasible_plan_found``), ``seconds`` and ``info``."""
+    its ``throughput`` (samples/s), ``time_hours``, ``cost`` ($), ``feasible`` (the cost model's verdict on the plan);
+    ``seconds`` and ``info`` (solver figures).
 
-    plan: tuple[str, ...]
-    k: tuple[int, ...]
-    stages: tuple[tuple[int, int, str], ...]
-    throughput: float
-    cost: float
-    time_hours: float
-    feasible: bool
-    method: str
-    status: str
+    An :class:`~schedopt.problem.Answer`: ``termination`` is OPTIMAL for the exact solvers (DP, MILP to optimality,
+    brute force), FEASIBLE with the limit hit for a MILP stopped early, FEASIBLE with :attr:`~schedopt.Limit.HEURISTIC`
+    for the heuristics, NO_SOLUTION_FOUND (heuristic limit) when a heuristic found no feasible plan, INFEASIBLE when
+    no plan exists (``explanation`` then names ``throughput_limit`` or ``type_limit``). ``objective`` is the cost;
+    ``status`` is the :class:`~schedopt.TerminationReason` (a string enum: ``plan.status == "optimal"`` holds)."""
+
+    plan: tuple[str, ...] = ()
+    k: tuple[int, ...] = ()
+    stages: tuple[tuple[int, int, str], ...] = ()
+    throughput: float = math.nan
+    cost: float = math.nan
+    time_hours: float = math.nan
+    feasible: bool = False
     seconds: float = 0.0
-    info: dict[str, Any] = field(default_factory=dict, compare=False)
+    info: dict[str, Any] = field(default_factory=dict)
+    explanation: str = ""  #: for an infeasible answer: which constraint group blocks every plan
 
     @property
     def units(self) -> dict[str, int]:
@@ -57,19 +67,68 @@ class HeterPSPlan:
             out[t] = out.get(t, 0) + k
         return out
 
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per stage: its layers, type and units."""
+        return [{"stage": s, "first": a, "stop": b, "type": t, "units": k}
+                for s, ((a, b, t), k) in enumerate(zip(self.stages, self.k))]
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        held = self.has_solution
+        out.update(
+            plan=list(self.plan) if held else None,
+            stages=[{"first": a, "stop": b, "type": t, "units": k} for (a, b, t), k in zip(self.stages, self.k)]
+            if held else [],
+            units=self.units if held else {},
+            throughput=_finite(self.throughput) if held else None,
+            cost=_finite(self.cost) if held else None,
+            time_hours=_finite(self.time_hours) if held else None,
+            feasible=bool(self.feasible) if held else False,
+            explanation=self.explanation or None,
+        )
+        return out
+
+
+def _finite(v: float) -> float | None:
+    return float(v) if math.isfinite(v) else None
+
 
 def make_plan(
-    problem: HeterPSProblem, plan: Sequence[str], k: Sequence[int], method: str, status: str, seconds: float = 0.0,
-    **info: Any,
+    problem: HeterPSProblem, plan: Sequence[str], k: Sequence[int], method: str, termination: Termination,
+    seconds: float = 0.0, *, bound: float = math.nan, backend: str = "", result: SolveResult | None = None,
+    build_seconds: float = math.nan, **info: Any,
 ) -> HeterPSPlan:
     """A :class:`HeterPSPlan` whose figures come from :func:`~schedopt.heterps.evaluate`."""
+    if isinstance(termination, str):  # the old status strings (before the Answer contract)
+        warnings.warn("make_plan(..., status: str) is deprecated: pass a schedopt.Termination",
+                      DeprecationWarning, stacklevel=2)
+        termination = _STATUS.get(termination, heuristic_termination(termination))
     plan = tuple(plan)
     k = tuple(int(x) for x in k)
     ev = evaluate(problem, plan, k)
+    held = termination.reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE)
+    if termination.reason is TerminationReason.OPTIMAL:
+        bound = ev.cost
+    solve_s = seconds - (0.0 if math.isnan(build_seconds) else build_seconds)
     return HeterPSPlan(
-        plan, k, tuple(stages_of(plan)), ev.throughput, ev.cost, ev.time_hours, ev.feasible, method, status, seconds,
-        dict(info, violations=ev.violations),
+        termination=termination, objective_value=ev.cost if held else math.nan, bound=bound, backend=backend,
+        method=method, timings=Timings(build=build_seconds, solve=max(solve_s, 0.0)), result=result,
+        plan=plan, k=k, stages=tuple(stages_of(plan)), throughput=ev.throughput, cost=ev.cost,
+        time_hours=ev.time_hours, feasible=ev.feasible, seconds=seconds, info=dict(info, violations=ev.violations),
     )
+
+
+_STATUS = {
+    "optimal": Termination(TerminationReason.OPTIMAL),
+    "heuristic": heuristic_termination(),
+    "no_feasible_plan_found": Termination(TerminationReason.NO_SOLUTION_FOUND, Limit.HEURISTIC,
+                                          "heuristic: no feasible plan found (not a proof of infeasibility)"),
+    "time_limit": Termination(TerminationReason.FEASIBLE, Limit.TIME),
+    "iteration_limit": Termination(TerminationReason.FEASIBLE, Limit.ITERATION),
+}
+
+#: a heuristic that found no feasible plan (not a proof of infeasibility)
+NO_PLAN_FOUND = _STATUS["no_feasible_plan_found"]
 
 
 # ---------------------------------------------------------------------------------------------- closed forms

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from ..errors import InputError
+from ..problem import Violation, assert_valid
 from .spec import HeterPSProblem
 
-__all__ = ["FEAS_RTOL", "Evaluation", "evaluate", "stages_of"]
+__all__ = ["FEAS_RTOL", "Evaluation", "assert_plan", "check_plan", "evaluate", "stages_of"]
 
 #: relative tolerance of the throughput floor check
 FEAS_RTOL = 1e-9
@@ -86,3 +88,29 @@ def evaluate(problem: HeterPSProblem, plan: Sequence[str], k: Sequence[int]) -> 
         if units[tp.name] > tp.limit:
             viol[f"type_limit[{tp.name}]"] = float(units[tp.name] - tp.limit)
     return Evaluation(throughput, time_hours, cost, not viol, viol, units, tuple(stage_tp))
+
+
+def check_plan(problem: HeterPSProblem, answer: Any) -> list[Violation]:
+    """The independent checker of a HeterPS answer (anything with ``plan``, ``k``, ``throughput`` and ``cost``, such
+    as :class:`~schedopt.heterps.HeterPSPlan`): the plan names a known type per layer, ``k`` has one count per stage,
+    the throughput floor and the type limits hold, and the reported throughput and cost equal their recomputation by
+    :func:`evaluate`. An answer that holds no solution has nothing to check (an empty list)."""
+    if not getattr(answer, "has_solution", True):
+        return []
+    plan, k = tuple(answer.plan), tuple(answer.k)
+    if len(plan) != problem.num_layers:
+        return [Violation("plan", f"has {len(plan)} entries for {problem.num_layers} layers")]
+    try:
+        ev = evaluate(problem, plan, k)
+    except InputError as exc:
+        return [Violation(exc.field, f"{exc.value!r}: {exc.message}")]
+    bad = [Violation(name, f"violated by {amount:.6g}") for name, amount in ev.violations.items()]
+    for name, got, want in (("throughput", answer.throughput, ev.throughput), ("cost", answer.cost, ev.cost)):
+        if not np.isclose(got, want, rtol=1e-9, atol=0.0):
+            bad.append(Violation(name, f"reported {got!r} but the plan gives {want!r}"))
+    return bad
+
+
+def assert_plan(problem: HeterPSProblem, answer: Any) -> None:
+    """Raise :class:`~schedopt.problem.ViolationError` when :func:`check_plan` finds anything."""
+    assert_valid(check_plan(problem, answer), "heterps plan")

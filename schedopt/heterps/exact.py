@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -31,15 +32,20 @@ import scipy.sparse as sp
 
 from ..errors import InfeasibleError, InputError, SolveFailedError
 from ..model import LinearModel
-from ..results import TerminationReason
+from ..problem import Formulation, Structure
+from ..results import Limit, SolveResult, Termination, TerminationReason
 from .core import TAU_RTOL, HeterPSPlan, interval_sums, kmin, make_plan, max_throughput, stage_tau
 from .spec import HeterPSProblem
 
 __all__ = [
     "HeterPSInfeasibleError",
+    "MilpOptions",
+    "build",
     "build_milp",
     "candidate_levels",
+    "decode_step",
     "diagnose_infeasibility",
+    "set_dinkelbach_objective",
     "solve_exact",
 ]
 
@@ -240,11 +246,33 @@ def _options(problem: HeterPSProblem) -> dict[str, np.ndarray]:
     return {"a": cat(oa), "b": cat(ob), "t": cat(ot), "k": cat(ok).astype(np.int64), "tau": cat(otau)}
 
 
-def build_milp(problem: HeterPSProblem, lam: float = 0.0) -> LinearModel:
-    """The MILP of the Dinkelbach step ``min sum_o price_t(o) k(o) y[o] - lam * Theta`` (Theta = limit * theta).
+@dataclass(frozen=True, eq=False)
+class MilpOptions:
+    """The typed inverse map of the HeterPS MILP: option ``o`` is stage ``[a[o], b[o])`` on type ``t[o]`` with
+    ``k[o]`` units and time ``tau[o]`` per B0 samples; ``scale`` is the throughput floor (``theta`` is in its units)
+    and ``theta_max`` the largest ``theta`` any option reaches."""
+
+    a: np.ndarray
+    b: np.ndarray
+    t: np.ndarray
+    k: np.ndarray
+    tau: np.ndarray
+    scale: float
+    theta_max: float
+
+    @property
+    def size(self) -> int:
+        return int(self.a.size)
+
+
+def build(problem: HeterPSProblem, lam: float = 0.0) -> Formulation[MilpOptions]:
+    """The MILP of the Dinkelbach step ``min sum_o price_t(o) k(o) y[o] - lam * Theta`` (Theta = limit * theta) with
+    its typed inverse map (:class:`MilpOptions`).
 
     Blocks ``y`` (binary, one per option) and ``theta``; families ``path_flow`` (layer boundaries), ``type_change``
     (internal boundary x type), ``type_limit`` (type), ``stage_throughput_floor`` (layer), ``throughput_limit``."""
+    if not isinstance(problem, HeterPSProblem):
+        raise InputError("problem", type(problem).__name__, "must be a HeterPSProblem")
     t0 = time.perf_counter()
     L, m = problem.num_layers, len(problem.types)
     names = np.array([layer.name for layer in problem.layers], dtype=object)
@@ -258,7 +286,7 @@ def build_milp(problem: HeterPSProblem, lam: float = 0.0) -> LinearModel:
     model = LinearModel("heterps", sense="minimize")
     labels = (names[a] + ".." + names[b - 1] + ":" + tnames[t] + ":k=" + k.astype(str).astype(object)).tolist()
     model.add_variables("y", n, kind="binary", labels=labels)
-    model.add_variables("theta", 1, lower=0.0, upper=float(tp.max()), labels=["throughput/limit"])
+    model.add_variables("theta", 1, lower=0.0, upper=float(tp.max()) if n else 0.0, labels=["throughput/limit"])
     # path over boundaries 0..L: out(p) - in(p) = [1 at 0, -1 at L, 0 between]
     A = sp.csr_matrix((np.r_[np.ones(n), -np.ones(n)], (np.r_[a, b], np.r_[cols, cols])), shape=(L + 1, n))
     rhs = np.zeros(L + 1)
@@ -282,35 +310,56 @@ def build_milp(problem: HeterPSProblem, lam: float = 0.0) -> LinearModel:
     model.add_constraints("stage_throughput_floor", {"y": A, "theta": np.ones((L, 1))}, upper=0.0,
                           labels=names.tolist())
     model.add_constraints("throughput_limit", {"theta": np.ones((1, 1))}, lower=1.0, labels=["floor"])
-    model.meta.update(structure="heterps_options", options=o, scale=scale)
-    _set_dinkelbach_objective(problem, model, lam)
+    theta_max = float((problem.base_batch / tau).max() / scale) if n else 0.0
+    inverse = MilpOptions(a, b, t, k, tau, float(scale), theta_max)
+    form = Formulation(model, inverse, Structure.GENERAL, "heterps")
+    set_dinkelbach_objective(problem, form, lam)
     model.build_seconds = time.perf_counter() - t0
-    return model
+    return form
 
 
-def _set_dinkelbach_objective(problem: HeterPSProblem, model: LinearModel, lam: float) -> None:
-    o = model.meta["options"]
-    price = problem.prices
-    cy = price[o["t"]] * o["k"]
-    # the constant makes the objective non-negative so that a relative gap stays meaningful near the fixed point
-    theta_max = float((problem.base_batch / o["tau"]).max() / model.meta["scale"])
-    model.set_objective({"y": cy, "theta": [-lam * model.meta["scale"]]}, constant=lam * model.meta["scale"] * theta_max)
+def build_milp(problem: HeterPSProblem, lam: float = 0.0) -> LinearModel:
+    """The Dinkelbach step's :class:`~schedopt.LinearModel` (``build(problem, lam).model``)."""
+    return build(problem, lam).model
 
 
-def _decode(problem: HeterPSProblem, model: LinearModel, y: np.ndarray) -> tuple[list[str], list[int], float, float]:
-    o = model.meta["options"]
+def set_dinkelbach_objective(problem: HeterPSProblem, form: Formulation[MilpOptions], lam: float) -> None:
+    """Set ``min sum_o price k y - lam * Theta`` (plus a constant that keeps it non-negative, so that a relative gap
+    stays meaningful near the fixed point) on ``form.model``."""
+    o = form.inverse
+    cy = problem.prices[o.t] * o.k
+    form.model.set_objective({"y": cy, "theta": [-lam * o.scale]}, constant=lam * o.scale * o.theta_max)
+
+
+def decode_step(problem: HeterPSProblem, form: Formulation[MilpOptions], y: np.ndarray
+                ) -> tuple[list[str], list[int], float, float]:
+    """One Dinkelbach step's solution as (plan, units per stage, ``sum price k``, throughput)."""
+    o = form.inverse
     sel = np.flatnonzero(y > 0.5)
-    sel = sel[np.argsort(o["a"][sel])]
+    sel = sel[np.argsort(o.a[sel])]
     plan: list[str] = []
     for j in sel:
-        plan.extend([problem.type_names[o["t"][j]]] * int(o["b"][j] - o["a"][j]))
-    units_cost = float((problem.prices[o["t"][sel]] * o["k"][sel]).sum())
-    theta = float((problem.base_batch / o["tau"][sel]).min())
-    return plan, [int(x) for x in o["k"][sel]], units_cost, theta
+        plan.extend([problem.type_names[o.t[j]]] * int(o.b[j] - o.a[j]))
+    units_cost = float((problem.prices[o.t[sel]] * o.k[sel]).sum())
+    theta = float((problem.base_batch / o.tau[sel]).min())
+    return plan, [int(x) for x in o.k[sel]], units_cost, theta
 
 
-def _solve_milp(problem: HeterPSProblem, backend: str | None, time_limit: float | None,
-                explain: bool) -> tuple[tuple[str, ...], tuple[int, ...], dict[str, Any], str]:
+@dataclass
+class _Dinkelbach:
+    """The outcome of the Dinkelbach loop: the best plan, its termination and the last solve."""
+
+    plan: tuple[str, ...]
+    k: tuple[int, ...]
+    termination: Termination
+    last: SolveResult
+    backend: str
+    build_seconds: float
+    info: dict[str, Any]
+
+
+def _solve_milp(problem: HeterPSProblem, backend: str | None, time_limit: float | None, explain: bool,
+                solve_kw: dict[str, Any] | None = None) -> _Dinkelbach:
     from .. import solve
     from ..infeasibility import explain_infeasibility
 
@@ -318,16 +367,18 @@ def _solve_milp(problem: HeterPSProblem, backend: str | None, time_limit: float 
         err = diagnose_infeasibility(problem)
         assert err is not None
         raise err
-    model = build_milp(problem, 0.0)
+    form = build(problem, 0.0)
+    model = form.model
     t_end = None if time_limit is None else time.perf_counter() + time_limit
     lam = 0.0
     best: tuple[float, list[str], list[int]] | None = None
     history: list[dict[str, Any]] = []
-    status = "optimal"
+    term = Termination(TerminationReason.OPTIMAL, detail="Dinkelbach fixed point")
+    kw = {"mip_rel_gap": 1e-9, **(solve_kw or {})}
     for it in range(100):
         remaining = None if t_end is None else max(0.0, t_end - time.perf_counter())
-        _set_dinkelbach_objective(problem, model, lam)
-        res = solve(model, backend, time_limit=remaining, mip_rel_gap=1e-9)
+        set_dinkelbach_objective(problem, form, lam)
+        res = solve(model, backend, time_limit=remaining, **kw)
         reason = res.termination.reason
         if reason in (TerminationReason.INFEASIBLE, TerminationReason.INFEASIBLE_OR_UNBOUNDED):
             err = diagnose_infeasibility(problem)
@@ -339,45 +390,49 @@ def _solve_milp(problem: HeterPSProblem, backend: str | None, time_limit: float 
         if not res.has_solution:
             if best is None:
                 raise SolveFailedError(f"heterps MILP ({res.backend}): {res.termination} before any plan", res)
-            status = "time_limit"
+            term = Termination(TerminationReason.FEASIBLE, res.termination.limit or Limit.OTHER,
+                               f"Dinkelbach step {it} ended {res.termination}")
             break
-        plan, k, ucost, theta = _decode(problem, model, res.values["y"])
+        plan, k, ucost, theta = decode_step(problem, form, res.values["y"])
         ratio = ucost / theta
-        history.append({"lambda": lam, "ratio": ratio, "termination": str(res.termination),
+        history.append({"lambda": lam, "ratio": ratio, "termination": res.termination.reason.value,
                         "solve_seconds": res.timings.solve, "backend": res.backend})
         if best is None or ratio < best[0]:
             best = (ratio, plan, k)
         if reason is not TerminationReason.OPTIMAL:
-            status = "time_limit"
+            term = Termination(TerminationReason.FEASIBLE, res.termination.limit or Limit.OTHER,
+                               f"Dinkelbach step {it} ended {res.termination}")
             break
         if it > 0 and ucost - lam * theta >= -1e-9 * max(ucost, 1e-300):
             break
         lam = best[0]
     else:
-        status = "iteration_limit"
+        term = Termination(TerminationReason.FEASIBLE, Limit.ITERATION, "100 Dinkelbach steps without a fixed point")
     assert best is not None
-    info = {"dinkelbach": history, "options": int(model.meta["options"]["a"].size),
-            "build_seconds": model.build_seconds, "model": model}
-    return tuple(best[1]), tuple(best[2]), info, status
+    info = {"dinkelbach": history, "options": form.inverse.size, "model": model}
+    return _Dinkelbach(tuple(best[1]), tuple(best[2]), term, res, res.backend, float(model.build_seconds or 0.0),
+                       info)
 
 
 # ============================================================================================ entry point
 def solve_exact(problem: HeterPSProblem, method: str = "dp", backend: str | None = None, *,
-                time_limit: float | None = None, explain: bool = True) -> HeterPSPlan:
+                time_limit: float | None = None, explain: bool = True, **solve_kw: Any) -> HeterPSPlan:
     """The cheapest plan meeting ``throughput >= throughput_limit`` and the type limits.
 
-    ``method="dp"`` (pure numpy/Python) or ``"milp"`` (Dinkelbach over a MILP, ``backend`` any schedopt backend).
-    Raises :class:`HeterPSInfeasibleError` (an :class:`~schedopt.errors.InfeasibleError`) naming
-    ``throughput_limit`` or ``type_limit`` when no plan exists. A MILP time-out returns the best plan found with
-    ``status="time_limit"`` (not proven optimal)."""
+    ``method="dp"`` (pure numpy/Python) or ``"milp"`` (Dinkelbach over a MILP, ``backend`` any schedopt backend;
+    ``solve_kw`` such as ``threads`` or ``seed`` go to :func:`schedopt.solve`). Raises
+    :class:`HeterPSInfeasibleError` (an :class:`~schedopt.errors.InfeasibleError`) naming ``throughput_limit`` or
+    ``type_limit`` when no plan exists. A MILP stopped by a limit returns the best plan found, FEASIBLE with that
+    limit (not proven optimal)."""
     if not isinstance(problem, HeterPSProblem):
         raise InputError("problem", type(problem).__name__, "must be a HeterPSProblem")
     t0 = time.perf_counter()
     if method == "dp":
         plan, k, info = _solve_dp(problem)
-        status = "optimal"
-    elif method == "milp":
-        plan, k, info, status = _solve_milp(problem, backend, time_limit, explain)
-    else:
-        raise InputError("method", method, "must be 'dp' or 'milp'")
-    return make_plan(problem, plan, k, f"exact-{method}", status, time.perf_counter() - t0, **info)
+        return make_plan(problem, plan, k, "exact-dp", Termination(TerminationReason.OPTIMAL, detail="DP over levels"),
+                         time.perf_counter() - t0, **info)
+    if method == "milp":
+        d = _solve_milp(problem, backend, time_limit, explain, solve_kw)
+        return make_plan(problem, d.plan, d.k, "exact-milp", d.termination, time.perf_counter() - t0,
+                         backend=d.backend, result=d.last, build_seconds=d.build_seconds, **d.info)
+    raise InputError("method", method, "must be 'dp' or 'milp'")

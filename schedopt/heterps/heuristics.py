@@ -15,7 +15,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import InputError
-from .core import TAU_RTOL, HeterPSPlan, make_plan, plan_max_throughput, provision, provision_paper
+from ..problem import heuristic_termination
+from ..results import Termination, TerminationReason
+from .core import NO_PLAN_FOUND, TAU_RTOL, HeterPSPlan, make_plan, plan_max_throughput, provision, provision_paper
 from .cost import stages_of
 from .exact import diagnose_infeasibility
 from .spec import HeterPSProblem
@@ -56,8 +58,8 @@ class PlanCoster:
         return out
 
     def result(self, idx: Sequence[int] | None, method: str, t0: float, **info: object) -> HeterPSPlan:
-        """The plan record. When no feasible plan was found: ``status="no_feasible_plan_found"`` (not a proof of
-        infeasibility) and the plan searched last with every stage at its type's full limit (``feasible`` then says
+        """The plan record: FEASIBLE with the heuristic limit; when no feasible plan was found, NO_SOLUTION_FOUND with
+        the heuristic limit (not a proof of infeasibility) and the plan searched last with every stage at its type's full limit (``feasible`` then says
         whether that happens to meet the constraints)."""
         seconds = time.perf_counter() - t0
         info = dict(info, plan_evaluations=self.evaluations)
@@ -65,8 +67,9 @@ class PlanCoster:
             idx = idx if idx is not None else [0] * self.problem.num_layers
             plan = self.names(idx)
             k = tuple(int(self.problem.types[self.problem.type_names.index(t)].limit) for _, _, t in stages_of(plan))
-            return make_plan(self.problem, plan, k, method, "no_feasible_plan_found", seconds, **info)
-        return make_plan(self.problem, self.names(idx), self(idx)[1] or (), method, "heuristic", seconds, **info)
+            return make_plan(self.problem, plan, k, method, NO_PLAN_FOUND, seconds, **info)
+        return make_plan(self.problem, self.names(idx), self(idx)[1] or (), method, heuristic_termination(), seconds,
+                         **info)
 
 
 # ------------------------------------------------------------------------------------------------ brute force
@@ -120,7 +123,8 @@ def solve_bruteforce(problem: HeterPSProblem, max_plans: int = 200_000, max_comb
         err = diagnose_infeasibility(problem)
         assert err is not None
         raise err
-    return make_plan(problem, best[1], best[2], "bruteforce", "optimal", time.perf_counter() - t0)
+    return make_plan(problem, best[1], best[2], "bruteforce", Termination(TerminationReason.OPTIMAL, detail="every plan enumerated"),
+                     time.perf_counter() - t0)
 
 
 # ------------------------------------------------------------------------------------------------ greedy

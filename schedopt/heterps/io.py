@@ -1,17 +1,23 @@
-"""HeterPS instances in the versioned JSON envelope (problem name ``"heterps"``) and the command-line hooks."""
+"""HeterPS instances in the versioned JSON envelope (problem name ``"heterps"``) and its typed :class:`ProblemIO`."""
 
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
-from ..errors import InputError
-from ..instances import ProblemIO, field
-from .core import max_throughput
+from ..errors import InputError, SolveFailedError
+from ..instances import field
+from ..problem import ProblemIO, SolveOptions
+from ..results import Termination, TerminationReason
+from .core import HeterPSPlan, max_throughput
+from .cost import check_plan
 from .exact import HeterPSInfeasibleError, solve_exact
+from .heuristics import solve_bruteforce, solve_genetic, solve_greedy
+from .rl import solve_rl
 from .spec import HeterPSProblem, Layer, ResourceType
 
-__all__ = ["HETERPS_IO", "PROBLEM_IO", "from_data", "to_data"]
+__all__ = ["HETERPS_IO", "METHODS", "PROBLEM_IO", "from_data", "size", "solve", "to_data"]
 
 _LAYER_KEYS = ("name", "kind", "oct", "odt", "alpha", "beta", "input_size", "weight_size")
 _TYPE_KEYS = ("name", "price_per_hour", "limit")
@@ -91,22 +97,52 @@ def from_data(data: dict) -> HeterPSProblem:
         raise InputError(f"{path}.{exc.field}", exc.value, exc.message) from None
 
 
-def _cli_solve(problem: HeterPSProblem, backend: str | None = None, time_limit: float | None = None
-               ) -> tuple[Any, list[dict], dict]:
-    method = "dp" if backend is None else "milp"
+#: the methods :func:`solve` accepts, the default first (``milp`` takes a backend; the others use none)
+METHODS = ("dp", "milp", "greedy", "genetic", "rl", "bruteforce")
+
+
+def solve(problem: HeterPSProblem, options: SolveOptions | None = None) -> HeterPSPlan:
+    """Solve ``problem`` by ``options.method`` (default ``dp``; ``milp`` when only a backend is given) and return the
+    answer. Never raises for infeasibility: an infeasible problem gives an INFEASIBLE answer whose ``explanation``
+    names the constraint group; a MILP stopped before any plan gives NO_SOLUTION_FOUND with the limit."""
+    opts = options if options is not None else SolveOptions()
+    method = opts.method or ("milp" if opts.backend is not None else "dp")
+    if method not in METHODS:
+        raise InputError("method", method, f"must be one of {list(METHODS)}")
+    if opts.backend is not None and method != "milp":
+        raise InputError("backend", opts.backend, f"method {method!r} uses no solver backend (only 'milp' does)")
+    t0 = time.perf_counter()
     try:
-        r = solve_exact(problem, method, backend, time_limit=time_limit, explain=False)
+        if method in ("dp", "milp"):
+            kw = {"threads": opts.threads, "seed": opts.seed, "verbose": opts.verbose, **dict(opts.options)}
+            if opts.mip_rel_gap is not None:
+                kw["mip_rel_gap"] = min(opts.mip_rel_gap, 1e-9)  # Dinkelbach needs each step solved tightly
+            return solve_exact(problem, method, opts.backend, time_limit=opts.time_limit, explain=False,
+                               **(kw if method == "milp" else {}))
+        if method == "greedy":
+            return solve_greedy(problem)
+        if method == "genetic":
+            return solve_genetic(problem, seed=opts.seed)
+        if method == "rl":
+            return solve_rl(problem, seed=opts.seed)
+        return solve_bruteforce(problem)
     except HeterPSInfeasibleError as exc:
-        return None, [], {"termination": "infeasible", "family": exc.family, "message": str(exc),
-                          "objective": math.nan, "bound": math.nan, "gap": math.inf}
-    rows = []
-    for s, ((a, b, t), k) in enumerate(zip(r.stages, r.k)):
-        for layer in problem.layers[a:b]:
-            rows.append({"layer": layer.name, "kind": layer.kind, "type": t, "stage": s, "stage_units": k})
-    summary = {"termination": r.status, "objective": r.cost, "bound": r.cost if r.status == "optimal" else math.nan,
-               "gap": 0.0 if r.status == "optimal" else math.inf, "throughput": r.throughput,
-               "time_hours": r.time_hours, "units": r.units, "method": r.method, "seconds": r.seconds}
-    return r, rows, summary
+        return HeterPSPlan(termination=Termination(TerminationReason.INFEASIBLE, detail=exc.family),
+                           method=f"exact-{method}" if method in ("dp", "milp") else method,
+                           backend=exc.result.backend if exc.result is not None else "", result=exc.result,
+                           seconds=time.perf_counter() - t0, explanation=str(exc),
+                           info={"family": exc.family, "best_throughput": exc.best_throughput})
+    except SolveFailedError as exc:
+        res = exc.result
+        term = res.termination if res is not None else Termination(TerminationReason.ERROR, detail=str(exc))
+        return HeterPSPlan(termination=term, method="exact-milp", backend=res.backend if res is not None else "",
+                           result=res, seconds=time.perf_counter() - t0, bound=res.bound if res is not None else math.nan)
+
+
+def size(problem: HeterPSProblem) -> tuple[int, int]:
+    """(GPU units available, jobs): one DNN to schedule; the GPUs are the limits of types named like ``GPU``."""
+    gpus = sum(t.limit for t in problem.types if "gpu" in t.name.lower())
+    return int(gpus), 1
 
 
 def _cli_explain(problem: HeterPSProblem) -> str:
@@ -131,10 +167,14 @@ def _cli_explain(problem: HeterPSProblem) -> str:
 def _cli_generate(gpus: int = 8, seed: int = 0, **kw: Any) -> HeterPSProblem:
     from .generators import generate
 
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+        raise InputError("gpus", gpus, "must be a positive number of GPUs")
     return generate(kw.pop("model", "ctrdnn"), seed, gpus=gpus, **kw)
 
 
 PROBLEM_IO = HETERPS_IO = ProblemIO(
-    name="heterps", cls=HeterPSProblem, to_data=to_data, from_data=from_data, solve=_cli_solve,
-    explain=_cli_explain, generate=_cli_generate,
+    name="heterps", cls=HeterPSProblem, to_data=to_data, from_data=from_data, solve=solve, explain=_cli_explain,
+    generate=_cli_generate, build=None, decode=None, check=check_plan, size=size, methods=METHODS,
 )
+# build / decode are None: the answer is not one model's solution (the MILP route is a Dinkelbach loop over
+# several solves of ``heterps.build(problem, lam)``; the default route is a DP).

@@ -124,7 +124,7 @@ class LSTMPolicy:
 def solve_rl(problem: HeterPSProblem, *, seed: int = 0, iterations: int = 150, batch: int = 32, lr: float = 0.05,
              hidden: int = 16, entropy: float = 0.01, provisioning: str = "exact") -> HeterPSPlan:
     """Train the LSTM policy with REINFORCE for ``iterations`` updates of ``batch`` sampled plans; return the best
-    feasible plan sampled (``status="no_feasible_plan_found"`` when none was). Deterministic for a given seed."""
+    feasible plan sampled (NO_SOLUTION_FOUND with the heuristic limit when none was). Deterministic for a given seed."""
     t0 = time.perf_counter()
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise InputError("seed", seed, "must be an integer")

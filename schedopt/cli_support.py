@@ -1,0 +1,155 @@
+"""What every ``schedopt`` subcommand shares (the main command line and plug-ins such as ``schedopt.sim.cli``):
+the exit-code rule, the ``--json`` document envelope, and argument types whose errors name the flag.
+
+Exit codes, one rule for every command and problem:
+
+====  ==============================================================================================================
+0     success: the answer holds a solution (OPTIMAL, or FEASIBLE: a limit hit with an incumbent, or a heuristic's
+      answer); commands without an answer (generate, backends, bench, bench report) did their job
+1     no solution: INFEASIBLE, UNBOUNDED, a limit hit before any incumbent, a solver or numerical error
+      (``explain`` on an infeasible instance included)
+2     bad input or usage: the one-line message names the flag, or the field and the value
+3     the requested backend is unknown, not installed, or cannot solve the model
+4     internal error: a bug in schedopt (the traceback goes to stderr; please report it)
+130   interrupted (Ctrl-C); ``bench`` keeps the runs that finished
+====  ==============================================================================================================
+
+``--json`` prints exactly one JSON object on stdout (strict JSON: no NaN or Infinity, numbers or null), also on
+failure. Every document carries ``schema`` (``schedopt.cli.<command>`` or ``schedopt.cli.error``), ``version``,
+``command`` and ``exit_code``; the JSON Schema of each is shipped in ``schedopt/schemas/cli/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from .problem import Answer, to_jsonable
+from .results import Termination, TerminationReason
+
+__all__ = [
+    "EXIT_BACKEND",
+    "EXIT_CODES",
+    "EXIT_INPUT",
+    "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
+    "EXIT_NO_SOLUTION",
+    "EXIT_OK",
+    "JSON_VERSION",
+    "csv_ints",
+    "csv_names",
+    "document",
+    "emit",
+    "error_document",
+    "exit_code_for",
+    "nonneg_int",
+    "positive_float",
+    "positive_int",
+    "unit_interval",
+]
+
+EXIT_OK, EXIT_NO_SOLUTION, EXIT_INPUT, EXIT_BACKEND, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+EXIT_CODES: Mapping[int, str] = {
+    EXIT_OK: "success: a solution is held (optimal, or feasible: a limit hit with an incumbent, or a heuristic's)",
+    EXIT_NO_SOLUTION: "no solution: infeasible, unbounded, a limit hit before any incumbent, a solver error",
+    EXIT_INPUT: "bad input or usage (the message names the flag, or the field and the value)",
+    EXIT_BACKEND: "the requested backend is unknown, not installed, or cannot solve the model",
+    EXIT_INTERNAL: "internal error (a bug: please report it with the traceback printed on stderr)",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C); bench keeps the runs that finished",
+}
+JSON_VERSION = 1
+
+_SOLVED = (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE)
+
+
+def exit_code_for(outcome: Answer | Termination) -> int:
+    """0 when the answer (or termination) holds a solution, 1 otherwise."""
+    if isinstance(outcome, Answer):
+        return EXIT_OK if outcome.has_solution else EXIT_NO_SOLUTION
+    return EXIT_OK if outcome.reason in _SOLVED else EXIT_NO_SOLUTION
+
+
+def document(command: str, exit_code: int, **fields: Any) -> dict[str, Any]:
+    """The ``--json`` document of ``command``: the envelope plus ``fields`` made JSON-ready."""
+    return {"schema": f"schedopt.cli.{command.replace(' ', '_')}", "version": JSON_VERSION, "command": command,
+            "exit_code": int(exit_code), **{k: to_jsonable(v) for k, v in fields.items()}}
+
+
+def error_document(command: str, exit_code: int, exc: BaseException | None, message: str) -> dict[str, Any]:
+    """The ``--json`` document of a failure: the error's type, the field and value it names (or null), a message."""
+    return {"schema": "schedopt.cli.error", "version": JSON_VERSION, "command": command, "exit_code": int(exit_code),
+            "error": {"type": type(exc).__name__ if exc is not None else "UsageError",
+                      "field": getattr(exc, "field", None), "value": to_jsonable(getattr(exc, "value", None)),
+                      "message": message}}
+
+
+def emit(doc: Mapping[str, Any]) -> None:
+    """Print ``doc`` as strict JSON (``allow_nan=False``: a non-finite number is a bug, never printed)."""
+    sys.stdout.write(json.dumps(doc, indent=1, allow_nan=False) + "\n")
+    sys.stdout.flush()
+
+
+# ------------------------------------------------------------------------------------------------ argument types
+def positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return v
+
+
+def nonneg_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
+    return v
+
+
+def positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
+    if not v > 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
+    return v
+
+
+def unit_interval(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got {text!r}") from None
+    if not 0.0 <= v <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got {text!r}")
+    return v
+
+
+def csv_ints(text: str) -> list[int]:
+    """``64,512,2048`` -> [64, 512, 2048]; every item an integer >= 0."""
+    out = []
+    for item in text.split(","):
+        item = item.strip()
+        try:
+            v = int(item)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be comma-separated integers, got {item!r} in {text!r}") from None
+        if v < 0:
+            raise argparse.ArgumentTypeError(f"must be comma-separated integers >= 0, got {item!r}")
+        out.append(v)
+    return out
+
+
+def csv_names(text: str) -> list[str]:
+    names = [s.strip() for s in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"must be comma-separated names without empty items, got {text!r}")
+    return names
