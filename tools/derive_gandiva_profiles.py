@@ -1,9 +1,11 @@
 #!/usr/bin/env python
-"""Derive Gandiva job profiles from the public Gavel data (offline; the only Gandiva code that reads /work/shared).
+"""Derive Gandiva job profiles from the public Gavel data (offline; the only Gandiva code that reads the shared data).
 
 Usage::
 
-    python tools/derive_gandiva_profiles.py [--data /work/shared/data/gavel] [--out schedopt/gandiva/profiles.json]
+    python tools/derive_gandiva_profiles.py [--data ../shared/data/gavel] [--out schedopt/gandiva/profiles.json]
+
+Both defaults are relative to the repository root; paths given on the command line, to the current directory.
 
 Source: stanford-futuredata/gavel @ c4fa40097339e9608ab71fd64c8bdea96a5e4a4c (MIT licence):
 ``scheduler/simulation_throughputs.json`` (measured throughputs of 26 job types alone and co-located in pairs on
@@ -38,6 +40,7 @@ import numpy as np
 from scipy.optimize import linprog
 
 ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data" / "gavel"  # ../shared/data/gavel from the repo root
 COMMIT = "c4fa40097339e9608ab71fd64c8bdea96a5e4a4c"
 
 
@@ -134,10 +137,12 @@ def derive(data: Path) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default="/work/shared/data/gavel")
-    ap.add_argument("--out", default=str(ROOT / "schedopt" / "gandiva" / "profiles.json"))
+    ap.add_argument("--data", type=Path, default=DATA, help="Gavel data folder (default: %(default)s)")
+    ap.add_argument("--out", type=Path, default=ROOT / "schedopt" / "gandiva" / "profiles.json")
     args = ap.parse_args()
-    prof = derive(Path(args.data))
+    if not (args.data / "simulation_throughputs.json").is_file():
+        ap.error(f"{args.data} holds no simulation_throughputs.json: pass the Gavel data folder as --data")
+    prof = derive(args.data)
     Path(args.out).write_text(json.dumps(prof, indent=1) + "\n")
     print(f"wrote {args.out}: {len(prof['types'])} types, memory zero pairs explained "
           f"{prof['derivation']['memory_zero_pairs_explained']}")

@@ -1,6 +1,6 @@
 """Derive ``schedopt/synergy/profiles.json`` from the Synergy reference data (offline; run by hand).
 
-Reads ``/work/shared/data/synergy/model_profiles.json`` (numbers extracted unchanged from msr-fiddle/synergy
+Reads ``../shared/data/synergy/model_profiles.json`` from the repository root by default (numbers extracted unchanged from msr-fiddle/synergy
 ``simulator/models/<model>_1.py`` at commit 1bb2bed6edc9c5f953d0b7f0a40e4fdad053489c, MIT licence) and writes the
 compact copy the package ships: for every model of the default profile set (CPU:GPU = 3) the 9 x 5
 resource-sensitivity matrix of its ``<model>_1`` file -- the only one the Synergy simulator loads
@@ -8,19 +8,21 @@ resource-sensitivity matrix of its ``<model>_1`` file -- the only one the Synerg
 speedup and model class. The ``*_2`` / ``*_4`` files (4 columns, unused by the simulator) and the ``models-4/5/6``
 sets (same matrices, only iteration times rescaled) are left out.
 
-This is the only code in the repository that reads /work/shared. Usage::
+This is the only code in the repository that reads the shared data. Usage (relative paths are taken from the
+current directory)::
 
     python tools/derive_synergy_profiles.py [SOURCE_JSON] [OUTPUT_JSON]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 from pathlib import Path
 
-SOURCE = Path("/work/shared/data/synergy/model_profiles.json")
-OUTPUT = Path(__file__).resolve().parents[1] / "schedopt" / "synergy" / "profiles.json"
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ROOT.parent / "shared" / "data" / "synergy" / "model_profiles.json"  # ../shared/... from the repo root
+OUTPUT = ROOT / "schedopt" / "synergy" / "profiles.json"
 
 # model class per the simulator's model zoo (simulator/jobs/model_zoo.py); bert and vae are commented out of it
 CLASSES = {
@@ -82,9 +84,14 @@ def derive(source: Path = SOURCE) -> dict:
     }
 
 
-def main(argv: list[str]) -> None:
-    source = Path(argv[1]) if len(argv) > 1 else SOURCE
-    out = Path(argv[2]) if len(argv) > 2 else OUTPUT
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("source", nargs="?", type=Path, default=SOURCE, help="model_profiles.json (default: %(default)s)")
+    ap.add_argument("out", nargs="?", type=Path, default=OUTPUT, help="output JSON (default: %(default)s)")
+    args = ap.parse_args(argv)
+    source, out = args.source, args.out
+    if not source.is_file():
+        ap.error(f"{source} is not a file: pass the path of synergy/model_profiles.json as the first argument")
     data = derive(source)
     text = json.dumps(data, indent=None, separators=(",", ":"))
     out.write_text(text + "\n")
@@ -92,4 +99,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv)
+    main()

@@ -3,7 +3,10 @@
 
 Usage::
 
-    python tools/fit_zoo.py [--data /work/shared/data] [--out schedopt/zoo]
+    python tools/fit_zoo.py [--data ../shared/data] [--out schedopt/zoo]
+
+Both defaults are relative to the repository root; paths given on the command line, to the current directory. The
+fit uses ``schedopt.goodput`` as installed (``pip install -e .``, or ``PYTHONPATH=.`` to use this checkout's).
 
 Writes ``<out>/pollux_models.json`` (per-model throughput parameters for every GPU type, batch limits,
 gradient statistics, fit report, 1-GPU seed profiles, sample rows for the tests) and ``<out>/traces.json``
@@ -17,7 +20,6 @@ import argparse
 import csv
 import json
 import math
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -25,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from schedopt.goodput import JobGoodputModel, ThroughputParams, fit_throughput, prediction_errors
 
-from schedopt.goodput import JobGoodputModel, ThroughputParams, fit_throughput, prediction_errors  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"  # ../shared/data from the repo root
 
 SIA_REPO = "siasosp23/artifacts"
 SIA_COMMIT = "aaf7a0de7b6cb5eab06ea020467ede5d2fd18e70"
@@ -231,9 +233,11 @@ def trace_tables(data: Path) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, default=Path("/work/shared/data"))
+    ap.add_argument("--data", type=Path, default=DATA, help="shared data folder (default: %(default)s)")
     ap.add_argument("--out", type=Path, default=ROOT / "schedopt" / "zoo")
     args = ap.parse_args(argv)
+    if not (args.data / "sia-artifacts").is_dir():
+        ap.error(f"{args.data} holds no sia-artifacts/: pass the shared data folder as --data")
     models, report = fit_models(args.data)
     gpu_types = {key: human for key, human in GPU_SUFFIX.values()}
     doc = {

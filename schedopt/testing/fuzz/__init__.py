@@ -1,0 +1,133 @@
+"""Bad-input fuzzing of schedopt's public entry points (issue 20).
+
+Every public constructor, loader and :func:`schedopt.solve` parameter must, for any input, either work or raise a
+:class:`~schedopt.errors.SchedoptError` subclass, within a few seconds. This package holds
+
+* catalogs of bad values per kind of field (:data:`CATALOG`: wrong types, None, NaN, inf, negative, zero, empty,
+  1e300, huge integers, duplicates, unknown names, mismatched shapes) and hypothesis strategies over them
+  (:func:`bad_values`, :func:`cases`), with generated values for the longer run;
+* the entry points (:func:`entry_points`), each a valid call plus its fields and their kinds; the call runs the path
+  from the spec to a built (and, where cheap, solved) model, so a bad value accepted at the boundary and crashing
+  later is found too;
+* :func:`run_case`, which calls one entry point with one field replaced and classifies the outcome (:class:`Outcome`):
+  ``ok`` (it worked), ``named`` (a SchedoptError), ``raw`` (any other exception), ``hang`` (over the time limit) or
+  ``silent`` (a value no field of that kind can mean, such as NaN GPUs, was accepted: a meaningless answer);
+* :func:`survey` and ``python -m schedopt.testing.fuzz``, which run every case and print the failures, one line of
+  reproduction each.
+
+Modules: ``catalog`` (bad values, strategies), ``runner`` (entry points, cases, outcomes, the time limit),
+``entries`` (the public entry points and the honesty check of solve results), ``documents`` (instance documents and
+files). hypothesis is a test extra: import this package only where it is installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .catalog import CATALOG, CORE, MISSING, Bad, bad_values, core
+from .documents import (
+    DOCUMENT_SOURCES,
+    FILE_CASES,
+    YAML_CASES,
+    apply_document_case,
+    document_cases,
+    document_entry,
+    run_document_case,
+    run_file_case,
+)
+from .entries import KNAPSACK_OPTIMUM, CliExit, entry_points, lies
+from .runner import Case, EntryPoint, FuzzTimeout, Outcome, all_cases, cases, run_case, time_limit
+
+__all__ = [
+    "CATALOG",
+    "CORE",
+    "DOCUMENT_SOURCES",
+    "FILE_CASES",
+    "KNAPSACK_OPTIMUM",
+    "MISSING",
+    "YAML_CASES",
+    "Bad",
+    "Case",
+    "CliExit",
+    "EntryPoint",
+    "FuzzTimeout",
+    "Outcome",
+    "Survey",
+    "all_cases",
+    "apply_document_case",
+    "bad_values",
+    "cases",
+    "core",
+    "document_cases",
+    "document_entry",
+    "entry_points",
+    "lies",
+    "main",
+    "run_case",
+    "run_document_case",
+    "run_file_case",
+    "survey",
+    "time_limit",
+]
+
+
+@dataclass
+class Survey:
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    def counts(self) -> Counter[str]:
+        return Counter(o.status for o in self.outcomes)
+
+    def failures(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.failed]
+
+
+def survey(timeout: float = 5.0, only: str | None = None, progress: bool = False) -> Survey:
+    """Run every catalog case of every entry point, every loader mutation and every bad file."""
+    s = Survey()
+
+    def add(o: Outcome) -> None:
+        s.outcomes.append(o)
+        if progress and o.failed:
+            print(o.repro(), flush=True)
+
+    for e in entry_points():
+        if only and only not in e.name:
+            continue
+        base = run_case(e, None, timeout)
+        if base.status != "ok":
+            add(Outcome("raw", e.name, None, f"the valid input fails: {base.detail}"))
+            continue
+        for c in all_cases(e):
+            add(run_case(e, c, timeout))
+    for problem in DOCUMENT_SOURCES:
+        name = f"instances.from_document[{problem}]"
+        if only and only not in name:
+            continue
+        _, data = document_entry(problem)
+        for family in ("types", "numbers", "keys"):
+            for c in document_cases(data, family):
+                add(run_document_case(problem, c, timeout))
+    for loader, labels in (("instances.load", FILE_CASES), ("hived.load_hived_config", YAML_CASES)):
+        if only and only not in loader:
+            continue
+        for label in labels:
+            add(run_file_case(loader, label, timeout))
+    return s
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m schedopt.testing.fuzz", description=__doc__.splitlines()[0])
+    ap.add_argument("--timeout", type=float, default=5.0, help="seconds per input (default 5)")
+    ap.add_argument("--only", default=None, help="entry points whose name contains this text")
+    ap.add_argument("--quiet", action="store_true", help="only the counts")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    s = survey(args.timeout, args.only, progress=not args.quiet)
+    counts = s.counts()
+    total = sum(counts.values())
+    print(f"{total} inputs in {time.perf_counter() - t0:.0f} s: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    return 1 if s.failures() else 0

@@ -1,0 +1,295 @@
+"""Bad input never crashes, hangs or answers wrongly (issue 20): every public constructor, loader and
+``schedopt.solve`` parameter, given a bad value in one field, either works or raises a SchedoptError subclass, fast.
+
+The default run tries each field's core bad values (``schedopt.testing.fuzz.CORE``: a wrong type, a non-finite
+number, a sign, a huge size) as hypothesis explicit examples, with a time limit of ten times the valid call's own
+time (at least 0.3 s). The fields that fail today are marked ``xfail(strict=True)`` with the failure: when its fix
+lands the test passes, strict xfail turns that into a failure, and the mark is removed. The longer run
+(``-m slow``) draws from the whole catalog plus generated values; ``python -m schedopt.testing.fuzz`` surveys every
+case and prints one reproduction line per failure.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+from hypothesis import Phase, example, given, settings
+
+from schedopt.errors import SchedoptError
+from schedopt.testing import fuzz
+
+if not hasattr(signal, "setitimer"):  # the per-input time limit needs SIGALRM
+    pytest.skip("needs signal.setitimer (POSIX)", allow_module_level=True)
+
+ENTRIES = {e.name: e for e in fuzz.entry_points()}
+LONG_EXAMPLES = int(os.environ.get("SCHEDOPT_FUZZ_EXAMPLES", "300"))
+
+
+def _x(reason: str) -> pytest.MarkDecorator:
+    return pytest.mark.xfail(strict=True, reason=f"issue 20: {reason}")
+
+
+# What fails today (issue 20), found by this file's own cases; the first failing values of each field, the
+# test's message lists all. Regenerate after fixes: python -m schedopt.testing.fuzz (or run with --runxfail).
+KNOWN: dict[tuple[str, str], str] = {
+    ('LinearModel.add_variables', 'shape'): "shape=None -> TypeError; shape='abc' -> ValueError (+2 more)",
+    ('LinearModel.add_variables', 'labels'): "labels='abc' -> accepted; labels=['a', 'a', 'b'] -> accepted (+1 more)",
+    ('LinearModel.add_constraints', 'coeffs'): "coeffs='abc' -> ValueError; coeffs=[[None]*3] -> accepted (+1 more)",
+    ('LinearModel.set_objective', 'sense'): 'sense=None -> accepted',
+    ('LinearModel.set_objective', 'constant'): 'constant=None -> TypeError',
+    ('LinearModel.from_arrays+highs', 'c'): "c='abc' -> ValueError; c=[1, 2] -> ValueError",
+    ('LinearModel.from_arrays+highs', 'A'): "A='abc' -> ValueError; A=[[None]*3] -> accepted (+1 more)",
+    ('LinearModel.from_arrays+highs', 'row_upper'): 'row_upper=-inf -> accepted',
+    ('LinearModel.from_arrays+highs', 'integrality'): 'integrality=[1, 2] -> ValueError',
+    ('LinearModel.from_arrays+highs', 'constant'): 'constant=None -> TypeError',
+    ('LinearModel.from_arrays+highs', 'name'): 'name=[] -> accepted; name=nan -> accepted',
+    ('LinearModel.from_arrays+scipy', 'A'): "A='abc' -> ValueError; A=[[None]*3] -> accepted (+1 more)",
+    ('LinearModel.from_arrays+scipy', 'row_upper'): 'row_upper=-inf -> accepted',
+    ('solve[highs]', 'threads'): 'threads=10**6 -> ERROR with bound 0.0, below the optimum 9.0 (a maximisation)',
+    ('solve[highs]', 'warm_start'): "warm_start=[nan]*3 -> accepted; warm_start='abc' -> ValueError (+1 more)",
+    ('solve[cpsat]', 'time_limit'): 'time_limit=0 -> NO_SOLUTION_FOUND with bound 0.0, below the optimum 9.0 (a maximisatio',
+    ('solve[cpsat]', 'threads'): 'threads=2**40 -> TypeError',
+    ('solve[cpsat]', 'seed'): 'seed=2**64 -> TypeError',
+    ('solve[cpsat]', 'warm_start'): "warm_start=[nan]*3 -> accepted; warm_start='abc' -> ValueError (+1 more)",
+    ('solve[mathopt]', 'time_limit'): 'time_limit=inf -> OverflowError; time_limit=1e300 -> OverflowError',
+    ('solve[mathopt]', 'threads'): 'threads=10**6 -> AttributeError; threads=2**40 -> ValueError',
+    ('solve[mathopt]', 'seed'): 'seed=2**64 -> ValueError',
+    ('sia.GpuType', 'gpus_per_node'): 'gpus_per_node=2**64 -> OverflowError; gpus_per_node=10**18 -> accepted',
+    ('sia.GpuType', 'nodes'): 'nodes=2**64 -> ValueError; nodes=10**18 -> MemoryError',
+    ('sia.Job', 'min_gpus'): 'min_gpus=2**64 -> OverflowError',
+    ('sia.Job', 'max_gpus'): 'max_gpus=2**64 -> OverflowError',
+    ('sia.Job', 'scale_unit'): 'scale_unit=2**64 -> OverflowError; scale_unit=10**18 -> accepted',
+    ('sia.Job', 'max_profiled_gpus'): 'max_profiled_gpus=2**64 -> OverflowError; max_profiled_gpus=10**18 -> accepted',
+    ('sia.Job', 'restarts'): 'restarts=2**64 -> OverflowError; restarts=10**18 -> accepted',
+    ('sia.SiaProblem', 'lam'): 'lam=0 -> accepted',
+    ('sia.SiaProblem', 'jobs'): 'jobs=None -> accepted',
+    ('sia.cluster', 'gpus'): 'gpus=2**64 -> accepted; gpus=10**18 -> accepted',
+    ('sia.generate_instance', 'gpus'): 'gpus=2**64 -> ValueError; gpus=10**18 -> MemoryError',
+    ('sia.generate_instance', 'jobs'): 'jobs=2**64 -> OverflowError; jobs=10**18 -> MemoryError',
+    ('sia.generate_instance', 'lam'): 'lam=0 -> accepted',
+    ('solve[mckp]', 'threads'): 'threads=2**40 -> TypeError',
+    ('solve[mckp]', 'seed'): 'seed=-1 -> ValueError; seed=2**64 -> TypeError',
+    ('synergy.SynergyJob', 'cpu_grid'): 'cpu_grid=strings -> ValueError',
+    ('synergy.SynergyJob', 'mem_grid'): 'mem_grid=strings -> ValueError',
+    ('synergy.SynergyJob', 'throughput'): 'throughput=strings -> ValueError',
+    ('synergy.generate_instance', 'gpus'): 'gpus=2**64 hangs',
+    ('synergy.generate_instance', 'seed'): "seed='abc' -> TypeError; seed=1.5 -> TypeError (+1 more)",
+    ('synergy.generate_instance', 'gpus_per_server'): "gpus_per_server='abc' -> TypeError",
+    ('synergy.generate_instance', 'cpus_per_server'): "cpus_per_server='abc' -> ValueError",
+    ('synergy.generate_instance', 'mem_per_server'): "mem_per_server='abc' -> ValueError",
+    ('synergy.default_cluster', 'gpus'): 'gpus=2**64 hangs',
+    ('synergy.default_cluster', 'gpus_per_server'): "gpus_per_server='abc' -> TypeError; gpus_per_server=-1 -> accepted",
+    ('synergy.default_cluster', 'cpus_per_server'): "cpus_per_server='abc' -> ValueError; cpus_per_server=nan -> accepted (+3 more)",
+    ('synergy.default_cluster', 'mem_per_server'): "mem_per_server='abc' -> ValueError; mem_per_server=nan -> accepted (+3 more)",
+    ('heterps.ResourceType', 'limit'): 'limit=2**64 -> OverflowError; limit=10**18 -> MemoryError',
+    ('heterps.Layer', 'kind'): "kind='no-such-choice' -> accepted",
+    ('heterps.generate', 'model'): "model=['a'] -> TypeError",
+    ('heterps.generate', 'seed'): 'seed=-1 -> ValueError',
+    ('heterps.generate', 'cpus'): 'cpus=2**64 -> OverflowError; cpus=10**18 -> MemoryError',
+    ('heterps.generate', 'gpus'): 'gpus=2**64 -> OverflowError; gpus=10**18 -> MemoryError',
+    ('heterps.generate', 'limit_fraction'): "limit_fraction='abc' -> TypeError",
+    ('heterps.generate', 'batch_size'): 'batch_size=2**64 -> accepted; batch_size=10**18 -> accepted',
+    ('heterps.solve_exact(generate())', 'cpus'): 'cpus=2**64 -> OverflowError; cpus=10**18 -> MemoryError',
+    ('heterps.solve_exact(generate())', 'gpus'): 'gpus=2**64 -> OverflowError; gpus=10**18 -> MemoryError',
+    ('hived.Request', 'vc'): "vc=['a'] -> TypeError",
+    ('hived.Request', 'name'): "name='' -> accepted; name=['a'] -> accepted (+1 more)",
+    ('hived.generate_cluster', 'gpus'): 'gpus=2**64 hangs',
+    ('hived.generate_cluster', 'gpu_types'): "gpu_types='abc' -> accepted; gpu_types=['no-such-name'] -> accepted",
+    ('hived.generate_cluster', 'nodes_per_rack'): 'nodes_per_rack=2**64 hangs',
+    ('hived.generate_cluster', 'sockets_per_node'): 'sockets_per_node=2**64 hangs',
+    ('hived.generate_cluster', 'pcie_per_socket'): 'pcie_per_socket=2**64 hangs',
+    ('hived.generate_cluster', 'gpus_per_pcie'): 'gpus_per_pcie=2**64 hangs',
+    ('gandiva.Node', 'gpus'): 'gpus=2**64 -> OverflowError; gpus=10**18 hangs',
+    ('gandiva.GandivaJob', 'memory'): "memory=1.5 -> the state checker then reports ['job j needs memory 1.5 > GPU (0,0) me",
+    ('gandiva.ClusterState', 'nodes'): 'nodes=None -> TypeError',
+    ('gandiva.uniform_cluster', 'n_nodes'): "n_nodes='abc' -> TypeError; n_nodes=nan -> TypeError (+1 more)",
+    ('gandiva.uniform_cluster', 'gpus_per_node'): 'gpus_per_node=2**64 -> OverflowError; gpus_per_node=10**18 hangs',
+    ('gandiva.generate_trace', 'n_jobs'): 'n_jobs=2**64 -> OverflowError; n_jobs=10**18 -> MemoryError',
+    ('gandiva.generate_trace', 'seed'): "seed='abc' -> TypeError; seed=1.5 -> TypeError (+1 more)",
+    ('gandiva.generate_trace', 'arrival_rate'): "arrival_rate='abc' -> TypeError; arrival_rate=inf -> accepted",
+    ('gandiva.generate_trace', 'duration_scale'): "duration_scale='abc' -> TypeError",
+    ('gandiva.generate_trace', 'max_gpus'): "max_gpus='abc' -> UFuncTypeError",
+    ('gandiva.generate_trace', 'elastic_fraction'): "elastic_fraction='abc' -> UFuncTypeError; elastic_fraction=nan -> accepted (+2 more)",
+    ('gandiva.Profiles', 'solo_throughput'): 'solo_throughput=strings -> ValueError',
+    ('gandiva.Profiles', 'utilization'): 'utilization=strings -> ValueError',
+    ('gandiva.Profiles', 'memory'): 'memory=strings -> ValueError',
+    ('gandiva.Profiles', 'factor'): 'factor=strings -> ValueError',
+    ('zoo.load_model', 'name'): "name=['a'] -> TypeError",
+    ('cli generate', 'gpus'): 'gpus=2**64 -> ValueError; gpus=10**18 -> MemoryError',
+    ('cli demo', 'gpus'): 'gpus=2**64 -> ValueError; gpus=10**18 -> MemoryError',
+}
+DOCUMENT_KNOWN: dict[tuple[str, str], str] = {
+    ('sia', 'numbers'): 'data.cluster[0].gpus_per_node=10**30 -> OverflowError; data.cluster[0].nodes=10**30 -> ValueError',
+    ('sia', 'keys'): 'data=unknown key -> accepted; data.cluster[0]=unknown key -> accepted (+1 more)',
+    ('synergy', 'keys'): 'data=unknown key -> accepted; data.servers[0]=unknown key -> accepted (+1 more)',
+    ('hived', 'numbers'): 'data.config.physicalCluster.cellTypes.V100-PCIE.childCellNumber=10**30 hangs',
+    ('hived', 'keys'): 'data=unknown key -> accepted; data.config=unknown key -> accepted',
+    ('gandiva', 'numbers'): 'data.nodes[0].gpus=10**30 -> OverflowError',
+    ('gandiva', 'keys'): 'data=unknown key -> accepted; data.nodes[0]=unknown key -> accepted (+3 more)',
+}
+FILE_KNOWN: dict[tuple[str, str], str] = {
+    ('instances.load', 'a directory'): "raw: IsADirectoryError: [Errno 21] Is a directory: '<dir>'",
+    ('instances.load', 'not UTF-8'): "raw: UnicodeDecodeError: 'utf-8' codec can't decode byte 0xe9 in position 15: invalid continuation byte",
+    ('instances.load', 'binary'): "raw: UnicodeDecodeError: 'utf-8' codec can't decode byte 0x80 in position 128: invalid start byte",
+    ('hived.load_hived_config', 'a directory'): "raw: IsADirectoryError: [Errno 21] Is a directory: '<dir>'",
+    ('hived.load_hived_config', 'not UTF-8'): "raw: UnicodeDecodeError: 'utf-8' codec can't decode byte 0xe9 in position 20: invalid continuation byte",
+    ('hived.load_hived_config', 'duplicate keys'): 'silent: loaded',
+    ('hived.load_hived_config', 'huge childCellNumber'): 'hang: no answer within 2.0 s',
+}
+
+
+def _marks(reason: str | None, slow: bool = False) -> list[pytest.MarkDecorator]:
+    marks = [_x(reason)] if reason else []
+    return [*marks, pytest.mark.slow] if slow else marks
+
+
+FIELD_PARAMS = [pytest.param(name, f, id=f"{name}:{f}", marks=_marks(KNOWN.get((name, f)), e.slow))
+                for name, e in ENTRIES.items() for f in e.fields]
+
+
+def _limit(entry: fuzz.EntryPoint) -> float:
+    """Warm the entry point up (imports, caches) and return the per-case time limit: ten times its valid call."""
+    first = fuzz.run_case(entry, None, 60.0)
+    assert first.status == "ok", first.repro()
+    t0 = time.perf_counter()
+    again = fuzz.run_case(entry, None, 60.0)
+    assert again.status == "ok", again.repro()
+    return max(0.3, 10 * (time.perf_counter() - t0))
+
+
+@pytest.mark.parametrize("name", list(ENTRIES))
+def test_valid_input_works(name: str) -> None:
+    """Each entry point's valid input works: the bad-value tests below start from it."""
+    assert fuzz.run_case(ENTRIES[name], None, 60.0).status == "ok"
+
+
+@pytest.mark.parametrize(("name", "field"), FIELD_PARAMS)
+def test_bad_value_is_a_named_error(name: str, field: str) -> None:
+    entry = ENTRIES[name]
+    limit = _limit(entry)
+    core = fuzz.all_cases(entry, field, only_core=True)
+    outcomes: list[fuzz.Outcome] = []
+
+    @settings(database=None, deadline=None, phases=[Phase.explicit])
+    @given(fuzz.cases(entry, field))
+    def explore(case: fuzz.Case) -> None:
+        if any(o.status == "hang" for o in outcomes):
+            return  # one hang is enough: do not wait for the next
+        outcomes.append(fuzz.run_case(entry, case, limit))
+
+    for case in reversed(core):  # hypothesis runs explicit examples innermost-first: keep the catalog order
+        explore = example(case)(explore)
+    explore()
+    assert len(outcomes) == len(core) or any(o.status == "hang" for o in outcomes)
+    failed = [o.repro() for o in outcomes if o.failed]
+    assert not failed, f"{len(failed)} of {len(outcomes)} bad values not handled:\n" + "\n".join(failed)
+
+
+DOC_CORE = ("'abc'", "NaN", "10**30", "-1", "unknown key")
+DOC_PARAMS = [pytest.param(p, fam, id=f"{p}:{fam}", marks=_marks(DOCUMENT_KNOWN.get((p, fam))))
+              for p in fuzz.DOCUMENT_SOURCES for fam in ("types", "numbers", "keys")]
+
+
+@pytest.mark.parametrize(("problem", "family"), DOC_PARAMS)
+def test_instance_document_mutation_is_a_named_error(problem: str, family: str) -> None:
+    """Each leaf of a generated instance document (lists through their first element) replaced by another JSON
+    type, a bad number or an unknown key: ``instances.from_document`` answers with a named error or an instance."""
+    entry, data = fuzz.document_entry(problem)
+    limit = _limit(entry)
+    cases = [c for c in fuzz.document_cases(data, family) if c.bad.label in DOC_CORE]
+    assert cases
+    outcomes: list[fuzz.Outcome] = []
+    for case in cases:
+        outcomes.append(fuzz.run_document_case(problem, case, limit))
+        if outcomes[-1].status == "hang":
+            break  # one hang is enough: do not wait for the next
+    failed = [o.repro() for o in outcomes if o.failed]
+    assert not failed, f"{len(failed)} of {len(outcomes)} mutations not handled:\n" + "\n".join(failed)
+
+
+FILE_PARAMS = [pytest.param(loader, label, id=f"{loader}:{label}", marks=_marks(FILE_KNOWN.get((loader, label))))
+               for loader, labels in (("instances.load", fuzz.FILE_CASES), ("hived.load_hived_config", fuzz.YAML_CASES))
+               for label in labels]
+
+
+@pytest.mark.parametrize(("loader", "label"), FILE_PARAMS)
+def test_bad_file_is_a_named_error(loader: str, label: str) -> None:
+    out = fuzz.run_file_case(loader, label, 2.0)
+    assert out.status == "named", out.repro()
+
+
+# ------------------------------------------------------------------ the fuzzer itself can fail
+def test_the_fuzzer_tells_a_named_error_from_a_raw_one_a_silent_one_and_a_hang() -> None:
+    def f(x: object) -> object:
+        if x == "named":
+            raise SchedoptError("named")
+        if x == "raw":
+            raise ValueError("raw")
+        if x == "hang":
+            while True:
+                pass
+        return x
+
+    entry = fuzz.EntryPoint("f", f, lambda: {"x": 1}, {"x": "count"})
+    status = {label: fuzz.run_case(entry, fuzz.Case("x", fuzz.Bad(label, label)), 0.2).status
+              for label in ("named", "raw", "hang")}
+    assert status == {"named": "named", "raw": "raw", "hang": "hang"}
+    assert fuzz.run_case(entry, fuzz.Case("x", fuzz.Bad("nan", float("nan")))).status == "silent"
+    assert fuzz.run_case(entry, fuzz.Case("x", fuzz.Bad("'3'", "3", reject=False))).status == "ok"
+
+
+def test_the_honesty_check_catches_a_lying_result() -> None:
+    """``fuzz.lies`` on real solves of the knapsack (optimum 9 at x = (0, 1, 1)): an honest result passes, a result
+    whose bound is beaten by a feasible solution and an INFEASIBLE claim on a feasible model do not."""
+    import copy
+
+    import schedopt
+
+    model = schedopt.LinearModel.from_arrays([3, 4, 5], [[2, 3, 4]], row_upper=[7], col_upper=1, integrality=1,
+                                             sense="maximize")
+    good = schedopt.solve(model, "highs")
+    ref = schedopt.solve(model, "scipy")
+    assert good.objective == pytest.approx(9.0) and fuzz.lies(model, good, ref) is None
+    low_bound = copy.copy(good)
+    object.__setattr__(low_bound, "bound", 8.0)  # claims no solution above 8
+    assert "beaten by a solution of value 9" in (fuzz.lies(model, low_bound, ref) or "")
+    relaxed = schedopt.LinearModel.from_arrays([3, 4, 5], [[2, 3, 4]], row_upper=[-1], col_upper=1, integrality=1,
+                                               sense="maximize")
+    infeasible = schedopt.solve(relaxed, "highs")
+    assert infeasible.termination.reason == schedopt.TerminationReason.INFEASIBLE
+    assert "INFEASIBLE, but" in (fuzz.lies(model, infeasible, ref) or "")
+
+
+def test_default_cases_cover_every_kind_and_every_category() -> None:
+    kinds = {k for e in ENTRIES.values() for k in e.fields.values()}
+    assert kinds <= set(fuzz.CATALOG)
+    labels = {b.label for k in kinds for b in fuzz.core(k)}
+    for category in ("None", "nan", "inf", "-1", "0", "'abc'", "2**64", "10**18", "[]"):
+        assert category in labels, category
+
+
+# ------------------------------------------------------------------ the longer run
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(ENTRIES))
+def test_long_fuzz(name: str) -> None:
+    """The whole catalog and drawn values (any float, integer, short text, list) on every field of ``name``, 5 s per
+    input; ``SCHEDOPT_FUZZ_EXAMPLES`` sets the number of inputs (300)."""
+    entry = ENTRIES[name]
+    assert fuzz.run_case(entry, None, 60.0).status == "ok"
+    failed: list[fuzz.Outcome] = []
+
+    @settings(database=None, deadline=None, max_examples=LONG_EXAMPLES, phases=[Phase.generate])
+    @given(fuzz.cases(entry, generated=True))
+    def explore(case: fuzz.Case) -> None:
+        out = fuzz.run_case(entry, case, 5.0)
+        if out.failed:
+            failed.append(out)
+
+    explore()
+    new = [o.repro() for o in failed if o.case is not None and (name, o.case.field) not in KNOWN]
+    assert not new, "failures in fields not known to fail:\n" + "\n".join(new)
+    if failed:
+        pytest.xfail(f"{len(failed)} failing inputs, all in fields known to fail (see KNOWN)")
