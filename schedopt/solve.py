@@ -182,7 +182,7 @@ def solve(
                 res = SolveResult.create(
                     model, res.termination, backend=res.backend, x=x, bound=res.bound, duals=res.duals,
                     reduced_costs=res.reduced_costs, timings=res.timings, backend_version=res.backend_version,
-                    stats=res.stats,
+                    stats=res.stats, check=False,
                 )
     timings = res.timings.add(handoff=t_arrays)
     if model.build_seconds is not None:

@@ -150,7 +150,9 @@ class CpSatBackend(Backend):
             x = np.asarray(solver.response_proto.solution, dtype=float)
             objv = float(arr.c @ x + arr.constant)
         bound = None
-        if reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE, TerminationReason.NO_SOLUTION_FOUND):
+        # UNKNOWN carries no bound: CP-SAT then leaves best_objective_bound at the proto's default 0.0 (at
+        # time_limit=0 that "bound" was 0 on a maximisation of optimum 9), so only OPTIMAL and FEASIBLE bounds are read
+        if reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE):
             b = float(solver.best_objective_bound) + arr.constant
             bound = b + round_err if arr.maximize else b - round_err
             if reason is TerminationReason.OPTIMAL and abs(bound - objv) <= round_err + 1e-9 * max(1, abs(objv)):
