@@ -540,3 +540,47 @@ def test_scipy_unbounded_mip_is_infeasible_or_unbounded_not_error():
     m = schedopt.LinearModel.from_arrays([1, 1], [[1, -1]], row_upper=[3], integrality=1, sense="maximize")
     res = schedopt.solve(m, "scipy")
     assert res.termination.reason in (TR.UNBOUNDED, TR.INFEASIBLE_OR_UNBOUNDED)
+
+
+# ------------------------------------------------------------------ Ctrl-C (issue 20)
+_SIGINT_CHILD = """
+import sys, schedopt
+from schedopt.testing import market_split
+backend = sys.argv[1]
+m = market_split()
+schedopt.solve(m, backend, time_limit=0.05)  # load the solver: the interrupt must land in the real solve
+print("ready", flush=True)
+r = schedopt.solve(m, backend, time_limit=60)
+print(r.termination.reason.value, r.termination.limit.value if r.termination.limit else None, r.has_solution,
+      round(r.timings.solve, 2), flush=True)
+"""
+
+
+@pytest.mark.parametrize("backend", ["cpsat", pytest.param("highs", marks=pytest.mark.slow),
+                                     pytest.param("mathopt", marks=pytest.mark.slow)])
+def test_ctrl_c_stops_the_solve_promptly_and_reports_interrupted(backend):
+    """SIGINT one second into a 60 s solve of the market-split instance (no solver proves it in a minute): the solve
+    stops within seconds and says INTERRUPTED, with the incumbent it holds (every x is feasible through the
+    slacks). glpk, scipy and pyomo offer no cancel hook: a Ctrl-C there ends their solve only when it returns."""
+    import os
+    import signal
+    import time
+
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    p = subprocess.Popen([sys.executable, "-c", _SIGINT_CHILD, backend], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert p.stdout.readline().strip() == "ready", p.stderr.read()
+        time.sleep(1.0)
+        t0 = time.perf_counter()
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=20)
+        waited = time.perf_counter() - t0
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, err
+    reason, limit, has_solution, solve_seconds = out.split()
+    assert (reason, limit) in (("feasible", "interrupted"), ("no_solution_found", "interrupted"))
+    assert has_solution == ("True" if reason == "feasible" else "False")
+    assert waited < 10 and float(solve_seconds) < 15

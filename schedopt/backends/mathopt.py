@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..results import Limit, SolveResult, TerminationReason
-from .base import Backend, Capabilities, SolveParams
+from .base import Backend, Capabilities, SolveParams, interrupted_reason, run_interruptible
 
 if TYPE_CHECKING:
     from ..model import LinearModel
@@ -90,8 +90,12 @@ class MathOptBackend(Backend):
             sp.random_seed = int(params.seed)
         for k, v in opts.items():
             setattr(sp, k, v)
+        from ortools.util.python.solve_interrupter import SolveInterrupter
+
+        interrupter = SolveInterrupter()
         t1 = time.perf_counter()
-        res = mathopt.solve(mm, stype, params=sp)
+        res, interrupted = run_interruptible(lambda: mathopt.solve(mm, stype, params=sp, interrupter=interrupter),
+                                             interrupter.interrupt)
         t2 = time.perf_counter()
         tr = res.termination.reason
         TR = mathopt.TerminationReason
@@ -116,6 +120,8 @@ class MathOptBackend(Backend):
                 mathopt.Limit.SOLUTION: Limit.SOLUTION,
                 mathopt.Limit.INTERRUPTED: Limit.INTERRUPTED,
             }.get(res.termination.limit, Limit.OTHER)
+        if interrupted:
+            reason, limit = interrupted_reason(reason, res.has_primal_feasible_solution())
         x = None
         duals = rc = None
         if reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE) and res.has_primal_feasible_solution():
