@@ -584,3 +584,16 @@ def test_ctrl_c_stops_the_solve_promptly_and_reports_interrupted(backend):
     assert (reason, limit) in (("feasible", "interrupted"), ("no_solution_found", "interrupted"))
     assert has_solution == ("True" if reason == "feasible" else "False")
     assert waited < 10 and float(solve_seconds) < 15
+
+
+def test_mathopt_threads_above_scips_64_are_clamped_not_a_crash():
+    # threads=151 made SCIP refuse parallel/maxnthreads and ortools fail with an internal AttributeError
+    res = schedopt.solve(knapsack_7(), "mathopt", threads=151)
+    assert res.termination.reason is TR.OPTIMAL and res.objective == pytest.approx(9.0)
+
+
+@needs_glpk
+def test_glpk_time_limit_past_its_int_milliseconds_is_no_limit():
+    # 23,421,796 s is 2.3e10 ms, past GLPK's C int tm_lim: it raised OverflowError inside swiglpk
+    res = schedopt.solve(knapsack_7(), "glpk", time_limit=23421796)
+    assert res.termination.reason is TR.OPTIMAL and res.objective == pytest.approx(9.0)

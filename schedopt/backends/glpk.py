@@ -110,7 +110,10 @@ class GlpkBackend(Backend):
                 ja[k] = c + 1
                 ar[k] = v
             g.glp_load_matrix(lp, ne, ia, ja, ar)
+        # GLPK's tm_lim is a C int of milliseconds: a longer limit (about 24.8 days) is no limit
         tl_ms = None if params.time_limit is None else max(1, int(params.time_limit * 1000))
+        if tl_ms is not None and tl_ms > 2**31 - 1:
+            tl_ms = None
         t1 = time.perf_counter()
         x = None
         duals = None
