@@ -298,6 +298,8 @@ def to_pyomo(model: LinearModel) -> Any:
             s, e = A.indptr[g], A.indptr[g + 1]
             lo = arr.row_lower[g]
             up = arr.row_upper[g]
+            if not (np.isfinite(lo) or np.isfinite(up)):
+                return pyo.Constraint.Skip  # a free row constrains nothing (and pyomo refuses (None, expr, None))
             expr = LinearExpression(
                 constant=0.0, linear_coefs=A.data[s:e].tolist(), linear_vars=[cols[j] for j in A.indices[s:e]]
             )

@@ -20,7 +20,8 @@ from typing import Any
 from .errors import InputError
 from .problem import ProblemIO, problem_of, problems, register_problem
 
-__all__ = ["SCHEMA", "VERSION", "ProblemIO", "dumps", "load", "loads", "problems", "register_problem", "save"]
+__all__ = ["ENVELOPE_KEYS", "SCHEMA", "VERSION", "ProblemIO", "dumps", "load", "loads", "parse_json", "problems",
+           "read_text", "register_problem", "save"]
 
 SCHEMA = "schedopt.instance"
 VERSION = 1
@@ -41,17 +42,72 @@ def save(instance: Any, path: str | Path, generator: dict | None = None) -> None
     Path(path).write_text(dumps(instance, generator) + "\n")
 
 
-def loads(text: str) -> Any:
+#: the keys of the envelope; any other is refused (a misspelt key must not be ignored)
+ENVELOPE_KEYS = ("schema", "version", "problem", "generator", "data")
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out
+
+
+def parse_json(text: str, source: str = "file") -> Any:
+    """``json.loads`` that refuses duplicate keys (the later one would silently win) and names ``source`` (a file
+    path, or ``"file"``) in every error."""
     try:
-        doc = json.loads(text)
+        return json.loads(text, object_pairs_hook=_no_duplicates)
+    except _DuplicateKey as exc:
+        raise InputError(source, exc.key, "a JSON object repeats this key (the later value would silently win)") from None
     except json.JSONDecodeError as exc:
-        raise InputError("file", f"line {exc.lineno} column {exc.colno}", f"is not valid JSON: {exc.msg}") from exc
-    return from_document(doc)
+        raise InputError(source, f"line {exc.lineno} column {exc.colno}", f"is not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(source, "nesting", "is nested too deeply to be an instance") from None
+
+
+def read_text(path: str | Path) -> tuple[Path, str]:
+    """The UTF-8 text of the file at ``path``; a missing path, a directory, an unreadable, empty or non-UTF-8 file is
+    an :class:`InputError` naming the path."""
+    if not isinstance(path, (str, Path)):
+        raise InputError("path", path, "must be a file path (str or pathlib.Path)")
+    p = Path(path)
+    if not p.exists():
+        raise InputError("path", str(path), "does not exist")
+    if p.is_dir():
+        raise InputError("path", str(path), "is a directory, not an instance file")
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise InputError("path", str(path), f"cannot be read: {exc.strerror or exc}") from None
+    if not raw.strip():
+        raise InputError("path", str(path), "is empty (an instance file holds one JSON object)")
+    try:
+        return p, raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError("path", str(path), f"is not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+
+
+def loads(text: str, source: str = "file") -> Any:
+    """Parse and validate the text of an instance file (duplicate keys refused); ``source`` names it in errors."""
+    if not isinstance(text, str):
+        raise InputError(source, type(text).__name__, "must be JSON text (str)")
+    return from_document(parse_json(text, source))
 
 
 def from_document(doc: Any) -> Any:
     if not isinstance(doc, dict):
         raise InputError("file", type(doc).__name__, "must hold a JSON object")
+    unknown = [k for k in doc if k not in ENVELOPE_KEYS]
+    if unknown:
+        raise InputError(str(unknown[0]), doc[unknown[0]], f"is not a key of the instance envelope {list(ENVELOPE_KEYS)}")
     if doc.get("schema") != SCHEMA:
         raise InputError("schema", doc.get("schema"), f"must be {SCHEMA!r}")
     if doc.get("version") != VERSION:
@@ -67,15 +123,14 @@ def from_document(doc: Any) -> Any:
 
 def load(path: str | Path) -> Any:
     """Read and validate a versioned instance file; returns the problem's instance object."""
-    p = Path(path)
-    if not p.exists():
-        raise InputError("path", str(path), "does not exist")
-    return loads(p.read_text())
+    p, text = read_text(path)
+    return loads(text, str(p))
 
 
 def problem_of_file(path: str | Path) -> str:
-    doc = json.loads(Path(path).read_text())
-    return str(doc.get("problem"))
+    p, text = read_text(path)
+    doc = parse_json(text, str(p))
+    return str(doc.get("problem")) if isinstance(doc, dict) else "None"
 
 
 # --- helpers that problem readers share ------------------------------------------------------------------------

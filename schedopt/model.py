@@ -11,6 +11,7 @@ scipy.sparse arrays, and :meth:`LinearModel.to_arrays` assembles the ``scipy.opt
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -123,11 +124,81 @@ class ModelArrays:
         return bool(np.any(self.integrality))
 
 
-def _as_float_array(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
+#: the largest magnitude of a finite coefficient or bound: glpk, mathopt and pyomo take 1e20 and beyond as infinity
+#: (or crash on it), so a finite value there would mean different models to different backends; use ±inf for "none"
+MAX_MAGNITUDE = 1e20
+#: nonzero coefficients below this magnitude are dropped (set to exactly 0): below every solver's tolerances, they
+#: are noise to HiGHS (which drops |a| <= 1e-9 itself) and crash or mislead glpk (1e-200 aborts the interpreter)
+TINY_COEFFICIENT = 1e-13
+#: the most columns (or rows) one model may have: a bigger block is a typo (10**18 GPUs), not a model to allocate
+MAX_SIZE = 50_000_000
+
+
+def _numeric_array(name: str, value: Any) -> np.ndarray:
+    """``value`` as a float array; strings, None and other non-numbers are an :class:`InputError` naming ``name``
+    (never half-converted: ``["1", "2"]`` is refused, not parsed)."""
+    if value is None or isinstance(value, (str, bytes)):
+        raise InputError(name, value, "must be numeric")
     try:
-        arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InputError(name, value, "must be numeric") from exc
+        raw = np.asarray(value)
+    except (TypeError, ValueError) as exc:  # ragged nesting
+        raise InputError(name, value, f"must be a numeric array ({exc})") from None
+    if raw.dtype.kind not in "biuf":
+        raise InputError(name, value, f"must be numeric (got {raw.dtype.kind!r} data: strings, None or objects)")
+    return raw.astype(np.float64, copy=False)
+
+
+def _check_magnitude(name: str, arr: np.ndarray, *, allow_inf: bool) -> None:
+    a = np.abs(arr)
+    bad = (a >= MAX_MAGNITUDE) & (np.isfinite(a) if allow_inf else True)
+    if bad.any():
+        i = int(np.flatnonzero(np.ravel(bad))[0])
+        hint = " (use ±inf for no bound)" if allow_inf else ""
+        raise InputError(name, float(np.ravel(arr)[i]), f"magnitude must be below {MAX_MAGNITUDE:g}{hint}")
+
+
+def _as_real(name: str, value: Any) -> float:
+    """A finite real number (a bool, a string or None is refused)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InputError(name, value, "must be a finite real number")
+    try:
+        out = float(value)
+    except OverflowError:
+        raise InputError(name, value, "must be a finite real number") from None
+    if not math.isfinite(out) or abs(out) >= MAX_MAGNITUDE:
+        raise InputError(name, value, f"must be a finite real number of magnitude below {MAX_MAGNITUDE:g}")
+    return out
+
+
+def _drop_tiny(values: np.ndarray) -> np.ndarray:
+    tiny = (values != 0) & (np.abs(values) < TINY_COEFFICIENT)
+    if tiny.any():
+        values = values.copy()
+        values[tiny] = 0.0
+    return values
+
+
+def _check_shape(name: str, shape: Any) -> tuple[int, ...]:
+    def dim(s: Any) -> int:
+        if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)):
+            raise InputError(f"variables[{name}].shape", shape, "must be a non-negative integer or a tuple of them")
+        return int(s)
+
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, (bool, np.bool_)):
+        shp: tuple[int, ...] = (int(shape),)
+    elif isinstance(shape, (tuple, list)):
+        shp = tuple(dim(s) for s in shape)
+    else:
+        shp = (dim(shape),)
+    if any(s < 0 for s in shp):
+        raise InputError(f"variables[{name}].shape", shp, "dimensions must be non-negative")
+    if math.prod(shp) > MAX_SIZE:
+        raise InputError(f"variables[{name}].shape", shp, f"more than {MAX_SIZE:,} variables in one block")
+    return shp
+
+
+def _as_float_array(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
+    arr = _numeric_array(name, value)
     try:
         arr = np.broadcast_to(arr, shape)
     except ValueError as exc:
@@ -139,12 +210,31 @@ def _as_float_array(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray
 
 
 def _check_bounds(name: str, lower: np.ndarray, upper: np.ndarray) -> None:
+    for side, arr, wrong in (("lower", lower, np.inf), ("upper", upper, -np.inf)):
+        hit = arr == wrong
+        if hit.any():
+            i = int(np.flatnonzero(hit.ravel())[0])
+            raise InputError(f"{name}.{side}", float(wrong), f"can never hold (index {i}); use {-wrong} for no bound")
+        _check_magnitude(f"{name}.{side}", arr, allow_inf=True)
     bad = lower > upper
     if bad.any():
         i = int(np.flatnonzero(bad.ravel())[0])
         raise InputError(
             f"{name}.lower", float(lower.ravel()[i]), f"is greater than {name}.upper={float(upper.ravel()[i])} at index {i}"
         )
+
+
+def _as_matrix(name: str, value: Any) -> sp.csr_matrix:
+    """A 2-D numeric matrix (dense or scipy.sparse) as a CSR copy; None, scalars, 1-D or ragged lists, strings and
+    objects are an :class:`InputError` naming ``name``."""
+    if sp.issparse(value):
+        if value.dtype.kind not in "biuf":
+            raise InputError(name, value.dtype, "must be a numeric matrix")
+        return sp.csr_matrix(value, dtype=np.float64, copy=True)
+    arr = _numeric_array(name, value)
+    if arr.ndim != 2:
+        raise InputError(name, arr.shape, "must be a 2-D matrix (one row per constraint)")
+    return sp.csr_matrix(arr)
 
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -155,6 +245,12 @@ def _check_name(kind: str, name: str, taken: Mapping[str, Any]) -> None:
         raise InputError(f"{kind}.name", name, "must be an identifier (letters, digits, underscore)")
     if name in taken:
         raise InputError(f"{kind}.name", name, "is already used in this model")
+
+
+def _check_model_name(name: Any) -> str:
+    if not isinstance(name, str):
+        raise InputError("name", name, "must be a string")
+    return name
 
 
 class LinearModel:
@@ -169,7 +265,7 @@ class LinearModel:
 
     def __init__(self, name: str = "model", sense: str = "minimize",
                  structure: Structure | str = Structure.GENERAL) -> None:
-        self.name = name
+        self.name = _check_model_name(name)
         self.structure = structure  # type: ignore[assignment]
         self._sense = self._parse_sense(sense)
         self.blocks: dict[str, VarBlock] = {}
@@ -185,6 +281,8 @@ class LinearModel:
         self.num_cols = 0
         self.num_rows = 0
         self._cache: ModelArrays | None = None
+        #: nonzero coefficients below :data:`TINY_COEFFICIENT` dropped so far (rows and objective)
+        self.dropped_coefficients = 0
         self._created = time.perf_counter()
         #: seconds spent building the model; set by problem builders (``None`` when unknown)
         self.build_seconds: float | None = None
@@ -208,7 +306,7 @@ class LinearModel:
     # ------------------------------------------------------------------ sense
     @staticmethod
     def _parse_sense(sense: str) -> str:
-        if sense not in ("minimize", "maximize"):
+        if not isinstance(sense, str) or sense not in ("minimize", "maximize"):
             raise InputError("sense", sense, "must be 'minimize' or 'maximize'")
         return sense
 
@@ -242,12 +340,12 @@ class LinearModel:
         ``labels``: for a 1-d block a sequence of labels; for an n-d block one sequence per axis.
         """
         _check_name("variables", name, self.blocks)
-        shp = (int(shape),) if np.isscalar(shape) else tuple(int(s) for s in shape)  # type: ignore[arg-type]
-        if any(s < 0 for s in shp):
-            raise InputError(f"variables[{name}].shape", shp, "dimensions must be non-negative")
+        shp = _check_shape(name, shape)
+        if self.num_cols + math.prod(shp) > MAX_SIZE:
+            raise InputError(f"variables[{name}].shape", shp, f"the model would have more than {MAX_SIZE:,} columns")
         try:
             vkind = VarKind(kind)
-        except ValueError as exc:
+        except (TypeError, ValueError) as exc:
             raise InputError(f"variables[{name}].kind", kind, "must be continuous, integer or binary") from exc
         lo = _as_float_array(f"variables[{name}].lower", lower, shp).ravel().copy()
         up = _as_float_array(f"variables[{name}].upper", upper, shp).ravel().copy()
@@ -273,14 +371,29 @@ class LinearModel:
     def _check_var_labels(name: str, shp: tuple[int, ...], labels: Any) -> tuple[tuple[Any, ...], ...] | None:
         if labels is None:
             return None
-        if len(shp) == 1 and len(labels) == shp[0]:
-            axes: tuple[tuple[Any, ...], ...] = (tuple(labels),)
+        field = f"variables[{name}].labels"
+
+        def seq(a: Any) -> tuple[Any, ...]:
+            if isinstance(a, (str, bytes, Mapping)) or not isinstance(a, (Sequence, np.ndarray)):
+                raise InputError(field, a, "must be a sequence of labels (a list or tuple, not a string)")
+            return tuple(a)
+
+        flat = seq(labels)
+        if len(shp) == 1 and len(flat) == shp[0]:
+            axes: tuple[tuple[Any, ...], ...] = (flat,)
         else:
-            axes = tuple(tuple(a) for a in labels)
+            axes = tuple(seq(a) for a in flat)
         if len(axes) != len(shp) or any(len(a) != s for a, s in zip(axes, shp, strict=False)):
-            raise InputError(
-                f"variables[{name}].labels", [len(a) for a in axes], f"need one label sequence per axis of shape {shp}"
-            )
+            raise InputError(field, [len(a) for a in axes], f"need one label sequence per axis of shape {shp}")
+        for k, axis in enumerate(axes):
+            try:
+                distinct = len(set(axis))
+            except TypeError:  # unhashable labels: not checked for duplicates
+                continue
+            if distinct != len(axis):
+                seen: set[Any] = set()
+                dup = next(a for a in axis if a in seen or seen.add(a))  # type: ignore[func-returns-value]
+                raise InputError(f"{field}[{k}]" if len(shp) > 1 else field, dup, "labels repeat: each must be unique")
         return axes
 
     def block_of(self, col: int) -> tuple[VarBlock, int]:
@@ -299,8 +412,8 @@ class LinearModel:
                 if bname not in self.blocks:
                     raise InputError(f"constraints[{family}].coeffs", bname, "names no variable block")
                 blk = self.blocks[bname]
-                M = sp.csr_matrix(mat, dtype=np.float64)
-                if M.ndim != 2 or M.shape[1] != blk.size:
+                M = _as_matrix(f"constraints[{family}].coeffs[{bname}]", mat)
+                if M.shape[1] != blk.size:
                     raise InputError(
                         f"constraints[{family}].coeffs[{bname}]", M.shape, f"needs {blk.size} columns (block size)"
                     )
@@ -317,8 +430,8 @@ class LinearModel:
             v = np.concatenate([p[2] for p in parts])
             A = sp.csr_matrix((v, (r, cidx)), shape=(m, self.num_cols))
         else:
-            A = sp.csr_matrix(coeffs, dtype=np.float64)
-            if A.ndim != 2 or A.shape[1] > self.num_cols:
+            A = _as_matrix(f"constraints[{family}].coeffs", coeffs)
+            if A.shape[1] > self.num_cols:
                 raise InputError(
                     f"constraints[{family}].coeffs", A.shape, f"needs at most {self.num_cols} columns (the model's)"
                 )
@@ -327,6 +440,14 @@ class LinearModel:
         if A.nnz and not np.isfinite(A.data).all():
             raise InputError(f"constraints[{family}].coeffs", "non-finite", "contains NaN or inf")
         A.sum_duplicates()
+        _check_magnitude(f"constraints[{family}].coeffs", A.data, allow_inf=False)
+        tiny = (A.data != 0) & (np.abs(A.data) < TINY_COEFFICIENT)
+        if tiny.any():
+            A.data[tiny] = 0.0
+            A.eliminate_zeros()
+            self.dropped_coefficients += int(tiny.sum())
+        if A.shape[0] > MAX_SIZE or self.num_rows + A.shape[0] > MAX_SIZE:
+            raise InputError(f"constraints[{family}].coeffs", A.shape, f"more than {MAX_SIZE:,} rows in the model")
         if nrows is not None and A.shape[0] != nrows:
             raise InputError(f"constraints[{family}].coeffs", A.shape, f"row count differs from {nrows}")
         return A
@@ -370,9 +491,11 @@ class LinearModel:
         if sense is not None:
             self.sense = sense
         self._c = {}
+        if coeffs is None:
+            raise InputError("objective", coeffs, "needs coefficients (a mapping block -> values, or a full vector)")
         if isinstance(coeffs, Mapping):
             for bname, vec in coeffs.items():
-                if bname not in self.blocks:
+                if not isinstance(bname, str) or bname not in self.blocks:
                     raise InputError("objective", bname, "names no variable block")
                 blk = self.blocks[bname]
                 self._c[bname] = _as_float_array(f"objective[{bname}]", vec, blk.shape).ravel().copy()
@@ -380,12 +503,15 @@ class LinearModel:
             full = _as_float_array("objective", coeffs, (self.num_cols,))
             for b in self.blocks.values():
                 self._c[b.name] = full[b.start : b.stop].copy()
-        if not np.isfinite(constant):
-            raise InputError("objective.constant", constant, "must be finite")
-        self.constant = float(constant)
+        self.constant = _as_real("objective.constant", constant)
         for bname, vec in self._c.items():
             if not np.isfinite(vec).all():
                 raise InputError(f"objective[{bname}]", "inf", "coefficients must be finite")
+            _check_magnitude(f"objective[{bname}]", vec, allow_inf=False)
+            tiny = (vec != 0) & (np.abs(vec) < TINY_COEFFICIENT)
+            if tiny.any():
+                vec[tiny] = 0.0
+                self.dropped_coefficients += int(tiny.sum())
         self._cache = None
 
     # ---------------------------------------------------------------- arrays
@@ -442,14 +568,20 @@ class LinearModel:
 
         ``integrality`` is 0 (continuous) or 1 (integer) per column, or a scalar.
         """
-        cvec = np.asarray(c, dtype=np.float64)
+        cvec = _numeric_array("c", c)
         if cvec.ndim != 1:
             raise InputError("c", cvec.shape, "must be one-dimensional")
         n = cvec.shape[0]
-        integ = np.broadcast_to(np.asarray(integrality), (n,))
+        if n > MAX_SIZE:
+            raise InputError("c", n, f"more than {MAX_SIZE:,} columns")
+        integ_raw = _numeric_array("integrality", integrality)
+        try:
+            integ = np.broadcast_to(integ_raw, (n,))
+        except ValueError:
+            raise InputError("integrality", integ_raw.shape, f"needs one entry per column ({n}) or a scalar") from None
         if not np.isin(integ, (0, 1)).all():
-            raise InputError("integrality", integ, "entries must be 0 (continuous) or 1 (integer)")
-        m = cls(name=name, sense=sense)
+            raise InputError("integrality", integrality, "entries must be 0 (continuous) or 1 (integer)")
+        m = cls(name="model" if name is None else name, sense=sense)
         lo = _as_float_array("col_lower", col_lower, (n,))
         up = _as_float_array("col_upper", col_upper, (n,))
         _check_bounds("col", lo, up)
@@ -461,7 +593,7 @@ class LinearModel:
             m._col_upper[0] = np.where(integ == 1, np.floor(up + 1e-9), up)
             _check_bounds("col (integer)", m._col_lower[0], m._col_upper[0])
         if A is not None:
-            Am = sp.csr_matrix(A, dtype=np.float64)
+            Am = _as_matrix("A", A)
             if Am.shape[1] != n:
                 raise InputError("A", Am.shape, f"needs {n} columns (len(c))")
             m.add_constraints("rows", Am, lower=row_lower, upper=row_upper)
@@ -486,6 +618,7 @@ class LinearModel:
         other.num_rows = self.num_rows
         other.build_seconds = self.build_seconds
         other.meta = dict(self.meta)
+        other.dropped_coefficients = self.dropped_coefficients
         other._structure = self._structure
         return other
 

@@ -21,7 +21,16 @@ from .errors import InfeasibleError, NoSolutionError, ResultInvariantError, Solv
 if TYPE_CHECKING:
     from .model import LinearModel
 
-__all__ = ["Limit", "SolveResult", "Termination", "TerminationReason", "Timings", "bound_tolerance"]
+__all__ = [
+    "FEASIBILITY_TOLERANCE",
+    "Limit",
+    "SolveResult",
+    "Termination",
+    "TerminationReason",
+    "Timings",
+    "bound_tolerance",
+    "solution_violation",
+]
 
 
 class TerminationReason(StrEnum):
@@ -135,6 +144,50 @@ def bound_tolerance(objective: float) -> float:
     return 1e-6 * max(1.0, abs(objective))
 
 
+#: how far a solver's solution may violate a row, a bound or integrality before it is refused, relative to the
+#: row's magnitude ``max(1, sum_j |a_ij x_j|)`` (or the column's ``max(1, |x_j|)``; integrality: absolute 1e-5)
+FEASIBILITY_TOLERANCE = 1e-6
+_INTEGRALITY_TOLERANCE = 1e-5
+
+
+def solution_violation(arrays: Any, x: np.ndarray, tol: float = FEASIBILITY_TOLERANCE) -> str | None:
+    """Why ``x`` is not a solution of the model in array form ``arrays`` (a :class:`~schedopt.model.ModelArrays`),
+    or ``None``: the worst row, bound or integrality violation beyond ``tol`` scaled by the row's magnitude
+    ``max(1, |A| @ |x|)`` (the column's ``max(1, |x_j|)``; an integer column's bound by at most 0.5, so an integer
+    one unit past its bound is a violation at any magnitude), and any non-finite value. Vectorized: one ``A @ x``
+    and one ``|A| @ |x|``."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.shape != (arrays.num_cols,):
+        return f"the solution has shape {x.shape}, the model {arrays.num_cols} columns"
+    if not np.isfinite(x).all():
+        j = int(np.flatnonzero(~np.isfinite(x))[0])
+        return f"column {j} = {x[j]!r} is not finite"
+    ax = np.abs(x)
+    if arrays.num_rows:
+        A = arrays.A
+        act = A @ x
+        mag = np.maximum(1.0, abs(A) @ ax)
+        over = np.maximum(arrays.row_lower - act, act - arrays.row_upper) / mag
+        i = int(np.argmax(over))
+        if over[i] > tol:
+            return (f"row {i} has activity {act[i]:.10g} outside [{arrays.row_lower[i]:.10g}, "
+                    f"{arrays.row_upper[i]:.10g}] (by {over[i] * mag[i]:.3g}, {over[i]:.3g} of its magnitude)")
+    integ = arrays.integrality == 1
+    scale = np.maximum(1.0, ax)
+    allowed = np.where(integ, np.minimum(tol * scale, 0.5), tol * scale)
+    over = np.maximum(arrays.col_lower - x, x - arrays.col_upper) - allowed
+    j = int(np.argmax(over)) if over.size else 0
+    if over.size and over[j] > 0:
+        return (f"column {j} = {x[j]:.17g} outside its bounds [{arrays.col_lower[j]:.17g}, "
+                f"{arrays.col_upper[j]:.17g}]")
+    if integ.any():
+        frac = np.where(integ, np.abs(x - np.round(x)), 0.0)
+        j = int(np.argmax(frac))
+        if frac[j] > _INTEGRALITY_TOLERANCE:
+            return f"integer column {j} = {x[j]:.10g} is fractional"
+    return None
+
+
 @dataclass(frozen=True, eq=False)
 class SolveResult:
     """The outcome of :func:`schedopt.solve`: frozen, and checked when built, so it cannot be made to lie later.
@@ -217,15 +270,28 @@ class SolveResult:
         backend_version: str = "",
         stats: Mapping[str, Any] | None = None,
         params: Mapping[str, Any] | None = None,
+        check: bool = True,
     ) -> SolveResult:
         """The one factory: the objective is recomputed from ``x`` with the model's own coefficients; ``x`` is kept
         only when the reason holds a solution. ``bound=None`` (or NaN) means none was proven: the objective when
         OPTIMAL, otherwise the trivial bound (``±inf``). An INFEASIBLE model's bound is always the trivial one of the
         other side; a bound within :func:`bound_tolerance` on the wrong side of the objective is set to the
-        objective (solver tolerance), one beyond it is refused."""
+        objective (solver tolerance), one beyond it is refused.
+
+        The solution is checked before it is trusted (``check``; off only for a copy of an already checked one): an
+        OPTIMAL or FEASIBLE claim whose ``x`` violates a row, a bound or integrality beyond
+        :data:`FEASIBILITY_TOLERANCE` (:func:`solution_violation`) becomes NUMERICAL_ERROR, with the violation in the
+        detail and ``stats["rejected_solution"]``; neither the solution nor the solver's bound is kept."""
         arr = model.to_arrays()
         reason = termination.reason
         has = x is not None and reason in _HAS_SOLUTION
+        if has and check:
+            why = solution_violation(arr, np.asarray(x, dtype=np.float64))
+            if why is not None:
+                detail = f"{termination.detail} (solver said {reason.name}, but {why})".strip()
+                termination = Termination(TerminationReason.NUMERICAL_ERROR, None, detail)
+                stats = {**(stats or {}), "rejected_solution": why}
+                reason, has, bound = termination.reason, False, None
         xv = np.asarray(x, dtype=np.float64) if has else None
         objv = float(arr.c @ xv + arr.constant) if xv is not None else math.nan
         if reason is TerminationReason.INFEASIBLE:

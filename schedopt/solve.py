@@ -29,6 +29,11 @@ log = logging.getLogger("schedopt")
 
 #: the largest thread count accepted (larger values crash some solvers: std::bad_alloc in HiGHS)
 MAX_THREADS = 1024
+#: seeds are 31-bit (CP-SAT, SCIP and HiGHS take a C int; mckp's numpy generator no negative one)
+MAX_SEED = 2**31 - 1
+#: a time limit at or above this many seconds (about 31 years) is no limit, like ``inf``: glpk's millisecond count
+#: and mathopt's duration overflow on 1e300
+NO_LIMIT_SECONDS = 1e9
 
 
 def _structure_of(model: LinearModel, structure: Structure | None = None) -> Structure:
@@ -78,8 +83,8 @@ def _check_params(time_limit: Any, mip_rel_gap: Any, threads: Any, seed: Any) ->
         raise InputError("mip_rel_gap", mip_rel_gap, "must be in [0, 1) or None")
     if isinstance(threads, bool) or not isinstance(threads, int) or not 0 <= threads <= MAX_THREADS:
         raise InputError("threads", threads, f"must be an integer in [0, {MAX_THREADS}] (0: the solver's choice)")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise InputError("seed", seed, "must be an integer")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise InputError("seed", seed, f"must be an integer in [0, {MAX_SEED}]")
 
 
 def solve(
@@ -120,8 +125,8 @@ def solve(
     else:
         raise InputError("model", type(model).__name__, "must be a schedopt.LinearModel or a Formulation")
     _check_params(time_limit, mip_rel_gap, threads, seed)
-    if time_limit is not None and math.isinf(time_limit):
-        time_limit = None  # infinity is the natural "no limit", on every backend
+    if time_limit is not None and time_limit >= NO_LIMIT_SECONDS:
+        time_limit = None  # infinity (or 1e300) is the natural "no limit", on every backend
     if backend is None:
         name = "mckp" if _structure_of(model, structure) is Structure.MCKP else "highs"
         from .backends import available_backends
@@ -182,7 +187,7 @@ def solve(
                 res = SolveResult.create(
                     model, res.termination, backend=res.backend, x=x, bound=res.bound, duals=res.duals,
                     reduced_costs=res.reduced_costs, timings=res.timings, backend_version=res.backend_version,
-                    stats=res.stats,
+                    stats=res.stats, check=False,
                 )
     timings = res.timings.add(handoff=t_arrays)
     if model.build_seconds is not None:

@@ -457,3 +457,143 @@ def test_warm_start_must_be_finite_and_threads_bounded():
         schedopt.solve(knapsack(), "highs", warm_start=["a", "b", "c", "d"])
     with pytest.raises(InputError, match="threads"):
         schedopt.solve(knapsack(), "highs", threads=10**9)
+
+
+# ------------------------------------------------------------------ issue 20: backend cases found by the fuzzer
+def _have(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+needs_glpk = pytest.mark.skipif(not _have("swiglpk"), reason="glpk regressions need swiglpk (pip install swiglpk)")
+
+
+def test_cpsat_time_limit_zero_claims_no_bound():
+    # max 3a + 4b + 5c, 2a + 3b + 4c <= 7, binary (optimum 9): at time_limit=0 CP-SAT stops UNKNOWN and leaves
+    # best_objective_bound at the proto default 0.0, which was reported as a bound below the optimum
+    res = schedopt.solve(knapsack_7(), "cpsat", time_limit=0)
+    assert res.termination.reason is TR.NO_SOLUTION_FOUND
+    assert res.bound == math.inf  # unknown, for a maximisation
+
+
+def knapsack_7() -> schedopt.LinearModel:
+    return schedopt.LinearModel.from_arrays([3, 4, 5], [[2, 3, 4]], row_upper=[7], col_upper=1, integrality=1,
+                                            sense="maximize")
+
+
+@needs_glpk
+def test_glpk_tiny_coefficient_is_not_a_wrong_optimal():
+    # max 3x0 + 4x1 + 5x2, x integer in [0, 10], 1e-12 x0 + x1 + x2 <= 7: x = (10, 0, 7) gives 65 (by hand: x0 is
+    # free in effect, x2 has the best ratio); GLPK's presolve answered OPTIMAL 30 before the tiny entry was dropped
+    m = schedopt.LinearModel.from_arrays([3, 4, 5], [[1e-12, 1, 1]], row_upper=[7], col_upper=10, integrality=1,
+                                         sense="maximize")
+    res = schedopt.solve(m, "glpk")
+    assert res.termination.reason is TR.OPTIMAL
+    assert res.objective == pytest.approx(65.0) and res.x.tolist() == [10.0, 0.0, 7.0]
+
+
+@needs_glpk
+def test_glpk_integer_bound_2_40_is_not_optimal_past_its_bound():
+    # max x0 + x1, x0 - x1 <= 3, x integer in [0, 2**40]: GLPK returns x0 = 2**40 + 3, past its bound, as OPTIMAL;
+    # the solution check refuses it (the optimum 2**41 at x0 = x1 = 2**40 is not what GLPK gives)
+    m = schedopt.LinearModel.from_arrays([1, 1], [[1, -1]], row_upper=[3], col_upper=2**40, integrality=1,
+                                         sense="maximize")
+    res = schedopt.solve(m, "glpk")
+    if res.termination.reason is TR.OPTIMAL:  # a fixed GLPK
+        assert res.objective == 2.0**41
+    else:
+        assert res.termination.reason is TR.NUMERICAL_ERROR and not res.has_solution
+        assert "outside its bounds" in res.termination.detail
+
+
+@needs_glpk
+def test_glpk_1e_200_coefficient_is_dropped_before_glpk_sees_it():
+    # a coefficient of 1e-200 aborted the interpreter inside GLPK; the model drops it (below TINY_COEFFICIENT)
+    m = schedopt.LinearModel.from_arrays([3, 4, 5], [[1e-200, 1, 1]], row_upper=[7], col_upper=1, integrality=1,
+                                         sense="maximize")
+    assert m.dropped_coefficients == 1 and m.to_arrays().A.nnz == 2
+    res = schedopt.solve(m, "glpk")
+    assert res.termination.reason is TR.OPTIMAL and res.objective == pytest.approx(12.0)  # all three: 3 + 4 + 5
+
+
+def test_pyomo_free_row_is_skipped():
+    # max x0 + x1, x0 - x1 free (no bound), x0 + x1 <= 3, x integer >= 0: optimum 3; the free row crashed to_pyomo
+    m = schedopt.LinearModel.from_arrays([1, 1], [[1, -1], [1, 1]], row_upper=[np.inf, 3], integrality=1,
+                                         sense="maximize")
+    res = schedopt.solve(m, "pyomo")
+    assert res.termination.reason is TR.OPTIMAL and res.objective == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize("where", ["row_lower", "row_upper", "col_upper", "A", "c"])
+def test_pyomo_and_mathopt_1e20_magnitudes_are_refused_by_the_model(where):
+    # pyomo returned OPTIMAL with a violated row at a row lower bound >= 1e20 and mathopt crashed on bounds or
+    # coefficients >= 1e20 (both read 1e20 as infinity): the model refuses them, naming the field
+    kw = {"c": [1.0, 1.0], "A": [[1.0, 1.0]], "row_lower": [0.0], "row_upper": [3.0], "col_upper": 5.0}
+    kw[where] = {"row_lower": [1e20], "row_upper": [1e20], "col_upper": 1e21, "A": [[1e20, 1]], "c": [1e20, 1]}[where]
+    with pytest.raises(InputError, match="magnitude must be below 1e"):
+        schedopt.LinearModel.from_arrays(**kw)
+
+
+def test_scipy_unbounded_mip_is_infeasible_or_unbounded_not_error():
+    # max x0 + x1, x0 - x1 <= 3, x integer >= 0: unbounded (x1 grows freely); scipy.milp says status 4
+    m = schedopt.LinearModel.from_arrays([1, 1], [[1, -1]], row_upper=[3], integrality=1, sense="maximize")
+    res = schedopt.solve(m, "scipy")
+    assert res.termination.reason in (TR.UNBOUNDED, TR.INFEASIBLE_OR_UNBOUNDED)
+
+
+# ------------------------------------------------------------------ Ctrl-C (issue 20)
+_SIGINT_CHILD = """
+import sys, schedopt
+from schedopt.testing import market_split
+backend = sys.argv[1]
+m = market_split()
+schedopt.solve(m, backend, time_limit=0.05)  # load the solver: the interrupt must land in the real solve
+print("ready", flush=True)
+r = schedopt.solve(m, backend, time_limit=60)
+print(r.termination.reason.value, r.termination.limit.value if r.termination.limit else None, r.has_solution,
+      round(r.timings.solve, 2), flush=True)
+"""
+
+
+@pytest.mark.parametrize("backend", ["cpsat", pytest.param("highs", marks=pytest.mark.slow),
+                                     pytest.param("mathopt", marks=pytest.mark.slow)])
+def test_ctrl_c_stops_the_solve_promptly_and_reports_interrupted(backend):
+    """SIGINT one second into a 60 s solve of the market-split instance (no solver proves it in a minute): the solve
+    stops within seconds and says INTERRUPTED, with the incumbent it holds (every x is feasible through the
+    slacks). glpk, scipy and pyomo offer no cancel hook: a Ctrl-C there ends their solve only when it returns."""
+    import os
+    import signal
+    import time
+
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    p = subprocess.Popen([sys.executable, "-c", _SIGINT_CHILD, backend], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert p.stdout.readline().strip() == "ready", p.stderr.read()
+        time.sleep(1.0)
+        t0 = time.perf_counter()
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=20)
+        waited = time.perf_counter() - t0
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, err
+    reason, limit, has_solution, solve_seconds = out.split()
+    assert (reason, limit) in (("feasible", "interrupted"), ("no_solution_found", "interrupted"))
+    assert has_solution == ("True" if reason == "feasible" else "False")
+    assert waited < 10 and float(solve_seconds) < 15
+
+
+def test_mathopt_threads_above_scips_64_are_clamped_not_a_crash():
+    # threads=151 made SCIP refuse parallel/maxnthreads and ortools fail with an internal AttributeError
+    res = schedopt.solve(knapsack_7(), "mathopt", threads=151)
+    assert res.termination.reason is TR.OPTIMAL and res.objective == pytest.approx(9.0)
+
+
+@needs_glpk
+def test_glpk_time_limit_past_its_int_milliseconds_is_no_limit():
+    # 23,421,796 s is 2.3e10 ms, past GLPK's C int tm_lim: it raised OverflowError inside swiglpk
+    res = schedopt.solve(knapsack_7(), "glpk", time_limit=23421796)
+    assert res.termination.reason is TR.OPTIMAL and res.objective == pytest.approx(9.0)

@@ -112,3 +112,64 @@ def test_import_schedopt_imports_no_solver():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+# ------------------------------------------------------------------ issue 20: what some backend cannot take
+@pytest.mark.parametrize(("kwargs", "field", "message"), [
+    ({"row_lower": [np.inf]}, "constraints[rows].lower", "can never hold"),
+    ({"row_upper": [-np.inf]}, "constraints[rows].upper", "can never hold"),
+    ({"col_lower": np.inf, "col_upper": np.inf}, "col.lower", "can never hold"),
+    ({"row_lower": [5.0], "row_upper": [4.0]}, "constraints[rows].lower", "greater than"),
+    ({"A": None, "row_upper": [7.0]}, None, None),  # no rows: fine
+    ({"A": [[None, 1, 1]]}, "A", "must be numeric"),
+    ({"A": "abc"}, "A", "must be numeric"),
+    ({"A": 5}, "A", "2-D"),
+    ({"A": []}, "A", "2-D"),
+    ({"A": [[1], [2, 3]]}, "A", "numeric array"),
+    ({"A": [[1e20, 1, 1]]}, "constraints[rows].coeffs", "magnitude"),
+    ({"c": ["1", "2", "3"]}, "c", "must be numeric"),
+    ({"c": [1.0, 2.0]}, "A", "needs 2 columns"),
+    ({"integrality": [1, 2]}, "integrality", "per column"),
+    ({"constant": None}, "objective.constant", "finite real"),
+    ({"name": []}, "name", "must be a string"),
+])
+def test_from_arrays_refuses_what_some_backend_cannot_take(kwargs, field, message):
+    kw = {"c": [3.0, 4.0, 5.0], "A": [[2.0, 3.0, 4.0]], "row_upper": [7.0], "col_upper": 1.0, "integrality": 1,
+          "sense": "maximize", **kwargs}
+    if field is None:
+        assert schedopt.LinearModel.from_arrays(**kw).num_rows == 0
+        return
+    with pytest.raises(InputError, match=message) as info:
+        schedopt.LinearModel.from_arrays(**kw)
+    assert info.value.field == field
+
+
+def test_tiny_coefficients_are_dropped_and_counted():
+    m = schedopt.LinearModel("m")
+    m.add_variables("x", 3, upper=1)
+    m.add_constraints("c", {"x": [[1e-14, 1.0, 1e-13]]}, upper=1)  # 1e-13 itself is kept
+    m.set_objective({"x": [1e-200, 1.0, 0.0]})
+    arr = m.to_arrays()
+    assert arr.A.toarray().tolist() == [[0.0, 1.0, 1e-13]] and arr.c.tolist() == [0.0, 1.0, 0.0]
+    assert m.dropped_coefficients == 2
+
+
+@pytest.mark.parametrize(("shape", "message"), [(None, "non-negative integer"), ("abc", "non-negative integer"),
+                                                 (float("nan"), "non-negative integer"), (1.5, "non-negative integer"),
+                                                 (-1, "non-negative"), (10**18, "more than"), ((2**40, 2**40), "more than")])
+def test_add_variables_refuses_bad_shapes(shape, message):
+    with pytest.raises(InputError, match=message) as info:
+        schedopt.LinearModel("m").add_variables("x", shape)
+    assert info.value.field == "variables[x].shape"
+
+
+def test_add_variables_refuses_string_and_repeated_labels():
+    m = schedopt.LinearModel("m")
+    with pytest.raises(InputError, match="not a string"):
+        m.add_variables("x", 3, labels="abc")
+    with pytest.raises(InputError, match="labels repeat") as info:
+        m.add_variables("x", 3, labels=["a", "a", "b"])
+    assert info.value.value == "a"
+    with pytest.raises(InputError, match="labels repeat"):
+        m.add_variables("y", (2, 2), labels=[["a", "b"], ["c", "c"]])
+    assert m.add_variables("x", 3, labels=["a", "b", "c"]).labels == (("a", "b", "c"),)

@@ -92,3 +92,54 @@ def test_linopy_labels_are_coordinates():
     lm = assignment().to_linopy()
     assert list(lm.variables["x"].indexes["x_0"]) == ["j0", "j1", "j2"]
     assert list(lm.constraints["one_machine_per_job"].indexes["one_machine_per_job_row"]) == ["j0", "j1", "j2"]
+
+
+# ------------------------------------------------------------------ instance loaders (issue 20)
+SIA_FILE = "instances/sia/" + sorted(__import__("os").listdir("instances/sia"))[0]
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (None, "is a directory"),
+    (b"", "is empty"),
+    (b"  \n", "is empty"),
+    ('{"schema": "caf\u00e9"}'.encode("latin-1"), r"is not UTF-8 text \(byte 15"),
+    (bytes(range(256)), "is not UTF-8"),
+    (b'{"schema": "schedopt.instance", "vers', "is not valid JSON"),
+])
+def test_instances_load_names_the_path_of_a_bad_file(tmp_path, content, message):
+    from schedopt import instances
+
+    path = tmp_path if content is None else tmp_path / "bad.json"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(InputError, match=message) as info:
+        instances.load(path)
+    assert str(path) in (info.value.field, info.value.value)
+
+
+def test_instances_json_duplicate_keys_are_refused_naming_the_key(tmp_path):
+    import json
+
+    from schedopt import instances
+
+    text = open(SIA_FILE).read()
+    doc = json.loads(text)
+    first_job_key = next(iter(doc["data"]))
+    dup = text.replace(f'"{first_job_key}":', f'"{first_job_key}": null, "{first_job_key}":', 1)
+    (tmp_path / "dup.json").write_text(dup)
+    with pytest.raises(InputError, match="repeats this key") as info:
+        instances.load(tmp_path / "dup.json")
+    assert info.value.value == first_job_key
+    assert instances.loads(text) is not None  # the untouched file loads
+
+
+def test_instances_envelope_refuses_unknown_keys():
+    import json
+
+    from schedopt import instances
+
+    doc = json.loads(open(SIA_FILE).read())
+    doc["generater"] = None
+    with pytest.raises(InputError, match="not a key of the instance envelope") as info:
+        instances.from_document(doc)
+    assert info.value.field == "generater"

@@ -150,3 +150,36 @@ def test_the_relaxation_of_an_mckp_model_solves_with_the_default_backend():
     assert lp.structure is Structure.GENERAL and schedopt.default_backend(lp) == "highs"
     # LP bound of max 3a + 4b + 5c, 2a + 3b + 4c <= 5: a and b fill the 5 exactly (best ratios 1.5, 1.33): 7
     assert schedopt.solve(lp).objective == pytest.approx(7.0)
+
+
+# ------------------------------------------------------------------ solver outputs checked before trusted (issue 20)
+def _knapsack7() -> schedopt.LinearModel:
+    # max 3a + 4b + 5c, 2a + 3b + 4c <= 7, binary: optimum 9 at (0, 1, 1)
+    return schedopt.LinearModel.from_arrays([3, 4, 5], [[2, 3, 4]], row_upper=[7], col_upper=1, integrality=1,
+                                            sense="maximize")
+
+
+def test_solution_violation_names_the_worst_row_bound_or_fractional_column():
+    from schedopt.results import solution_violation
+
+    arr = _knapsack7().to_arrays()
+    assert solution_violation(arr, np.array([0.0, 1.0, 1.0])) is None  # activity 7 = the bound
+    assert "row 0 has activity 9 outside [-inf, 7]" in solution_violation(arr, np.array([1.0, 1.0, 1.0]))
+    assert "column 0 = 2 outside its bounds [-0, 1]" in solution_violation(arr, np.array([2.0, 0.0, 0.0]))
+    assert "fractional" in solution_violation(arr, np.array([0.0, 0.5, 0.0]))
+    assert "not finite" in solution_violation(arr, np.array([0.0, np.nan, 0.0]))
+    # scaled by the row's magnitude: 2e-7 over a row of magnitude 7 passes, 1e-4 does not
+    assert solution_violation(arr, np.array([0.0, 1.0, 1.0 + 5e-8])) is None
+    assert solution_violation(arr, np.array([0.0, 1.0, 1.0 + 2.5e-5])) is not None
+
+
+def test_create_turns_a_violating_optimal_claim_into_numerical_error():
+    model = _knapsack7()
+    res = SolveResult.create(model, Termination(TerminationReason.OPTIMAL, None, "claimed"), backend="t",
+                             x=np.ones(3), bound=12.0)
+    assert res.termination.reason is TerminationReason.NUMERICAL_ERROR and not res.has_solution
+    assert "solver said OPTIMAL, but row 0 has activity 9 outside" in res.termination.detail
+    assert math.isinf(res.bound) and res.stats["rejected_solution"].startswith("row 0")
+    ok = SolveResult.create(model, Termination(TerminationReason.FEASIBLE, Limit.TIME), backend="t",
+                            x=[0.0, 1.0, 1.0], bound=12.0)
+    assert ok.termination.reason is TerminationReason.FEASIBLE and ok.objective == 9.0

@@ -5,6 +5,8 @@ from __future__ import annotations
 import difflib
 import importlib.util
 import math
+import signal
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -17,7 +19,7 @@ from ..results import Limit, SolveResult, Termination, TerminationReason, Timing
 if TYPE_CHECKING:
     from ..model import LinearModel
 
-__all__ = ["Backend", "Capabilities", "SolveParams"]
+__all__ = ["Backend", "Capabilities", "SolveParams", "run_interruptible"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,57 @@ class SolveParams:
     @property
     def time_limit_or_inf(self) -> float:
         return math.inf if self.time_limit is None else float(self.time_limit)
+
+
+def run_interruptible(call: Callable[[], Any], stop: Callable[[], None]) -> tuple[Any, bool]:
+    """Run ``call()`` so that Ctrl-C (SIGINT) stops it promptly: returns ``(value, interrupted)``.
+
+    In the main thread the call runs in a worker thread (the solvers used here release the GIL) while the main
+    thread waits in Python, where a SIGINT handler can run: the first SIGINT calls ``stop()`` (the solver's own
+    cancel: ``CpSolver.stop_search``, ``Highs.cancelSolve``, MathOpt's ``SolveInterrupter``) and the solve returns
+    what it holds, which the backend reports with :attr:`Limit.INTERRUPTED`; a second SIGINT raises
+    ``KeyboardInterrupt`` at once. Outside the main thread (no signal handler can be installed) ``call()`` runs
+    directly."""
+    if threading.current_thread() is not threading.main_thread():
+        return call(), False
+    old = signal.getsignal(signal.SIGINT)
+    if old is None:  # a handler installed from C: leave it alone
+        return call(), False
+    hit = threading.Event()
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # handed to the caller below
+            box["error"] = exc
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if hit.is_set():
+            raise KeyboardInterrupt
+        hit.set()
+        stop()
+
+    worker = threading.Thread(target=work, name="schedopt-solve", daemon=True)
+    signal.signal(signal.SIGINT, on_sigint)
+    try:
+        worker.start()
+        while worker.is_alive():
+            worker.join(0.05)
+    finally:
+        signal.signal(signal.SIGINT, old)
+    if "error" in box:
+        raise box["error"]
+    return box["value"], hit.is_set()
+
+
+def interrupted_reason(reason: TerminationReason, has_solution: bool) -> tuple[TerminationReason, Limit | None]:
+    """What an interrupted solve reports: OPTIMAL and the proofs (INFEASIBLE, UNBOUNDED) stand; anything else is
+    FEASIBLE (with a solution) or NO_SOLUTION_FOUND, with :attr:`Limit.INTERRUPTED`."""
+    if reason in (TerminationReason.OPTIMAL, TerminationReason.INFEASIBLE, TerminationReason.UNBOUNDED,
+                  TerminationReason.INFEASIBLE_OR_UNBOUNDED):
+        return reason, None
+    return (TerminationReason.FEASIBLE if has_solution else TerminationReason.NO_SOLUTION_FOUND), Limit.INTERRUPTED
 
 
 class Backend:

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import BackendCapabilityError
 from ..results import Limit, SolveResult, TerminationReason
-from .base import Backend, Capabilities, SolveParams
+from .base import Backend, Capabilities, SolveParams, interrupted_reason, run_interruptible
 
 if TYPE_CHECKING:
     from ..model import LinearModel
@@ -127,10 +127,12 @@ class CpSatBackend(Backend):
         # CP-SAT's default absolute gap (1e-4, in objective units) would stop it short of the requested relative gap
         # on small objectives; schedopt's contract is the relative gap alone (pass absolute_gap_limit to override)
         sp_.absolute_gap_limit = 0.0
+        # Ctrl-C is schedopt's to handle (run_interruptible), so that it is reported INTERRUPTED, not "time limit"
+        sp_.catch_sigint_signal = False
         for k, v in params.options.items():
             setattr(sp_, k, v)
         t1 = time.perf_counter()
-        status = solver.solve(cpm)
+        status, interrupted = run_interruptible(lambda: solver.solve(cpm), solver.stop_search)
         t2 = time.perf_counter()
         sname = solver.status_name(status)
         x = None
@@ -146,11 +148,15 @@ class CpSatBackend(Backend):
             reason, limit = TerminationReason.NO_SOLUTION_FOUND, Limit.TIME
         else:  # MODEL_INVALID
             reason = TerminationReason.ERROR
+        if interrupted:
+            reason, limit = interrupted_reason(reason, status == cp_model.FEASIBLE)
         if reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE):
             x = np.asarray(solver.response_proto.solution, dtype=float)
             objv = float(arr.c @ x + arr.constant)
         bound = None
-        if reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE, TerminationReason.NO_SOLUTION_FOUND):
+        # UNKNOWN carries no bound: CP-SAT then leaves best_objective_bound at the proto's default 0.0 (at
+        # time_limit=0 that "bound" was 0 on a maximisation of optimum 9), so only OPTIMAL and FEASIBLE bounds are read
+        if reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE):
             b = float(solver.best_objective_bound) + arr.constant
             bound = b + round_err if arr.maximize else b - round_err
             if reason is TerminationReason.OPTIMAL and abs(bound - objv) <= round_err + 1e-9 * max(1, abs(objv)):

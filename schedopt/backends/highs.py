@@ -12,7 +12,7 @@ import numpy as np
 from ..export import to_highs
 from ..results import Limit, SolveResult, TerminationReason
 from ..stdio import stdout_to_stderr
-from .base import Backend, Capabilities, SolveParams
+from .base import Backend, Capabilities, SolveParams, interrupted_reason, run_interruptible
 
 if TYPE_CHECKING:
     from ..model import LinearModel
@@ -77,9 +77,10 @@ class HighsBackend(Backend):
             sol.col_value = list(np.asarray(params.warm_start, dtype=float))
             sol.value_valid = True
             h.setSolution(sol)
+        h.HandleUserInterrupt = True  # lets cancelSolve() stop the run (Ctrl-C through run_interruptible)
         t1 = time.perf_counter()
         with stdout_to_stderr(arr.is_mip and not params.verbose):
-            h.run()
+            _, interrupted = run_interruptible(h.run, h.cancelSolve)
         t2 = time.perf_counter()
         ms = h.getModelStatus()
         sname = ms.name if hasattr(ms, "name") else str(ms).split(".")[-1]
@@ -97,6 +98,8 @@ class HighsBackend(Backend):
             reason, limit = TerminationReason.ERROR, None
         if reason is TerminationReason.OPTIMAL and not has_primal:
             reason = TerminationReason.ERROR
+        if interrupted:
+            reason, limit = interrupted_reason(reason, has_primal)
         x = duals = rc = None
         if has_primal and reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE):
             sol = h.getSolution()

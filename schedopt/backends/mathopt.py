@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..results import Limit, SolveResult, TerminationReason
-from .base import Backend, Capabilities, SolveParams
+from .base import Backend, Capabilities, SolveParams, interrupted_reason, run_interruptible
 
 if TYPE_CHECKING:
     from ..model import LinearModel
 
 _INF = float("inf")
+#: the most threads handed to a MathOpt solver (SCIP's parallel/maxnthreads range is [0, 64])
+MAX_THREADS = 64
 
 
 def to_mathopt(model: LinearModel):  # -> mathopt.Model
@@ -85,13 +87,23 @@ class MathOptBackend(Backend):
         if params.mip_rel_gap is not None and arr.is_mip:
             sp.relative_gap_tolerance = float(params.mip_rel_gap)
         if params.threads:
-            sp.threads = int(params.threads)
+            # SCIP takes at most 64 (parallel/maxnthreads); more made ortools fail with an internal AttributeError
+            sp.threads = min(int(params.threads), MAX_THREADS)
         if stype != mathopt.SolverType.GLOP:
             sp.random_seed = int(params.seed)
         for k, v in opts.items():
             setattr(sp, k, v)
+        from ortools.util.python.solve_interrupter import SolveInterrupter
+
+        interrupter = SolveInterrupter()
         t1 = time.perf_counter()
-        res = mathopt.solve(mm, stype, params=sp)
+        try:
+            res, interrupted = run_interruptible(lambda: mathopt.solve(mm, stype, params=sp, interrupter=interrupter),
+                                                 interrupter.interrupt)
+        except (ValueError, RuntimeError, AttributeError, TypeError) as exc:  # the solver refused a parameter
+            t2 = time.perf_counter()
+            return self.result(model, TerminationReason.ERROR, (t0, t1, t2),
+                               detail=f"{solver_name}: the solve failed: {type(exc).__name__}: {exc}")
         t2 = time.perf_counter()
         tr = res.termination.reason
         TR = mathopt.TerminationReason
@@ -116,6 +128,8 @@ class MathOptBackend(Backend):
                 mathopt.Limit.SOLUTION: Limit.SOLUTION,
                 mathopt.Limit.INTERRUPTED: Limit.INTERRUPTED,
             }.get(res.termination.limit, Limit.OTHER)
+        if interrupted:
+            reason, limit = interrupted_reason(reason, res.has_primal_feasible_solution())
         x = None
         duals = rc = None
         if reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE) and res.has_primal_feasible_solution():

@@ -72,6 +72,10 @@ class ScipyBackend(Backend):
             reason = TerminationReason.INFEASIBLE
         elif status == 3:
             reason = TerminationReason.UNBOUNDED
+        elif "unbounded" in str(res.message).lower():
+            # milp has no status for HiGHS's kUnboundedOrInfeasible and reports it as 4 ("other"), with this message
+            infeasible_too = "infeasible" in str(res.message).lower()
+            reason = TerminationReason.INFEASIBLE_OR_UNBOUNDED if infeasible_too else TerminationReason.UNBOUNDED
         else:
             reason = TerminationReason.ERROR
         mdb = getattr(res, "mip_dual_bound", None)

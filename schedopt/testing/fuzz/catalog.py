@@ -87,6 +87,9 @@ CATALOG: dict[str, tuple[Bad, ...]] = {
     # one of a few words (a kind, a sense)
     "choice": bads(("None", None), ("''", ""), ("'no-such-choice'", "no-such-choice"), ("3", 3), ("[]", []),
                     ("nan", math.nan)),
+    # the same, None allowed (its default: keep the current one, as set_objective's sense)
+    "choice?": bads(("''", ""), ("'no-such-choice'", "no-such-choice"), ("3", 3), ("[]", []), ("nan", math.nan),
+                     ("None", None, False)),
     # a list of known names
     "names": bads(("'abc'", "abc"), ("[None]", [None]), ("[3]", [3]), ("['no-such-name']", ["no-such-name"]),
                    ("['', '']", ["", ""]), ("{}", {}), ("3", 3), ("[]", [], False)),
@@ -186,6 +189,7 @@ CORE: dict[str, tuple[str, ...]] = {
     "model_name": ("[]", "nan", "None"),
     "known_name": ("None", "'no-such-name'", "['a']"),
     "choice": ("None", "'no-such-choice'", "[]"),
+    "choice?": ("'no-such-choice'", "[]", "None"),
     "names": ("'abc'", "[None]", "['no-such-name']", "['', '']"),
     "bool": ("None", "'false'", "nan"),
     "lower": ("nan", "inf", "[0, 0]", "[None]*3", "-inf"),

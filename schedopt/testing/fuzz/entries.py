@@ -153,7 +153,7 @@ def _linear_model_entries() -> list[EntryPoint]:
                    prepare=prep_coeffs),
         EntryPoint("LinearModel.set_objective", set_objective,
                    lambda: {"coeffs": {"x": [1.0, 2.0, 3.0]}, "sense": "minimize", "constant": 0.0},
-                   {"coeffs": "vector3", "sense": "choice", "constant": "real"}, prepare=prep_coeffs),
+                   {"coeffs": "vector3", "sense": "choice?", "constant": "real"}, prepare=prep_coeffs),
         EntryPoint("LinearModel.from_arrays+highs", checked("highs", "scipy"), arrays_valid, arrays_fields, accept=arrays_accept,
                    prepare=prep_rows),
         EntryPoint("LinearModel.from_arrays+scipy", checked("scipy", "highs"), arrays_valid,
