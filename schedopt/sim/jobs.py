@@ -1,0 +1,326 @@
+"""The job model of :mod:`schedopt.sim` (the Pollux OSDI'21 / Sia SOSP'23 simulators' model; card: ``formulations/sim.md``).
+
+* :class:`Application` -- one application's training curve from the public validation tables: scale-invariant
+  progress per epoch and the gradient statistics (``grad_sqr``, ``grad_var``) per epoch and profiled batch size.
+* :class:`JobModel` -- the constants that differ between the two published simulators (restart delay per
+  application, calibration slowdowns, local-batch overrides, the GPU cap), with presets :data:`POLLUX` and
+  :data:`SIA`.
+* :class:`JobState` -- one job's state carried by the engine, advanced at its *true* rate; what the policy sees of
+  its speed is :func:`goodput_estimate` (one function, switchable when an online estimator lands).
+
+True throughput comes from the goodput zoo's fitted :class:`~schedopt.goodput.ThroughputParams` (fitted with
+:func:`schedopt.goodput.fit_throughput` to the placements/scalability tables of each GPU type), not from
+interpolating the tables as the published simulators do; the statistical efficiency follows the per-epoch tables.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from ..goodput import JobGoodputModel, ThroughputParams, goodput
+from ..sia import Config
+
+__all__ = [
+    "POLLUX",
+    "SIA",
+    "Application",
+    "JobModel",
+    "JobState",
+    "application",
+    "applications",
+    "goodput_estimate",
+    "job_model",
+    "true_model",
+]
+
+_EPS = 1e-8
+
+
+@dataclass(frozen=True, eq=False)
+class Application:
+    """One application's training curve (``applications.json``, derived by ``tools/derive_sim_data.py``).
+
+    ``progress[e]``: scale-invariant progress (in initial-batch iterations) at the end of epoch ``e + 1``;
+    ``grad_sqr[e, k]`` / ``grad_var[e, k]``: the gradient statistics during epoch ``e`` when training at
+    ``batches[k]``. A job is complete at ``progress[epochs - 1]``.
+    """
+
+    name: str
+    batches: np.ndarray
+    epochs: int
+    progress: np.ndarray
+    grad_sqr: np.ndarray
+    grad_var: np.ndarray
+
+    @property
+    def target(self) -> float:
+        """Progress at completion (the end of the last epoch)."""
+        return float(self.progress[-1])
+
+    def grad_stats(self, batch: float, epoch: int) -> tuple[float, float]:
+        """(grad_sqr, grad_var) during ``epoch`` at global batch ``batch``: linear in the batch between the
+        profiled sizes (as the Pollux simulator's ``get_grad_stats``), clamped at the ends."""
+        e = min(max(int(epoch), 0), self.epochs - 1)
+        b = self.batches
+        return (float(np.interp(batch, b, self.grad_sqr[e])), float(np.interp(batch, b, self.grad_var[e])))
+
+
+@cache
+def applications() -> dict[str, Application]:
+    """Every shipped application by name."""
+    doc = json.loads(resources.files("schedopt.sim").joinpath("data/applications.json").read_text())
+    out = {}
+    for name, d in doc["applications"].items():
+        out[name] = Application(
+            name=name,
+            batches=np.asarray(d["batches"], dtype=float),
+            epochs=int(d["epochs"]),
+            progress=np.asarray(d["progress"], dtype=float),
+            grad_sqr=np.asarray(d["grad_sqr"], dtype=float),
+            grad_var=np.asarray(d["grad_var"], dtype=float),
+        )
+    return out
+
+
+def application(name: str) -> Application:
+    apps = applications()
+    if name not in apps:
+        raise InputError("application", name, f"unknown; have {sorted(apps)}")
+    return apps[name]
+
+
+@cache
+def true_model(name: str) -> JobGoodputModel:
+    """The throughput truth of application ``name``: the zoo's fitted model (every GPU type it was profiled on)."""
+    from .. import zoo
+
+    return zoo.load_model(name)
+
+
+@dataclass(frozen=True, eq=False)
+class JobModel:
+    """Constants of the job model that differ between the Pollux and Sia simulators.
+
+    ``restart_seconds``: checkpoint-restore delay per application (``default_restart`` otherwise), paid on every
+    start and re-allocation (GPUs held, no progress). ``slowdown``: the true rate is divided by it (Sia's
+    calibration to its testbed; 1 in Pollux). ``max_local_bsz``: ``(application, gpu type) -> cap`` overriding the
+    profiled local-batch maximum. ``gpu_cap``: at most this many GPUs per job (both simulators: 64). ``rigid_apps``:
+    applications that run as rigid jobs even under adaptive policies, with their fixed batch (both: ncf, 1 GPU,
+    batch 32768).
+    """
+
+    name: str
+    restart_seconds: Mapping[str, float] = field(default_factory=dict)
+    default_restart: float = 30.0
+    slowdown: Mapping[str, float] = field(default_factory=dict)
+    max_local_bsz: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    gpu_cap: int = 64
+    rigid_apps: Mapping[str, tuple[int, int]] = field(default_factory=lambda: {"ncf": (1, 32768)})
+
+    def restart(self, app: str) -> float:
+        return float(self.restart_seconds.get(app, self.default_restart))
+
+    def speed_factor(self, app: str) -> float:
+        return 1.0 / float(self.slowdown.get(app, 1.0))
+
+
+#: petuum/adaptdl@osdi21-artifact simulator: 30 s restart for every job, no slowdown, yolov3 local batch <= 8.
+POLLUX = JobModel("pollux", max_local_bsz={("yolov3", t): 8 for t in ("t4", "v100", "a100", "rtx6000", "rtx2080ti")})
+#: siasosp23/artifacts sia-simulator: restart per application (applications.py), calibration slowdowns
+#: (simulator_config.SLOWDOWNS), deepspeech2 local batch <= 57 on the RTX 2080Ti.
+SIA = JobModel(
+    "sia",
+    restart_seconds={"cifar10": 50, "deepspeech2": 25, "bert": 120, "yolov3": 80, "imagenet": 250, "ncf": 15},
+    slowdown={"cifar10": 1.8, "imagenet": 1.2, "yolov3": 1.2, "bert": 1.2, "deepspeech2": 1.2, "ncf": 1.5},
+    max_local_bsz={("deepspeech2", "rtx2080ti"): 57},
+)
+_MODELS = {"pollux": POLLUX, "sia": SIA}
+
+
+def job_model(name: str | JobModel) -> JobModel:
+    if isinstance(name, JobModel):
+        return name
+    if name not in _MODELS:
+        raise InputError("job_model", name, f"unknown; have {sorted(_MODELS)}")
+    return _MODELS[name]
+
+
+def local_limits(app: str, gpu_type: str, jm: JobModel) -> tuple[int, int]:
+    lo, hi = true_model(app).local_bsz_limits[gpu_type]
+    cap = jm.max_local_bsz.get((app, gpu_type))
+    return int(lo), int(hi if cap is None else min(hi, cap))
+
+
+@lru_cache(maxsize=200_000)
+def _adaptive_batch(app: str, gpu_type: str, jm: JobModel, nodes: int, replicas: int, epoch: int,
+                    stats_batch: float) -> tuple[int, int]:
+    """(local batch, accumulation steps) maximising goodput with the gradient statistics of ``epoch`` at
+    ``stats_batch`` (Pollux's ``update_local_bsz`` with the job's current gradient parameters)."""
+    m = true_model(app)
+    sqr, var = application(app).grad_stats(stats_batch, epoch)
+    res = goodput(m.params[gpu_type], nodes, replicas, init_batch=m.init_batch, max_batch=m.max_batch,
+                  grad_sqr=sqr, grad_var=var, local_bsz_range=local_limits(app, gpu_type, jm), accumulation=True)
+    if not bool(res.feasible):  # no candidate fits the limits: the smallest local batch, no accumulation
+        return local_limits(app, gpu_type, jm)[0], 0
+    return int(res.local_bsz), int(res.accum_steps)
+
+
+def _rigid_batch(app: str, gpu_type: str, jm: JobModel, replicas: int, batch: float) -> tuple[int, int]:
+    """(local batch, accumulation steps) of a fixed global batch: the Pollux simulator's ``update_local_bsz`` with a
+    target batch size (fewest accumulation steps within the local maximum; a 1-GPU job above the initial batch
+    accumulates at least once; the realised batch never exceeds the maximum)."""
+    m = true_model(app)
+    hi = local_limits(app, gpu_type, jm)[1]
+    local = math.ceil(batch / replicas - _EPS)
+    s = math.ceil(local / hi - _EPS) - 1
+    if replicas == 1 and batch > m.init_batch:
+        s = max(1, s)
+    b = math.ceil(local / (s + 1) - _EPS)
+    b = min(b, int(m.max_batch / (replicas * (s + 1))))
+    return max(b, 1), s
+
+
+@dataclass(eq=False)
+class JobState:
+    """One job as the engine carries it (mutable; only the engine changes it)."""
+
+    id: str
+    app: str
+    arrival: float
+    requested_gpus: int
+    batch_size: int
+    adaptive: bool
+    jm: JobModel
+    progress: float = 0.0
+    epoch: int = 0
+    nodes: dict[str, int] = field(default_factory=dict)  # node id -> GPUs held
+    config: Config | None = None
+    restart_left: float = 0.0
+    restarts: int = 0
+    started: bool = False
+    start: float | None = None
+    finish: float | None = None
+    attained: float = 0.0  # GPU-seconds held (Tiresias' attained service)
+    max_profiled: int = 0
+    local_bsz: int = 0
+    accum: int = 0
+    segments: list[list[Any]] = field(default_factory=list)  # [start, end, gpu type, GPUs]
+    _rate: float | None = None
+
+    @property
+    def application(self) -> Application:
+        return application(self.app)
+
+    @property
+    def rigid_shape(self) -> tuple[int, int] | None:
+        """(GPUs, batch) when the job runs rigid: always for rigid policies, and ``JobModel.rigid_apps``."""
+        if not self.adaptive:
+            return self.requested_gpus, self.batch_size
+        return self.jm.rigid_apps.get(self.app)
+
+    @property
+    def max_gpus(self) -> int:
+        """The cap a policy may give this round: rigid -> its count; adaptive -> Pollux's and Sia's
+        ``min(max(2 x most GPUs run on, 1), 64, max_batch // min_local_bsz)``."""
+        rs = self.rigid_shape
+        if rs is not None:
+            return rs[0]
+        m = true_model(self.app)
+        lo = min(v[0] for v in m.local_bsz_limits.values())
+        return int(min(max(2 * self.max_profiled, 1), self.jm.gpu_cap, m.max_batch // lo))
+
+    @property
+    def batch(self) -> int:
+        """The global batch it trains at now (0 when not running)."""
+        n = sum(self.nodes.values())
+        return n * self.local_bsz * (self.accum + 1)
+
+    def rebatch(self) -> None:
+        """Choose (local batch, accumulation) for the current placement and epoch; reset the cached rate."""
+        self._rate = None
+        if not self.nodes or self.config is None:
+            self.local_bsz = self.accum = 0
+            return
+        t, n, r = self.config.gpu_type, len(self.nodes), sum(self.nodes.values())
+        rs = self.rigid_shape
+        if rs is not None:
+            self.local_bsz, self.accum = _rigid_batch(self.app, t, self.jm, r, rs[1])
+        else:
+            cur = self.batch if self.local_bsz else true_model(self.app).init_batch
+            self.local_bsz, self.accum = _adaptive_batch(self.app, t, self.jm, n, r, self.epoch, float(cur))
+
+    def rate(self) -> float:
+        """True progress per second now: ``gain / iteration time`` (Pollux's simulated goodput), divided by the
+        job model's slowdown."""
+        if self._rate is None:
+            assert self.config is not None
+            m = true_model(self.app)
+            n, r = len(self.nodes), sum(self.nodes.values())
+            B = r * self.local_bsz * (self.accum + 1)
+            scale = B / m.init_batch
+            sqr, var = self.application.grad_stats(B, self.epoch)
+            den = var / scale + sqr
+            gain = (var + sqr) / den if den > 0 else 1.0
+            p: ThroughputParams = m.params[self.config.gpu_type]
+            it = float(p.step_time(n, r, self.local_bsz, self.accum))
+            self._rate = gain / it * self.jm.speed_factor(self.app)
+        return self._rate
+
+    def advance(self, t0: float, seconds: float) -> None:
+        """Run from ``t0`` for ``seconds`` under the current placement: first the remaining restart delay, then
+        training epoch by epoch (the batch is re-chosen at each epoch boundary); sets ``finish`` at the exact
+        time the last epoch ends."""
+        g = sum(self.nodes.values())
+        if not g or self.finish is not None:
+            return
+        t, left = t0, seconds
+        d = min(self.restart_left, left)
+        self.restart_left -= d
+        t += d
+        left -= d
+        app = self.application
+        while left > 0:
+            rate = self.rate()
+            need = (float(app.progress[self.epoch]) - self.progress) / rate
+            if need > left:
+                self.progress += rate * left
+                t += left
+                left = 0.0
+                break
+            t += need
+            left -= need
+            self.epoch += 1
+            self.progress = float(app.progress[self.epoch - 1])
+            if self.epoch >= app.epochs:
+                self.finish = t
+                break
+            self.rebatch()
+        held = t - t0
+        self.attained += held * g
+        if self.segments:
+            self.segments[-1][1] = t
+
+
+@lru_cache(maxsize=4096)
+def _estimate(app: str, epoch: int) -> JobGoodputModel:
+    m = true_model(app)
+    a = application(app)
+    sqr, var = a.grad_stats(m.init_batch, epoch)
+    return JobGoodputModel(m.name, m.params, m.init_batch, m.max_batch, m.local_bsz_limits, (m.init_batch,),
+                           (max(sqr, 0.0),), (max(var, 0.0),), m.max_epochs)
+
+
+def goodput_estimate(job: JobState) -> JobGoodputModel:
+    """What a policy sees of ``job``'s goodput: the zoo's fitted throughput model with the gradient statistics of
+    the job's current epoch (as Pollux's scheduler sees the job's latest ``grad_params``). One object per
+    (application, epoch), so jobs at the same point share it. The switch point for an online estimator."""
+    return _estimate(job.app, job.epoch)

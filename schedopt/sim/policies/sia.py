@@ -1,0 +1,90 @@
+"""Sia (SOSP'23) as a simulator policy: a thin layer over :class:`schedopt.sia.SiaProblem`.
+
+Each round every active job becomes a :class:`schedopt.sia.Job` (adaptive, or rigid with its fixed GPU count and
+batch; ``max_gpus`` the engine's cap; its current configuration, age, restarts and restart cost for the restart
+factor), its goodput is the policy's estimate (``JobView.estimate``), and the ILP (``p = -0.5``, ``lambda = 1.1``,
+at most 64 GPUs per job, as in ``siasosp23/artifacts`` ``run_experiment.sh`` / ``simulator_config.py``) is solved by
+any backend (default: the one :func:`schedopt.default_backend` picks) within an optional time limit. As in Sia's
+simulator (``preserve_ckpt_allocs``), a job still in its checkpoint-restore delay is non-preemptible: it keeps its
+configuration (the policy tracks when it changed a job's configuration and the job model's restart delays).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ...errors import InputError
+from ...problem import Answer
+from ...sia import Job, SiaProblem
+from ..jobs import JobModel
+from ..jobs import job_model as get_job_model
+from .base import Decision, RoundState
+
+__all__ = ["SiaPolicy"]
+
+
+class SiaPolicy:
+    """Sia's configuration ILP each round. ``restart_cost_s``: the restart factor's S (Sia's policy uses 30 s);
+    ``job_model``: where the restart delays for the non-preemptible window come from (``"sia"``)."""
+
+    name = "sia"
+    adaptive = True
+
+    def __init__(self, backend: str | None = None, time_limit: float | None = None, p: float = -0.5,
+                 lam: float = 1.1, restart_cost_s: float = 30.0, max_gpus_per_job: int | None = 64,
+                 job_model: str | JobModel = "sia", mip_rel_gap: float | None = 1e-4, seed: int | None = None,
+                 **_: Any) -> None:
+        if time_limit is not None and not time_limit > 0:
+            raise InputError("time_limit", time_limit, "must be > 0 or None")
+        self.backend, self.time_limit, self.p, self.lam = backend, time_limit, float(p), float(lam)
+        self.restart_cost_s = float(restart_cost_s)
+        self.max_gpus_per_job = max_gpus_per_job
+        self.jm = get_job_model(job_model)
+        self.mip_rel_gap = mip_rel_gap
+        self._changed: dict[str, tuple[Any, float]] = {}  # job -> (configuration, time it took it)
+
+    def _pinned(self, state: RoundState, jid: str, app: str, current: Any) -> bool:
+        seen = self._changed.get(jid)
+        if seen is None or seen[0] != current:
+            # first seen in this configuration: it was (re)started at the previous round
+            self._changed[jid] = (current, state.time - state.round_seconds)
+            seen = self._changed[jid]
+        return current is not None and state.time - seen[1] < self.jm.restart(app)
+
+    def jobs(self, state: RoundState) -> list[Job]:
+        """The round's :class:`schedopt.sia.Job` list (one per active job, in the state's order)."""
+        out = []
+        for v in state.jobs:
+            pinned = self._pinned(state, v.id, v.application, v.current)
+            common: dict[str, Any] = {"current": v.current, "age_s": v.age, "restarts": v.restarts,
+                                      "restart_cost_s": self.restart_cost_s, "preemptible": not pinned}
+            if v.adaptive:
+                out.append(Job(id=v.id, kind="adaptive", max_gpus=v.max_gpus, max_profiled_gpus=v.max_gpus,
+                               **common))
+            else:
+                out.append(Job(id=v.id, kind="rigid", rigid_gpus=v.requested_gpus, batch_size=v.batch_size,
+                               **common))
+        active = {v.id for v in state.jobs}
+        self._changed = {j: s for j, s in self._changed.items() if j in active}
+        return out
+
+    def problem(self, state: RoundState) -> SiaProblem:
+        models: Mapping[str, Any] = {v.id: v.estimate for v in state.jobs}
+        return SiaProblem(state.cluster, self.jobs(state), models, p=self.p, lam=self.lam,
+                          max_gpus_per_job=self.max_gpus_per_job)
+
+    def decide(self, state: RoundState) -> Decision:
+        prob = self.problem(state)
+        kw: dict[str, Any] = {}
+        if self.time_limit is not None:
+            kw["time_limit"] = self.time_limit
+        if self.mip_rel_gap is not None:
+            kw["mip_rel_gap"] = self.mip_rel_gap
+        sol = prob.solve(self.backend, **kw)
+        r = sol.result
+        ans = Answer(termination=r.termination, objective_value=r.objective_or_nan, bound=r.bound,
+                     backend=sol.backend, method="sia", timings=r.timings, result=r)
+        ans.raise_for_status()
+        return Decision(allocation={str(k): c for k, c in sol.allocation.items()}, answer=ans,
+                        info={"columns": int(sol.model.num_cols)})
