@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,7 +44,7 @@ __all__ = [
     "PolluxExactPolicy",
     "PolluxObjective",
     "PolluxPolicy",
-    "brute_force_nodes",
+    "node_table",
 ]
 
 #: the power-mean exponent of the published policy (``p = -1``: more negative is fairer)
@@ -111,12 +110,13 @@ class PolluxObjective:
     ``order`` is the published job order (attained GPU-seconds, arrival, id); ``base`` the fair-share goodput per
     job on ``reference_type`` (the GPU type with the most GPUs; the fair share of a homogeneous cluster is the
     published one), ``scale = N / G``, ``restart_factor`` the published factor with a 30 s delay, ``cap`` the GPUs a
-    job may hold (``JobView.max_gpus``, 64, the growth rule ``max(2 x most GPUs seen, 1)``), ``rigid`` the exact GPU
+    job may hold (``JobView.max_gpus``, which carries the growth rule ``max(2 x most GPUs run on, 1)``, and 64),
+    ``rigid`` the exact GPU
     count of rigid jobs (0 for adaptive ones). :meth:`goodput` evaluates (job, type, nodes, replicas) points with a
     cache per job estimate.
     """
 
-    def __init__(self, state: RoundState, max_seen: Mapping[str, int], *, p: float = P_FAIRNESS,
+    def __init__(self, state: RoundState, *, p: float = P_FAIRNESS,
                  restart_delay: float = RESTART_DELAY_S, max_replicas: int = MAX_REPLICAS,
                  max_nodes: int = MAX_NODES, cache: dict[str, tuple[Any, np.ndarray]] | None = None) -> None:
         if not isinstance(state, RoundState):
@@ -140,9 +140,7 @@ class PolluxObjective:
         restarts = np.array([v.restarts for v in jobs], dtype=np.float64)
         self.restart_factor = np.maximum(age - restarts * restart_delay, 0.0) / (age + restart_delay) \
             if restart_delay > 0 else np.ones(J)
-        growth = np.array([max(2 * int(max_seen.get(v.id, 0)), 1) for v in jobs], dtype=np.int64)
-        self.cap = np.minimum(np.minimum(np.array([v.max_gpus for v in jobs], dtype=np.int64), growth),
-                              min(int(max_replicas), G)).astype(np.int64)
+        self.cap = np.minimum(np.array([v.max_gpus for v in jobs], dtype=np.int64), min(int(max_replicas), G))
         self.rigid = np.array([0 if v.adaptive else int(v.requested_gpus) for v in jobs], dtype=np.int64)
         self.cap = np.where(self.rigid > 0, self.rigid, self.cap)
         self._cache = cache if cache is not None else {}
@@ -372,25 +370,19 @@ def _first_unique(pop: np.ndarray) -> np.ndarray:
 
 
 class _Memory:
-    """What a Pollux policy remembers between rounds: the most GPUs each job has held (the growth rule's
-    profile) and the goodput cache; reset when a new simulation starts (the round index goes back)."""
+    """What a Pollux policy remembers between rounds: the goodput tables per job; reset when a new simulation
+    starts (the round index goes back)."""
 
     def __init__(self) -> None:
-        self.max_seen: dict[str, int] = {}
         self.cache: dict[str, tuple[Any, np.ndarray]] = {}
         self.last_round = -1
 
     def update(self, state: RoundState) -> None:
         if state.round_index <= self.last_round:
-            self.max_seen.clear()
             self.cache.clear()
             self.on_reset()
         self.last_round = state.round_index
         active = {v.id for v in state.jobs}
-        for v in state.jobs:
-            held = sum(v.current_nodes.values()) if v.current_nodes else (v.current.n_gpus if v.current else 0)
-            if held > self.max_seen.get(v.id, 0):
-                self.max_seen[v.id] = int(held)
         for k in [k for k in self.cache if k not in active]:
             del self.cache[k]
 
@@ -438,7 +430,7 @@ class PolluxPolicy(_Memory):
     def decide(self, state: RoundState) -> Decision:
         t0 = time.perf_counter()
         self.update(state)
-        obj = PolluxObjective(state, self.max_seen, p=self.p, restart_delay=self.restart_delay,
+        obj = PolluxObjective(state, p=self.p, restart_delay=self.restart_delay,
                               max_replicas=self.max_replicas, max_nodes=self.max_nodes, cache=self.cache)
         node_ids, cap_node, node_type = _node_table(state.cluster)
         J, N = len(obj.jobs), len(node_ids)
@@ -569,7 +561,7 @@ class PolluxExactPolicy(_Memory):
 
         t0 = time.perf_counter()
         self.update(state)
-        obj = PolluxObjective(state, self.max_seen, p=self.p, restart_delay=self.restart_delay,
+        obj = PolluxObjective(state, p=self.p, restart_delay=self.restart_delay,
                               max_replicas=self.max_replicas, cache=self.cache)
         J = len(obj.jobs)
         if J == 0:
@@ -612,68 +604,6 @@ def _mean_of_sum(total: float, J: int, p: float) -> float:
     return float((total / J) ** (1.0 / p))
 
 
-# ====================================================================================== brute force (tests)
-def brute_force_nodes(obj: PolluxObjective, base: np.ndarray, cap_node: np.ndarray, node_type: np.ndarray,
-                      max_nodes: int = MAX_NODES) -> tuple[float, np.ndarray]:
-    """The best ``M`` over every node-level allocation that passes the published repair rules unchanged, by
-    enumeration (tiny instances only: (cap_node + 1) ^ (jobs x nodes) states). Returns (best M, best state)."""
-    J, N = base.shape
-    if J * N > 12:
-        raise InputError("jobs x nodes", J * N, "brute force is for tiny instances (at most 12 cells)")
-    grids = np.meshgrid(*[np.arange(int(cap_node[n]) + 1) for _ in range(J) for n in range(N)], indexing="ij")
-    states = np.stack([g.ravel() for g in grids], axis=1).reshape(-1, J, N).astype(np.int64)
-    ok = np.all(states.sum(axis=1) <= cap_node[None, :], axis=1)
-    ok &= np.all(states.sum(axis=2) <= obj.cap[None, :], axis=1)
-    ok &= np.all(np.count_nonzero(states, axis=2) <= max_nodes, axis=1)
-    T = int(node_type.max()) + 1
-    per_type = np.stack([(states * (node_type == t)[None, None, :]).sum(axis=2) for t in range(T)], axis=2)
-    ok &= np.all(np.count_nonzero(per_type, axis=2) <= 1, axis=1)
-    dist = np.count_nonzero(states, axis=2) > 1
-    ok &= np.all(((states > 0) & dist[:, :, None]).sum(axis=1) <= 1, axis=1)
-    rig = obj.rigid
-    if rig.any():
-        sums = states.sum(axis=2)
-        ok &= np.all((rig[None, :] == 0) | (sums == 0) | (sums == rig[None, :]), axis=1)
-    states = states[ok]
-    srch = _Search(obj, base, cap_node, node_type, np.random.default_rng(0), max_nodes)
-    fit, _ = srch.evaluate(states)
-    i = int(np.argmax(fit))
-    return float(fit[i]), states[i]
-
-
 def node_table(cluster: Cluster) -> tuple[list[str], np.ndarray, np.ndarray]:
     """(node ids in cluster order, GPUs per node, GPU type index per node): the columns of the GA's state."""
     return _node_table(cluster)
-
-
-def check_nodes(cluster: Cluster, nodes: Mapping[str, Mapping[str, int]],
-                jobs: Sequence[JobView] = ()) -> list[str]:
-    """Problems of a node-level decision: unknown nodes, non-positive counts, node capacity, one GPU type per job,
-    rigid jobs not at their count (empty when valid). Written without the search."""
-    ids, cap, typ = _node_table(cluster)
-    pos = {n: i for i, n in enumerate(ids)}
-    used = np.zeros(len(ids), dtype=np.int64)
-    out = []
-    views = {v.id: v for v in jobs}
-    for jid, nd in nodes.items():
-        types = set()
-        tot = 0
-        for n, c in nd.items():
-            if n not in pos:
-                out.append(f"nodes[{jid}][{n}]: no such node")
-                continue
-            if int(c) <= 0:
-                out.append(f"nodes[{jid}][{n}]={c}: must be positive")
-            used[pos[n]] += int(c)
-            types.add(int(typ[pos[n]]))
-            tot += int(c)
-        if len(types) > 1:
-            out.append(f"nodes[{jid}]: spans {len(types)} GPU types")
-        v = views.get(jid)
-        if v is not None and not v.adaptive and tot not in (0, v.requested_gpus):
-            out.append(f"nodes[{jid}]: rigid job holds {tot} GPUs, requested {v.requested_gpus}")
-        if v is not None and v.adaptive and tot > v.max_gpus:
-            out.append(f"nodes[{jid}]: holds {tot} GPUs > max_gpus {v.max_gpus}")
-    for i in np.flatnonzero(used > cap).tolist():
-        out.append(f"node {ids[i]}: {int(used[i])} GPUs used > capacity {int(cap[i])}")
-    return out
