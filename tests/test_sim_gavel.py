@@ -186,3 +186,18 @@ def test_bad_parameters_name_the_field():
         GavelPolicy(backend="")
     with pytest.raises(InputError, match="state"):
         GavelPolicy().decide("round 0")  # type: ignore[arg-type]
+
+
+def test_max_sum_throughput_by_hand():
+    """Gavel's max_sum_throughput_perf (the Sia artifact's default for its Gavel runs) on the two-type case:
+    maximise x1A + 2 x1B + x2A + x2B within one GPU per type and one unit of time per job: job 1 on B, job 2 on A,
+    sum 3 (any split of A between the jobs ties; B goes to job 1)."""
+    cl = Cluster((GpuType("a", 1, 1), GpuType("b", 1, 1)))
+    x, ans = GavelPolicy(objective="max_sum_throughput").solve_lp(np.array([[1.0, 2.0], [1.0, 1.0]]),
+                                                                  np.array([1, 1]), cl, ["j1", "j2"])
+    assert ans.objective == pytest.approx(3.0, abs=1e-7)
+    assert x[0, 1] == pytest.approx(1.0, abs=1e-7) and x[:, 0].sum() == pytest.approx(1.0, abs=1e-7)
+    assert "fairness" not in build_gavel_lp(np.ones((1, 1)), np.array([1]), np.array([1.0]),
+                                            objective="max_sum_throughput").model.families
+    with pytest.raises(InputError, match="objective"):
+        GavelPolicy(objective="fifo")

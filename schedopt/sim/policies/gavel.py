@@ -42,7 +42,10 @@ from ...results import SolveResult, Termination, TerminationReason, Timings
 from ...sia import Cluster
 from .base import Decision, JobView, RoundState
 
-__all__ = ["GavelAnswer", "GavelLP", "GavelPolicy", "build_gavel_lp", "gavel_throughputs"]
+__all__ = ["OBJECTIVES", "GavelAnswer", "GavelLP", "GavelPolicy", "build_gavel_lp", "gavel_throughputs"]
+
+#: the LP objectives: Gavel's heterogeneity-aware max-min fairness, and max_sum_throughput_perf (Sia's Gavel runs)
+OBJECTIVES = ("max_min", "max_sum_throughput")
 
 
 @dataclass(kw_only=True, eq=False)
@@ -98,10 +101,14 @@ class GavelLP:
 
 def build_gavel_lp(X: np.ndarray, scale_factors: np.ndarray, capacity: np.ndarray,
                    job_labels: list[str] | None = None, types: tuple[str, ...] | None = None,
-                   min_t: float | None = None) -> GavelLP:
+                   min_t: float | None = None, objective: str = "max_min") -> GavelLP:
     """The max-min fairness LP from arrays (``X``: jobs x types throughputs, ``capacity``: GPUs per type).
 
-    With ``min_t`` the second (efficiency) LP: ``t >= min_t`` and the sum of normalised throughputs maximised."""
+    With ``min_t`` the second (efficiency) LP: ``t >= min_t`` and the sum of normalised throughputs maximised.
+    ``objective="max_sum_throughput"``: Gavel's ``max_sum_throughput_perf`` (the Sia artifact's default for its
+    Gavel runs): no ``t`` and no fairness rows, ``sum X x`` maximised (``X`` then in the unit to be summed)."""
+    if objective not in OBJECTIVES:
+        raise InputError("objective", objective, f"must be one of {', '.join(OBJECTIVES)}")
     X = np.asarray(X, dtype=np.float64)
     sf = np.asarray(scale_factors, dtype=np.float64)
     cap = np.asarray(capacity, dtype=np.float64)
@@ -115,22 +122,24 @@ def build_gavel_lp(X: np.ndarray, scale_factors: np.ndarray, capacity: np.ndarra
     labels = job_labels or [f"job{j}" for j in range(X.shape[0])]
     prop = X @ (cap / cap.sum()) if cap.sum() > 0 else np.zeros(X.shape[0])
     rows = np.flatnonzero(prop > 0)
-    W = X[rows] * (sf[rows] / prop[rows])[:, None]
+    W = X[rows] * (sf[rows] / prop[rows])[:, None] if objective == "max_min" else X[rows]
     n, T = W.shape
-    m = LinearModel("gavel_max_min" if min_t is None else "gavel_efficiency", sense="maximize")
+    name = "gavel_max_sum" if objective != "max_min" else ("gavel_max_min" if min_t is None else "gavel_efficiency")
+    m = LinearModel(name, sense="maximize")
     m.add_variables("x", (n, T), upper=np.where(X[rows] > 0, 1.0, 0.0),
                     labels=[[labels[r] for r in rows.tolist()], list(types)])
-    m.add_variables("t", 1, lower=0.0 if min_t is None else float(min_t))
     idx = np.arange(n * T).reshape(n, T)
     jrow = np.repeat(np.arange(n), T)
-    A_fair_x = sp.csr_matrix((-W.ravel(), (jrow, idx.ravel())), shape=(n, n * T))
-    A_fair_t = sp.csr_matrix(np.ones((n, 1)))
-    m.add_constraints("fairness", {"x": A_fair_x, "t": A_fair_t}, upper=0.0, labels=[labels[r] for r in rows.tolist()])
+    if objective == "max_min":
+        m.add_variables("t", 1, lower=0.0 if min_t is None else float(min_t))
+        A_fair_x = sp.csr_matrix((-W.ravel(), (jrow, idx.ravel())), shape=(n, n * T))
+        m.add_constraints("fairness", {"x": A_fair_x, "t": sp.csr_matrix(np.ones((n, 1)))}, upper=0.0,
+                          labels=[labels[r] for r in rows.tolist()])
     A_cap = sp.csr_matrix((np.repeat(sf[rows], T), (np.tile(np.arange(T), n), idx.ravel())), shape=(T, n * T))
     m.add_constraints("type_capacity", {"x": A_cap}, upper=cap, labels=list(types))
     A_one = sp.csr_matrix((np.ones(n * T), (jrow, idx.ravel())), shape=(n, n * T))
     m.add_constraints("time_budget", {"x": A_one}, upper=1.0, labels=[labels[r] for r in rows.tolist()])
-    if min_t is None:
+    if objective == "max_min" and min_t is None:
         m.set_objective({"t": [1.0]})
     else:
         m.set_objective({"x": W})
@@ -144,9 +153,13 @@ class GavelPolicy:
 
     name = "gavel"
 
-    def __init__(self, *, backend: str = "highs", time_limit: float | None = None, efficient: bool = True) -> None:
+    def __init__(self, *, backend: str = "highs", time_limit: float | None = None, efficient: bool = True,
+                 objective: str = "max_min") -> None:
         if not isinstance(backend, str) or not backend:
             raise InputError("backend", backend, "must be a backend name")
+        if objective not in OBJECTIVES:
+            raise InputError("objective", objective, f"must be one of {', '.join(OBJECTIVES)}")
+        self.objective = objective
         if time_limit is not None and not (isinstance(time_limit, (int, float)) and time_limit >= 0):
             raise InputError("time_limit", time_limit, "must be a number of seconds >= 0 or None")
         self.backend = backend
@@ -174,13 +187,19 @@ class GavelPolicy:
                 self._job_time[v.id][k] += state.round_seconds
                 self._type_time[k] += state.round_seconds
 
-    def solve_lp(self, X: np.ndarray, sf: np.ndarray, cluster: Cluster, ids: list[str]) -> tuple[np.ndarray, GavelAnswer]:
-        """The time fractions (jobs x types; zero rows for jobs that can run nowhere) and the answer."""
+    def solve_lp(self, X: np.ndarray, sf: np.ndarray, cluster: Cluster, ids: list[str],
+                 batch: np.ndarray | None = None) -> tuple[np.ndarray, GavelAnswer]:
+        """The time fractions (jobs x types; zero rows for jobs that can run nowhere) and the answer. ``batch``:
+        the jobs' batch sizes, which turn samples/s into the optimizer steps/s max-sum-throughput adds up."""
         from ...solve import solve
 
         cap = cluster.total_gpus.astype(np.float64)
         t0 = time.perf_counter()
-        lp = build_gavel_lp(X, sf, cap, ids, cluster.type_names)
+        if self.objective == "max_min" or batch is None:
+            steps = X
+        else:
+            steps = X / np.maximum(np.asarray(batch, dtype=np.float64), 1.0)[:, None]
+        lp = build_gavel_lp(steps, sf, cap, ids, cluster.type_names, objective=self.objective)
         t1 = time.perf_counter()
         x = np.zeros_like(X)
         if lp.rows.size == 0:
@@ -193,7 +212,7 @@ class GavelPolicy:
         res = solve(lp.model, self.backend, time_limit=self.time_limit)
         second = None
         xs = res.values["x"] if res.has_solution else None
-        if res.has_solution and self.efficient:
+        if res.has_solution and self.efficient and self.objective == "max_min":
             t_star = float(res.values["t"][0])
             lp2 = build_gavel_lp(X, sf, cap, ids, cluster.type_names, min_t=t_star * (1 - 1e-7))
             second = solve(lp2.model, self.backend, time_limit=self.time_limit)
@@ -201,7 +220,7 @@ class GavelPolicy:
                 xs = second.values["x"]
         t2 = time.perf_counter()
         ans = GavelAnswer(termination=res.termination, objective_value=res.objective if res.has_solution else math.nan,
-                          bound=res.bound, backend=res.backend, method="gavel-max-min", result=res,
+                          bound=res.bound, backend=res.backend, method=f"gavel-{self.objective}", result=res,
                           timings=Timings(build=t1 - t0, solve=t2 - t1), efficient=second)
         ans.raise_for_status()
         assert xs is not None
@@ -218,7 +237,7 @@ class GavelPolicy:
         ids = [v.id for v in jobs]
         types = cluster.type_names
         X, sf = gavel_throughputs(cluster, jobs)
-        x, ans = self.solve_lp(X, sf, cluster, ids)
+        x, ans = self.solve_lp(X, sf, cluster, ids, np.array([float(v.batch_size) for v in jobs]))
         t1 = time.perf_counter()
         assert self._type_time is not None
         jt = np.array([self._job_time[i] for i in ids]).reshape(len(ids), len(types))
