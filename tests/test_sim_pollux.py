@@ -308,3 +308,27 @@ def test_bad_parameters_name_the_field():
 def test_no_jobs_gives_an_empty_decision():
     assert PolluxPolicy().decide(state(ONE_NODE, [])).nodes == {}
     assert PolluxExactPolicy().decide(state(ONE_NODE, [])).allocation == {}
+
+
+def test_card_names_match_the_built_models():
+    """formulations/sim_policies.md (a section of sim.md once merged) lists exactly the blocks and families the two
+    models build."""
+    import re
+    from pathlib import Path
+
+    from schedopt.sim.policies.gavel import build_gavel_lp
+
+    root = Path(__file__).resolve().parents[1] / "formulations"
+    card = root / "sim_policies.md" if (root / "sim_policies.md").exists() else root / "sim.md"
+    text = card.read_text()
+    assert "## Names" in text
+    section = text.split("## Names", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"^- `([A-Za-z_][A-Za-z0-9_]*)`", section, flags=re.M))
+    six = Cluster((GpuType("g6", 6, 2),))  # 6 GPUs per node: Sia's virtual-node rows appear
+    obj_state = state(six, [view("a", LINEAR.with_bootstrap("g6", "g", 1.0, 1.0, (1, 64)), max_gpus=8)])
+    from schedopt.sim.policies.pollux import PolluxObjective
+
+    m = PolluxExactPolicy().build(PolluxObjective(obj_state))[0]
+    lp = build_gavel_lp(np.ones((2, 1)), np.array([1, 1]), np.array([2.0])).model
+    built = set(m.blocks) | set(m.families) | set(lp.blocks) | set(lp.families)
+    assert listed == built
