@@ -301,13 +301,17 @@ class _Search:
         s = np.where(rng.random(s.shape) < prob[:, :, None], 0, s)
         free = self.cap_node[None, :] - s.sum(axis=1)  # (P, N)
         mask1 = np.broadcast_to((free >= 1)[:, None, :], s.shape)
-        prob1 = mask1 / np.maximum(mask1.sum(axis=2, keepdims=True), 1)
+        # normalised over the jobs (axis 1) as published: each node with a free GPU gets about one raise
+        prob1 = mask1 / np.maximum(mask1.sum(axis=1, keepdims=True), 1)
         mask2 = (s > 0) & mask1
-        prob2 = mask2 / np.maximum(mask2.sum(axis=2, keepdims=True), 1)
+        prob2 = mask2 / np.maximum(mask2.sum(axis=1, keepdims=True), 1)
         m = rng.random(s.shape) < prob1 + prob2 - prob1 * prob2
-        hi = np.broadcast_to(self.cap_node[None, None, :], s.shape)
-        r = rng.integers(np.minimum(s, hi), hi + 1)
-        return np.where(m, r, s)
+        lo = s[m]
+        hi = np.broadcast_to(self.cap_node[None, None, :], s.shape)[m]
+        lo = np.minimum(lo, hi)
+        s = s.copy()
+        s[m] = lo + np.floor(rng.random(lo.size) * (hi - lo + 1)).astype(np.int64)  # uniform in lo..hi
+        return s
 
     def crossover(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         points = self.rng.integers(0, self.J, size=(a.shape[0], 1)) if self.J else np.zeros((a.shape[0], 1), int)
