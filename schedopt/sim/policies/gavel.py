@@ -71,20 +71,30 @@ class GavelAnswer(Answer):
         return d
 
 
-def gavel_throughputs(cluster: Cluster, jobs: tuple[JobView, ...] | list[JobView]) -> tuple[np.ndarray, np.ndarray]:
+def gavel_throughputs(cluster: Cluster, jobs: tuple[JobView, ...] | list[JobView],
+                      cache: dict[tuple[int, int, int], tuple[Any, np.ndarray]] | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
     """(throughput matrix (jobs x GPU types), scale factors): each job's estimated samples/s at its requested GPU
     count and batch size on the fewest nodes of each type (the Sia artifact's ``predict_throughput`` packing);
-    0 where the type has fewer GPUs than the job requests or the job has no model for it."""
-    types = cluster.type_names
+    0 where the type has fewer GPUs than the job requests or the job has no model for it. ``cache`` keeps a row per
+    (estimate, GPUs, batch) while the estimate object lives (jobs at the same point share it)."""
+    types = cluster.gpu_types
     X = np.zeros((len(jobs), len(types)))
     sf = np.array([int(v.requested_gpus) for v in jobs], dtype=np.int64)
-    for k, t in enumerate(cluster.gpu_types):
-        for j, v in enumerate(jobs):
+    for j, v in enumerate(jobs):
+        key = (id(v.estimate), int(sf[j]), int(v.batch_size))
+        hit = cache.get(key) if cache is not None else None
+        if hit is not None and hit[0] is v.estimate:
+            X[j] = hit[1]
+            continue
+        for k, t in enumerate(types):
             if sf[j] > t.total_gpus or t.name not in v.estimate.params:
                 continue
             n = -(-int(sf[j]) // t.gpus_per_node)
             val = float(np.asarray(v.estimate.throughput(t.name, n, int(sf[j]), float(v.batch_size))))
             X[j, k] = val if math.isfinite(val) and val > 0 else 0.0
+        if cache is not None:
+            cache[key] = (v.estimate, X[j].copy())
     return X, sf
 
 
@@ -168,12 +178,14 @@ class GavelPolicy:
         self._job_time: dict[str, np.ndarray] = {}
         self._type_time: np.ndarray | None = None
         self._last_round = -1
+        self._xput: dict[tuple[int, int, int], tuple[Any, np.ndarray]] = {}
 
     def _account(self, state: RoundState) -> None:
         """Charge the round that just ran (each job's current type) and register new jobs at half a round."""
         T = len(state.cluster.type_names)
         if state.round_index <= self._last_round or self._type_time is None or self._type_time.shape[0] != T:
             self._job_time.clear()
+            self._xput.clear()
             self._type_time = np.zeros(T)
         self._last_round = state.round_index
         half = state.round_seconds / 2.0
@@ -236,7 +248,7 @@ class GavelPolicy:
         jobs = state.jobs
         ids = [v.id for v in jobs]
         types = cluster.type_names
-        X, sf = gavel_throughputs(cluster, jobs)
+        X, sf = gavel_throughputs(cluster, jobs, self._xput)
         x, ans = self.solve_lp(X, sf, cluster, ids, np.array([float(v.batch_size) for v in jobs]))
         t1 = time.perf_counter()
         assert self._type_time is not None

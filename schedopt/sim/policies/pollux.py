@@ -269,9 +269,9 @@ class _Search:
         s = s.copy()
         rng = self.rng
         # one GPU type per job: keep the type holding most of its GPUs (ties: the first type)
-        per_type = s @ self.onehot  # (P, J, T)
-        keep = np.argmax(per_type, axis=2)
-        s *= self.node_type[None, None, :] == keep[:, :, None]
+        if self.T > 1:
+            keep = np.argmax(s @ self.onehot, axis=2)  # (P, J): the type holding most of the job's GPUs
+            s *= self.node_type[None, None, :] == keep[:, :, None]
         # at most one distributed job per node (the first in job order keeps the node)
         distributed = np.count_nonzero(s, axis=2) > 1
         mask = (s > 0) & distributed[:, :, None]
@@ -299,11 +299,10 @@ class _Search:
         s = np.where(reset[:, :, None], self.base[None], s)
         prob = np.where(rng.random((P, self.J)) < 0.1, 0.1, 0.0)
         s = np.where(rng.random(s.shape) < prob[:, :, None], 0, s)
-        free = self.cap_node[None, :] - s.sum(axis=1)  # (P, N)
-        mask1 = np.broadcast_to((free >= 1)[:, None, :], s.shape)
+        free = (self.cap_node[None, :] - s.sum(axis=1) >= 1)[:, None, :]  # (P, 1, N): node has a free GPU
         # normalised over the jobs (axis 1) as published: each node with a free GPU gets about one raise
-        prob1 = mask1 / np.maximum(mask1.sum(axis=1, keepdims=True), 1)
-        mask2 = (s > 0) & mask1
+        prob1 = free / max(self.J, 1)
+        mask2 = (s > 0) & free
         prob2 = mask2 / np.maximum(mask2.sum(axis=1, keepdims=True), 1)
         m = rng.random(s.shape) < prob1 + prob2 - prob1 * prob2
         lo = s[m]
@@ -323,7 +322,7 @@ class _Search:
         P = s.shape[0]
         reps = s.sum(axis=2)
         nn = np.count_nonzero(s, axis=2)
-        tix = np.argmax(s @ self.onehot, axis=2)
+        tix = np.argmax(s @ self.onehot, axis=2) if self.T > 1 else np.zeros((P, self.J), dtype=np.int64)
         jj = np.broadcast_to(np.arange(self.J)[None, :], (P, self.J))
         sp_ = self.obj.speedups(jj.ravel(), tix.ravel(), nn.ravel(), reps.ravel()).reshape(P, self.J)
         changed = np.any(s != self.base[None], axis=2)
