@@ -270,11 +270,12 @@ class GavelPolicy:
     @staticmethod
     def schedule(prio: np.ndarray, x: np.ndarray, X: np.ndarray, sf: np.ndarray, capacity: np.ndarray) -> dict[int, int]:
         """Gavel's greedy round: (job, type) entries by decreasing (priority, allocation) over all types (stable in
-        job then type order); a job takes the first entry whose type still has its scale factor free and where its
+        type then job order, as the Sia artifact builds its queue); a job takes the first entry whose type still has its scale factor free and where its
         throughput is positive. Returns job position -> type index."""
         J, T = prio.shape
-        jj, kk = np.meshgrid(np.arange(J), np.arange(T), indexing="ij")
-        order = np.lexsort((-x.ravel(), -prio.ravel()))
+        # entries in type-major order (the Sia artifact's queue: for each type, every job), sorted stably
+        kk, jj = np.meshgrid(np.arange(T), np.arange(J), indexing="ij")
+        order = np.lexsort((-x.T.ravel(), -prio.T.ravel()))
         left = capacity.astype(np.int64).copy()
         out: dict[int, int] = {}
         for e in order.tolist():
