@@ -107,18 +107,18 @@ def _node_table(cluster: Cluster) -> tuple[list[str], np.ndarray, np.ndarray]:
 class PolluxObjective:
     """Pollux's per-round objective over the active jobs of ``state`` (shared by both policies).
 
-    ``order`` is the published job order (attained GPU-seconds, arrival, id); ``base`` the fair-share goodput per
+    ``jobs`` are in the published order (attained GPU-seconds, arrival, id); ``base`` the fair-share goodput per
     job on ``reference_type`` (the GPU type with the most GPUs; the fair share of a homogeneous cluster is the
     published one), ``scale = N / G``, ``restart_factor`` the published factor with a 30 s delay, ``cap`` the GPUs a
     job may hold (``JobView.max_gpus``, which carries the growth rule ``max(2 x most GPUs run on, 1)``, and 64),
-    ``rigid`` the exact GPU
-    count of rigid jobs (0 for adaptive ones). :meth:`goodput` evaluates (job, type, nodes, replicas) points with a
-    cache per job estimate.
+    ``rigid`` the exact GPU count of rigid jobs (0 for adaptive ones). :meth:`goodput_points` and :meth:`speedups`
+    evaluate (job, type, nodes, replicas) points through goodput tables shared by jobs with the same estimate.
     """
 
     def __init__(self, state: RoundState, *, p: float = P_FAIRNESS,
                  restart_delay: float = RESTART_DELAY_S, max_replicas: int = MAX_REPLICAS,
-                 max_nodes: int = MAX_NODES, cache: dict[str, tuple[Any, np.ndarray]] | None = None) -> None:
+                 max_nodes: int = MAX_NODES, cache: dict[tuple[int, int], tuple[Any, np.ndarray]] | None = None
+                 ) -> None:
         if not isinstance(state, RoundState):
             raise InputError("state", type(state).__name__, "must be a schedopt.sim.policies.RoundState")
         if not (isinstance(p, (int, float)) and math.isfinite(p) and p != 0):
@@ -161,14 +161,15 @@ class PolluxObjective:
 
     # ------------------------------------------------------------------ goodput
     def _table(self, j: int) -> np.ndarray:
-        """The job's goodput table (types x nodes+1 x replicas+1; NaN: not computed yet), kept across rounds while
-        its estimate object is the same."""
+        """The job's goodput table (types x nodes+1 x replicas+1; NaN: not computed yet), shared by every job with
+        the same estimate object (and batch, for rigid jobs) and kept across rounds while that object is in use."""
         v = self.jobs[j]
-        entry = self._cache.get(v.id)
+        key = _cache_key(v)
+        entry = self._cache.get(key)
         shape = (len(self.types), self.max_nodes + 1, self.max_reps + 1)
         if entry is None or entry[0] is not v.estimate or entry[1].shape != shape:
             entry = (v.estimate, np.full(shape, np.nan))
-            self._cache[v.id] = entry
+            self._cache[key] = entry
         return entry[1]
 
     def _compute(self, j: int, t: int, nodes: np.ndarray, replicas: np.ndarray) -> np.ndarray:
@@ -372,12 +373,18 @@ def _first_unique(pop: np.ndarray) -> np.ndarray:
     return np.sort(order[~same])
 
 
+def _cache_key(v: JobView) -> tuple[int, int]:
+    """Jobs with the same estimate object share goodput tables (rigid ones also need the same batch); the cache
+    holds the object, so its id is not reused while the entry lives."""
+    return id(v.estimate), (0 if v.adaptive else int(v.batch_size))
+
+
 class _Memory:
     """What a Pollux policy remembers between rounds: the goodput tables per job; reset when a new simulation
     starts (the round index goes back)."""
 
     def __init__(self) -> None:
-        self.cache: dict[str, tuple[Any, np.ndarray]] = {}
+        self.cache: dict[tuple[int, int], tuple[Any, np.ndarray]] = {}
         self.last_round = -1
 
     def update(self, state: RoundState) -> None:
@@ -385,7 +392,7 @@ class _Memory:
             self.cache.clear()
             self.on_reset()
         self.last_round = state.round_index
-        active = {v.id for v in state.jobs}
+        active = {_cache_key(v) for v in state.jobs}
         for k in [k for k in self.cache if k not in active]:
             del self.cache[k]
 
