@@ -97,7 +97,7 @@ def test_priority_rounds_by_hand():
     of 270 s: priorities (2, 2, 1) again."""
     cl = Cluster((GpuType("t4", 2, 1),))
     js = [view("j1", CIFAR, 1), view("j2", CIFAR, 1), view("j3", CIFAR, 2)]
-    pol = GavelPolicy()
+    pol = GavelPolicy(round_seconds=60)
     d0 = pol.decide(state(cl, js, 0))
     assert d0.answer.objective == pytest.approx(2 / 3, abs=1e-7)
     assert [d0.answer.priorities[j]["t4"] for j in ("j1", "j2", "j3")] == pytest.approx([2, 2, 1], rel=1e-6)
@@ -127,7 +127,7 @@ def test_placement_keeps_jobs_and_fills_servers_in_order():
 def test_new_simulation_resets_the_history():
     cl = Cluster((GpuType("t4", 2, 1),))
     js = [view("j1", CIFAR, 1), view("j2", CIFAR, 1), view("j3", CIFAR, 2)]
-    pol = GavelPolicy()
+    pol = GavelPolicy(round_seconds=0)
     first = pol.decide(state(cl, js, 0)).nodes
     pol.decide(state(cl, js, 1))
     assert pol.decide(state(cl, js, 0)).nodes == first
@@ -168,7 +168,7 @@ def rounds(draw):
 def test_every_round_fits_the_cluster(case):
     """Several rounds in a row, each fed the previous decision as the jobs' current nodes."""
     cl, jobs, n = case
-    pol = GavelPolicy()
+    pol = GavelPolicy(round_seconds=0)
     ntype = {f"{t.name}-{k}": t.name for t in cl.gpu_types for k in range(t.nodes)}
     for k in range(n):
         d = pol.decide(state(cl, jobs, k))
@@ -201,3 +201,20 @@ def test_max_sum_throughput_by_hand():
                                             objective="max_sum_throughput").model.families
     with pytest.raises(InputError, match="objective"):
         GavelPolicy(objective="fifo")
+
+
+def test_jobs_keep_their_nodes_within_gavel_round():
+    """Gavel's own round is 360 s: with 60 s engine rounds the policy plans at t = 0 and 360 and keeps every job
+    where it is in between (the job that finished, j2, leaves its GPU idle until the next plan)."""
+    cl = Cluster((GpuType("t4", 2, 1),))
+    pol = GavelPolicy()
+    d0 = pol.decide(state(cl, [view("j1", CIFAR, 1), view("j2", CIFAR, 1), view("j3", CIFAR, 2)], 0))
+    assert d0.nodes == {"j1": {"t4-0": 1}, "j2": {"t4-0": 1}} and d0.info["replanned"]
+    running = [view("j1", CIFAR, 1, nodes={"t4-0": 1}, current=Config(1, 1, "t4")), view("j3", CIFAR, 2)]
+    for k in range(1, 6):
+        d = pol.decide(state(cl, running, k))
+        assert d.nodes == {"j1": {"t4-0": 1}} and not d.info["replanned"] and d.answer is None
+    d6 = pol.decide(state(cl, running, 6))
+    assert d6.info["replanned"] and d6.nodes == {"j3": {"t4-0": 2}}
+    with pytest.raises(InputError, match="round_seconds"):
+        GavelPolicy(round_seconds=-1)

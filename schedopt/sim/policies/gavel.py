@@ -42,10 +42,12 @@ from ...results import SolveResult, Termination, TerminationReason, Timings
 from ...sia import Cluster
 from .base import Decision, JobView, RoundState
 
-__all__ = ["OBJECTIVES", "GavelAnswer", "GavelLP", "GavelPolicy", "build_gavel_lp", "gavel_throughputs"]
+__all__ = ["OBJECTIVES", "ROUND_SECONDS", "GavelAnswer", "GavelLP", "GavelPolicy", "build_gavel_lp", "gavel_throughputs"]
 
 #: the LP objectives: Gavel's heterogeneity-aware max-min fairness, and max_sum_throughput_perf (Sia's Gavel runs)
 OBJECTIVES = ("max_min", "max_sum_throughput")
+#: Gavel's own round (seconds): the Sia artifact runs Gavel with ``--interval 360`` (``run_experiment.sh``)
+ROUND_SECONDS = 360.0
 
 
 @dataclass(kw_only=True, eq=False)
@@ -159,17 +161,26 @@ def build_gavel_lp(X: np.ndarray, scale_factors: np.ndarray, capacity: np.ndarra
 class GavelPolicy:
     """``gavel``: the max-min fairness LP (``backend``: any schedopt backend that solves LPs, default ``highs``)
     and Gavel's priority rounds (``Decision(nodes=...)``). Rigid by design: every job runs at its requested GPU
-    count and batch size (the Sia paper's Gavel+TunedJobs). ``efficient`` adds the second LP (see the module)."""
+    count and batch size (the Sia paper's Gavel+TunedJobs). ``efficient`` adds the second LP (see the module).
+    ``round_seconds`` is Gavel's own round (default 360 s, as the Sia artifact runs Gavel): the policy re-plans
+    when that much time has passed since its last plan and otherwise keeps every job where it is, so an engine
+    running 60 s rounds does not time-slice jobs every minute (with checkpoint-restore delays of up to 250 s,
+    per-minute slicing would stall them); 0 re-plans every engine round."""
 
     name = "gavel"
 
     def __init__(self, *, backend: str = "highs", time_limit: float | None = None, efficient: bool = True,
-                 objective: str = "max_min") -> None:
+                 objective: str = "max_min", round_seconds: float = ROUND_SECONDS) -> None:
         if not isinstance(backend, str) or not backend:
             raise InputError("backend", backend, "must be a backend name")
         if objective not in OBJECTIVES:
             raise InputError("objective", objective, f"must be one of {', '.join(OBJECTIVES)}")
+        if not (isinstance(round_seconds, (int, float)) and not isinstance(round_seconds, bool)
+                and math.isfinite(round_seconds) and round_seconds >= 0):
+            raise InputError("round_seconds", round_seconds, "must be a number of seconds >= 0 (Gavel's own round)")
         self.objective = objective
+        self.round_seconds = float(round_seconds)
+        self._last_plan: float | None = None
         if time_limit is not None and not (isinstance(time_limit, (int, float)) and time_limit >= 0):
             raise InputError("time_limit", time_limit, "must be a number of seconds >= 0 or None")
         self.backend = backend
@@ -186,6 +197,7 @@ class GavelPolicy:
         if state.round_index <= self._last_round or self._type_time is None or self._type_time.shape[0] != T:
             self._job_time.clear()
             self._xput.clear()
+            self._last_plan = None
             self._type_time = np.zeros(T)
         self._last_round = state.round_index
         half = state.round_seconds / 2.0
@@ -244,6 +256,11 @@ class GavelPolicy:
             raise InputError("state", type(state).__name__, "must be a schedopt.sim.policies.RoundState")
         t0 = time.perf_counter()
         self._account(state)
+        if self._last_plan is not None and state.time - self._last_plan < self.round_seconds - 1e-9:
+            # inside Gavel's own round: every job keeps what it holds (GPUs freed by finished jobs wait)
+            keep = {v.id: dict(v.current_nodes) for v in state.jobs if v.current_nodes}
+            return Decision(nodes=keep, info={"replanned": False, "jobs": len(state.jobs)})
+        self._last_plan = state.time
         cluster = state.cluster
         jobs = state.jobs
         ids = [v.id for v in jobs]
@@ -264,7 +281,7 @@ class GavelPolicy:
         ans.nodes = nodes
         ans.timings.decode = time.perf_counter() - t1
         return Decision(nodes=nodes, answer=ans,
-                        info={"jobs": len(ids), "unschedulable": [i for j, i in enumerate(ids) if not (X[j] > 0).any()],
+                        info={"replanned": True, "jobs": len(ids), "unschedulable": [i for j, i in enumerate(ids) if not (X[j] > 0).any()],
                               "seconds": time.perf_counter() - t0})
 
     @staticmethod
