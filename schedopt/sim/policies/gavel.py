@@ -231,7 +231,7 @@ class GavelPolicy:
                               backend=self.backend, model=lp.model, _x=np.zeros(lp.model.num_cols),
                               _objective=0.0, bound=0.0)
             ans = GavelAnswer(termination=res.termination, objective_value=0.0, bound=0.0, backend=self.backend,
-                              method="gavel-max-min", result=res)
+                              method=f"gavel-{self.objective}", result=res)
             return x, ans
         res = solve(lp.model, self.backend, time_limit=self.time_limit)
         second = None
