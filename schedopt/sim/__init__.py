@@ -15,6 +15,7 @@ from .engine import ADAPTIVE_POLICIES, simulate
 from .jobs import POLLUX, SIA, JobModel, goodput_estimate
 from .metrics import JobRecord, RoundRecord, SimResult, queue_length, read_jsonl, summarize, utilization
 from .policies import Decision, JobView, Policy, RoundState, get_policy
+from .sweep import SimTask, simulate_many
 from .workloads import Workload, WorkloadJob, cluster_preset, list_workloads, load_workload, read_workload
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "RoundRecord",
     "RoundState",
     "SimResult",
+    "SimTask",
     "Workload",
     "WorkloadJob",
     "cluster_preset",
@@ -40,6 +42,7 @@ __all__ = [
     "read_jsonl",
     "read_workload",
     "simulate",
+    "simulate_many",
     "summarize",
     "utilization",
 ]

@@ -11,6 +11,7 @@ bit (the policy's wall time is recorded, and only enters the simulation with ``c
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Mapping
@@ -213,6 +214,10 @@ def simulate(
             for w in workload.jobs]
     biggest = max(t.total_gpus for t in cluster.gpu_types)
     for k, j in enumerate(jobs):
+        j.application  # noqa: B018 - raises InputError for an unknown application
+        missing = [t for t in cluster.type_names if t not in jm.truth(j.app).params]
+        if missing:
+            raise InputError(f"workload.jobs[{k}].application", j.app, f"has no throughput model on {missing}")
         rs = j.rigid_shape
         if rs is not None and rs[0] > biggest:
             raise InputError(f"workload.jobs[{k}].num_replicas", rs[0],
@@ -232,16 +237,14 @@ def simulate(
         while nxt < len(jobs) and jobs[nxt].arrival <= t:
             active[jobs[nxt].id] = jobs[nxt]
             nxt += 1
-        if not active:  # idle: jump to the round of the next arrival
-            k = max(k + 1, int(jobs[nxt].arrival // R))
-            if jobs[nxt].arrival > k * R:
-                k += 1
+        if not active:  # idle: jump to the first round at or after the next arrival
+            k = max(k + 1, math.ceil(jobs[nxt].arrival / R))
             continue
         state = RoundState(time=t, round_index=k, round_seconds=R, cluster=cluster,
                            jobs=tuple(_view(j, t) for j in active.values()), placement=placement)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         decision = policy.decide(state)
-        dt = time.perf_counter() - t0
+        dt, dc = time.perf_counter() - t0, time.process_time() - c0
         if not isinstance(decision, Decision):
             raise InputError(f"policy[{pname}].decide", type(decision).__name__, "must return a Decision")
         if decision.allocation is not None and decision.nodes is not None:
@@ -279,7 +282,7 @@ def simulate(
         if finished:
             placement = Placement(assignments={j: s for j, s in placement.assignments.items() if j in active},
                                   configs={j: c for j, c in placement.configs.items() if j in active})
-        rounds.append(RoundRecord.of(k, t, dt, len(state.jobs), decision))
+        rounds.append(RoundRecord.of(k, t, dt, len(state.jobs), decision, dc))
         bar.update(t + R, done)
         k += 1
     bar.close(t, done)

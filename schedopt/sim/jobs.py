@@ -115,7 +115,7 @@ class JobModel:
     calibration to its testbed; 1 in Pollux). ``max_local_bsz``: ``(application, gpu type) -> cap`` overriding the
     profiled local-batch maximum. ``gpu_cap``: at most this many GPUs per job (both simulators: 64). ``rigid_apps``:
     applications that run as rigid jobs even under adaptive policies, with their fixed batch (both: ncf, 1 GPU,
-    batch 32768).
+    batch 32768). ``apps``: extra applications (name -> (curve, true throughput model)), e.g. for hand-checked tests.
     """
 
     name: str
@@ -125,6 +125,17 @@ class JobModel:
     max_local_bsz: Mapping[tuple[str, str], int] = field(default_factory=dict)
     gpu_cap: int = 64
     rigid_apps: Mapping[str, tuple[int, int]] = field(default_factory=lambda: {"ncf": (1, 32768)})
+    apps: Mapping[str, tuple[Application, JobGoodputModel]] = field(default_factory=dict)
+
+    def application(self, app: str) -> Application:
+        """The training curve of ``app`` (``apps`` first, then the shipped ones)."""
+        got = self.apps.get(app)
+        return got[0] if got is not None else application(app)
+
+    def truth(self, app: str) -> JobGoodputModel:
+        """The true throughput model of ``app`` (``apps`` first, then the zoo's fitted model)."""
+        got = self.apps.get(app)
+        return got[1] if got is not None else true_model(app)
 
     def restart(self, app: str) -> float:
         return float(self.restart_seconds.get(app, self.default_restart))
@@ -155,7 +166,7 @@ def job_model(name: str | JobModel) -> JobModel:
 
 
 def local_limits(app: str, gpu_type: str, jm: JobModel) -> tuple[int, int]:
-    lo, hi = true_model(app).local_bsz_limits[gpu_type]
+    lo, hi = jm.truth(app).local_bsz_limits[gpu_type]
     cap = jm.max_local_bsz.get((app, gpu_type))
     return int(lo), int(hi if cap is None else min(hi, cap))
 
@@ -165,8 +176,8 @@ def _adaptive_batch(app: str, gpu_type: str, jm: JobModel, nodes: int, replicas:
                     stats_batch: float) -> tuple[int, int]:
     """(local batch, accumulation steps) maximising goodput with the gradient statistics of ``epoch`` at
     ``stats_batch`` (Pollux's ``update_local_bsz`` with the job's current gradient parameters)."""
-    m = true_model(app)
-    sqr, var = application(app).grad_stats(stats_batch, epoch)
+    m = jm.truth(app)
+    sqr, var = jm.application(app).grad_stats(stats_batch, epoch)
     res = goodput(m.params[gpu_type], nodes, replicas, init_batch=m.init_batch, max_batch=m.max_batch,
                   grad_sqr=sqr, grad_var=var, local_bsz_range=local_limits(app, gpu_type, jm), accumulation=True)
     if not bool(res.feasible):  # no candidate fits the limits: the smallest local batch, no accumulation
@@ -178,7 +189,7 @@ def _rigid_batch(app: str, gpu_type: str, jm: JobModel, replicas: int, batch: fl
     """(local batch, accumulation steps) of a fixed global batch: the Pollux simulator's ``update_local_bsz`` with a
     target batch size (fewest accumulation steps within the local maximum; a 1-GPU job above the initial batch
     accumulates at least once; the realised batch never exceeds the maximum)."""
-    m = true_model(app)
+    m = jm.truth(app)
     hi = local_limits(app, gpu_type, jm)[1]
     local = math.ceil(batch / replicas - _EPS)
     s = math.ceil(local / hi - _EPS) - 1
@@ -187,6 +198,17 @@ def _rigid_batch(app: str, gpu_type: str, jm: JobModel, replicas: int, batch: fl
     b = math.ceil(local / (s + 1) - _EPS)
     b = min(b, int(m.max_batch / (replicas * (s + 1))))
     return max(b, 1), s
+
+
+@lru_cache(maxsize=500_000)
+def _step_time(p: ThroughputParams, nodes: int, replicas: int, local_bsz: int, accum: int) -> float:
+    """``p.step_time`` for one point (cached: many jobs share their shapes)."""
+    return float(p.step_time(nodes, replicas, local_bsz, accum))
+
+
+@lru_cache(maxsize=500_000)
+def _grad_stats(jm: JobModel, app: str, batch: float, epoch: int) -> tuple[float, float]:
+    return jm.application(app).grad_stats(batch, epoch)
 
 
 @dataclass(eq=False)
@@ -218,7 +240,7 @@ class JobState:
 
     @property
     def application(self) -> Application:
-        return application(self.app)
+        return self.jm.application(self.app)
 
     @property
     def rigid_shape(self) -> tuple[int, int] | None:
@@ -234,7 +256,7 @@ class JobState:
         rs = self.rigid_shape
         if rs is not None:
             return rs[0]
-        m = true_model(self.app)
+        m = self.jm.truth(self.app)
         lo = min(v[0] for v in m.local_bsz_limits.values())
         return int(min(max(2 * self.max_profiled, 1), self.jm.gpu_cap, m.max_batch // lo))
 
@@ -255,7 +277,7 @@ class JobState:
         if rs is not None:
             self.local_bsz, self.accum = _rigid_batch(self.app, t, self.jm, r, rs[1])
         else:
-            cur = self.batch if self.local_bsz else true_model(self.app).init_batch
+            cur = self.batch if self.local_bsz else self.jm.truth(self.app).init_batch
             self.local_bsz, self.accum = _adaptive_batch(self.app, t, self.jm, n, r, self.epoch, float(cur))
 
     def rate(self) -> float:
@@ -263,15 +285,14 @@ class JobState:
         job model's slowdown."""
         if self._rate is None:
             assert self.config is not None
-            m = true_model(self.app)
+            m = self.jm.truth(self.app)
             n, r = len(self.nodes), sum(self.nodes.values())
             B = r * self.local_bsz * (self.accum + 1)
             scale = B / m.init_batch
-            sqr, var = self.application.grad_stats(B, self.epoch)
+            sqr, var = _grad_stats(self.jm, self.app, float(B), self.epoch)
             den = var / scale + sqr
             gain = (var + sqr) / den if den > 0 else 1.0
-            p: ThroughputParams = m.params[self.config.gpu_type]
-            it = float(p.step_time(n, r, self.local_bsz, self.accum))
+            it = _step_time(m.params[self.config.gpu_type], n, r, self.local_bsz, self.accum)
             self._rate = gain / it * self.jm.speed_factor(self.app)
         return self._rate
 
@@ -304,6 +325,8 @@ class JobState:
                 self.finish = t
                 break
             self.rebatch()
+        if self.finish is None:
+            t = t0 + seconds  # exact round end (no drift from summing the pieces)
         held = t - t0
         self.attained += held * g
         if self.segments:
@@ -311,9 +334,9 @@ class JobState:
 
 
 @lru_cache(maxsize=4096)
-def _estimate(app: str, epoch: int) -> JobGoodputModel:
-    m = true_model(app)
-    a = application(app)
+def _estimate(jm: JobModel, app: str, epoch: int) -> JobGoodputModel:
+    m = jm.truth(app)
+    a = jm.application(app)
     sqr, var = a.grad_stats(m.init_batch, epoch)
     return JobGoodputModel(m.name, m.params, m.init_batch, m.max_batch, m.local_bsz_limits, (m.init_batch,),
                            (max(sqr, 0.0),), (max(var, 0.0),), m.max_epochs)
@@ -323,4 +346,4 @@ def goodput_estimate(job: JobState) -> JobGoodputModel:
     """What a policy sees of ``job``'s goodput: the zoo's fitted throughput model with the gradient statistics of
     the job's current epoch (as Pollux's scheduler sees the job's latest ``grad_params``). One object per
     (application, epoch), so jobs at the same point share it. The switch point for an online estimator."""
-    return _estimate(job.app, job.epoch)
+    return _estimate(job.jm, job.app, job.epoch)

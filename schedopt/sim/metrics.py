@@ -72,7 +72,8 @@ class JobRecord:
 
 @dataclass(frozen=True)
 class RoundRecord:
-    """One round: its index and time, the policy's wall time, the active jobs, and the solver's answer (if any)."""
+    """One round: its index and time, the policy's wall time and CPU time of this process (which a loaded machine
+    does not inflate), the active jobs, and the solver's answer (if any)."""
 
     index: int
     time: float
@@ -80,15 +81,17 @@ class RoundRecord:
     active: int
     answer: Mapping[str, Any] | None = None
     info: Mapping[str, Any] = field(default_factory=dict)
+    policy_cpu_seconds: float = math.nan
 
     @classmethod
-    def of(cls, k: int, t: float, dt: float, active: int, d: Decision) -> RoundRecord:
+    def of(cls, k: int, t: float, dt: float, active: int, d: Decision, cpu: float = math.nan) -> RoundRecord:
         ans = d.answer.to_dict() if d.answer is not None else None
-        return cls(k, t, dt, active, ans, to_jsonable(dict(d.info)) if d.info else {})
+        return cls(k, t, dt, active, ans, to_jsonable(dict(d.info)) if d.info else {}, cpu)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"index": self.index, "time": self.time, "policy_seconds": self.policy_seconds, "active": self.active,
-                "answer": self.answer, "info": dict(self.info)}
+        return {"index": self.index, "time": self.time, "policy_seconds": self.policy_seconds,
+                "policy_cpu_seconds": self.policy_cpu_seconds, "active": self.active, "answer": self.answer,
+                "info": dict(self.info)}
 
 
 @dataclass(frozen=True)
@@ -143,7 +146,8 @@ def read_jsonl(text: str) -> SimResult:
             jobs.append(JobRecord.from_dict(d["job"]))
         elif "round" in d:
             r = d["round"]
-            rounds.append(RoundRecord(r["index"], r["time"], r["policy_seconds"], r["active"], r["answer"], r["info"]))
+            rounds.append(RoundRecord(r["index"], r["time"], r["policy_seconds"], r["active"], r["answer"], r["info"],
+                                      r.get("policy_cpu_seconds", math.nan)))
     return SimResult(meta, tuple(jobs), tuple(rounds))
 
 
@@ -191,6 +195,7 @@ def summarize(result: SimResult) -> dict[str, Any]:
         for t, v in j.gpu_seconds.items():
             by_type[t] = by_type.get(t, 0.0) + v
     pt = [r.policy_seconds for r in result.rounds]
+    pc = [r.policy_cpu_seconds for r in result.rounds]
     _, util = utilization(result)
     _, queue = queue_length(result)
     return {
@@ -212,4 +217,6 @@ def summarize(result: SimResult) -> dict[str, Any]:
         "policy_s_p95": _pct(pt, 95),
         "policy_s_max": max(pt) if pt else math.nan,
         "policy_s_total": float(sum(pt)),
+        "policy_cpu_s_median": _pct(pc, 50),
+        "policy_cpu_s_p95": _pct(pc, 95),
     }

@@ -11,12 +11,13 @@ configuration (the policy tracks when it changed a job's configuration and the j
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
+
+import numpy as np
 
 from ...errors import InputError
 from ...problem import Answer
-from ...sia import Job, SiaProblem
+from ...sia import ConfigTable, Job, SiaProblem, generate_configs
 from ..jobs import JobModel
 from ..jobs import job_model as get_job_model
 from .base import Decision, RoundState
@@ -43,6 +44,8 @@ class SiaPolicy:
         self.jm = get_job_model(job_model)
         self.mip_rel_gap = mip_rel_gap
         self._changed: dict[str, tuple[Any, float]] = {}  # job -> (configuration, time it took it)
+        self._table: tuple[Any, ConfigTable] | None = None
+        self._cache: dict[tuple[int, float | None], tuple[Any, np.ndarray]] = {}
 
     def _pinned(self, state: RoundState, jid: str, app: str, current: Any) -> bool:
         seen = self._changed.get(jid)
@@ -69,9 +72,40 @@ class SiaPolicy:
         self._changed = {j: s for j, s in self._changed.items() if j in active}
         return out
 
+    def _rows(self, state: RoundState) -> np.ndarray:
+        """The (jobs x configurations) goodput of the estimates over ``generate_configs(cluster, 64)``: one row per
+        distinct (estimate, mode) computed once and kept across rounds (estimates are shared objects), so a round
+        costs an index instead of a goodput search per model (the values are what SiaProblem would compute)."""
+        cl = state.cluster
+        if self._table is None or self._table[0] is not cl:
+            self._table = (cl, generate_configs(cl, self.max_gpus_per_job))
+            self._cache.clear()
+        cfg = self._table[1]
+        out = np.zeros((len(state.jobs), len(cfg)))
+        for i, v in enumerate(state.jobs):
+            est = v.estimate
+            key = (id(est), None if v.adaptive else float(v.batch_size))
+            hit = self._cache.get(key)
+            if hit is None or hit[0] is not est:
+                row = np.zeros(len(cfg))
+                for t in cl.type_names:
+                    if t not in est.gpu_types:
+                        continue
+                    sel = np.flatnonzero(cfg.type_index == cl.type_index(t))
+                    n, r = cfg.n_nodes[sel], cfg.n_gpus[sel]
+                    if v.adaptive:
+                        row[sel] = est.goodput(t, n, r).goodput
+                    else:
+                        row[sel] = est.throughput(t, n, r, float(v.batch_size))
+                if len(self._cache) > 4096:
+                    self._cache.clear()
+                hit = self._cache[key] = (est, row)
+            out[i] = hit[1]
+        return out
+
     def problem(self, state: RoundState) -> SiaProblem:
-        models: Mapping[str, Any] = {v.id: v.estimate for v in state.jobs}
-        return SiaProblem(state.cluster, self.jobs(state), models, p=self.p, lam=self.lam,
+        """The round's :class:`schedopt.sia.SiaProblem` (goodput from the jobs' estimates)."""
+        return SiaProblem(state.cluster, self.jobs(state), self._rows(state), p=self.p, lam=self.lam,
                           max_gpus_per_job=self.max_gpus_per_job)
 
     def decide(self, state: RoundState) -> Decision:

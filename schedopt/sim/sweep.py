@@ -1,0 +1,136 @@
+"""Sweeps: :func:`simulate_many` over policies x workloads x seeds.
+
+Runs on a local process pool by default, or on any executor passed in: a ``concurrent.futures`` executor or a Dask
+``distributed.Client`` (anything with ``submit`` returning futures), or a pool with ``map`` only (``multiprocessing``
+or Ray's ``ray.util.multiprocessing.Pool``). Each task is a :class:`SimTask` (plain, picklable); each result a
+:class:`~schedopt.sim.metrics.SimResult` whose ``meta`` names the task. Results come back in task order and are the
+same on every executor (the simulation is deterministic). A progress line shows on a terminal only.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InputError
+from .engine import simulate
+from .metrics import SimResult
+from .policies import get_policy
+from .workloads import cluster_preset, default_job_model, load_workload
+
+__all__ = ["SimTask", "run_task", "simulate_many", "tasks"]
+
+
+@dataclass(frozen=True)
+class SimTask:
+    """One simulation: names only (a shipped workload or a CSV path, a cluster preset), so it pickles anywhere."""
+
+    policy: str
+    workload: str
+    seed: int = 0
+    cluster: str = "sia-64"
+    job_model: str | None = None  #: None: the cluster preset's (``pollux`` for ``pollux``, else ``sia``)
+    round_seconds: float = 60.0
+    policy_params: Mapping[str, Any] = field(default_factory=dict)
+    charge_policy_time: bool = False
+    max_time: float | None = None
+
+
+def run_task(task: SimTask) -> SimResult:
+    """Run one :class:`SimTask` (top-level, so process pools and Dask workers can import it)."""
+    pol = get_policy(task.policy, seed=task.seed, **dict(task.policy_params))
+    jm = task.job_model or default_job_model(task.cluster)
+    res = simulate(cluster_preset(task.cluster), load_workload(task.workload), pol, round_seconds=task.round_seconds,
+                   job_model=jm, charge_policy_time=task.charge_policy_time, max_time=task.max_time, progress=False)
+    meta = {**res.meta, "seed": task.seed, "cluster_preset": task.cluster, "policy_params": dict(task.policy_params)}
+    return SimResult(meta, res.jobs, res.rounds)
+
+
+def tasks(policies: Iterable[str], workloads: Iterable[str], seeds: Iterable[int] = (0,), **common: Any) -> list[SimTask]:
+    """The task list policies x workloads x seeds (``common``: the other :class:`SimTask` fields;
+    ``policy_params`` may map a policy name to its parameters)."""
+    pp = common.pop("policy_params", None) or {}
+    out = []
+    for p in policies:
+        params = pp.get(p, {}) if all(isinstance(v, Mapping) for v in pp.values()) else pp
+        for w in workloads:
+            for s in seeds:
+                out.append(SimTask(policy=p, workload=w, seed=int(s), policy_params=dict(params), **common))
+    return out
+
+
+def _run_all(items: Sequence[SimTask], executor: Any, workers: int | None, progress: bool | None) -> list[SimResult]:
+    """The one executor layer: serial, a local process pool, or the caller's executor."""
+    show = sys.stderr.isatty() if progress is None else bool(progress)
+    n = len(items)
+
+    def tick(done: int) -> None:
+        if show:
+            sys.stderr.write(f"\rsimulate_many: {done}/{n} simulations done")
+            sys.stderr.flush()
+            if done == n:
+                sys.stderr.write("\n")
+
+    if executor is None and (workers == 1 or n <= 1):
+        out = []
+        for k, t in enumerate(items):
+            out.append(run_task(t))
+            tick(k + 1)
+        return out
+    own = executor is None
+    pool = cf.ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1) if own else executor
+    try:
+        if hasattr(pool, "submit"):
+            futs = [pool.submit(run_task, t) for t in items]
+            index = {id(f): k for k, f in enumerate(futs)}
+            results: list[SimResult | None] = [None] * n
+            done = 0
+            pending = list(futs)
+            while pending:
+                f = pending.pop(0)
+                results[index[id(f)]] = f.result()
+                done += 1
+                tick(done)
+            return [r for r in results if r is not None]
+        if hasattr(pool, "map"):
+            out = list(pool.map(run_task, items))
+            tick(n)
+            return out
+        raise InputError("executor", type(pool).__name__, "needs submit(fn, *args) -> future, or map(fn, items)")
+    finally:
+        if own:
+            pool.shutdown()
+
+
+def simulate_many(
+    policies: Iterable[str] | str,
+    workloads: Iterable[str] | str,
+    seeds: Iterable[int] = (0,),
+    *,
+    cluster: str = "sia-64",
+    job_model: str | None = None,
+    round_seconds: float = 60.0,
+    policy_params: Mapping[str, Any] | None = None,
+    charge_policy_time: bool = False,
+    max_time: float | None = None,
+    executor: Any = None,
+    workers: int | None = None,
+    progress: bool | None = None,
+) -> list[SimResult]:
+    """Simulate every (policy, workload, seed); results in that order. ``executor``: None (a local process pool of
+    ``workers`` processes, default the CPU count; ``workers=1`` runs here), a ``concurrent.futures`` executor, a
+    Dask ``distributed.Client``, or a pool with ``map``. ``policy_params``: parameters for every policy, or a
+    mapping policy name -> parameters."""
+    pols = [policies] if isinstance(policies, str) else list(policies)
+    wls = [workloads] if isinstance(workloads, str) else list(workloads)
+    if not pols or not wls:
+        raise InputError("policies" if not pols else "workloads", [], "must name at least one")
+    items = tasks(pols, wls, seeds, cluster=cluster, job_model=job_model, round_seconds=round_seconds,
+                  policy_params=dict(policy_params or {}), charge_policy_time=charge_policy_time, max_time=max_time)
+    return _run_all(items, executor, workers, progress)
+
+
