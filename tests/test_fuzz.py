@@ -105,7 +105,6 @@ KNOWN: dict[tuple[str, str], str] = {
     ('gandiva.Profiles', 'memory'): 'memory=strings -> ValueError',
     ('gandiva.Profiles', 'factor'): 'factor=strings -> ValueError',
     ('zoo.load_model', 'name'): "name=['a'] -> TypeError",
-    ('cli demo', 'gpus'): 'gpus=2**64 -> ValueError; gpus=10**18 -> MemoryError',
 }
 DOCUMENT_KNOWN: dict[tuple[str, str], str] = {
     ('sia', 'numbers'): 'data.cluster[0].gpus_per_node=10**30 -> OverflowError; data.cluster[0].nodes=10**30 -> ValueError',

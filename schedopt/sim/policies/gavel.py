@@ -279,7 +279,7 @@ class GavelPolicy:
         ans.fractions = {i: {t: float(x[j, k]) for k, t in enumerate(types)} for j, i in enumerate(ids)}
         ans.priorities = {i: {t: float(prio[j, k]) for k, t in enumerate(types)} for j, i in enumerate(ids)}
         ans.nodes = nodes
-        ans.timings.decode = time.perf_counter() - t1
+        ans.timings = ans.timings.replace(decode=time.perf_counter() - t1)
         return Decision(nodes=nodes, answer=ans,
                         info={"replanned": True, "jobs": len(ids), "unschedulable": [i for j, i in enumerate(ids) if not (X[j] > 0).any()],
                               "seconds": time.perf_counter() - t0})
