@@ -81,14 +81,6 @@ KNOWN: dict[tuple[str, str], str] = {
     ('heterps.generate', 'batch_size'): 'batch_size=2**64 -> accepted; batch_size=10**18 -> accepted',
     ('heterps.solve_exact(generate())', 'cpus'): 'cpus=2**64 -> OverflowError; cpus=10**18 -> MemoryError',
     ('heterps.solve_exact(generate())', 'gpus'): 'gpus=2**64 -> OverflowError; gpus=10**18 -> MemoryError',
-    ('hived.Request', 'vc'): "vc=['a'] -> TypeError",
-    ('hived.Request', 'name'): "name='' -> accepted; name=['a'] -> accepted (+1 more)",
-    ('hived.generate_cluster', 'gpus'): 'gpus=2**64 hangs',
-    ('hived.generate_cluster', 'gpu_types'): "gpu_types='abc' -> accepted; gpu_types=['no-such-name'] -> accepted",
-    ('hived.generate_cluster', 'nodes_per_rack'): 'nodes_per_rack=2**64 hangs',
-    ('hived.generate_cluster', 'sockets_per_node'): 'sockets_per_node=2**64 hangs',
-    ('hived.generate_cluster', 'pcie_per_socket'): 'pcie_per_socket=2**64 hangs',
-    ('hived.generate_cluster', 'gpus_per_pcie'): 'gpus_per_pcie=2**64 hangs',
     ('gandiva.Node', 'gpus'): 'gpus=2**64 -> OverflowError; gpus=10**18 hangs',
     ('gandiva.GandivaJob', 'memory'): "memory=1.5 -> the state checker then reports ['job j needs memory 1.5 > GPU (0,0) me",
     ('gandiva.ClusterState', 'nodes'): 'nodes=None -> TypeError',
@@ -110,16 +102,10 @@ DOCUMENT_KNOWN: dict[tuple[str, str], str] = {
     ('sia', 'numbers'): 'data.cluster[0].gpus_per_node=10**30 -> OverflowError; data.cluster[0].nodes=10**30 -> ValueError',
     ('sia', 'keys'): 'data=unknown key -> accepted; data.cluster[0]=unknown key -> accepted (+1 more)',
     ('synergy', 'keys'): 'data=unknown key -> accepted; data.servers[0]=unknown key -> accepted (+1 more)',
-    ('hived', 'numbers'): 'data.config.physicalCluster.cellTypes.V100-PCIE.childCellNumber=10**30 hangs',
-    ('hived', 'keys'): 'data=unknown key -> accepted; data.config=unknown key -> accepted',
     ('gandiva', 'numbers'): 'data.nodes[0].gpus=10**30 -> OverflowError',
     ('gandiva', 'keys'): 'data=unknown key -> accepted; data.nodes[0]=unknown key -> accepted (+3 more)',
 }
 FILE_KNOWN: dict[tuple[str, str], str] = {
-    ('hived.load_hived_config', 'a directory'): "raw: IsADirectoryError: [Errno 21] Is a directory: '<dir>'",
-    ('hived.load_hived_config', 'not UTF-8'): "raw: UnicodeDecodeError: 'utf-8' codec can't decode byte 0xe9 in position 20: invalid continuation byte",
-    ('hived.load_hived_config', 'duplicate keys'): 'silent: loaded',
-    ('hived.load_hived_config', 'huge childCellNumber'): 'hang: no answer within 2.0 s',
 }
 
 

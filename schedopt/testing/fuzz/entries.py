@@ -388,7 +388,7 @@ def _hived_entries() -> list[EntryPoint]:
                     "priority": "choice", "name": "name?"}),
         EntryPoint("hived.VirtualCluster", vc, vc_valid, {"name": "name", "cells": "cells", "weight": "pos_float"}),
         EntryPoint("hived.generate_cluster", generate, lambda: {"gpus": 64},
-                   {"gpus": "count", "gpu_types": "names", "nodes_per_rack": "count", "sockets_per_node": "count",
+                   {"gpus": "count", "gpu_types": "free_names", "nodes_per_rack": "count", "sockets_per_node": "count",
                     "pcie_per_socket": "count", "gpus_per_pcie": "count"}),
     ]
 
