@@ -81,29 +81,12 @@ KNOWN: dict[tuple[str, str], str] = {
     ('heterps.generate', 'batch_size'): 'batch_size=2**64 -> accepted; batch_size=10**18 -> accepted',
     ('heterps.solve_exact(generate())', 'cpus'): 'cpus=2**64 -> OverflowError; cpus=10**18 -> MemoryError',
     ('heterps.solve_exact(generate())', 'gpus'): 'gpus=2**64 -> OverflowError; gpus=10**18 -> MemoryError',
-    ('gandiva.Node', 'gpus'): 'gpus=2**64 -> OverflowError; gpus=10**18 hangs',
-    ('gandiva.GandivaJob', 'memory'): "memory=1.5 -> the state checker then reports ['job j needs memory 1.5 > GPU (0,0) me",
-    ('gandiva.ClusterState', 'nodes'): 'nodes=None -> TypeError',
-    ('gandiva.uniform_cluster', 'n_nodes'): "n_nodes='abc' -> TypeError; n_nodes=nan -> TypeError (+1 more)",
-    ('gandiva.uniform_cluster', 'gpus_per_node'): 'gpus_per_node=2**64 -> OverflowError; gpus_per_node=10**18 hangs',
-    ('gandiva.generate_trace', 'n_jobs'): 'n_jobs=2**64 -> OverflowError; n_jobs=10**18 -> MemoryError',
-    ('gandiva.generate_trace', 'seed'): "seed='abc' -> TypeError; seed=1.5 -> TypeError (+1 more)",
-    ('gandiva.generate_trace', 'arrival_rate'): "arrival_rate='abc' -> TypeError; arrival_rate=inf -> accepted",
-    ('gandiva.generate_trace', 'duration_scale'): "duration_scale='abc' -> TypeError",
-    ('gandiva.generate_trace', 'max_gpus'): "max_gpus='abc' -> UFuncTypeError",
-    ('gandiva.generate_trace', 'elastic_fraction'): "elastic_fraction='abc' -> UFuncTypeError; elastic_fraction=nan -> accepted (+2 more)",
-    ('gandiva.Profiles', 'solo_throughput'): 'solo_throughput=strings -> ValueError',
-    ('gandiva.Profiles', 'utilization'): 'utilization=strings -> ValueError',
-    ('gandiva.Profiles', 'memory'): 'memory=strings -> ValueError',
-    ('gandiva.Profiles', 'factor'): 'factor=strings -> ValueError',
     ('zoo.load_model', 'name'): "name=['a'] -> TypeError",
 }
 DOCUMENT_KNOWN: dict[tuple[str, str], str] = {
     ('sia', 'numbers'): 'data.cluster[0].gpus_per_node=10**30 -> OverflowError; data.cluster[0].nodes=10**30 -> ValueError',
     ('sia', 'keys'): 'data=unknown key -> accepted; data.cluster[0]=unknown key -> accepted (+1 more)',
     ('synergy', 'keys'): 'data=unknown key -> accepted; data.servers[0]=unknown key -> accepted (+1 more)',
-    ('gandiva', 'numbers'): 'data.nodes[0].gpus=10**30 -> OverflowError',
-    ('gandiva', 'keys'): 'data=unknown key -> accepted; data.nodes[0]=unknown key -> accepted (+3 more)',
 }
 FILE_KNOWN: dict[tuple[str, str], str] = {
 }
