@@ -88,6 +88,7 @@ class Request:
             v = getattr(self, f)
             if v is not None and (not isinstance(v, str) or not v):
                 raise InputError(f"request.{f}", v, "must be a non-empty string or None")
+        priority_value(self.priority)
 
     @property
     def priority_value(self) -> int:
