@@ -444,3 +444,38 @@ def test_shipped_profiles() -> None:
     d = philly_distribution()
     assert d["sizes"] == [1, 2, 4, 8] and sum(d["probability"]) == pytest.approx(1.0, abs=1e-5)
     assert d["counts"] == [25304, 665, 3076, 4147]
+
+
+# ------------------------------------------------------------------ issue 20: bad input is a named error, fast
+def test_allocation_uses_only_gpus_with_the_jobs_memory() -> None:
+    """Node 0 (4 GPUs of memory 0.4) is the first candidate by index; a job of memory 0.5 goes to node 1 instead."""
+    state = ClusterState([Node("small", 4, 0.4), Node("big", 4, 1.0)])
+    a = allocate(state, GandivaJob("j", 2, memory=0.5))
+    assert a is not None and a.tier == "unaffinitized" and a.slots == ((1, 0), (1, 1))
+    assert check_state(state) == []
+    same = allocate(state, GandivaJob("k", 2, memory=0.4))  # fits both: tier 1 joins the 2-GPU job's node
+    assert same is not None and same.tier == "affinity" and same.slots == ((1, 2), (1, 3))
+    with pytest.raises(InputError, match=r"^job.memory=1.5: exceeds every GPU's memory \(largest 1\)"):
+        find_nodes(state, GandivaJob("x", 1, memory=1.5))
+    with pytest.raises(InputError, match=r"^job.gpus=6: exceeds the 4 GPUs with memory >= 0.5"):
+        find_nodes(state, GandivaJob("y", 6, memory=0.5))
+    with pytest.raises(InputError, match=r"^slots=\[\(0, 3\)\]: job z needs GPU memory 0.5"):
+        state.place(GandivaJob("z", 1, memory=0.5), [(0, 3)])
+
+
+def test_sizes_above_max_gpus_are_named_errors_not_hangs() -> None:
+    from schedopt.gandiva.replay import MAX_TRACE_JOBS
+    from schedopt.gandiva.state import MAX_GPUS
+
+    assert MAX_GPUS == 2**20 and MAX_TRACE_JOBS == 10**6
+    with pytest.raises(InputError, match=r"^node.gpus=1048577: must be at most 1048576"):
+        Node("n", MAX_GPUS + 1)
+    with pytest.raises(InputError, match=r"^n_nodes=2048: times gpus_per_node=1024 exceeds gandiva.MAX_GPUS"):
+        uniform_cluster(2048, 1024)
+    with pytest.raises(InputError, match=r"^nodes='1048577 GPUs in nodes\[:2\]': exceed gandiva.MAX_GPUS"):
+        ClusterState([Node(f"n{i}", 2**20 if i else 1) for i in range(3)])
+    with pytest.raises(InputError, match=r"^n_jobs=1000001: must be an integer in \[0, 1000000\]"):
+        generate_trace(MAX_TRACE_JOBS + 1)
+    with pytest.raises(InputError, match=r"^profiles.memory=.*must hold numbers only"):
+        Profiles(("a",), [1.0], [0.5], ["0.5"], [[1.0]])
+    assert len(uniform_cluster(1024, 1024)) == 1024  # the limit itself is accepted

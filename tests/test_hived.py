@@ -518,3 +518,47 @@ def test_generated_instance_is_valid_and_shipped_instances_load() -> None:
     for p in sorted((ROOT / "instances" / "hived").glob("*.json")):
         obj = instances.load(p)
         assert isinstance(obj, HivedInstance)
+
+
+# ------------------------------------------------------------------ issue 20: bad input is a named error, fast
+def test_sizes_above_max_gpus_are_named_errors_not_hangs(tmp_path: Path) -> None:
+    from schedopt.hived.cells import MAX_GPUS
+
+    assert MAX_GPUS == 2**20
+    with pytest.raises(InputError, match=r"^gpus_per_pcie=1048577: exceeds hived.MAX_GPUS"):
+        generate_cluster(64, gpus_per_pcie=MAX_GPUS + 1)
+    # each size fits, their product does not: one rack of 16 * 2 * 2 * 2**15 = 2**21 GPUs
+    with pytest.raises(InputError, match=r"^gpus=.*racks of 2097152 GPUs, the cluster exceeds hived.MAX_GPUS"):
+        generate_cluster(64, gpus_per_pcie=2**15, nodes_per_rack=16)
+    with pytest.raises(InputError, match=r"^physicalCells\[1\]='R': makes the cluster exceed"):
+        PhysicalCluster([CellType("N", "G", 2**10, True), CellType("R", "N", 2**10)], [{"cellType": "R"}] * 2)
+    with pytest.raises(InputError, match=r"virtualCells\[x\]\.cellNumber=1048577: exceeds"):
+        VirtualCluster("v", {"x": MAX_GPUS + 1})
+    cfg = tmp_path / "huge.yaml"
+    cfg.write_text("physicalCluster:\n  cellTypes:\n    N: {childCellType: G, childCellNumber: 1000000000000000000000,"
+                   " isNodeLevel: true}\n  physicalCells:\n  - cellType: N\n")
+    with pytest.raises(InputError) as info:
+        load_hived_config(cfg)
+    assert info.value.field == f"{cfg}:physicalCluster.cellTypes.N.childCellNumber"
+
+
+def test_yaml_duplicate_keys_directories_and_encodings_are_named(tmp_path: Path) -> None:
+    cfg = tmp_path / "dup.yaml"
+    cfg.write_text("physicalCluster:\n  cellTypes:\n    N: {childCellType: G, childCellNumber: 2, isNodeLevel: true}\n"
+                   "    N: {childCellType: G, childCellNumber: 4, isNodeLevel: true}\n  physicalCells:\n"
+                   "  - cellType: N\n")
+    with pytest.raises(InputError, match=r"is written twice \(lines 3 and 4\)") as info:
+        load_hived_config(cfg)
+    assert info.value.field == f"{cfg}:physicalCluster.cellTypes.N"
+    with pytest.raises(InputError, match="is a directory"):
+        load_hived_config(tmp_path)
+    (tmp_path / "latin1.yaml").write_bytes("physicalCluster: café\n".encode("latin-1"))
+    with pytest.raises(InputError, match="is not UTF-8 text"):
+        load_hived_config(tmp_path / "latin1.yaml")
+    with pytest.raises(InputError, match=r"^physicalClustr=.*is no known field of a hivedscheduler config"):
+        load_hived_config({"physicalClustr": {}, "physicalCluster": {}})
+    # a hivedscheduler config's other documented keys are accepted
+    cluster, _ = load_hived_config({"webServerAddress": ":30096", "physicalCluster": {
+        "cellTypes": {"N": {"childCellType": "G", "childCellNumber": 2, "isNodeLevel": True}},
+        "physicalCells": [{"cellType": "N"}]}})
+    assert cluster.n_cells == 3

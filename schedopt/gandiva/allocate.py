@@ -10,6 +10,9 @@ For a job needing ``k`` GPUs, candidate node sets are tried in order:
    (suspend-resume time-slicing, so oversubscription spreads evenly);
 5. otherwise the job queues (``None``).
 
+Only nodes whose GPU memory holds the job's are candidates; a job no GPU (or too few GPUs) can hold is an
+:class:`~schedopt.errors.InputError`, not a placement the state checker then rejects.
+
 In tiers 1, 2 and 4 a job is kept on as few nodes as its size allows (one node when it fits in one).
 """
 
@@ -101,21 +104,26 @@ def find_nodes(state: ClusterState, job: GandivaJob, *, max_height: float | None
     k = job.gpus
     if k > state.num_gpus:
         raise InputError("job.gpus", k, f"exceeds the cluster's {state.num_gpus} GPUs")
-    m = nodes_needed(state.node_gpus, k)
+    fits = state.node_memory + 1e-9 >= job.memory  # only GPUs with the job's memory are candidates
+    if not fits.any():
+        raise InputError("job.memory", job.memory, f"exceeds every GPU's memory (largest {state.node_memory.max():g})")
+    if k > int(state.node_gpus[fits].sum()):
+        raise InputError("job.gpus", k, f"exceeds the {int(state.node_gpus[fits].sum())} GPUs with memory >= {job.memory:g}")
+    m = nodes_needed(state.node_gpus[fits], k)
     aff = state.affinities()
     h = state.heights()
     free = state.free_counts()
     idx = np.arange(len(state.nodes))
-    tier1 = _take_free(state, _order(state, idx[(aff == k) & (h < 1) & (free > 0)]), k, m)
+    tier1 = _take_free(state, _order(state, idx[fits & (aff == k) & (h < 1) & (free > 0)]), k, m)
     if tier1 is not None:
         return Allocation(job.id, tuple(tier1), "affinity")
-    tier2 = _take_free(state, _order(state, idx[aff == 0]), k, m)
+    tier2 = _take_free(state, _order(state, idx[fits & (aff == 0)]), k, m)
     if tier2 is not None:
         return Allocation(job.id, tuple(tier2), "unaffinitized")
-    tier3 = _take_any_free(state, _order(state, idx[free > 0]), k)
+    tier3 = _take_any_free(state, _order(state, idx[fits & (free > 0)]), k)
     if tier3 is not None:
         return Allocation(job.id, tuple(tier3), "fragmented")
-    tier4 = _take_shared(state, _order(state, idx[aff == k]), k, m, max_height)
+    tier4 = _take_shared(state, _order(state, idx[fits & (aff == k)]), k, m, max_height)
     if tier4 is not None:
         return Allocation(job.id, tuple(tier4), "timeslice")
     return None

@@ -103,9 +103,23 @@ def to_data(inst: GandivaInstance) -> dict[str, Any]:
     }
 
 
-def _job_from(d: Any, path: str) -> GandivaJob:
+DATA_KEYS = ("operation", "nodes", "jobs", "packed", "pending", "profiles")
+NODE_KEYS = ("name", "gpus", "gpu_memory")
+JOB_KEYS = ("id", "gpus", "job_type", "utilization", "memory", "throughput", "duration", "arrival", "elastic",
+            "max_gpus")
+PROFILE_KEYS = ("types", "solo_throughput", "utilization", "memory", "factor")
+
+
+def _no_unknown_keys(d: dict, allowed: tuple[str, ...], path: str) -> None:
+    for k in d:
+        if k not in allowed:
+            raise InputError(f"{path}.{k}", d[k], f"is no known key (expected one of {list(allowed)})")
+
+
+def _job_from(d: Any, path: str, placed: bool = False) -> GandivaJob:
     if not isinstance(d, dict):
         raise InputError(path, type(d).__name__, "must be a JSON object")
+    _no_unknown_keys(d, (*JOB_KEYS, "slots") if placed else JOB_KEYS, path)
     mg = _f(d, "max_gpus", path, (int, type(None)), None)
     job = GandivaJob(
         id=_f(d, "id", path, str),
@@ -138,6 +152,9 @@ def _list(d: dict, key: str, path: str, default: Any = ...) -> list:
 
 def from_data(data: dict[str, Any]) -> GandivaInstance:
     p = "data"
+    if not isinstance(data, dict):
+        raise InputError(p, type(data).__name__, "must be a JSON object")
+    _no_unknown_keys(data, DATA_KEYS, p)
     op = _f(data, "operation", p, str)
     if op not in OPERATIONS:
         raise InputError(f"{p}.operation", op, f"must be one of {list(OPERATIONS)}")
@@ -147,13 +164,19 @@ def from_data(data: dict[str, Any]) -> GandivaInstance:
         q = f"{p}.nodes[{i}]"
         if not isinstance(nd, dict):
             raise InputError(q, type(nd).__name__, "must be a JSON object")
-        nodes.append(Node(_f(nd, "name", q, str), _f(nd, "gpus", q, int), _f(nd, "gpu_memory", q, float, 1.0)))
+        _no_unknown_keys(nd, NODE_KEYS, q)
+        try:
+            nodes.append(Node(_f(nd, "name", q, str), _f(nd, "gpus", q, int), _f(nd, "gpu_memory", q, float, 1.0)))
+        except InputError as exc:
+            if exc.field.startswith(q):
+                raise
+            raise InputError(q + exc.field.removeprefix("node"), exc.value, exc.message) from None
     validate_nodes(nodes, f"{p}.nodes")
     jobs: list[GandivaJob] = []
     slots: dict[str, list[Slot]] = {}
     for i, jd in enumerate(_list(data, "jobs", p, [])):
         q = f"{p}.jobs[{i}]"
-        job = _job_from(jd, q)
+        job = _job_from(jd, q, placed=True)
         if job.id in slots:
             raise InputError(f"{q}.id", job.id, "is used by an earlier job")
         sl = [_slot(v, f"{q}.slots[{k}]") for k, v in enumerate(_list(jd, "slots", q))]
@@ -177,6 +200,7 @@ def from_data(data: dict[str, Any]) -> GandivaInstance:
     profiles = None
     if prof_d is not None:
         q = f"{p}.profiles"
+        _no_unknown_keys(prof_d, PROFILE_KEYS, q)
         try:
             profiles = Profiles(
                 tuple(_list(prof_d, "types", q)),

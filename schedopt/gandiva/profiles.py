@@ -23,6 +23,17 @@ from ..errors import InputError
 __all__ = ["Profiles", "load_profiles", "philly_distribution"]
 
 
+def _real_array(v: Any, path: str) -> np.ndarray:
+    """``v`` as a float array; strings, booleans, None and objects are rejected, never half-converted."""
+    try:
+        arr = np.asarray(v)
+    except ValueError as exc:  # ragged nesting
+        raise InputError(path, v, f"must be a rectangular array of numbers ({exc})") from None
+    if arr.dtype.kind not in "iuf":
+        raise InputError(path, v, "must hold numbers only")
+    return arr.astype(float)
+
+
 @dataclass(frozen=True, eq=False)
 class Profiles:
     """A table of job types: ``factor[i, j]`` = throughput share type ``i`` keeps when packed with type ``j``."""
@@ -34,18 +45,27 @@ class Profiles:
     factor: np.ndarray
 
     def __post_init__(self) -> None:
-        n = len(self.types)
-        if len(set(self.types)) != n:
-            raise InputError("profiles.types", list(self.types), "must be distinct")
+        types = self.types
+        if isinstance(types, str | bytes) or not isinstance(types, Sequence):
+            raise InputError("profiles.types", types, "must be a list of job type names")
+        for i, t in enumerate(types):
+            if not isinstance(t, str) or not t:
+                raise InputError(f"profiles.types[{i}]", t, "must be a non-empty string")
+        n = len(types)
+        if n == 0:
+            raise InputError("profiles.types", [], "needs at least one job type")
+        if len(set(types)) != n:
+            raise InputError("profiles.types", list(types), "must be distinct")
+        object.__setattr__(self, "types", tuple(types))
         for name in ("solo_throughput", "utilization", "memory"):
-            arr = np.asarray(getattr(self, name), dtype=float)
+            arr = _real_array(getattr(self, name), f"profiles.{name}")
             if arr.shape != (n,):
                 raise InputError(f"profiles.{name}", arr.shape, f"needs one value per type ({n})")
             if not np.isfinite(arr).all() or (arr < 0).any():
                 i = int(np.flatnonzero(~np.isfinite(arr) | (arr < 0))[0])
                 raise InputError(f"profiles.{name}[{i}]", float(arr[i]), "must be finite and >= 0")
             object.__setattr__(self, name, arr)
-        f = np.asarray(self.factor, dtype=float)
+        f = _real_array(self.factor, "profiles.factor")
         if f.shape != (n, n):
             raise InputError("profiles.factor", f.shape, f"must be {n} x {n}")
         bad = ~np.isfinite(f) | (f < 0) | (f > 1)

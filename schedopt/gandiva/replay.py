@@ -30,9 +30,9 @@ from .allocate import find_nodes
 from .growshrink import GrowShrink, shrink
 from .migration import defragment
 from .profiles import Profiles, load_profiles, philly_distribution
-from .state import ClusterState, GandivaJob, Node, nodes_needed, validate_job, validate_nodes
+from .state import MAX_GPUS, ClusterState, GandivaJob, Node, nodes_needed, validate_job, validate_nodes
 
-__all__ = ["ReplayResult", "generate_trace", "replay", "sample_philly"]
+__all__ = ["MAX_TRACE_JOBS", "ReplayResult", "generate_trace", "replay", "sample_philly"]
 
 
 @dataclass
@@ -234,6 +234,38 @@ def sample_philly(n: int, rng: np.random.Generator, *, max_gpus: int | None = No
     return k, dur
 
 
+#: The longest trace :func:`generate_trace` makes: a longer one is an :class:`InputError` (10**18 jobs would not fit
+#: in memory).
+MAX_TRACE_JOBS = 10**6
+
+
+def _is_int(v: object) -> bool:
+    return not isinstance(v, bool) and isinstance(v, int | np.integer)
+
+
+def _is_real(v: object) -> bool:
+    return not isinstance(v, bool) and isinstance(v, int | float | np.integer | np.floating) and (
+        abs(v) < 1e300 and math.isfinite(float(v)))  # type: ignore[arg-type]
+
+
+def _trace_iv(n_jobs: object, seed: object, arrival_rate: object, duration_scale: object, max_gpus: object,
+              elastic_fraction: object, profiles: object) -> None:
+    """Every argument of :func:`generate_trace` checked in one place (types, finiteness, ranges)."""
+    if not _is_int(n_jobs) or not 0 <= n_jobs <= MAX_TRACE_JOBS:  # type: ignore[operator]
+        raise InputError("n_jobs", n_jobs, f"must be an integer in [0, {MAX_TRACE_JOBS}] (gandiva.MAX_TRACE_JOBS)")
+    if seed is not None and (not _is_int(seed) or seed < 0):  # type: ignore[operator]
+        raise InputError("seed", seed, "must be a non-negative integer or None")
+    for name, v in (("arrival_rate", arrival_rate), ("duration_scale", duration_scale)):
+        if not _is_real(v) or not v > 0:  # type: ignore[operator]
+            raise InputError(name, v, "must be a finite positive number")
+    if max_gpus is not None and (not _is_int(max_gpus) or not 1 <= max_gpus <= MAX_GPUS):  # type: ignore[operator]
+        raise InputError("max_gpus", max_gpus, f"must be None or an integer in [1, {MAX_GPUS}] (gandiva.MAX_GPUS)")
+    if not _is_real(elastic_fraction) or not 0 <= elastic_fraction <= 1:  # type: ignore[operator]
+        raise InputError("elastic_fraction", elastic_fraction, "must be a number in [0, 1]")
+    if profiles is not None and not isinstance(profiles, Profiles):
+        raise InputError("profiles", type(profiles).__name__, "must be a gandiva.Profiles or None")
+
+
 def generate_trace(
     n_jobs: int,
     seed: int = 0,
@@ -247,12 +279,7 @@ def generate_trace(
     """A seeded trace: Poisson arrivals (``arrival_rate`` per second), Philly job sizes and durations (times
     ``duration_scale``), job types drawn uniformly from the profile table with their profiled utilization, memory
     and throughput; a fraction of jobs is elastic (may grow to twice their size)."""
-    if not isinstance(n_jobs, int) or n_jobs < 0:
-        raise InputError("n_jobs", n_jobs, "must be a non-negative integer")
-    if not arrival_rate > 0:
-        raise InputError("arrival_rate", arrival_rate, "must be positive")
-    if not duration_scale > 0:
-        raise InputError("duration_scale", duration_scale, "must be positive")
+    _trace_iv(n_jobs, seed, arrival_rate, duration_scale, max_gpus, elastic_fraction, profiles)
     prof = profiles if profiles is not None else load_profiles()
     rng = np.random.default_rng(seed)
     sizes, dur = sample_philly(n_jobs, rng, max_gpus=max_gpus)
@@ -275,5 +302,14 @@ def generate_trace(
 
 
 def uniform_cluster(n_nodes: int, gpus_per_node: int = 4, gpu_memory: float = 1.0) -> list[Node]:
-    """``n_nodes`` identical nodes named ``n0, n1, ...``."""
-    return [Node(f"n{i}", gpus_per_node, gpu_memory) for i in range(n_nodes)]
+    """``n_nodes`` identical nodes named ``n0, n1, ...`` (at most :data:`~schedopt.gandiva.state.MAX_GPUS` GPUs in
+    all)."""
+    if not _is_int(n_nodes) or n_nodes < 1:  # type: ignore[operator]
+        raise InputError("n_nodes", n_nodes, "must be a positive integer")
+    if not _is_int(gpus_per_node) or gpus_per_node < 1:  # type: ignore[operator]
+        raise InputError("gpus_per_node", gpus_per_node, "must be a positive integer")
+    if n_nodes * gpus_per_node > MAX_GPUS:
+        raise InputError("n_nodes", n_nodes, f"times gpus_per_node={gpus_per_node} exceeds gandiva.MAX_GPUS = {MAX_GPUS}")
+    if not _is_real(gpu_memory) or not gpu_memory > 0:
+        raise InputError("gpu_memory", gpu_memory, "must be a finite positive number")
+    return [Node(f"n{i}", int(gpus_per_node), gpu_memory) for i in range(int(n_nodes))]

@@ -16,16 +16,20 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["MIXED", "ClusterState", "GandivaJob", "Node", "nodes_needed", "validate_job", "validate_nodes"]
+__all__ = ["MAX_GPUS", "MIXED", "ClusterState", "GandivaJob", "Node", "nodes_needed", "validate_job", "validate_nodes"]
 
 MIXED = -1  #: affinity of a node hosting jobs of different sizes
+
+#: The most GPUs a cluster (and so one node, one job) may have: a bigger size is an :class:`InputError`, not a
+#: per-GPU table of 10**18 entries that hangs or runs out of memory.
+MAX_GPUS = 2**20
 
 Slot = tuple[int, int]
 
@@ -37,6 +41,9 @@ class Node:
     name: str
     gpus: int
     gpu_memory: float = 1.0
+
+    def __post_init__(self) -> None:
+        _check_node(self, "node")
 
 
 @dataclass(frozen=True)
@@ -65,7 +72,8 @@ class GandivaJob:
 
 
 def _num(path: str, v: object, *, lo: float = 0.0, lo_open: bool = False, hi: float = math.inf) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(float(v)):
+    ok = not isinstance(v, bool) and isinstance(v, (int, float, np.integer, np.floating))
+    if not ok or not math.isfinite(float(v) if abs(v) < 1e300 else math.inf):  # type: ignore[arg-type]
         raise InputError(path, v, "must be a finite number")
     f = float(v)
     if f < lo or (lo_open and f <= lo) or f > hi:
@@ -74,10 +82,19 @@ def _num(path: str, v: object, *, lo: float = 0.0, lo_open: bool = False, hi: fl
     return f
 
 
-def _int(path: str, v: object, lo: int = 1) -> int:
+def _int(path: str, v: object, lo: int = 1, hi: int | None = None) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or int(v) < lo:
         raise InputError(path, v, f"must be an integer >= {lo}")
+    if hi is not None and int(v) > hi:
+        raise InputError(path, v, f"must be at most {hi} (gandiva.MAX_GPUS)" if hi == MAX_GPUS else f"must be <= {hi}")
     return int(v)
+
+
+def _check_node(n: Node, p: str) -> None:
+    if not isinstance(n.name, str) or not n.name:
+        raise InputError(f"{p}.name", n.name, "must be a non-empty string")
+    _int(f"{p}.gpus", n.gpus, hi=MAX_GPUS)
+    _num(f"{p}.gpu_memory", n.gpu_memory, lo_open=True)
 
 
 def validate_job(job: GandivaJob, path: str = "job") -> None:
@@ -86,7 +103,7 @@ def validate_job(job: GandivaJob, path: str = "job") -> None:
         raise InputError(path, type(job).__name__, "must be a GandivaJob")
     if not isinstance(job.id, str) or not job.id:
         raise InputError(f"{path}.id", job.id, "must be a non-empty string")
-    _int(f"{path}.gpus", job.gpus)
+    _int(f"{path}.gpus", job.gpus, hi=MAX_GPUS)
     if not isinstance(job.job_type, str):
         raise InputError(f"{path}.job_type", job.job_type, "must be a string")
     _num(f"{path}.utilization", job.utilization, hi=1.0)
@@ -96,25 +113,30 @@ def validate_job(job: GandivaJob, path: str = "job") -> None:
     _num(f"{path}.arrival", job.arrival)
     if not isinstance(job.elastic, bool):
         raise InputError(f"{path}.elastic", job.elastic, "must be true or false")
-    if job.max_gpus is not None and _int(f"{path}.max_gpus", job.max_gpus) < job.gpus:
+    if job.max_gpus is not None and _int(f"{path}.max_gpus", job.max_gpus, hi=MAX_GPUS) < job.gpus:
         raise InputError(f"{path}.max_gpus", job.max_gpus, f"must be >= gpus ({job.gpus})")
 
 
 def validate_nodes(nodes: Sequence[Node], path: str = "nodes") -> None:
+    """Raise :class:`InputError` naming ``path[i].field`` for a malformed node list (at most :data:`MAX_GPUS` GPUs
+    in all)."""
+    if isinstance(nodes, str | bytes | Mapping) or not isinstance(nodes, Sequence):
+        raise InputError(path, nodes, "must be a list of Node")
     if len(nodes) == 0:
         raise InputError(path, [], "needs at least one node")
     seen: set[str] = set()
+    total = 0
     for i, n in enumerate(nodes):
         p = f"{path}[{i}]"
         if not isinstance(n, Node):
             raise InputError(p, type(n).__name__, "must be a Node")
-        if not isinstance(n.name, str) or not n.name:
-            raise InputError(f"{p}.name", n.name, "must be a non-empty string")
+        _check_node(n, p)
         if n.name in seen:
             raise InputError(f"{p}.name", n.name, "is used by an earlier node")
         seen.add(n.name)
-        _int(f"{p}.gpus", n.gpus)
-        _num(f"{p}.gpu_memory", n.gpu_memory, lo_open=True)
+        total += int(n.gpus)
+        if total > MAX_GPUS:
+            raise InputError(path, f"{total} GPUs in nodes[:{i + 1}]", f"exceed gandiva.MAX_GPUS = {MAX_GPUS}")
 
 
 def nodes_needed(node_gpus: Sequence[int] | np.ndarray, k: int) -> int:
@@ -128,6 +150,8 @@ class ClusterState:
     """Where every job runs; heights, affinities and per-GPU loads are kept incrementally."""
 
     def __init__(self, nodes: Sequence[Node]) -> None:
+        if isinstance(nodes, str | bytes | Mapping) or not isinstance(nodes, Iterable):
+            raise InputError("nodes", nodes, "must be a list of Node")
         nodes = tuple(nodes)
         validate_nodes(nodes)
         self.nodes: tuple[Node, ...] = nodes
@@ -262,6 +286,9 @@ class ClusterState:
         sl = self._check_slots(job.id, list(slots))
         if len(sl) < job.gpus:
             raise InputError("slots", sl, f"job {job.id} requested {job.gpus} GPUs")
+        short = [(n, g) for n, g in sl if job.memory > self.nodes[n].gpu_memory + 1e-9]
+        if short:
+            raise InputError("slots", short, f"job {job.id} needs GPU memory {job.memory} > these GPUs' memory")
         self.jobs[job.id] = job
         self._attach(job, sl)
 

@@ -77,6 +77,19 @@ class Request:
     pinned_cell: str | None = None
     lazy_preemption: bool = False
 
+    def __post_init__(self) -> None:
+        # the names are checked here (a list as ``vc`` would fail as unhashable later); the numbers, against the
+        # cluster, by BuddyAllocator.allocate
+        for f in ("vc", "chain"):
+            v = getattr(self, f)
+            if not isinstance(v, str) or not v:
+                raise InputError(f"request.{f}", v, "must be a non-empty string")
+        for f in ("name", "pinned_cell"):
+            v = getattr(self, f)
+            if v is not None and (not isinstance(v, str) or not v):
+                raise InputError(f"request.{f}", v, "must be a non-empty string or None")
+        priority_value(self.priority)
+
     @property
     def priority_value(self) -> int:
         return priority_value(self.priority)

@@ -33,6 +33,11 @@ __all__ = [
     "generate_cluster",
 ]
 
+#: The largest cluster built, in GPUs (leaf cells), and so the largest ``childCellNumber`` of one cell type: a bigger
+#: one is an :class:`InputError`, not a build of 10**18 cells that hangs or runs out of memory (a cluster of 2**20
+#: GPUs already takes seconds to build cell by cell).
+MAX_GPUS = 2**20
+
 
 @dataclass(frozen=True)
 class CellType:
@@ -50,6 +55,9 @@ class CellType:
             raise InputError(f"cellTypes.{self.name}.childCellType", self.child_type, "must be a non-empty string")
         if isinstance(self.child_count, bool) or not isinstance(self.child_count, int | np.integer) or self.child_count < 1:
             raise InputError(f"cellTypes.{self.name}.childCellNumber", self.child_count, "must be a positive integer")
+        if self.child_count > MAX_GPUS:
+            raise InputError(f"cellTypes.{self.name}.childCellNumber", self.child_count,
+                             f"exceeds hived.MAX_GPUS = {MAX_GPUS} (the largest cluster built)")
         if not isinstance(self.is_node_level, bool):
             raise InputError(f"cellTypes.{self.name}.isNodeLevel", self.is_node_level, "must be true or false")
 
@@ -214,6 +222,13 @@ class PhysicalCluster:
         for i, s in enumerate(specs):
             self.chains.update(_build_chains(ct, [s.cell_type], f"physicalCells[{i}]"))  # type: ignore[list-item]
         self.chain_names: list[str] = list(self.chains)
+        total = 0
+        for i, s in enumerate(specs):
+            ch = self.chains[s.cell_type]  # type: ignore[index]
+            total += ch.gpus[ch.levels]
+            if total > MAX_GPUS:
+                raise InputError(f"physicalCells[{i}]", s.cell_type,
+                                 f"makes the cluster exceed hived.MAX_GPUS = {MAX_GPUS} GPUs")
         self._build(specs)
 
     # ------------------------------------------------------------------ build
@@ -484,17 +499,26 @@ def generate_cluster(
     ``gpus`` is split evenly over ``gpu_types``; each chain's top cell is a rack of ``nodes_per_rack`` nodes (racks
     are rounded up so at least ``gpus`` GPUs exist). Node names are ``<type>-r<rack>-n<node>``.
     """
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
-        raise InputError("gpus", gpus, "must be a positive integer")
-    for nm, v in (("nodes_per_rack", nodes_per_rack), ("sockets_per_node", sockets_per_node),
+    for nm, v in (("gpus", gpus), ("nodes_per_rack", nodes_per_rack), ("sockets_per_node", sockets_per_node),
                   ("pcie_per_socket", pcie_per_socket), ("gpus_per_pcie", gpus_per_pcie)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
             raise InputError(nm, v, "must be a positive integer")
-    if not gpu_types or len(set(gpu_types)) != len(gpu_types):
-        raise InputError("gpu_types", gpu_types, "must be distinct, non-empty")
+        if v > MAX_GPUS:
+            raise InputError(nm, v, f"exceeds hived.MAX_GPUS = {MAX_GPUS} (the largest cluster built)")
+    gpus, nodes_per_rack, sockets_per_node = int(gpus), int(nodes_per_rack), int(sockets_per_node)
+    pcie_per_socket, gpus_per_pcie = int(pcie_per_socket), int(gpus_per_pcie)
+    if isinstance(gpu_types, str | bytes) or not isinstance(gpu_types, Sequence) or not gpu_types:
+        raise InputError("gpu_types", gpu_types, "must be a non-empty list of GPU type names")
+    for i, t in enumerate(gpu_types):
+        if not isinstance(t, str) or not t.strip() or not t.isprintable() or "." in t or "/" in t:
+            raise InputError(f"gpu_types[{i}]", t, "must be a non-empty printable name without '.' or '/'")
+    if len(set(gpu_types)) != len(gpu_types):
+        raise InputError("gpu_types", gpu_types, "must be distinct")
     per_node = sockets_per_node * pcie_per_socket * gpus_per_pcie
     per_rack = per_node * nodes_per_rack
     each = -(-gpus // len(gpu_types))
+    if len(gpu_types) * -(-each // per_rack) * per_rack > MAX_GPUS:
+        raise InputError("gpus", gpus, f"with racks of {per_rack} GPUs, the cluster exceeds hived.MAX_GPUS = {MAX_GPUS}")
     types: list[CellType] = []
     specs: list[PhysicalCellSpec] = []
     for t in gpu_types:

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from ..errors import InputError
-from .cells import CellType, PhysicalCellSpec, PhysicalCluster
+from .cells import MAX_GPUS, CellType, PhysicalCellSpec, PhysicalCluster
 from .vc import VirtualCluster
 
 __all__ = ["dump_hived_config", "load_hived_config", "qualified_type"]
@@ -36,29 +36,88 @@ def _check_keys(d: Mapping[str, Any], allowed: set[str], path: str) -> None:
             raise InputError(f"{path}.{k}", d[k], f"is no known field (expected one of {sorted(allowed)})")
 
 
+def _duplicate_key(node: yaml.Node | None, path: str) -> tuple[str, int, int] | None:
+    """The first key written twice in one mapping of the composed YAML tree: ``(key path, first line, line)``."""
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            key = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else repr(key_node.value)
+            line = key_node.start_mark.line + 1
+            sub = f"{path}.{key}" if path else key
+            if key in seen and key != "<<":
+                return sub, seen[key], line
+            seen[key] = line
+            found = _duplicate_key(value_node, sub)
+            if found:
+                return found
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            found = _duplicate_key(item, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def read_yaml(text: str, source: str) -> Any:
+    """Parse YAML ``text`` (from ``source``, named in errors). A key written twice in one mapping (PyYAML would keep
+    the last one silently) is an error naming the key path and both lines."""
+    try:
+        dup = _duplicate_key(yaml.compose(text, Loader=yaml.SafeLoader), "")
+        if dup is not None:
+            raise InputError(f"{source}:{dup[0]}", "<yaml text>",
+                             f"is written twice (lines {dup[1]} and {dup[2]}); a key may appear once")
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InputError(source, "<yaml text>", f"is not valid YAML: {exc}") from exc
+
+
+def _read_file(path: str | Path) -> Any:
+    p = Path(path)
+    if not p.exists():
+        raise InputError("path", str(path), "does not exist")
+    if p.is_dir():
+        raise InputError("path", str(path), "is a directory, not a YAML file")
+    try:
+        text = p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError("path", str(path), f"is not UTF-8 text (byte {exc.start}): {exc.reason}") from exc
+    except OSError as exc:
+        raise InputError("path", str(path), f"cannot be read: {exc.strerror or exc}") from exc
+    return read_yaml(text, str(path))
+
+
+#: The top-level keys of a hivedscheduler config (pkg/api Config); any other is rejected as a likely misspelling.
+CONFIG_KEYS = frozenset({"physicalCluster", "virtualClusters", "kubeApiServerAddress", "kubeConfigFilePath",
+                         "webServerAddress", "waitingPodSchedulingBlockMilliSec"})
+
+
 def load_hived_config(path_or_dict: str | Path | Mapping[str, Any]) -> tuple[PhysicalCluster, list[VirtualCluster]]:
-    """``(cluster, vcs)`` from a hivedscheduler YAML config file (path) or the already-parsed dict."""
+    """``(cluster, vcs)`` from a hivedscheduler YAML config file (path) or the already-parsed dict.
+
+    Errors are :class:`InputError` naming the key path (prefixed with the file, ``FILE:physicalCluster...``, when
+    read from a file): a directory, non-UTF-8 text, invalid YAML, a key written twice, an unknown key, a size above
+    :data:`~schedopt.hived.cells.MAX_GPUS`."""
     if isinstance(path_or_dict, str | Path):
-        p = Path(path_or_dict)
-        if not p.exists():
-            raise InputError("path", str(path_or_dict), "does not exist")
+        doc = _read_file(path_or_dict)
         try:
-            doc = yaml.safe_load(p.read_text())
-        except yaml.YAMLError as exc:
-            raise InputError("path", str(path_or_dict), f"is not valid YAML: {exc}") from exc
-    else:
-        doc = path_or_dict
+            return _load_doc(doc)
+        except InputError as exc:
+            raise InputError(f"{path_or_dict}:{exc.field}", exc.value, exc.message) from exc
+    return _load_doc(path_or_dict)
+
+
+def _load_doc(doc: Any) -> tuple[PhysicalCluster, list[VirtualCluster]]:
     doc = _mapping(doc, "config")
     if "hivedscheduler" in doc and "physicalCluster" not in doc:  # OpenPAI services-configuration.yaml
         inner = _mapping(doc["hivedscheduler"], "hivedscheduler").get("config")
         if isinstance(inner, str):
-            try:
-                inner = yaml.safe_load(inner)
-            except yaml.YAMLError as exc:
-                raise InputError("hivedscheduler.config", "<yaml text>", f"is not valid YAML: {exc}") from exc
+            inner = read_yaml(inner, "hivedscheduler.config")
         doc = _mapping(inner, "hivedscheduler.config")
     if "physicalCluster" not in doc:
         raise InputError("physicalCluster", None, "is missing")
+    for k in doc:
+        if k not in CONFIG_KEYS:
+            raise InputError(str(k), doc[k], f"is no known field of a hivedscheduler config (expected one of {sorted(CONFIG_KEYS)})")
     pc = _mapping(doc["physicalCluster"], "physicalCluster")
     _check_keys(pc, {"skuTypes", "gpuTypes", "cellTypes", "physicalCells"}, "physicalCluster")
     cts_raw = _mapping(pc.get("cellTypes"), "physicalCluster.cellTypes")
@@ -75,6 +134,8 @@ def load_hived_config(path_or_dict: str | Path | Mapping[str, Any]) -> tuple[Phy
             raise InputError(f"{path}.childCellType", child, "must be a string")
         if isinstance(num, bool) or not isinstance(num, int) or num < 1:
             raise InputError(f"{path}.childCellNumber", num, "must be a positive integer")
+        if num > MAX_GPUS:
+            raise InputError(f"{path}.childCellNumber", num, f"exceeds hived.MAX_GPUS = {MAX_GPUS} (the largest cluster built)")
         if not isinstance(node, bool):
             raise InputError(f"{path}.isNodeLevel", node, "must be true or false")
         cell_types[str(name)] = CellType(str(name), child, num, node)
@@ -114,6 +175,8 @@ def load_hived_config(path_or_dict: str | Path | Mapping[str, Any]) -> tuple[Phy
                 raise InputError(f"{cp}.cellType", ct, "must be a fully qualified cellType string")
             if isinstance(num, bool) or not isinstance(num, int) or num < 0:
                 raise InputError(f"{cp}.cellNumber", num, "must be a non-negative integer")
+            if num > MAX_GPUS:
+                raise InputError(f"{cp}.cellNumber", num, f"exceeds hived.MAX_GPUS = {MAX_GPUS} (no cluster has that many cells)")
             cluster.resolve_cell(ct, f"{cp}.cellType")
             cells[ct] = cells.get(ct, 0) + num
         pins: list[str] = []

@@ -64,7 +64,20 @@ def to_data(inst: HivedInstance) -> dict[str, Any]:
     return {"config": dump_hived_config(inst.cluster, inst.vcs), "bad_nodes": list(inst.bad_nodes), "ops": ops}
 
 
+DATA_KEYS = ("config", "bad_nodes", "ops")
+OP_KEYS = ("op", "name", "vc", "chain", "gpus_per_pod", "pods", "priority", "pinned_cell", "lazy_preemption")
+
+
+def _no_unknown_keys(d: dict[str, Any], allowed: tuple[str, ...], path: str) -> None:
+    for k in d:
+        if k not in allowed:
+            raise InputError(f"{path}.{k}", d[k], f"is no known key (expected one of {list(allowed)})")
+
+
 def from_data(data: dict[str, Any]) -> HivedInstance:
+    if not isinstance(data, dict):
+        raise InputError("data", data, "must be an object")
+    _no_unknown_keys(data, DATA_KEYS, "data")
     cfg = dfield(data, "config", "data", dict)
     try:
         cluster, vcs = load_hived_config(cfg)
@@ -80,6 +93,7 @@ def from_data(data: dict[str, Any]) -> HivedInstance:
         path = f"data.ops[{i}]"
         if not isinstance(op, dict):
             raise InputError(path, op, "must be an object")
+        _no_unknown_keys(op, OP_KEYS, path)
         kind = dfield(op, "op", path, str)
         name = dfield(op, "name", path, str)
         if kind == "release":

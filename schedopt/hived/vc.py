@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,7 +11,7 @@ import numpy as np
 
 from .._validate import check_named_items
 from ..errors import InputError
-from .cells import PhysicalCluster
+from .cells import MAX_GPUS, PhysicalCluster
 
 __all__ = ["DemandTable", "VirtualCluster", "demand_table", "generate_vcs"]
 
@@ -37,12 +38,16 @@ class VirtualCluster:
         for k, v in self.cells.items():
             if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 0:
                 raise InputError(f"virtualClusters.{self.name}.virtualCells[{k}].cellNumber", v, "must be a non-negative integer")
+            if v > MAX_GPUS:
+                raise InputError(f"virtualClusters.{self.name}.virtualCells[{k}].cellNumber", v,
+                                 f"exceeds hived.MAX_GPUS = {MAX_GPUS} (no cluster has that many cells)")
         if isinstance(self.pinned, str) or not all(isinstance(p, str) for p in self.pinned):
             raise InputError(f"virtualClusters.{self.name}.pinnedCells", self.pinned, "must be a list of pinnedCellId strings")
         object.__setattr__(self, "pinned", tuple(self.pinned))
         object.__setattr__(self, "cells", dict(self.cells))
         w = self.weight
-        if isinstance(w, bool) or not isinstance(w, int | float) or not np.isfinite(w) or w <= 0:
+        ok = not isinstance(w, bool) and isinstance(w, int | float | np.integer | np.floating)
+        if not ok or not math.isfinite(float(w) if abs(w) < 1e300 else math.inf) or w <= 0:
             raise InputError(f"virtualClusters.{self.name}.weight", w, "must be a positive number")
 
 

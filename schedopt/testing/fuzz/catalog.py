@@ -93,6 +93,12 @@ CATALOG: dict[str, tuple[Bad, ...]] = {
     # a list of known names
     "names": bads(("'abc'", "abc"), ("[None]", [None]), ("[3]", [3]), ("['no-such-name']", ["no-such-name"]),
                    ("['', '']", ["", ""]), ("{}", {}), ("3", 3), ("[]", [], False)),
+    # a HiveD priority: "guaranteed", "opportunistic" or an integer in -1..1000
+    "priority": bads(("None", None), ("''", ""), ("'no-such-choice'", "no-such-choice"), ("[]", []), ("nan", math.nan),
+                      ("3", 3, False), ("1001", 1001), ("-2", -2), ("True", True), ("2**64", 2**64)),
+    # a list of free names (any printable word is valid: HiveD's GPU types)
+    "free_names": bads(("'abc'", "abc"), ("[None]", [None]), ("[3]", [3]), ("['no-such-name']", ["no-such-name"], False),
+                        ("['', '']", ["", ""]), ("{}", {}), ("3", 3), ("[]", []), ("['a', 'a']", ["a", "a"])),
     # a flag
     "bool": bads(("None", None, False), ("'false'", "false"), ("nan", math.nan), ("2", 2, False), ("[]", [])),
     # a lower bound (a scalar or one per element of 3): +inf and NaN mean nothing
@@ -191,6 +197,8 @@ CORE: dict[str, tuple[str, ...]] = {
     "choice": ("None", "'no-such-choice'", "[]"),
     "choice?": ("'no-such-choice'", "[]", "None"),
     "names": ("'abc'", "[None]", "['no-such-name']", "['', '']"),
+    "priority": ("None", "'no-such-choice'", "[]", "1001"),
+    "free_names": ("'abc'", "[None]", "['', '']", "['a', 'a']"),
     "bool": ("None", "'false'", "nan"),
     "lower": ("nan", "inf", "[0, 0]", "[None]*3", "-inf"),
     "upper": ("nan", "-inf", "[1, 1]", "[nan]*3", "inf"),

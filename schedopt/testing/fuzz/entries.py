@@ -385,10 +385,10 @@ def _hived_entries() -> list[EntryPoint]:
     return [
         EntryPoint("hived.Request", request, request_valid,
                    {"vc": "known_name", "chain": "known_name", "gpus_per_pod": "demand", "pods": "demand",
-                    "priority": "choice", "name": "name?"}),
+                    "priority": "priority", "name": "name?"}),
         EntryPoint("hived.VirtualCluster", vc, vc_valid, {"name": "name", "cells": "cells", "weight": "pos_float"}),
         EntryPoint("hived.generate_cluster", generate, lambda: {"gpus": 64},
-                   {"gpus": "count", "gpu_types": "names", "nodes_per_rack": "count", "sockets_per_node": "count",
+                   {"gpus": "count", "gpu_types": "free_names", "nodes_per_rack": "count", "sockets_per_node": "count",
                     "pcie_per_socket": "count", "gpus_per_pcie": "count"}),
     ]
 
@@ -448,7 +448,7 @@ def _gandiva_entries() -> list[EntryPoint]:
         EntryPoint("gandiva.uniform_cluster", uniform, lambda: {"n_nodes": 2, "gpus_per_node": 4},
                    {"n_nodes": "count", "gpus_per_node": "count", "gpu_memory": "pos_float"}),
         EntryPoint("gandiva.generate_trace", trace, lambda: {"n_jobs": 8, "seed": 0},
-                   {"n_jobs": "count", "seed": "seed", "arrival_rate": "pos_float", "duration_scale": "pos_float",
+                   {"n_jobs": "nonneg_int", "seed": "seed", "arrival_rate": "pos_float", "duration_scale": "pos_float",
                     "max_gpus": "cap?", "elastic_fraction": "fraction"}),
         EntryPoint("gandiva.Profiles", profiles, profiles_valid,
                    {"types": "names", "solo_throughput": "grid5", "utilization": "grid5", "memory": "grid5",
