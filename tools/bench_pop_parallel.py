@@ -1,0 +1,102 @@
+"""When does parallel POP pay off? Time :func:`schedopt.pop.pop_solve` on generated Sia instances of growing size,
+serial vs a 2-worker process pool vs a 2-worker Dask ``LocalCluster``.
+
+Usage (from the repo root)::
+
+    python tools/bench_pop_parallel.py [--sizes 64,256,1024,4096,16384] [--k 4] [--repeats 3] [--seed 0]
+
+Each engine is started once and kept warm (its start-up cost is printed apart); every cell is the best of
+``--repeats`` wall-clock runs of ``pop_solve(model, k, reference=None)`` (no reference solve, so only the
+partition, the parallel part solves and the reconciliation are timed). The answers of the three engines are
+checked to be identical (POP is seeded, so the engine must not change the answer). The table ends with the
+smallest size from which each parallel engine beats serial (the crossover), or "none" when it never does.
+Needs ``dask[distributed]`` for the Dask column (skipped with a note without it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import sys
+import time
+from typing import Any
+
+from schedopt.pop import pop_solve
+from schedopt.sia import generate_instance
+
+
+def _best(model: Any, k: int, executor: Any, repeats: int) -> tuple[float, float]:
+    best = float("inf")
+    obj = float("nan")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        r = pop_solve(model, k, executor=executor, reference=None)
+        best = min(best, time.perf_counter() - t)
+        obj = r.objective_value
+    return best, obj
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="64,256,1024,4096,16384", help="GPU counts (comma-separated)")
+    ap.add_argument("--k", type=int, default=4, help="POP parts")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workers", type=int, default=2)
+    a = ap.parse_args(argv)
+    sizes = [int(s) for s in a.sizes.split(",")]
+
+    t = time.perf_counter()
+    pool = cf.ProcessPoolExecutor(max_workers=a.workers)
+    list(pool.map(abs, range(a.workers)))  # start the workers
+    print(f"process pool ({a.workers} workers) start-up: {time.perf_counter() - t:.2f} s")
+    client = cluster = None
+    try:
+        from distributed import Client, LocalCluster
+
+        t = time.perf_counter()
+        cluster = LocalCluster(n_workers=a.workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        client = Client(cluster)
+        print(f"dask LocalCluster ({a.workers} workers) start-up: {time.perf_counter() - t:.2f} s")
+    except ImportError:
+        print("dask[distributed] not installed: no Dask column")
+    engines: list[tuple[str, Any]] = [("serial", "serial"), (f"processes:{a.workers}", pool)]
+    if client is not None:
+        engines.append(("dask", client))
+
+    print(f"\nPOP k={a.k}, best of {a.repeats}, wall seconds (reference=None)")
+    print(f"{'GPUs':>6} {'jobs':>6} {'columns':>8} " + " ".join(f"{n:>13}" for n, _ in engines))
+    wins: dict[str, int | None] = {n: None for n, _ in engines[1:]}
+    try:
+        for g in sizes:
+            inst = generate_instance(g, a.seed)
+            model = inst.problem().build()
+            times = []
+            objs = []
+            for _name, ex in engines:
+                pop_solve(model, a.k, executor=ex, reference=None)  # warm the workers' imports
+                s, o = _best(model, a.k, ex, a.repeats)
+                times.append(s)
+                objs.append(o)
+            if max(objs) - min(objs) > 1e-9 * max(1.0, abs(objs[0])):
+                print(f"  ! engines disagree at {g} GPUs: {objs}", file=sys.stderr)
+                return 1
+            print(f"{g:>6} {len(inst.problem().job_ids):>6} {model.num_cols:>8} "
+                  + " ".join(f"{s:>13.3f}" for s in times), flush=True)
+            for (name, _), s in zip(engines[1:], times[1:], strict=True):
+                if s < times[0] and wins[name] is None:
+                    wins[name] = g
+                elif s >= times[0]:
+                    wins[name] = None
+    finally:
+        pool.shutdown()
+        if client is not None:
+            client.close()
+            cluster.close()
+    for name, g in wins.items():
+        print(f"crossover {name}: " + (f"faster than serial from {g} GPUs on" if g else "never faster than serial"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
