@@ -8,8 +8,9 @@ Usage (from the repo root)::
 Each engine is started once and kept warm (its start-up cost is printed apart); every cell is the best of
 ``--repeats`` wall-clock runs of ``pop_solve(model, k, reference=None)`` (no reference solve, so only the
 partition, the parallel part solves and the reconciliation are timed). The answers of the three engines are
-checked to be identical (POP is seeded, so the engine must not change the answer). The table ends with the
-smallest size from which each parallel engine beats serial (the crossover), or "none" when it never does.
+checked to agree within the parts' relative MIP gap, 1e-6 (POP is seeded; the mckp backend itself was seen to differ
+by ~1e-7 between two calls in one process). The table ends with the crossover: the smallest size from which a parallel
+engine is at least 10% faster than serial at that and every larger size measured, or "never".
 Needs ``dask[distributed]`` for the Dask column (skipped with a note without it).
 """
 
@@ -78,15 +79,16 @@ def main(argv: list[str] | None = None) -> int:
                 s, o = _best(model, a.k, ex, a.repeats)
                 times.append(s)
                 objs.append(o)
-            if max(objs) - min(objs) > 1e-9 * max(1.0, abs(objs[0])):
+            spread = (max(objs) - min(objs)) / max(1.0, abs(objs[0]))
+            if spread > 1e-6:  # the parts are solved to a relative gap of 1e-6: beyond it the engine changed the answer
                 print(f"  ! engines disagree at {g} GPUs: {objs}", file=sys.stderr)
                 return 1
             print(f"{g:>6} {len(inst.problem().job_ids):>6} {model.num_cols:>8} "
                   + " ".join(f"{s:>13.3f}" for s in times), flush=True)
             for (name, _), s in zip(engines[1:], times[1:], strict=True):
-                if s < times[0] and wins[name] is None:
-                    wins[name] = g
-                elif s >= times[0]:
+                if s < 0.9 * times[0]:
+                    wins[name] = g if wins[name] is None else wins[name]
+                else:
                     wins[name] = None
     finally:
         pool.shutdown()
@@ -94,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
             client.close()
             cluster.close()
     for name, g in wins.items():
-        print(f"crossover {name}: " + (f"faster than serial from {g} GPUs on" if g else "never faster than serial"))
+        print(f"crossover {name}: " + (f"at least 10% faster than serial from {g} GPUs on" if g else "never 10% faster than serial"))
     return 0
 
 
