@@ -3,7 +3,7 @@ serial vs a 2-worker process pool vs a 2-worker Dask ``LocalCluster``.
 
 Usage (from the repo root)::
 
-    python tools/bench_pop_parallel.py [--sizes 64,256,1024,4096,16384] [--k 4] [--repeats 3] [--seed 0]
+    python tools/bench_pop_parallel.py [--sizes 64,256,1024,4096,16384] [--k 4] [--repeats 3] [--seed 0] [--backend mckp]
 
 Each engine is started once and kept warm (its start-up cost is printed apart); every cell is the best of
 ``--repeats`` wall-clock runs of ``pop_solve(model, k, reference=None)`` (no reference solve, so only the
@@ -26,12 +26,12 @@ from schedopt.pop import pop_solve
 from schedopt.sia import generate_instance
 
 
-def _best(model: Any, k: int, executor: Any, repeats: int) -> tuple[float, float]:
+def _best(model: Any, k: int, executor: Any, repeats: int, backend: str) -> tuple[float, float]:
     best = float("inf")
     obj = float("nan")
     for _ in range(repeats):
         t = time.perf_counter()
-        r = pop_solve(model, k, executor=executor, reference=None)
+        r = pop_solve(model, k, executor=executor, reference=None, backend=backend)
         best = min(best, time.perf_counter() - t)
         obj = r.objective_value
     return best, obj
@@ -44,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--backend", default="mckp", help="the parts' backend (mckp: POP's default; highs, cpsat, ...)")
     a = ap.parse_args(argv)
     sizes = [int(s) for s in a.sizes.split(",")]
 
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     if client is not None:
         engines.append(("dask", client))
 
-    print(f"\nPOP k={a.k}, best of {a.repeats}, wall seconds (reference=None)")
+    print(f"\nPOP k={a.k}, parts on {a.backend}, best of {a.repeats}, wall seconds (reference=None)")
     print(f"{'GPUs':>6} {'jobs':>6} {'columns':>8} " + " ".join(f"{n:>13}" for n, _ in engines))
     wins: dict[str, int | None] = {n: None for n, _ in engines[1:]}
     try:
@@ -75,8 +76,8 @@ def main(argv: list[str] | None = None) -> int:
             times = []
             objs = []
             for _name, ex in engines:
-                pop_solve(model, a.k, executor=ex, reference=None)  # warm the workers' imports
-                s, o = _best(model, a.k, ex, a.repeats)
+                pop_solve(model, a.k, executor=ex, reference=None, backend=a.backend)  # warm the workers' imports
+                s, o = _best(model, a.k, ex, a.repeats, a.backend)
                 times.append(s)
                 objs.append(o)
             spread = (max(objs) - min(objs)) / max(1.0, abs(objs[0]))
