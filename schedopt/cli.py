@@ -283,7 +283,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         records = bench.run(
             args.problem, sizes=sizes, seeds=args.seeds, backends=args.backends, repeat=args.repeat,
             time_limit=args.time_limit, guard_seconds=args.guard, threads=args.threads, out=out, workers=args.workers,
-            executor=executor, progress=progress, loads=args.loads,
+            executor=executor, progress=progress, loads=args.loads, progress_interval=args.progress_every,
         )
     except SweepInterrupted as exc:
         print(f"schedopt bench: interrupted: kept {len(exc.records)} of {exc.total} runs in {out}", file=sys.stderr)
@@ -477,7 +477,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="run on a Dask scheduler (no address: a local cluster)")
     bench.add_argument("--ray", action="store_true", help="run on a local Ray pool")
     bench.add_argument("--progress", choices=("auto", "on", "off"), default="auto",
-                       help="progress bar on stderr (auto: only on a terminal)")
+                       help="progress on stderr: on forces the bar, off silences it, auto draws the bar on a "
+                            "terminal and otherwise writes a plain line every --progress-every seconds and at the end")
+    bench.add_argument("--progress-every", type=positive_float, default=30.0, metavar="SECONDS",
+                       help="seconds between progress lines when stderr is not a terminal (default 30)")
     bench.add_argument("-o", "--output", default=None,
                        help="results table (.csv or .jsonl); default bench-<problem>-<time>.csv here")
     bench.add_argument("--json", action="store_true")

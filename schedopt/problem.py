@@ -170,6 +170,22 @@ class Answer:
         """One flat dict per allocated item, for the command line's table (subclasses override)."""
         return []
 
+    def to_dataframe(self) -> Any:
+        """:meth:`rows` as a ``pandas.DataFrame``, one row per allocated item (job, stage, ...), columns in the rows'
+        order; the table's placeholder ``"-"`` (nothing allocated) becomes a missing value. An answer without rows
+        gives an empty frame. Needs pandas (``pip install pandas``, or the ``schedopt[pandas]`` extra): without it,
+        raises ``ImportError`` saying so."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError(f"{type(self).__name__}.to_dataframe() needs pandas, which is not installed: "
+                              "pip install pandas (or pip install 'schedopt[pandas]')") from None
+        rows = [{k: (None if isinstance(v, str) and v == "-" else v) for k, v in r.items()} for r in self.rows()]
+        columns: dict[str, None] = {}
+        for r in rows:
+            columns.update(dict.fromkeys(r))
+        return pd.DataFrame.from_records(rows, columns=list(columns))
+
     def to_dict(self) -> dict[str, Any]:
         """The common fields as JSON-ready values (numbers or null; the reason and limit as enum values).
         Subclasses extend it with their structured allocation."""

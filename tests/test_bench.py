@@ -187,16 +187,50 @@ def test_bad_table_and_arguments_name_the_field(tmp_path):
         bench.write_records([], tmp_path / "x.txt")
 
 
-def test_progress_is_quiet_off_a_terminal_and_estimates_when_on():
-    quiet = io.StringIO()
-    p = bench.Progress(4, None, stream=quiet)
+def test_progress_writes_plain_lines_off_a_terminal_a_bar_when_forced_and_nothing_when_off():
+    # auto off a terminal: plain lines (no carriage returns), at most one per interval, and one at the end
+    log = io.StringIO()
+    p = bench.Progress(4, None, stream=log, interval=3600.0)
+    assert p.mode == "lines"
     p.update("a", advance=1)
+    assert log.getvalue() == ""  # the interval has not passed
+    p.update("b", advance=3)
     p.close()
-    assert quiet.getvalue() == ""
+    p.close()  # closing twice writes once
+    lines = log.getvalue().splitlines()
+    assert len(lines) == 1 and "\r" not in log.getvalue()
+    assert lines[0].startswith("progress: 4/4 (100%) elapsed ") and lines[0].endswith(" finished")
+    every = io.StringIO()
+    p = bench.Progress(4, None, stream=every, interval=1e-9)
+    p.update("sia 64 GPUs", advance=1)
+    p.close()
+    assert every.getvalue().splitlines() == [every.getvalue().splitlines()[0], every.getvalue().splitlines()[1]]
+    assert every.getvalue().splitlines()[0].startswith("progress: 1/4 (25%)")
+    assert every.getvalue().splitlines()[0].endswith("sia 64 GPUs")
+    assert every.getvalue().splitlines()[1].endswith(" stopped")  # closed before all tasks were done
+    # forced on: the bar with an estimate even though the stream is no terminal
     loud = io.StringIO()
     p = bench.Progress(4, True, stream=loud)
+    assert p.mode == "bar"
     p.update("a", advance=2)
-    assert "2/4" in loud.getvalue() and "left ~" in loud.getvalue()
+    assert "2/4" in loud.getvalue() and "left ~" in loud.getvalue() and "[############............]" in loud.getvalue()
+    # forced off: nothing at all
+    quiet = io.StringIO()
+    p = bench.Progress(4, False, stream=quiet, interval=1e-9)
+    p.update("a", advance=4)
+    p.close()
+    assert quiet.getvalue() == "" and not p.enabled
+
+
+def test_bench_run_writes_progress_lines_to_a_non_terminal_stderr(capsys):
+    bench.run(KNAP, backends=["highs"], progress=None, progress_interval=1e-9)
+    err = capsys.readouterr().err.splitlines()
+    lines = [e for e in err if e.startswith("progress: ")]
+    # the serial sweep says which run starts (0/1, its label), then that it ended, then the closing line
+    assert lines[0].startswith("progress: 0/1 (0%)") and lines[0].endswith("test-knapsack 64 GPUs seed 0 #0 highs")
+    assert lines[-1].startswith("progress: 1/1 (100%)") and lines[-1].endswith("finished") and len(lines) == 3
+    with pytest.raises(schedopt.errors.InputError, match="progress_interval"):
+        bench.run(KNAP, backends=["highs"], progress_interval=0)
 
 
 def test_specs_registry():

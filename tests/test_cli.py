@@ -234,6 +234,7 @@ def test_exit_4_internal_error_reports_the_bug():
         (["bench", "--repeat", "0"], "--repeat"),
         (["bench", "--problem", "nosuch"], "--problem"),
         (["bench", "--executor", "carrier-pigeon"], "--executor"),
+        (["bench", "--progress-every", "0"], "--progress-every"),
         (["solve", "x.json", "--time-limit", "-3"], "--time-limit"),
         (["solve", "x.json", "--gap", "2"], "--gap"),
         (["solve", "x.json", "--threads", "-1"], "--threads"),
@@ -268,6 +269,20 @@ def test_readme_documents_the_exit_codes():
 
 
 # --------------------------------------------------------------------------------------------- bench
+def test_bench_progress_lines_off_a_terminal_and_the_flag_that_silences_them(tmp_path: Path):
+    """stderr is no terminal here: --progress auto writes plain lines (no carriage return), the last one 'finished';
+    --progress off writes none; the records are the same either way."""
+    args = ("bench", "--problem", "heterps", "--sizes", "64", "--backends", "dp")
+    r = run(*args, "--progress-every", "0.001", "-o", str(tmp_path / "a.csv"))
+    assert r.returncode == 0, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("progress: ")]
+    assert "\r" not in r.stderr and lines[-1].startswith("progress: 1/1 (100%)") and lines[-1].endswith("finished")
+    q = run(*args, "--progress", "off", "-o", str(tmp_path / "b.csv"))
+    assert q.returncode == 0 and "progress" not in q.stderr and "\r" not in q.stderr, q.stderr
+    on = run(*args, "--progress", "on", "-o", str(tmp_path / "c.csv"))
+    assert on.returncode == 0 and "\r\x1b[2K[" in on.stderr and "1/1 elapsed" in on.stderr
+
+
 def test_bench_and_report_from_the_command_line(tmp_path: Path):
     out = tmp_path / "results.csv"
     r = run("bench", "--problem", "heterps", "--sizes", "4", "--backends", "dp,greedy", "-o", str(out), "--json",

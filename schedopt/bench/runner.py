@@ -23,56 +23,17 @@ import traceback
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from ..errors import InputError
 from .pipelines import execute, rss_mb
+from .progress import Progress
 from .records import Record, machine_info, write_records
 from .registry import BenchSpec, ProblemIOPipeline, get_spec
 
 __all__ = ["Progress", "SweepInterrupted", "child_main", "default_output", "execute", "run"]
 
 _STARTUP_SECONDS = 180.0  #: the most a child may take to import and warm up before its guard starts
-
-
-# ------------------------------------------------------------------------------------------------- progress bar
-class Progress:
-    """A one-line progress bar on stderr with an estimate of the time left; silent when disabled."""
-
-    def __init__(self, total: int, enabled: bool | None = None, stream: TextIO | None = None, width: int = 24) -> None:
-        self.stream = stream if stream is not None else sys.stderr
-        if enabled is None:
-            enabled = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.enabled = enabled
-        self.total = max(int(total), 1)
-        self.done = 0
-        self.width = width
-        self.t0 = time.perf_counter()
-
-    @staticmethod
-    def _fmt(s: float) -> str:
-        if not math.isfinite(s):
-            return "?"
-        s = round(s)
-        return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else (f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s")
-
-    def line(self, label: str = "") -> str:
-        el = time.perf_counter() - self.t0
-        left = el / self.done * (self.total - self.done) if self.done else math.inf
-        fill = int(self.width * self.done / self.total)
-        bar = "#" * fill + "." * (self.width - fill)
-        return f"[{bar}] {self.done}/{self.total} elapsed {self._fmt(el)} left ~{self._fmt(left)} {label}"
-
-    def update(self, label: str = "", advance: int = 0) -> None:
-        self.done = min(self.total, self.done + advance)
-        if self.enabled:
-            self.stream.write("\r\x1b[2K" + self.line(label)[:160])
-            self.stream.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            self.stream.write("\n")
-            self.stream.flush()
 
 
 # ------------------------------------------------------------------------------------------------------- child
@@ -265,6 +226,7 @@ def run(
     on_record: Callable[[Record], None] | None = None,
     workers: int = 1,
     executor: Any = None,
+    progress_interval: float = 30.0,
 ) -> list[Record]:
     """Run a sweep: every (size, seed, load) x repetition x backend in its own process; one :class:`Record` each.
 
@@ -274,7 +236,9 @@ def run(
     is not installed here; default backends that are not installed are skipped with a warning on the
     ``schedopt.bench`` logger. ``time_limit`` is the solver's own limit; ``guard_seconds`` (default
     ``2 * time_limit + 60``, or 600 s without a limit) is the wall-clock guard that kills a stuck run. ``progress``:
-    a progress bar on stderr (``None``: only when stderr is a terminal). ``out``: a ``.csv`` / ``.jsonl`` path
+    ``None`` (auto) draws a bar on stderr when it is a terminal and otherwise writes a plain progress line every
+    ``progress_interval`` seconds and one at the end (for logs and CI); ``True`` forces the bar, ``False`` silences
+    it (see :class:`~schedopt.bench.progress.Progress`). ``out``: a ``.csv`` / ``.jsonl`` path
     rewritten after every run.
 
     ``workers`` > 1 runs that many guarded runs at once (each still in its own process) on a local thread pool that
@@ -305,6 +269,9 @@ def run(
         raise InputError("time_limit", time_limit, "must be a positive number of seconds or None")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise InputError("workers", workers, "must be a positive integer")
+    if isinstance(progress_interval, bool) or not isinstance(progress_interval, (int, float)) or not (
+            math.isfinite(progress_interval) and progress_interval > 0):
+        raise InputError("progress_interval", progress_interval, "must be a positive number of seconds")
     tl = time_limit if time_limit is not None else spec.params.get("time_limit")
     guard = float(guard_seconds) if guard_seconds is not None else (2.0 * tl + 60.0 if tl else 600.0)
     if guard <= 0:
@@ -335,7 +302,7 @@ def run(
         for rep in range(repeat)
         for backend in ok  # interleaved: every backend sees the same conditions
     ]
-    bar = Progress(len(tasks), progress)
+    bar = Progress(len(tasks), progress, interval=progress_interval)
 
     def label(task: dict[str, Any]) -> str:
         load = task["load"]

@@ -4,18 +4,19 @@ Runs on a local process pool by default, or on any executor passed in: a ``concu
 ``distributed.Client`` (anything with ``submit`` returning futures), or a pool with ``map`` only (``multiprocessing``
 or Ray's ``ray.util.multiprocessing.Pool``). Each task is a :class:`SimTask` (plain, picklable); each result a
 :class:`~schedopt.sim.metrics.SimResult` whose ``meta`` names the task. Results come back in task order and are the
-same on every executor (the simulation is deterministic). A progress line shows on a terminal only.
+same on every executor (the simulation is deterministic). Progress: a bar on a terminal,
+a plain line every 30 s otherwise (``progress=True`` forces the bar, ``False`` silences it).
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
 import os
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..bench.progress import Progress
 from ..errors import InputError
 from .engine import simulate
 from .metrics import SimResult
@@ -65,15 +66,13 @@ def tasks(policies: Iterable[str], workloads: Iterable[str], seeds: Iterable[int
 
 def _run_all(items: Sequence[SimTask], executor: Any, workers: int | None, progress: bool | None) -> list[SimResult]:
     """The one executor layer: serial, a local process pool, or the caller's executor."""
-    show = sys.stderr.isatty() if progress is None else bool(progress)
     n = len(items)
+    bar = Progress(n, progress, interval=30.0)
 
     def tick(done: int) -> None:
-        if show:
-            sys.stderr.write(f"\rsimulate_many: {done}/{n} simulations done")
-            sys.stderr.flush()
-            if done == n:
-                sys.stderr.write("\n")
+        bar.update("simulate_many", advance=done - bar.done)
+        if done == n:
+            bar.close()
 
     if executor is None and (workers == 1 or n <= 1):
         out = []

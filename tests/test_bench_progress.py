@@ -1,0 +1,34 @@
+"""The shared progress display (schedopt.bench.progress) as the simulator's sweep uses it, off a terminal."""
+
+from __future__ import annotations
+
+import pytest
+
+from schedopt.sim import load_workload
+from schedopt.sim.sweep import simulate_many
+from schedopt.sim.workloads import Workload
+
+
+@pytest.fixture(scope="module")
+def small_csv(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The first 12 jobs of Pollux's workload-1 with at most 4 GPUs each, as a CSV file."""
+    w = load_workload("pollux/1")
+    p = tmp_path_factory.mktemp("wl") / "small.csv"
+    p.write_text(Workload("small", tuple(j for j in w.jobs if j.num_replicas <= 4)[:12]).to_csv())
+    return str(p)
+
+
+def test_simulate_many_progress_auto_on_and_off(small_csv: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # auto, stderr captured (no terminal): no bar, one plain closing line (the 30 s interval has not passed)
+    simulate_many(["fifo", "tiresias"], [small_csv], cluster="pollux", workers=1)
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("progress: 2/2 (100%) elapsed ") and lines[0].endswith(" finished")
+    # forced on: the bar, even off a terminal, ending its line once
+    simulate_many(["fifo", "tiresias"], [small_csv], cluster="pollux", workers=1, progress=True)
+    err = capsys.readouterr().err
+    assert err.count("\r\x1b[2K[") == 2 and "2/2 elapsed" in err and "simulate_many" in err and err.endswith("\n")
+    # off: nothing
+    simulate_many(["fifo"], [small_csv], cluster="pollux", workers=1, progress=False)
+    assert capsys.readouterr().err == ""
