@@ -391,6 +391,34 @@ class SolveResult:
             )
         raise SolveFailedError(f"{self.backend}: the solve ended {self.termination}", self)
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: termination (reason and limit as enum values), objective and ``x`` (null without a solution),
+        bound, gap (numbers or null, never NaN / inf), duals and reduced costs where held, timings, stats."""
+
+        def num(v: Any) -> float | None:
+            f = float(v)
+            return f if math.isfinite(f) else None
+
+        def vec(a: np.ndarray | None) -> list[float | None] | None:
+            return None if a is None else [num(v) for v in np.asarray(a, dtype=float).ravel().tolist()]
+
+        t = self.termination
+        return {
+            "termination": {"reason": t.reason.value, "limit": t.limit.value if t.limit else None, "detail": t.detail},
+            "backend": self.backend,
+            "backend_version": self.backend_version or None,
+            "objective": num(self._objective) if self.has_solution else None,
+            "bound": num(self.bound),
+            "gap": num(self.gap),
+            "x": vec(self._x) if self.has_solution else None,
+            "duals": vec(self.duals),
+            "reduced_costs": vec(self.reduced_costs),
+            "timings": {k: num(v) for k, v in self.timings.as_dict().items()},
+            "stats": {str(k): (v if isinstance(v, (str, bool, int)) or v is None else
+                               num(v) if isinstance(v, (float, np.floating, np.integer)) else str(v))
+                      for k, v in self.stats.items()},
+        }
+
     def summary(self) -> str:
         obj = f"{self._objective:.10g}" if self.has_solution else "n/a"
         return (

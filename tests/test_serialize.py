@@ -140,7 +140,6 @@ def test_a_solve_result_serializes_to_strict_json():
     assert d["backend"] == "highs" and d["bound"] == pytest.approx(2.0)
 
 
-@pytest.mark.xfail(strict=True, reason="SolveResult has no to_dict(): to_jsonable drops its private _objective / _x")
 def test_a_solve_result_keeps_its_objective_and_solution_in_json():
     d = _strict(to_jsonable(_knapsack_result()))
     assert d["objective"] == pytest.approx(2.0) and d["x"] == [0.0, 1.0]

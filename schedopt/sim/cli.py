@@ -107,7 +107,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     per_policy = {p: (params if p in ("sia", "pollux-exact", "gavel") else {}) for p in pols}
     results = simulate_many(pols, _workloads(args.workload), parse_seeds(args.seeds), cluster=args.cluster,
                             job_model=args.job_model, round_seconds=args.round_seconds, policy_params=per_policy,
-                            charge_policy_time=args.charge_policy_time, workers=args.workers)
+                            charge_policy_time=args.charge_policy_time, workers=args.workers,
+                            progress={"auto": None, "on": True, "off": False}[args.progress])
     rows = [_row(r) for r in results]
     if args.output:
         out = Path(args.output)
@@ -159,6 +160,9 @@ def add_parser(subparsers: Any) -> None:
     s.add_argument("--time-limit", type=float, default=None, help="solver time limit per round (seconds)")
     s.add_argument("--charge-policy-time", action="store_true", help="delay re-allocated jobs by the policy's wall time")
     s.add_argument("--workers", type=int, default=1, help="simulations at once (processes)")
+    s.add_argument("--progress", choices=("auto", "on", "off"), default="auto",
+                   help="progress on stderr: on forces the bar, off silences it, auto draws the bar on a terminal and "
+                        "otherwise writes a plain line every 30 s and at the end")
     s.add_argument("-o", "--output", default=None, help="folder for the records (.jsonl) and summary.csv")
     s.set_defaults(func=cmd_simulate)
     sub = s.add_subparsers(dest="simulate_action", required=False, metavar="{report}")
