@@ -134,6 +134,13 @@ def problem_of_file(path: str | Path) -> str:
 
 
 # --- helpers that problem readers share ------------------------------------------------------------------------
+def check_keys(data: dict, allowed: tuple[str, ...] | frozenset[str], path: str) -> None:
+    """Reject a key of ``data`` outside ``allowed`` (a misspelled field), naming ``path.key``."""
+    for key in data:
+        if key not in allowed:
+            raise InputError(f"{path}.{key}", data[key], f"is not a known field ({', '.join(sorted(allowed))})")
+
+
 def field(data: dict, key: str, path: str, kind: type | tuple[type, ...], default: Any = ...) -> Any:
     """Read ``data[key]`` checking its JSON type; errors name ``path.key`` and the value."""
     if key not in data:
