@@ -46,18 +46,6 @@ def _x(reason: str) -> pytest.MarkDecorator:
 # What fails today (issue 20), found by this file's own cases; the first failing values of each field, the
 # test's message lists all. Regenerate after fixes: python -m schedopt.testing.fuzz (or run with --runxfail).
 KNOWN: dict[tuple[str, str], str] = {
-    ('synergy.SynergyJob', 'cpu_grid'): 'cpu_grid=strings -> ValueError',
-    ('synergy.SynergyJob', 'mem_grid'): 'mem_grid=strings -> ValueError',
-    ('synergy.SynergyJob', 'throughput'): 'throughput=strings -> ValueError',
-    ('synergy.generate_instance', 'gpus'): 'gpus=2**64 hangs',
-    ('synergy.generate_instance', 'seed'): "seed='abc' -> TypeError; seed=1.5 -> TypeError (+1 more)",
-    ('synergy.generate_instance', 'gpus_per_server'): "gpus_per_server='abc' -> TypeError",
-    ('synergy.generate_instance', 'cpus_per_server'): "cpus_per_server='abc' -> ValueError",
-    ('synergy.generate_instance', 'mem_per_server'): "mem_per_server='abc' -> ValueError",
-    ('synergy.default_cluster', 'gpus'): 'gpus=2**64 hangs',
-    ('synergy.default_cluster', 'gpus_per_server'): "gpus_per_server='abc' -> TypeError; gpus_per_server=-1 -> accepted",
-    ('synergy.default_cluster', 'cpus_per_server'): "cpus_per_server='abc' -> ValueError; cpus_per_server=nan -> accepted (+3 more)",
-    ('synergy.default_cluster', 'mem_per_server'): "mem_per_server='abc' -> ValueError; mem_per_server=nan -> accepted (+3 more)",
     ('heterps.ResourceType', 'limit'): 'limit=2**64 -> OverflowError; limit=10**18 -> MemoryError',
     ('heterps.Layer', 'kind'): "kind='no-such-choice' -> accepted",
     ('heterps.generate', 'model'): "model=['a'] -> TypeError",
@@ -94,7 +82,6 @@ KNOWN: dict[tuple[str, str], str] = {
     ('zoo.load_model', 'name'): "name=['a'] -> TypeError",
 }
 DOCUMENT_KNOWN: dict[tuple[str, str], str] = {
-    ('synergy', 'keys'): 'data=unknown key -> accepted; data.servers[0]=unknown key -> accepted (+1 more)',
     ('hived', 'numbers'): 'data.config.physicalCluster.cellTypes.V100-PCIE.childCellNumber=10**30 hangs',
     ('hived', 'keys'): 'data=unknown key -> accepted; data.config=unknown key -> accepted',
     ('gandiva', 'numbers'): 'data.nodes[0].gpus=10**30 -> OverflowError',
