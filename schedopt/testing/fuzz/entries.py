@@ -334,7 +334,7 @@ def _heterps_entries() -> list[EntryPoint]:
         EntryPoint("heterps.ResourceType", resource, lambda: {"name": "CPU", "price_per_hour": 0.04, "limit": 8},
                    {"name": "known_name", "price_per_hour": "nonneg_float", "limit": "count"}),
         EntryPoint("heterps.Layer", layer, layer_valid,
-                   {"name": "name", "kind": "choice", "oct": "per_type", "odt": "per_type", "alpha": "fraction",
+                   {"name": "name", "kind": "name", "oct": "per_type", "odt": "per_type", "alpha": "fraction",
                     "beta": "fraction", "input_size": "nonneg_float", "weight_size": "nonneg_float"}),
         EntryPoint("heterps.HeterPSProblem", problem, dict,
                    {"batch_size": "pos_float", "base_batch": "pos_float", "samples": "pos_float",
