@@ -71,9 +71,12 @@ class SynergyJob:
             if isinstance(v, (str, bytes)):
                 raise InputError(f"job[{self.id}].{name}", v, "must be an array of numbers")
             try:
-                arr = np.asarray(v, dtype=np.float64).copy()
+                arr = np.asarray(v)
             except (TypeError, ValueError, OverflowError):
                 raise InputError(f"job[{self.id}].{name}", v, "must be an array of numbers") from None
+            if arr.dtype.kind not in "iuf":  # strings, bools, None, ragged rows, ints beyond int64
+                raise InputError(f"job[{self.id}].{name}", v, "must be an array of real numbers (not strings, bools or ints beyond int64)")
+            arr = arr.astype(np.float64)
             arr.setflags(write=False)
             object.__setattr__(self, name, arr)
 

@@ -227,7 +227,7 @@ def _sia_entries() -> list[EntryPoint]:
 
     return [
         EntryPoint("sia.GpuType", gpu_type, lambda: {"name": "t4", "gpus_per_node": 4, "nodes": 2},
-                   {"name": "name", "gpus_per_node": "count", "nodes": "count"}),
+                   {"name": "name", "gpus_per_node": "count", "nodes": "nonneg_int"}),  # 0 nodes: a type with none up
         EntryPoint("sia.Job", job, lambda: {"id": "j0", "kind": "adaptive", "max_profiled_gpus": 2},
                    {"id": "name", "kind": "choice", "min_gpus": "demand", "max_gpus": "cap?", "scale_unit": "count",
                     "max_profiled_gpus": "nonneg_int", "allowed_types": "names", "age_s": "nonneg_float",
