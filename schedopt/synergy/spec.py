@@ -112,7 +112,7 @@ def check_number(path: str, v: Any, *, integer: bool = False, positive: bool = T
     except OverflowError:  # an int beyond float range
         f = math.inf
     if high is not None and f > high:
-        raise InputError(path, v, f"must be <= {high:g}")
+        raise InputError(path, v, f"must be <= {high:.15g}")
     if not math.isfinite(f):
         raise InputError(path, v, "must be finite")
     if integer and f != int(v):
@@ -127,9 +127,12 @@ def _check_servers(servers: Sequence[Server]) -> None:
     for i, s in enumerate(servers):
         if not isinstance(s, Server):
             raise InputError(f"servers[{i}]", s, "must be a Server")
-        check_number(f"servers[{i}].gpus", s.gpus, integer=True)
+        check_number(f"servers[{i}].gpus", s.gpus, integer=True, high=MAX_GPUS)
         check_number(f"servers[{i}].cpus", s.cpus)
         check_number(f"servers[{i}].mem_gb", s.mem_gb)
+    total = sum(int(s.gpus) for s in servers)
+    if total > MAX_GPUS:
+        raise InputError("servers", total, f"hold {total} GPUs, more than MAX_GPUS = {MAX_GPUS}")
     g0 = servers[0]
     for i, s in enumerate(servers[1:], start=1):
         # one GPU-proportional share for the whole cluster: every server has the CPU:GPU and GB:GPU ratio of servers[0]
