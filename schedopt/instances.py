@@ -14,6 +14,7 @@ raises :class:`~schedopt.errors.InputError` naming the field path (``data.jobs[3
 from __future__ import annotations
 
 import json
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +135,13 @@ def problem_of_file(path: str | Path) -> str:
 
 
 # --- helpers that problem readers share ------------------------------------------------------------------------
+def check_keys(data: Mapping[str, Any], allowed: Collection[str], path: str) -> None:
+    """Reject a key of ``data`` outside ``allowed`` (a misspelled field), naming ``path.key``."""
+    for key in data:
+        if key not in allowed:
+            raise InputError(f"{path}.{key}", data[key], f"is not a known field ({', '.join(sorted(allowed))})")
+
+
 def field(data: dict, key: str, path: str, kind: type | tuple[type, ...], default: Any = ...) -> Any:
     """Read ``data[key]`` checking its JSON type; errors name ``path.key`` and the value."""
     if key not in data:

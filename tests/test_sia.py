@@ -535,3 +535,16 @@ def test_generated_instance_solves_checks_and_places() -> None:
     # re-place with the previous placement: nothing changed, nothing moves
     again = place(prob.cluster, sol.allocation, sol.placement)
     assert again.evicted == () and dict(again) == dict(sol.placement)
+
+
+def test_goodput_callable_must_return_numbers() -> None:
+    """Issue 20: a goodput callable returning a string, None, a bool or a list is a named InputError on the pair
+    (it was a raw ValueError / TypeError from float(), and "3" or True was half-converted); a numpy scalar or a 0-d
+    array is a number and gives the same model as the float."""
+    for bad in ("3", None, True, [1.0]):
+        with pytest.raises(InputError, match=r"goodput\[j, 1x1xa\]"):
+            SiaProblem(two_types(), [Job("j")], lambda job, c, v=bad: v).build()
+    plain = SiaProblem(two_types(), [Job("j", max_profiled_gpus=4)], lambda job, c: float(c.n_gpus)).build()
+    numpy = SiaProblem(two_types(), [Job("j", max_profiled_gpus=4)],
+                       lambda job, c: np.array(np.float32(c.n_gpus))).build()
+    assert plain.num_cols == 5 and np.array_equal(plain.to_arrays().c, numpy.to_arrays().c)

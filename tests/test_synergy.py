@@ -531,3 +531,10 @@ def test_formulation_card_names_match_models() -> None:
     a = solve_joint(servers, jobs)
     assert all(hasattr(a, f) for f in answer)
     assert names == built | answer
+
+
+def test_synergy_job_grids_must_be_real_numbers() -> None:
+    """Issue 20: bools, numeric strings and ints beyond int64 in a grid are named errors, never converted."""
+    for bad in ([True] * 9, ["1"] * 9, [10**30] * 9):
+        with pytest.raises(InputError, match=r"job\[x\]\.cpu_grid"):
+            SynergyJob("x", 1, bad, [1.0, 2.0, 3.0, 4.0, 5.0], np.ones((9, 5)))

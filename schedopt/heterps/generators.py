@@ -13,9 +13,12 @@ import numpy as np
 
 from ..errors import InputError
 from .core import max_throughput
-from .spec import CPU_PRICE, GPU_PRICE, HeterPSProblem, Layer, ResourceType
+from .spec import CPU_PRICE, GPU_PRICE, MAX_UNITS, HeterPSProblem, Layer, ResourceType, check_int, check_num
 
-__all__ = ["MODELS", "generate"]
+__all__ = ["MAX_BATCH", "MODELS", "generate"]
+
+#: the largest batch size generate takes (samples per iteration)
+MAX_BATCH = 2**24
 
 # base (CPU oct, CPU odt, GPU oct, GPU odt, alpha, beta) per layer kind, seconds per iteration of 512 samples
 _KINDS: dict[str, tuple[float, float, float, float, float, float]] = {
@@ -43,12 +46,13 @@ def generate(model: str = "ctrdnn", seed: int = 0, *, cpus: int = 64, gpus: int 
              batch_size: int = 512, samples: float = 1e8, epochs: float = 1.0) -> HeterPSProblem:
     """A seeded instance of ``model`` (``ctrdnn``, ``matchnet``, ``2emb``, ``nce``) with ``cpus`` CPU and ``gpus`` GPU
     units at the paper's prices (CPU 0.04 $/h, GPU 2.42 $/h)."""
-    if model not in MODELS:
+    if not isinstance(model, str) or model not in MODELS:
         raise InputError("model", model, f"must be one of {sorted(MODELS)}")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise InputError("seed", seed, "must be an integer")
-    if not 0 < limit_fraction <= 1:
-        raise InputError("limit_fraction", limit_fraction, "must be in (0, 1]")
+    seed = check_int("seed", seed, lo=0)
+    cpus = check_int("cpus", cpus, lo=1, hi=MAX_UNITS)
+    gpus = check_int("gpus", gpus, lo=1, hi=MAX_UNITS)
+    check_num("limit_fraction", limit_fraction, lo=0.0, lo_open=True, hi=1.0)
+    batch_size = check_int("batch_size", batch_size, lo=1, hi=MAX_BATCH)
     rng = np.random.default_rng([seed, sorted(MODELS).index(model)])
     layers = []
     counts: dict[str, int] = {}

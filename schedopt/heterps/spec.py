@@ -15,17 +15,22 @@ import numpy as np
 from .._validate import check_named_items, indices_of
 from ..errors import InputError
 
-__all__ = ["CPU_PRICE", "GPU_PRICE", "HeterPSProblem", "Layer", "ResourceType"]
+__all__ = ["CPU_PRICE", "GPU_PRICE", "MAX_UNITS", "HeterPSProblem", "Layer", "ResourceType"]
 
 #: the paper's prices, $ per unit-hour
 CPU_PRICE = 0.04
 GPU_PRICE = 2.42
+#: the most units of one resource type (a larger ``limit`` is an InputError, not an array of 10**18 entries)
+MAX_UNITS = 2**20
 
 
 def _num(path: str, value: Any, *, lo: float | None = None, hi: float | None = None, lo_open: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise InputError(path, value, "must be a number")
-    v = float(value)
+    try:
+        v = float(value)
+    except OverflowError:  # an int beyond float range
+        v = math.inf
     if not math.isfinite(v):
         raise InputError(path, value, "must be finite")
     if lo is not None and (v < lo or (lo_open and v == lo)):
@@ -35,12 +40,21 @@ def _num(path: str, value: Any, *, lo: float | None = None, hi: float | None = N
     return v
 
 
-def _int(path: str, value: Any, *, lo: int) -> int:
+def check_int(path: str, value: Any, *, lo: int, hi: int | None = None) -> int:
+    """``value`` an integer (not a bool) in ``[lo, hi]``, else :class:`InputError` naming ``path``."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise InputError(path, value, "must be an integer")
     if int(value) < lo:
         raise InputError(path, value, f"must be >= {lo}")
+    if hi is not None and int(value) > hi:
+        raise InputError(path, value, f"must be <= {hi}")
     return int(value)
+
+
+def check_num(path: str, value: Any, *, lo: float | None = None, hi: float | None = None,
+              lo_open: bool = False) -> float:
+    """``value`` a finite real (not a bool or a string) within the bounds, else :class:`InputError` naming ``path``."""
+    return _num(path, value, lo=lo, hi=hi, lo_open=lo_open)
 
 
 def _name(path: str, value: Any) -> str:
@@ -106,7 +120,7 @@ class ResourceType:
         object.__setattr__(
             self, "price_per_hour", _num(f"ResourceType({self.name}).price_per_hour", self.price_per_hour, lo=0.0)
         )
-        object.__setattr__(self, "limit", _int(f"ResourceType({self.name}).limit", self.limit, lo=1))
+        object.__setattr__(self, "limit", check_int(f"ResourceType({self.name}).limit", self.limit, lo=1, hi=MAX_UNITS))
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from ..errors import InputError
+from ..instances import check_keys
 from .cells import MAX_GPUS, CellType, PhysicalCellSpec, PhysicalCluster
 from .vc import VirtualCluster
 
@@ -28,12 +29,6 @@ def _mapping(v: Any, path: str) -> Mapping[str, Any]:
     if not isinstance(v, Mapping):
         raise InputError(path, v if not isinstance(v, list) else f"list of {len(v)}", "must be a mapping")
     return v
-
-
-def _check_keys(d: Mapping[str, Any], allowed: set[str], path: str) -> None:
-    for k in d:
-        if k not in allowed:
-            raise InputError(f"{path}.{k}", d[k], f"is no known field (expected one of {sorted(allowed)})")
 
 
 def _duplicate_key(node: yaml.Node | None, path: str) -> tuple[str, int, int] | None:
@@ -119,13 +114,13 @@ def _load_doc(doc: Any) -> tuple[PhysicalCluster, list[VirtualCluster]]:
         if k not in CONFIG_KEYS:
             raise InputError(str(k), doc[k], f"is no known field of a hivedscheduler config (expected one of {sorted(CONFIG_KEYS)})")
     pc = _mapping(doc["physicalCluster"], "physicalCluster")
-    _check_keys(pc, {"skuTypes", "gpuTypes", "cellTypes", "physicalCells"}, "physicalCluster")
+    check_keys(pc, {"skuTypes", "gpuTypes", "cellTypes", "physicalCells"}, "physicalCluster")
     cts_raw = _mapping(pc.get("cellTypes"), "physicalCluster.cellTypes")
     cell_types: dict[str, CellType] = {}
     for name, spec in cts_raw.items():
         path = f"physicalCluster.cellTypes.{name}"
         spec = _mapping(spec, path)
-        _check_keys(spec, {"childCellType", "childCellNumber", "isNodeLevel"}, path)
+        check_keys(spec, {"childCellType", "childCellNumber", "isNodeLevel"}, path)
         for req in ("childCellType", "childCellNumber"):
             if req not in spec:
                 raise InputError(f"{path}.{req}", None, "is missing")
@@ -161,7 +156,7 @@ def _load_doc(doc: Any) -> tuple[PhysicalCluster, list[VirtualCluster]]:
     for vname, vspec in vcs_raw.items():
         path = f"virtualClusters.{vname}"
         vspec = _mapping(vspec or {}, path)
-        _check_keys(vspec, {"virtualCells", "pinnedCells", "weight"}, path)
+        check_keys(vspec, {"virtualCells", "pinnedCells", "weight"}, path)
         cells: dict[str, int] = {}
         vcells = vspec.get("virtualCells") or []
         if not isinstance(vcells, list):
@@ -169,7 +164,7 @@ def _load_doc(doc: Any) -> tuple[PhysicalCluster, list[VirtualCluster]]:
         for i, c in enumerate(vcells):
             cp = f"{path}.virtualCells[{i}]"
             c = _mapping(c, cp)
-            _check_keys(c, {"cellType", "cellNumber"}, cp)
+            check_keys(c, {"cellType", "cellNumber"}, cp)
             ct, num = c.get("cellType"), c.get("cellNumber")
             if not isinstance(ct, str):
                 raise InputError(f"{cp}.cellType", ct, "must be a fully qualified cellType string")
@@ -186,7 +181,7 @@ def _load_doc(doc: Any) -> tuple[PhysicalCluster, list[VirtualCluster]]:
         for i, pcell in enumerate(praw):
             pp = f"{path}.pinnedCells[{i}]"
             pcell = _mapping(pcell, pp)
-            _check_keys(pcell, {"pinnedCellId"}, pp)
+            check_keys(pcell, {"pinnedCellId"}, pp)
             pid = pcell.get("pinnedCellId")
             if not isinstance(pid, str) or pid not in cluster.pinned:
                 raise InputError(f"{pp}.pinnedCellId", pid, "names no pinnedCellId of physicalCells")

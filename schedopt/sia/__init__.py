@@ -27,9 +27,10 @@ from .pairs import PairTable
 from .placement import Placement, place
 from .problem import SiaProblem, SiaSolution, default_backend_for
 from .settings import PUBLISHED_MAX_PHYSICAL_NODES, SiaSettings, published_settings
-from .spec import Cluster, Config, GpuType, Job, virtual_bins
+from .spec import MAX_GPUS, Cluster, Config, GpuType, Job, virtual_bins
 
 __all__ = [
+    "MAX_GPUS",
     "PROBLEM_IO",
     "PUBLISHED_MAX_PHYSICAL_NODES",
     "Cluster",

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InputError
 from ..goodput import JobGoodputModel
 from .configs import ConfigTable, generate_configs
 from .spec import Cluster, Job
@@ -27,8 +28,7 @@ def goodput_of_pairs(cluster: Cluster, configs: ConfigTable, jobs: Sequence[Job]
     if isinstance(goodput, Mapping):
         return _from_models(cluster, configs, jobs, goodput, jj, cc)
     if callable(goodput):
-        confs = configs.configs
-        return np.array([float(goodput(jobs[a], confs[b])) for a, b in zip(jj.tolist(), cc.tolist())], dtype=np.float64)
+        return _from_callable(configs, jobs, goodput, jj, cc)
     arr = np.asarray(goodput, dtype=np.float64)
     if arr.shape[1] == len(configs):
         return arr[jj, cc]
@@ -40,6 +40,24 @@ def goodput_of_pairs(cluster: Cluster, configs: ConfigTable, jobs: Sequence[Job]
     out = np.zeros(jj.shape[0], dtype=np.float64)
     have = col[cc] >= 0  # a rigid shape has no column there: goodput 0 (cannot run)
     out[have] = arr[jj[have], col[cc[have]]]
+    return out
+
+
+def _from_callable(configs: ConfigTable, jobs: Sequence[Job], goodput: Any, jj: np.ndarray,
+                   cc: np.ndarray) -> np.ndarray:
+    """The callable's value per pair; each must be a real number (not a bool, a string or None)."""
+    confs = configs.configs
+    out = np.empty(jj.shape[0], dtype=np.float64)
+    for k, (a, b) in enumerate(zip(jj.tolist(), cc.tolist())):
+        v = goodput(jobs[a], confs[b])
+        if isinstance(v, np.ndarray) and v.ndim == 0 and v.dtype.kind in "iuf":
+            v = v.item()
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise InputError(f"goodput[{jobs[a].id}, {confs[b].label}]", v, "the goodput callable must return a number")
+        try:
+            out[k] = v
+        except OverflowError:
+            raise InputError(f"goodput[{jobs[a].id}, {confs[b].label}]", v, "must be a finite number") from None
     return out
 
 

@@ -32,12 +32,14 @@ from ..errors import InputError
 from .configs import generate_configs
 from .problem import SiaProblem
 from .settings import SiaSettings
-from .spec import Cluster, Config, GpuType, Job
+from .spec import MAX_GPUS, Cluster, Config, GpuType, Job
 
-__all__ = ["BASE_SHAPE", "DEFAULT_MIX", "MEMORY_LIMITED", "SiaInstance", "cluster", "generate_instance"]
+__all__ = ["BASE_SHAPE", "DEFAULT_MIX", "MAX_JOBS", "MEMORY_LIMITED", "SiaInstance", "cluster", "generate_instance"]
 
 #: (name, gpus per node, nodes) of the 64-GPU heterogeneous cluster
 BASE_SHAPE: tuple[tuple[str, int, int], ...] = (("t4", 4, 6), ("a100", 8, 2), ("rtx2080ti", 8, 3))
+#: the most jobs generate_instance draws
+MAX_JOBS = 2**20
 #: models that the generator keeps off the 11 GB RTX 2080Ti
 MEMORY_LIMITED = {"bert": ("t4", "a100"), "deepspeech2": ("t4", "a100")}
 #: Saturn model mix (fallback when the zoo has no trace table)
@@ -99,6 +101,8 @@ def cluster(gpus: int = 64) -> Cluster:
     """The 64-GPU heterogeneous shape scaled by ``gpus / 64``."""
     if not isinstance(gpus, (int, np.integer)) or isinstance(gpus, bool) or gpus < 64 or gpus % 64:
         raise InputError("gpus", gpus, "must be a positive multiple of 64")
+    if gpus > MAX_GPUS:
+        raise InputError("gpus", gpus, f"must be <= MAX_GPUS = {MAX_GPUS}")
     k = int(gpus) // 64
     return Cluster(tuple(GpuType(n, r, nodes * k) for n, r, nodes in BASE_SHAPE))
 
@@ -150,6 +154,8 @@ def generate_instance(
     n = (gpus // 2 if load == "normal" else gpus) if jobs is None else jobs
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
         raise InputError("jobs", jobs, "must be a positive integer")
+    if n > MAX_JOBS:
+        raise InputError("jobs", jobs, f"must be <= MAX_JOBS = {MAX_JOBS}")
     rng = np.random.default_rng(seed)
     mix, qs, ages = _trace()
     names = sorted(mix)

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..instances import field
+from ..instances import check_keys, field
 from ..problem import Formulation, SolveOptions, Violation
 from ..results import SolveResult
 from .check import check_allocation, check_placement
@@ -40,6 +40,7 @@ from .spec import Cluster, Config, GpuType, Job, rewrap
 __all__ = ["METHODS", "build_instance", "check_instance", "decode_instance", "explain_instance", "from_data", "generate",
            "size", "solve_instance", "solve_options", "to_data"]
 
+_DATA_FIELDS = ("cluster", "jobs", "goodput", "p", "lam", "max_gpus_per_job", "available", "settings")
 _JOB_FIELDS = ("id", "kind", "min_gpus", "max_gpus", "scale_unit", "max_profiled_gpus", "allowed_types", "current",
                "age_s", "restarts", "restart_cost_s", "preemptible", "rigid_gpus", "batch_size", "attained_gpu_seconds")
 
@@ -112,6 +113,7 @@ def _config(d: Any, path: str) -> Config | None:
         return None
     if not isinstance(d, dict):
         raise InputError(path, d, "must be an object {n_nodes, n_gpus, gpu_type} or null")
+    check_keys(d, ("n_nodes", "n_gpus", "gpu_type"), path)
     n = field(d, "n_nodes", path, int)
     r = field(d, "n_gpus", path, int)
     t = field(d, "gpu_type", path, str)
@@ -155,6 +157,7 @@ def _goodput(d: Any, jobs: tuple[Job, ...]) -> Any:
     if not isinstance(d, dict):
         raise InputError(path, d, "must be an object with a 'kind'")
     kind = field(d, "kind", path, str)
+    check_keys(d, ("kind", "values") if kind == "matrix" else ("kind", "models"), path)
     if kind == "matrix":
         vals = field(d, "values", path, list)
         if len(vals) != len(jobs) or not all(isinstance(r, list) for r in vals):
@@ -200,12 +203,14 @@ def from_data(data: dict[str, Any]) -> SiaInstance:
     """Validate ``data`` and build the instance; errors name the field (``data.jobs[3].min_gpus``) and value."""
     if not isinstance(data, dict):
         raise InputError("data", type(data).__name__, "must be an object")
+    check_keys(data, _DATA_FIELDS, "data")
     cl = field(data, "cluster", "data", list)
     types = []
     for i, t in enumerate(cl):
         p = f"data.cluster[{i}]"
         if not isinstance(t, dict):
             raise InputError(p, t, "must be an object {name, gpus_per_node, nodes}")
+        check_keys(t, ("name", "gpus_per_node", "nodes"), p)
         name = field(t, "name", p, str)
         try:
             types.append(GpuType(name, field(t, "gpus_per_node", p, int), field(t, "nodes", p, int)))

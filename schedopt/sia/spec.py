@@ -15,12 +15,18 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["Cluster", "Config", "GpuType", "Job", "JobId", "JobKind", "config_parts", "pow2_blocks", "rewrap",
-           "virtual_bins"]
+__all__ = ["MAX_GPUS", "MAX_RESTARTS", "Cluster", "Config", "GpuType", "Job", "JobId", "JobKind", "config_parts",
+           "pow2_blocks", "rewrap", "virtual_bins"]
 
 JobKind = Literal["adaptive", "strong", "rigid"]
 JobId = str | int
 KINDS = ("adaptive", "strong", "rigid")
+
+#: the largest GPU count anywhere in a Sia spec: GPUs or nodes per type, GPUs in the cluster, a job's GPU counts
+#: (a larger value is an InputError, not an int64 overflow or an array of 10**18 entries)
+MAX_GPUS = 2**20
+#: the largest restart count of a job
+MAX_RESTARTS = 2**20
 
 
 def _is_int(v: Any) -> bool:
@@ -31,20 +37,28 @@ def _is_num(v: Any) -> bool:
     return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
 
 
-def _need_int(path: str, v: Any, low: int) -> int:
+def _need_int(path: str, v: Any, low: int, high: int = MAX_GPUS) -> int:
     if not _is_int(v):
         raise InputError(path, v, "must be an integer")
     if v < low:
         raise InputError(path, v, f"must be >= {low}")
+    if v > high:
+        raise InputError(path, v, f"must be <= {high} (2**{high.bit_length() - 1})")
     return int(v)
 
 
 def _need_num(path: str, v: Any, low: float) -> float:
-    if not _is_num(v) or not np.isfinite(v):
+    if not _is_num(v):
         raise InputError(path, v, "must be a finite number")
-    if v < low:
+    try:
+        f = float(v)
+    except OverflowError:
+        raise InputError(path, v, "must be a finite number") from None
+    if not np.isfinite(f):
+        raise InputError(path, v, "must be a finite number")
+    if f < low:
         raise InputError(path, v, f"must be >= {low}")
-    return float(v)
+    return f
 
 
 def is_pow2(n: int) -> bool:
@@ -93,6 +107,9 @@ class GpuType:
             raise InputError("gpu_type.name", self.name, "must be a non-empty string without spaces or @,[]()")
         object.__setattr__(self, "gpus_per_node", _need_int(f"gpu_type[{self.name}].gpus_per_node", self.gpus_per_node, 1))
         object.__setattr__(self, "nodes", _need_int(f"gpu_type[{self.name}].nodes", self.nodes, 0))
+        if self.total_gpus > MAX_GPUS:
+            raise InputError(f"gpu_type[{self.name}].nodes", self.nodes,
+                             f"gives {self.total_gpus} GPUs of the type, more than MAX_GPUS = {MAX_GPUS}")
 
     @property
     def total_gpus(self) -> int:
@@ -124,6 +141,9 @@ class Cluster:
                 raise InputError(f"cluster.gpu_types[{i}].name", n, "is a duplicate GPU type name")
         if not types:
             raise InputError("cluster.gpu_types", [], "needs at least one GPU type")
+        total = sum(t.total_gpus for t in types)
+        if total > MAX_GPUS:
+            raise InputError("cluster.gpu_types", total, f"hold {total} GPUs, more than MAX_GPUS = {MAX_GPUS}")
         object.__setattr__(self, "gpu_types", types)
 
     @property
@@ -256,7 +276,7 @@ class Job:
         if self.current is not None and not isinstance(self.current, Config):
             raise InputError(f"{p}.current", self.current, "must be a Config or None")
         set_(self, "age_s", _need_num(f"{p}.age_s", self.age_s, 0.0))
-        set_(self, "restarts", _need_int(f"{p}.restarts", self.restarts, 0))
+        set_(self, "restarts", _need_int(f"{p}.restarts", self.restarts, 0, MAX_RESTARTS))
         set_(self, "restart_cost_s", _need_num(f"{p}.restart_cost_s", self.restart_cost_s, 0.0))
         if not isinstance(self.preemptible, (bool, np.bool_)):
             raise InputError(f"{p}.preemptible", self.preemptible, "must be a bool")

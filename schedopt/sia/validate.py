@@ -35,7 +35,10 @@ def check_available(cluster: Cluster, available: Any) -> np.ndarray:
                 raise InputError(f"available[{k}]", v, f"names no GPU type of the cluster ({', '.join(names)})")
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
                 raise InputError(f"available[{k}]", v, "must be a non-negative integer")
-            out[names.index(k)] = int(v)
+            t = names.index(k)
+            if not 0 <= v <= total[t]:
+                raise InputError(f"available[{k}]", v, f"must be in 0..{int(total[t])} (the type's GPUs)")
+            out[t] = int(v)
     else:
         arr = np.asarray(available)
         if arr.shape != total.shape or arr.dtype.kind not in "iu":

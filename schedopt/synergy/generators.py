@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from .spec import Server, SynergyInstance, SynergyJob
+from .spec import MAX_GPUS, Server, SynergyInstance, SynergyJob, check_number
 
 __all__ = [
     "GPU_DEMAND",
@@ -195,8 +195,16 @@ def load_profiles() -> dict[str, Any]:
 
 def default_cluster(gpus: int = 128, *, gpus_per_server: int = 8, cpus_per_server: float = 24.0, mem_per_server: float = 500.0) -> list[Server]:
     """Synergy's default cluster: ``gpus / 8`` servers of 8 GPUs, 24 CPUs, 500 GB (default: 16 servers)."""
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus <= 0:
+    if isinstance(gpus, bool) or not isinstance(gpus, (int, np.integer)) or gpus <= 0:
         raise InputError("gpus", gpus, "must be a positive integer")
+    if gpus > MAX_GPUS:
+        raise InputError("gpus", gpus, f"must be <= MAX_GPUS = {MAX_GPUS}")
+    if isinstance(gpus_per_server, bool) or not isinstance(gpus_per_server, (int, np.integer)) or gpus_per_server <= 0:
+        raise InputError("gpus_per_server", gpus_per_server, "must be a positive integer")
+    if gpus_per_server > gpus:
+        raise InputError("gpus_per_server", gpus_per_server, f"must be <= gpus={gpus}")
+    check_number("cpus_per_server", cpus_per_server)
+    check_number("mem_per_server", mem_per_server)
     if gpus % gpus_per_server:
         raise InputError("gpus", gpus, f"must be a multiple of gpus_per_server={gpus_per_server}")
     return [Server(gpus_per_server, float(cpus_per_server), float(mem_per_server)) for _ in range(gpus // gpus_per_server)]
@@ -225,9 +233,11 @@ def generate_instance(
     (optimistic profiling; ``instance.profiling`` then records the CPU points each job's search measured).
     """
     servers = default_cluster(gpus, gpus_per_server=gpus_per_server, cpus_per_server=cpus_per_server, mem_per_server=mem_per_server)
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+        raise InputError("seed", seed, "must be a non-negative integer (or None: fresh entropy)")
     if source not in ("profiles", "synthetic"):
         raise InputError("source", source, "must be 'profiles' or 'synthetic'")
-    if not (isinstance(load, (int, float)) and 0 < load <= 1):
+    if isinstance(load, bool) or not (isinstance(load, (int, float, np.integer, np.floating)) and 0 < load <= 1):
         raise InputError("load", load, "must be in (0, 1]")
     split = class_split or {"image": 0.2, "language": 0.7, "speech": 0.1}
     demand = gpu_demand or GPU_DEMAND

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..instances import check_keys
 from ..instances import field as jfield
 from ..problem import Answer, Formulation, ProblemIO, SolveOptions, Violation
 from ..results import SolveResult
@@ -48,7 +49,10 @@ def _numbers(v: Any, path: str, depth: int) -> np.ndarray:
     if depth == 1:
         if not isinstance(v, list) or not all(ok(x) for x in v):
             raise InputError(path, v, "must be a list of numbers")
-        return np.array(v, dtype=np.float64)
+        try:
+            return np.array(v, dtype=np.float64)
+        except OverflowError:
+            raise InputError(path, v, "numbers must be within float range") from None
     if not isinstance(v, list) or not v:
         raise InputError(path, v, "must be a non-empty list of lists of numbers")
     rows = [_numbers(r, f"{path}[{i}]", 1) for i, r in enumerate(v)]
@@ -59,18 +63,23 @@ def _numbers(v: Any, path: str, depth: int) -> np.ndarray:
 
 def from_data(data: dict) -> SynergyInstance:
     p = "data"
+    if not isinstance(data, dict):
+        raise InputError(p, type(data).__name__, "must be an object")
+    check_keys(data, ("servers", "jobs", "weighted", "profiling"), p)
     raw_servers = jfield(data, "servers", p, list)
     servers = []
     for i, s in enumerate(raw_servers):
         sp_ = f"{p}.servers[{i}]"
         if not isinstance(s, dict):
             raise InputError(sp_, s, "must be an object")
+        check_keys(s, ("gpus", "cpus", "mem_gb"), sp_)
         servers.append(Server(jfield(s, "gpus", sp_, int), jfield(s, "cpus", sp_, float), jfield(s, "mem_gb", sp_, float)))
     jobs = []
     for k, j in enumerate(jfield(data, "jobs", p, list)):
         jp = f"{p}.jobs[{k}]"
         if not isinstance(j, dict):
             raise InputError(jp, j, "must be an object")
+        check_keys(j, ("id", "gpus", "cpu_grid", "mem_grid", "throughput"), jp)
         jobs.append(
             SynergyJob(
                 jfield(j, "id", jp, str),

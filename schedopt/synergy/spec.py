@@ -19,6 +19,7 @@ from ..errors import InputError
 from ..problem import Answer, ViolationError, to_jsonable
 
 __all__ = [
+    "MAX_GPUS",
     "AllocationCheckError",
     "JobAllocation",
     "JobOptions",
@@ -26,6 +27,7 @@ __all__ = [
     "SynergyAllocation",
     "SynergyInstance",
     "SynergyJob",
+    "check_number",
     "job_options",
     "proportional_share",
     "proportional_throughput",
@@ -34,6 +36,9 @@ __all__ = [
 ]
 
 _RTOL = 1e-9
+
+#: the most GPUs of a Synergy cluster (and of one server): a larger count is an InputError, not a hang
+MAX_GPUS = 2**20
 
 
 @dataclass(frozen=True)
@@ -61,11 +66,19 @@ class SynergyJob:
     throughput: np.ndarray
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "cpu_grid", np.asarray(self.cpu_grid, dtype=np.float64).copy())
-        object.__setattr__(self, "mem_grid", np.asarray(self.mem_grid, dtype=np.float64).copy())
-        object.__setattr__(self, "throughput", np.asarray(self.throughput, dtype=np.float64).copy())
-        for a in (self.cpu_grid, self.mem_grid, self.throughput):
-            a.setflags(write=False)
+        for name in ("cpu_grid", "mem_grid", "throughput"):
+            v = getattr(self, name)
+            if isinstance(v, (str, bytes)):
+                raise InputError(f"job[{self.id}].{name}", v, "must be an array of numbers")
+            try:
+                arr = np.asarray(v)
+            except (TypeError, ValueError, OverflowError):
+                raise InputError(f"job[{self.id}].{name}", v, "must be an array of numbers") from None
+            if arr.dtype.kind not in "iuf":  # strings, bools, None, ragged rows, ints beyond int64
+                raise InputError(f"job[{self.id}].{name}", v, "must be an array of real numbers (not strings, bools or ints beyond int64)")
+            arr = arr.astype(np.float64)
+            arr.setflags(write=False)
+            object.__setattr__(self, name, arr)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, SynergyJob):
@@ -89,14 +102,22 @@ def job_cache(job: SynergyJob) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------- validation
-def _check_number(path: str, v: Any, *, integer: bool = False, positive: bool = True) -> None:
+def check_number(path: str, v: Any, *, integer: bool = False, positive: bool = True, high: float | None = None) -> None:
+    """``v`` a real number (not a bool or a numeric string), finite, integral if ``integer``, > 0 if ``positive``,
+    <= ``high`` if given; else :class:`InputError` naming ``path``."""
     if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
         raise InputError(path, v, "must be a number")
-    if not math.isfinite(float(v)):
+    try:
+        f = float(v)
+    except OverflowError:  # an int beyond float range
+        f = math.inf
+    if high is not None and f > high:
+        raise InputError(path, v, f"must be <= {high:.15g}")
+    if not math.isfinite(f):
         raise InputError(path, v, "must be finite")
-    if integer and float(v) != int(v):
+    if integer and f != int(v):
         raise InputError(path, v, "must be an integer")
-    if positive and float(v) <= 0:
+    if positive and f <= 0:
         raise InputError(path, v, "must be positive")
 
 
@@ -106,9 +127,12 @@ def _check_servers(servers: Sequence[Server]) -> None:
     for i, s in enumerate(servers):
         if not isinstance(s, Server):
             raise InputError(f"servers[{i}]", s, "must be a Server")
-        _check_number(f"servers[{i}].gpus", s.gpus, integer=True)
-        _check_number(f"servers[{i}].cpus", s.cpus)
-        _check_number(f"servers[{i}].mem_gb", s.mem_gb)
+        check_number(f"servers[{i}].gpus", s.gpus, integer=True, high=MAX_GPUS)
+        check_number(f"servers[{i}].cpus", s.cpus)
+        check_number(f"servers[{i}].mem_gb", s.mem_gb)
+    total = sum(int(s.gpus) for s in servers)
+    if total > MAX_GPUS:
+        raise InputError("servers", total, f"hold {total} GPUs, more than MAX_GPUS = {MAX_GPUS}")
     g0 = servers[0]
     for i, s in enumerate(servers[1:], start=1):
         # one GPU-proportional share for the whole cluster: every server has the CPU:GPU and GB:GPU ratio of servers[0]
@@ -130,7 +154,7 @@ def _check_job(k: int, j: SynergyJob, share: tuple[float, float], total_gpus: in
         raise InputError(p, j, "must be a SynergyJob")
     if not isinstance(j.id, str) or not j.id:
         raise InputError(f"{p}.id", j.id, "must be a non-empty string")
-    _check_number(f"{p}.gpus", j.gpus, integer=True)
+    check_number(f"{p}.gpus", j.gpus, integer=True)
     if j.gpus > total_gpus:
         raise InputError(f"{p}.gpus", j.gpus, f"asks for more GPUs than the cluster has ({total_gpus})")
     for name, grid, prop in (("cpu_grid", j.cpu_grid, share[0]), ("mem_grid", j.mem_grid, share[1])):

@@ -16,8 +16,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from schedopt.errors import InputError
 from schedopt.goodput import JobGoodputModel
-from schedopt.goodput._validate import InputError
 
 __all__ = ["fit_report", "gpu_types", "list_models", "load_model", "model_data", "source", "trace_stats"]
 
@@ -50,7 +50,7 @@ def source() -> dict[str, Any]:
 def model_data(name: str) -> dict[str, Any]:
     """The raw JSON record of one model (a copy), including ``seed_1gpu`` and ``check_rows``."""
     models = _models()
-    if name not in models:
+    if not isinstance(name, str) or name not in models:
         raise InputError("name", name, f"unknown model; have {sorted(models)}")
     return copy.deepcopy(models[name])
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import SchedoptError
+from .catalog import MISSING
 from .runner import EntryPoint
 
 
@@ -192,9 +193,9 @@ def _sia_entries() -> list[EntryPoint]:
     def goodput(job: Any, config: Any) -> float:
         return float(config.n_gpus) ** 0.5
 
-    def problem(cluster: Any = None, jobs: Any = None, **kw: Any) -> Any:
+    def problem(cluster: Any = None, jobs: Any = MISSING, **kw: Any) -> Any:  # jobs=None is a bad value to try
         cluster = cluster if cluster is not None else sia.Cluster((sia.GpuType("t4", 4, 2), sia.GpuType("a100", 8, 1)))
-        jobs = jobs if jobs is not None else [sia.Job("j0"), sia.Job("j1", max_profiled_gpus=4)]
+        jobs = jobs if jobs is not MISSING else [sia.Job("j0"), sia.Job("j1", max_profiled_gpus=4)]
         kw.setdefault("goodput", goodput)
         p = sia.SiaProblem(cluster, jobs, **kw)
         return solve(p.build(), "highs", time_limit=2.0)
@@ -226,7 +227,7 @@ def _sia_entries() -> list[EntryPoint]:
 
     return [
         EntryPoint("sia.GpuType", gpu_type, lambda: {"name": "t4", "gpus_per_node": 4, "nodes": 2},
-                   {"name": "name", "gpus_per_node": "count", "nodes": "count"}),
+                   {"name": "name", "gpus_per_node": "count", "nodes": "nonneg_int"}),  # 0 nodes: a type with none up
         EntryPoint("sia.Job", job, lambda: {"id": "j0", "kind": "adaptive", "max_profiled_gpus": 2},
                    {"id": "name", "kind": "choice", "min_gpus": "demand", "max_gpus": "cap?", "scale_unit": "count",
                     "max_profiled_gpus": "nonneg_int", "allowed_types": "names", "age_s": "nonneg_float",
@@ -235,12 +236,12 @@ def _sia_entries() -> list[EntryPoint]:
         EntryPoint("sia.Config", config, lambda: {"n_nodes": 1, "n_gpus": 2, "gpu_type": "t4"},
                    {"n_nodes": "count", "n_gpus": "count", "gpu_type": "known_name"}),
         EntryPoint("sia.SiaProblem", problem, lambda: {"p": -0.5, "lam": 1.1},
-                   {"p": "real", "lam": "pos_float", "max_gpus_per_job": "cap?", "goodput": "goodput",
+                   {"p": "real", "lam": "nonneg_float", "max_gpus_per_job": "cap?", "goodput": "goodput",
                     "jobs": "items"}, prepare=prep_problem),
         EntryPoint("sia.cluster", lambda **kw: sia.cluster(**kw), lambda: {"gpus": 64}, {"gpus": "count"}),
         EntryPoint("sia.generate_instance", generate, lambda: {"gpus": 64, "seed": 0},
                    {"gpus": "count", "seed": "seed", "jobs": "count?", "load": "choice", "p": "real",
-                    "lam": "pos_float"}),
+                    "lam": "nonneg_float"}),
         EntryPoint("solve[mckp]", mckp, lambda: {"time_limit": 2.0},
                    {"time_limit": "time_limit", "mip_rel_gap": "gap", "threads": "threads", "seed": "seed"}),
     ]
@@ -333,7 +334,7 @@ def _heterps_entries() -> list[EntryPoint]:
         EntryPoint("heterps.ResourceType", resource, lambda: {"name": "CPU", "price_per_hour": 0.04, "limit": 8},
                    {"name": "known_name", "price_per_hour": "nonneg_float", "limit": "count"}),
         EntryPoint("heterps.Layer", layer, layer_valid,
-                   {"name": "name", "kind": "choice", "oct": "per_type", "odt": "per_type", "alpha": "fraction",
+                   {"name": "name", "kind": "name", "oct": "per_type", "odt": "per_type", "alpha": "fraction",
                     "beta": "fraction", "input_size": "nonneg_float", "weight_size": "nonneg_float"}),
         EntryPoint("heterps.HeterPSProblem", problem, dict,
                    {"batch_size": "pos_float", "base_batch": "pos_float", "samples": "pos_float",
