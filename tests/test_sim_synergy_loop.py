@@ -129,3 +129,17 @@ def test_presets_and_bad_input():
     with pytest.raises(InputError, match="preset"):
         synergy_servers("huge")
     assert METHODS[0] == "proportional"
+
+
+def test_card_names_exist():
+    import re
+    from pathlib import Path
+
+    import schedopt.sim.synergy as mod
+
+    text = (Path(__file__).resolve().parents[1] / "formulations" / "sim_synergy.md").read_text()
+    sec = text.split("## Names", 1)[1].split("\n## ", 1)[0]
+    names = re.findall(r"^- `([A-Za-z_]+)`", sec, flags=re.M)
+    body = text.replace(sec, "")
+    assert len(names) >= 10
+    assert [n for n in names if not (hasattr(mod, n) and re.search(rf"\b{n}\b", body))] == []
