@@ -39,7 +39,8 @@ def jct(args: argparse.Namespace) -> None:
     servers = synergy_servers(args.preset)
     rows = []
     for load in args.loads:
-        trace = synergy_trace(args.jobs, args.seed, jobs_per_hour=load)
+        split = dict(zip(("image", "language", "speech"), args.split)) if args.split else None
+        trace = synergy_trace(args.jobs, args.seed, jobs_per_hour=load, class_split=split)
         for q in args.queues:
             base = None
             for m in args.methods:
@@ -51,7 +52,8 @@ def jct(args: argparse.Namespace) -> None:
                     base = s["avg_jct_s"]
                 rows.append({
                     "preset": args.preset, "gpus": sum(v.gpus for v in servers), "jobs": args.jobs,
-                    "seed": args.seed, "jobs_per_hour": load, "queue": q, "method": m,
+                    "seed": args.seed, "split": "/".join(f"{x:g}" for x in (args.split or (20, 70, 10))),
+                    "jobs_per_hour": load, "queue": q, "method": m,
                     "finished": s["finished"], "avg_jct_h": round(s["avg_jct_s"] / 3600.0, 3),
                     "makespan_h": round(s["makespan_s"] / 3600.0, 3),
                     "speedup_vs_proportional": round(base / s["avg_jct_s"], 3) if base else "",
@@ -85,6 +87,7 @@ def main(argv: list[str] | None = None) -> None:
     a.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     a.add_argument("--seed", type=int, default=0)
     a.add_argument("--preset", default="default")
+    a.add_argument("--split", type=float, nargs=3, help="image language speech shares (default 20 70 10)")
     a.add_argument("--out")
     a.set_defaults(fn=jct)
     b = sub.add_parser("speed", help="wall and CPU time of one run")
