@@ -597,3 +597,34 @@ def test_glpk_time_limit_past_its_int_milliseconds_is_no_limit():
     # 23,421,796 s is 2.3e10 ms, past GLPK's C int tm_lim: it raised OverflowError inside swiglpk
     res = schedopt.solve(knapsack_7(), "glpk", time_limit=23421796)
     assert res.termination.reason is TR.OPTIMAL and res.objective == pytest.approx(9.0)
+
+
+def test_mathopt_scip_solve_prints_no_interrupter_noise() -> None:
+    """OR-Tools' SCIP prints two ERROR lines whenever a SolveInterrupter is attached (interrupting still works):
+    a silent solve keeps them off stderr, and other stderr output still shows."""
+    import subprocess
+    import sys
+
+    code = (
+        "import schedopt, sys\n"
+        "m = schedopt.LinearModel('k', sense='maximize')\n"
+        "m.add_variables('x', 4, kind='binary')\n"
+        "m.add_constraints('w', {'x': [[2, 3, 4, 5]]}, upper=7)\n"
+        "m.set_objective({'x': [3, 4, 5, 6]})\n"
+        "r = schedopt.solve(m, 'mathopt')\n"
+        "print(r.objective)\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert p.stdout.strip() == "9.0"
+    assert "SCIPcatchEvent" not in p.stderr and "Error <-9>" not in p.stderr, p.stderr
+
+
+def test_filtered_stderr_keeps_other_lines(capfd: pytest.CaptureFixture[str]) -> None:
+    import os
+    import re
+
+    from schedopt.stdio import filtered_stderr
+
+    with filtered_stderr(re.compile("noise")):
+        os.write(2, b"noise line\nkept line\n")
+    assert capfd.readouterr().err == "kept line\n"

@@ -8,12 +8,14 @@ to pick another MathOpt solver.
 from __future__ import annotations
 
 import datetime
+import re
 import time
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..results import Limit, SolveResult, TerminationReason
+from ..stdio import filtered_stderr
 from .base import Backend, Capabilities, SolveParams, interrupted_reason, run_interruptible
 
 if TYPE_CHECKING:
@@ -51,6 +53,10 @@ def to_mathopt(model: LinearModel):  # -> mathopt.Model
     p.linear_constraint_matrix.coefficients.extend(A.data.tolist())
     return mathopt.Model.from_model_proto(p)
 
+
+#: OR-Tools 9.15's SCIP prints these two lines whenever a SolveInterrupter is attached; interrupting still works
+_SCIP_INTERRUPTER_NOISE = re.compile(r"SCIPcatchEvent does not support variable or row change events|"
+                                     r"gscip_event_handler\.cc:\d+\] ERROR: Error <-9>")
 
 class MathOptBackend(Backend):
     name = "mathopt"
@@ -98,8 +104,9 @@ class MathOptBackend(Backend):
         interrupter = SolveInterrupter()
         t1 = time.perf_counter()
         try:
-            res, interrupted = run_interruptible(lambda: mathopt.solve(mm, stype, params=sp, interrupter=interrupter),
-                                                 interrupter.interrupt)
+            with filtered_stderr(_SCIP_INTERRUPTER_NOISE, active=stype == mathopt.SolverType.GSCIP and not params.verbose):
+                res, interrupted = run_interruptible(
+                    lambda: mathopt.solve(mm, stype, params=sp, interrupter=interrupter), interrupter.interrupt)
         except (ValueError, RuntimeError, AttributeError, TypeError) as exc:  # the solver refused a parameter
             t2 = time.perf_counter()
             return self.result(model, TerminationReason.ERROR, (t0, t1, t2),
