@@ -66,7 +66,7 @@ def aggregate(st: MckpStructure) -> Aggregate:
     """Collapse identical groups of ``st`` (same multiset of (value, knapsack weights) columns; forced columns have
     already left the structure) into classes with multiplicities, vectorised: column keys by ``lexsort``, each
     group's sorted key sequence hashed, equal hashes verified element by element (a collision only splits)."""
-    if st.aggregated is not None:
+    if isinstance(st.aggregated, Aggregate):
         return st.aggregated
     n, G = st.n, st.G
     if n == 0:

@@ -10,16 +10,13 @@ from __future__ import annotations
 import time
 import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..errors import StructureError
 from ..model import LinearModel
-
-if TYPE_CHECKING:
-    from .aggregate import Aggregate
 
 __all__ = ["MAX_KNAPSACK_ROWS", "TOL", "Detected", "MckpStructure", "analyze", "detect", "detect_structure", "presolve"]
 
@@ -59,8 +56,9 @@ class MckpStructure:
     stats: dict[str, Any] = field(default_factory=dict)
     #: multiplicity of every group (an aggregated structure: a group stands for ``mult[g]`` identical groups)
     mult: np.ndarray | None = None
-    #: the structure's :func:`~schedopt.mckp.aggregate` once computed (a typed cache, never set from outside)
-    aggregated: Aggregate | None = field(default=None, repr=False)
+    #: the structure's :func:`~schedopt.mckp.aggregate` once computed (an ``Aggregate``; typed there, so that this
+    #: module does not import the one built on it; set only by ``aggregate``)
+    aggregated: object | None = field(default=None, repr=False)
 
     @property
     def n(self) -> int:
