@@ -476,3 +476,33 @@ def test_make_plan_with_an_old_status_string_warns_and_keeps_its_meaning():
         old = make_plan(p, dp.plan, dp.k, "mine", "heuristic")
     assert old.termination.reason is TerminationReason.FEASIBLE and old.termination.limit is Limit.HEURISTIC
     assert old.objective == pytest.approx(dp.cost)
+
+
+def test_dp_honours_time_limit_on_many_units():
+    """The exact DP checks the clock: 65,536 units per type (about 5 million candidate levels, over a minute of
+    relaxed bounds) with time_limit=0.5 stops within a few seconds with NO_SOLUTION_FOUND (time), no plan and no
+    bound; without a limit a small instance stays OPTIMAL at the same cost as before."""
+    import time
+
+    from schedopt.heterps import generate
+    from schedopt.problem import SolveOptions, get_problem
+
+    big = generate("ctrdnn", 0, cpus=65536, gpus=65536)
+    t0 = time.perf_counter()
+    r = solve_exact(big, "dp", time_limit=0.5)
+    assert time.perf_counter() - t0 < 3.0
+    assert r.termination.reason is TerminationReason.NO_SOLUTION_FOUND
+    assert r.termination.limit is Limit.TIME
+    assert not r.has_solution and math.isnan(r.bound) and r.plan == ()
+    assert r.to_dict()["plan"] is None
+    t0 = time.perf_counter()
+    a = get_problem("heterps").solve(big, SolveOptions(time_limit=0.3))
+    assert time.perf_counter() - t0 < 3.0 and a.termination.limit is Limit.TIME
+    with pytest.raises(InputError, match="time_limit"):
+        solve_exact(big, "dp", time_limit=-1.0)
+    small = generate("ctrdnn", 0, cpus=64, gpus=8)
+    exact = solve_exact(small, "dp")
+    limited = solve_exact(small, "dp", time_limit=30.0)
+    assert exact.termination.reason is TerminationReason.OPTIMAL
+    assert limited.termination.reason is TerminationReason.OPTIMAL
+    assert limited.cost == pytest.approx(exact.cost) and limited.bound == pytest.approx(exact.cost)

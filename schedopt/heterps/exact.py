@@ -33,7 +33,7 @@ import scipy.sparse as sp
 from ..errors import InfeasibleError, InputError, SolveFailedError
 from ..model import LinearModel
 from ..problem import Formulation, Structure
-from ..results import Limit, SolveResult, Termination, TerminationReason
+from ..results import Limit, SolveResult, Termination, TerminationReason, Timings
 from .core import TAU_RTOL, HeterPSPlan, interval_sums, kmin, make_plan, max_throughput, stage_tau
 from .spec import HeterPSProblem
 
@@ -84,20 +84,35 @@ def diagnose_infeasibility(problem: HeterPSProblem) -> HeterPSInfeasibleError | 
 
 
 # ============================================================================================ the DP
+class _OutOfTime(Exception):
+    """The DP's time limit passed (caught in :func:`_solve_dp`)."""
+
+
+def _check_clock(t_end: float | None) -> None:
+    if t_end is not None and time.perf_counter() >= t_end:
+        raise _OutOfTime
+
+
 def candidate_levels(problem: HeterPSProblem) -> np.ndarray:
     """Distinct stage times ``tau(a, b, t, k)`` (k <= N_t) meeting the floor, ascending: the candidate bottleneck
     levels (throughput ``B0 / tau``). At most ``L (L + 1) / 2 * sum_t N_t`` values."""
+    return _candidate_levels(problem, None)
+
+
+def _candidate_levels(problem: HeterPSProblem, t_end: float | None) -> np.ndarray:
     _, _, S, P, R, Q = interval_sums(problem)
     tau_lim = problem.base_batch / problem.throughput_limit * (1 + TAU_RTOL)
     out = []
     for t, N in enumerate(problem.limits):
+        _check_clock(t_end)
         ks = np.arange(1, int(N) + 1, dtype=float)
         taus = stage_tau(S[:, t, None], P[:, t, None], R[:, t, None], Q[:, t, None], ks[None, :])
         out.append(taus[taus <= tau_lim])
     return np.unique(np.concatenate(out))
 
 
-def _relaxed_bounds(problem: HeterPSProblem, taus: np.ndarray, chunk: int = 1024) -> np.ndarray:
+def _relaxed_bounds(problem: HeterPSProblem, taus: np.ndarray, chunk: int = 1024, t_end: float | None = None
+                    ) -> np.ndarray:
     """``F_relax(tau)``: the cheapest ``price . units`` of a plan within ``tau`` when each stage only respects its
     own type's limit (the sharing across stages is dropped): a lower bound on ``F(tau)``, for all levels at once."""
     L, m = problem.num_layers, len(problem.types)
@@ -106,6 +121,7 @@ def _relaxed_bounds(problem: HeterPSProblem, taus: np.ndarray, chunk: int = 1024
     ends = [np.flatnonzero(ib == b) for b in range(L + 1)]
     out = np.empty(taus.size)
     for c0 in range(0, taus.size, chunk):
+        _check_clock(t_end)
         tau = taus[c0 : c0 + chunk]
         K = kmin(S[None], P[None], R[None], Q[None], tau[:, None, None], N[None, None, :])  # (C, n_int, m)
         U = np.where(np.isfinite(K), K * price, np.inf)
@@ -139,7 +155,8 @@ def _pareto(U: np.ndarray, back: np.ndarray, price: np.ndarray) -> tuple[np.ndar
 
 
 def _dp_level(problem: HeterPSProblem, tau: float, idx: np.ndarray, ia: np.ndarray, ib: np.ndarray,
-              sums: tuple[np.ndarray, ...]) -> tuple[list[tuple[int, int, int, int]], float] | None:
+              sums: tuple[np.ndarray, ...], t_end: float | None = None
+              ) -> tuple[list[tuple[int, int, int, int]], float] | None:
     """``F(tau)`` exactly with the type limits: DP over boundaries with Pareto sets of unit vectors per
     (boundary, type of the stage ending there). Returns the stages [(a, b, t, k)] and ``price . units``."""
     L, m = problem.num_layers, len(problem.types)
@@ -150,6 +167,7 @@ def _dp_level(problem: HeterPSProblem, tau: float, idx: np.ndarray, ia: np.ndarr
     backs: dict[tuple[int, int], np.ndarray] = {(0, m): np.zeros((1, 3), np.int64)}
     for b in range(1, L + 1):
         for t in range(m):
+            _check_clock(t_end)
             parts_u, parts_b = [], []
             for a in range(b):
                 k = K[idx[a, b], t]
@@ -181,45 +199,72 @@ def _dp_level(problem: HeterPSProblem, tau: float, idx: np.ndarray, ia: np.ndarr
     return stages[::-1], value
 
 
-def _solve_dp(problem: HeterPSProblem) -> tuple[tuple[str, ...], tuple[int, ...], dict[str, Any]]:
+@dataclass
+class _DpOutcome:
+    """The DP's best plan (empty when none was found), whether it is proven optimal, and the proven lower bound on
+    the cost (NaN when none is proven)."""
+
+    plan: tuple[str, ...]
+    k: tuple[int, ...]
+    optimal: bool
+    bound: float
+    info: dict[str, Any]
+
+
+def _solve_dp(problem: HeterPSProblem, time_limit: float | None = None) -> _DpOutcome:
+    """The DP; with ``time_limit`` it checks the clock between levels (and inside the bounds and each level) and
+    stops with the best plan so far. The bound is then the smallest relaxed bound among the levels not examined
+    (every level examined is solved exactly), or none when the relaxed bounds were not all computed."""
+    t0 = time.perf_counter()
+    t_end = None if time_limit is None else t0 + time_limit
     L = problem.num_layers
     ia, ib, S, P, R, Q = interval_sums(problem)
     idx = np.full((L + 1, L + 1), -1, dtype=np.int64)
     idx[ia, ib] = np.arange(ia.size)
     B0, C0, price = problem.base_batch, problem.sample_hours, problem.prices
-    t0 = time.perf_counter()
-    taus = candidate_levels(problem)
-    lb = C0 * _relaxed_bounds(problem, taus) * taus / B0 if taus.size else np.zeros(0)
-    t_bounds = time.perf_counter() - t0
-    order = np.argsort(lb, kind="stable")
     best_cost, best = math.inf, None
     examined = 0
-    for j in order:
-        if not math.isfinite(lb[j]) or lb[j] >= best_cost * (1 - 1e-12):
-            break
-        examined += 1
-        got = _dp_level(problem, float(taus[j]), idx, ia, ib, (S, P, R, Q))
-        if got is None:
-            continue
-        stages, _ = got
-        a = np.array([s[0] for s in stages])
-        b = np.array([s[1] for s in stages])
-        t = np.array([s[2] for s in stages])
-        k = np.array([s[3] for s in stages], dtype=float)
-        sidx = idx[a, b]
-        tau_act = float(stage_tau(S[sidx, t], P[sidx, t], R[sidx, t], Q[sidx, t], k).max())
-        cost = C0 * float(price[t] @ k) * tau_act / B0
-        if cost < best_cost:
-            best_cost, best = cost, stages
-    info = {"candidates": int(taus.size), "levels_examined": examined, "bound_seconds": t_bounds}
-    if best is None:
+    bound, timed_out, n_cand = math.nan, False, 0
+    t_bounds = math.nan
+    try:
+        taus = _candidate_levels(problem, t_end)
+        n_cand = int(taus.size)
+        lb = C0 * _relaxed_bounds(problem, taus, t_end=t_end) * taus / B0 if taus.size else np.zeros(0)
+        t_bounds = time.perf_counter() - t0
+        order = np.argsort(lb, kind="stable")
+        for j in order:
+            if not math.isfinite(lb[j]) or lb[j] >= best_cost * (1 - 1e-12):
+                break
+            bound = float(lb[j])  # every level left has a relaxed bound >= this one
+            got = _dp_level(problem, float(taus[j]), idx, ia, ib, (S, P, R, Q), t_end)
+            examined += 1
+            if got is None:
+                continue
+            stages, _ = got
+            a = np.array([s[0] for s in stages])
+            b = np.array([s[1] for s in stages])
+            t = np.array([s[2] for s in stages])
+            k = np.array([s[3] for s in stages], dtype=float)
+            sidx = idx[a, b]
+            tau_act = float(stage_tau(S[sidx, t], P[sidx, t], R[sidx, t], Q[sidx, t], k).max())
+            cost = C0 * float(price[t] @ k) * tau_act / B0
+            if cost < best_cost:
+                best_cost, best = cost, stages
+            _check_clock(t_end)
+    except _OutOfTime:
+        timed_out = True
+    info = {"candidates": n_cand, "levels_examined": examined, "bound_seconds": t_bounds}
+    if best is None and not timed_out:
         err = diagnose_infeasibility(problem)
         assert err is not None
         raise err
     plan: list[str] = []
-    for a_, b_, t_, _ in best:
+    for a_, b_, t_, _ in best or ():
         plan.extend([problem.type_names[t_]] * (b_ - a_))
-    return tuple(plan), tuple(s[3] for s in best), info
+    if timed_out and math.isfinite(bound):
+        bound = min(bound, best_cost)
+    return _DpOutcome(tuple(plan), tuple(s[3] for s in best or ()), not timed_out,
+                      bound if timed_out else best_cost, info)
 
 
 # ============================================================================================ the MILP
@@ -427,10 +472,25 @@ def solve_exact(problem: HeterPSProblem, method: str = "dp", backend: str | None
     if not isinstance(problem, HeterPSProblem):
         raise InputError("problem", type(problem).__name__, "must be a HeterPSProblem")
     t0 = time.perf_counter()
+    if time_limit is not None and (not isinstance(time_limit, (int, float)) or isinstance(time_limit, bool)
+                                   or math.isnan(time_limit) or time_limit < 0):
+        raise InputError("time_limit", time_limit, "must be a number >= 0 (seconds) or None")
     if method == "dp":
-        plan, k, info = _solve_dp(problem)
-        return make_plan(problem, plan, k, "exact-dp", Termination(TerminationReason.OPTIMAL, detail="DP over levels"),
-                         time.perf_counter() - t0, **info)
+        dp = _solve_dp(problem, None if time_limit is None or math.isinf(time_limit) else float(time_limit))
+        if dp.optimal:
+            term = Termination(TerminationReason.OPTIMAL, detail="DP over levels")
+        elif dp.plan:
+            term = Termination(TerminationReason.FEASIBLE, Limit.TIME,
+                               f"DP stopped by time_limit after {dp.info['levels_examined']} levels")
+        else:
+            seconds = time.perf_counter() - t0
+            return HeterPSPlan(
+                termination=Termination(TerminationReason.NO_SOLUTION_FOUND, Limit.TIME,
+                                        f"DP stopped by time_limit after {dp.info['levels_examined']} levels, "
+                                        "no plan yet"),
+                bound=dp.bound, method="exact-dp", timings=Timings(solve=seconds), seconds=seconds, info=dp.info)
+        return make_plan(problem, dp.plan, dp.k, "exact-dp", term, time.perf_counter() - t0, bound=dp.bound,
+                         **dp.info)
     if method == "milp":
         d = _solve_milp(problem, backend, time_limit, explain, solve_kw)
         return make_plan(problem, d.plan, d.k, "exact-milp", d.termination, time.perf_counter() - t0,
