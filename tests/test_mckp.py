@@ -574,3 +574,45 @@ def test_sia_2048_kicks_reach_optimum_that_local_search_misses() -> None:
     assert ex.termination.reason is TerminationReason.OPTIMAL
     assert ex.objective - 1e-9 * abs(ex.objective) <= r.objective <= ex.objective + 1e-4 * abs(ex.objective)
     assert r.bound <= ex.objective + 1e-9 * abs(ex.objective)
+
+
+_SIGINT_CHILD = """
+import sys
+sys.path.insert(0, "tests")
+import schedopt
+from test_mckp import make_mckp
+m = make_mckp(300, 10, 3, 0)
+base = schedopt.solve(m, "mckp", exact=False, kick_seconds=0, mip_rel_gap=0.0)  # the repaired incumbent
+print("ready", flush=True)
+r = schedopt.solve(m, "mckp", exact=False, kick_seconds=60, kicks=10**9, mip_rel_gap=0.0, time_limit=60)
+print(r.termination.reason.value, r.termination.limit.value, r.has_solution, round(r.timings.solve, 2),
+      r.objective >= base.objective - 1e-9, r.objective <= r.bound + 1e-9, flush=True)
+"""
+
+
+def test_ctrl_c_in_mckps_own_loop_reports_interrupted_with_the_incumbent() -> None:
+    """SIGINT half a second into a 60 s kick search (mckp's own Python loop; it never meets its bound on this
+    instance): run_interruptible sets the solver's stop flag, the search ends at its next round and the answer is
+    FEASIBLE with Limit.INTERRUPTED, holding an incumbent at least as good as the repaired one, below the bound."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    p = subprocess.Popen([sys.executable, "-c", _SIGINT_CHILD], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=env)
+    try:
+        assert p.stdout.readline().strip() == "ready", p.stderr.read()
+        time.sleep(0.5)
+        t0 = time.perf_counter()
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=20)
+        waited = time.perf_counter() - t0
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, err
+    assert out.split() == ["feasible", "interrupted", "True", out.split()[3], "True", "True"], out
+    assert waited < 5 and float(out.split()[3]) < 5

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ..errors import StructureError
 from ..mckp import MAX_KNAPSACK_ROWS, MckpOptions, MckpSolver, analyze, default_residual_backend
 from ..results import SolveResult
-from .base import Backend, Capabilities, SolveParams
+from .base import Backend, Capabilities, SolveParams, interrupted_reason, run_interruptible
 
 if TYPE_CHECKING:
     from ..model import LinearModel
@@ -66,10 +66,15 @@ class MckpBackend(Backend):
         opts = MckpOptions.from_mapping(params.options)
         st = analyze(model)
         t1 = time.perf_counter()
-        out = MckpSolver(st, mip_rel_gap=params.mip_rel_gap, time_limit=params.time_limit, seed=params.seed,
-                         threads=params.threads, warm_start=params.warm_start, options=opts,
-                         sub_solve=params.sub_solve, verbose=params.verbose, t_start=t0).run()
+        solver = MckpSolver(st, mip_rel_gap=params.mip_rel_gap, time_limit=params.time_limit, seed=params.seed,
+                            threads=params.threads, warm_start=params.warm_start, options=opts,
+                            sub_solve=params.sub_solve, verbose=params.verbose, t_start=t0)
+        # Ctrl-C sets the solver's stop flag (run_interruptible): it ends at its next check with the incumbent
+        out, interrupted = run_interruptible(solver.run, solver.stop)
         t2 = time.perf_counter()
         x = st.full_solution(out.choice) if out.choice is not None else None
-        return self.result(model, out.termination.reason, (t0, t1, t2), limit=out.termination.limit,
+        reason, limit = out.termination.reason, out.termination.limit
+        if interrupted:
+            reason, limit = interrupted_reason(reason, x is not None)
+        return self.result(model, reason, (t0, t1, t2), limit=limit,
                            detail=out.termination.detail, x=x, bound=out.bound, stats=out.stats)

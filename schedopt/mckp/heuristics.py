@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -157,7 +158,8 @@ _KEY = np.random.default_rng(12345).uniform(1.0, 2.0, MAX_KNAPSACK_ROWS)
 
 
 def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.ndarray, bestg: np.ndarray, gam: float,
-                 deadline: float = math.inf, max_rounds: int = 500, kmax: int = 2) -> tuple[np.ndarray, int]:
+                 deadline: float = math.inf, max_rounds: int = 500, kmax: int = 2,
+                 stop: Callable[[], bool] | None = None) -> tuple[np.ndarray, int]:
     """Improve the integer counts ``y`` of the aggregated structure ``a`` (``a.mult`` members per class) by compound
     exchanges that keep every knapsack row within capacity; returns (counts, exchanges applied).
 
@@ -168,7 +170,7 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
     best moves of one group (``k <= kmax``, a source used ``n`` times gives up to ``n`` copies), with weight change
     ``k D``. An exchange is one bundle, or a bundle with a positive gain plus any other bundle, whose total weight
     change fits the slack: e.g. a job leaving an 8-GPU option (``D = (-8, 0, 4)``) paid by two ``(4, 0, -2)`` moves.
-    The best exchange (largest value gain) is applied, until none gains."""
+    The best exchange (largest value gain) is applied, until none gains, ``deadline`` passes or ``stop()`` is true."""
     K = a.K
     mult = a.mult if a.mult is not None else np.ones(a.G, dtype=np.int64)
     y = y.astype(np.int64).copy()
@@ -186,7 +188,7 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
     tstart = np.r_[0, np.cumsum(tcnt)[:-1]]
     done = 0
     for _ in range(max_rounds):
-        if time.perf_counter() > deadline:
+        if time.perf_counter() > deadline or (stop is not None and stop()):
             break
         used = np.flatnonzero(y > 0)
         none_cnt = mult - (np.add.reduceat(y, a.starts) if a.n else 0)
@@ -304,12 +306,12 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
 
 def kick_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.ndarray, bestg: np.ndarray, gam: float,
                 deadline: float, seed: int | None = None, kicks: int = 40, size: int = 3,
-                target: float = math.inf) -> tuple[np.ndarray, int]:
+                target: float = math.inf, stop: Callable[[], bool] | None = None) -> tuple[np.ndarray, int]:
     """Iterated local search on the counts ``y`` (a local optimum of :func:`local_search`): up to ``kicks`` times,
     apply ``size`` random feasible moves to options within ``gam`` of their class's best (Lagrangian losses
     ``delta`` / ``bestg`` as in :func:`local_search`: only such options can be in a better solution), run the local
-    search from there and keep the result when its value is higher. Stops at ``deadline`` or once the value
-    ``a.value @ y`` reaches ``target``; returns (counts, kicks that improved)."""
+    search from there and keep the result when its value is higher. Stops at ``deadline``, when ``stop()`` is true or
+    once the value ``a.value @ y`` reaches ``target``; returns (counts, kicks that improved)."""
     K = a.K
     mult = a.mult if a.mult is not None else np.ones(a.G, dtype=np.int64)
     rng = np.random.default_rng(0 if seed is None else seed)
@@ -324,7 +326,7 @@ def kick_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.ndar
     if not tgt.size:
         return y, 0
     for _ in range(kicks):
-        if time.perf_counter() > deadline or val >= target:
+        if time.perf_counter() > deadline or val >= target or (stop is not None and stop()):
             break
         yk = y.copy()
         use = Dall.T @ yk
@@ -350,7 +352,7 @@ def kick_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.ndar
                 break
         if not moved:
             continue
-        y2, _ = local_search(a, yk, lam, delta, bestg, gam, deadline)
+        y2, _ = local_search(a, yk, lam, delta, bestg, gam, deadline, stop=stop)
         v2 = float(a.value @ y2)
         if v2 > val + gtol and not np.any(Dall.T @ y2 > cap + tol):
             y, val = y2, v2

@@ -131,10 +131,28 @@ class MckpSolver:
         self.LB = -math.inf
         self.delta = np.zeros(0)
         self.bestg = np.zeros(0)
+        self.stopped = False  # set by stop(): end at the next check with the incumbent, Limit.INTERRUPTED
+        self._dual_run: LagrangianDual | None = None
 
     # ---------------------------------------------------------------- helpers
     def time_left(self) -> float:
         return self.deadline - time.perf_counter()
+
+    def _is_stopped(self) -> bool:
+        return self.stopped
+
+    def stop(self) -> None:
+        """Ask a running :meth:`run` (in another thread) to stop: every step's clock check (the dual's iterations,
+        the repair's improvement, the local searches between rounds) sees the time as up, and :meth:`run` ends
+        with the incumbent, FEASIBLE or NO_SOLUTION_FOUND with :attr:`Limit.INTERRUPTED`. A residual sub-solve
+        already running ends at its own time limit first. Safe to call from a signal handler."""
+        self.stopped = True
+        self.deadline = -math.inf
+        if self._dual_run is not None:
+            self._dual_run.deadline = -math.inf
+        repairer = getattr(self, "repairer", None)
+        if repairer is not None:
+            repairer.deadline = -math.inf
 
     def _say(self, msg: str, *args: Any) -> None:
         log.log(logging.INFO if self.verbose else logging.DEBUG, msg, *args)
@@ -152,6 +170,8 @@ class MckpSolver:
 
     def _end(self, reason: TerminationReason, limit: Limit | None, detail: str, bound: float,
              with_choice: bool = True) -> MckpOutcome:
+        if self.stopped and reason in (TerminationReason.FEASIBLE, TerminationReason.NO_SOLUTION_FOUND):
+            limit, detail = Limit.INTERRUPTED, f"interrupted ({detail})"
         self._say("mckp: %s (objective %.10g, bound %.10g)", detail, self.sign * self.LB, self.sign * bound)
         return MckpOutcome(Termination(reason, limit, detail), self.choice.copy() if with_choice else None,
                            self.sign * bound, self.stats)
@@ -173,7 +193,11 @@ class MckpSolver:
         t = time.perf_counter()
         d = LagrangianDual(self.agg.st, deadline=self.deadline, seed=self.seed,
                            tolerance=self.opts.dual_tolerance, max_iterations=self.opts.max_dual_iterations)
+        self._dual_run = d
+        if self.stopped:
+            d.deadline = -math.inf
         self.dual = d.solve()
+        self._dual_run = None
         self.dual_pool = d.pool
         self.UB = self.dual.best.L + self.st.const
         self._timed("dual", t)
@@ -200,6 +224,8 @@ class MckpSolver:
             inpool[self.dual_pool.idx] = True
             pool = ColumnSet(st, np.flatnonzero(inpool[agg.col_map]))
         self.repairer = GreedyRepair(st, pool, self.deadline)
+        if self.stopped:
+            self.repairer.deadline = -math.inf
         self.choice = self.repairer.repair(agg.expand(self.dual.best.choice), self.dual.lam)
         self.LB = st.value_of(self.choice)
         if self.warm_start is not None:
@@ -237,7 +263,7 @@ class MckpSolver:
             return
         gam = self.UB - self.LB + 1e-9 * max(1.0, abs(self.UB))
         y1, nmoves = local_search(ast, agg.counts(self.choice), self.dual.lam, self.delta, self.bestg, gam,
-                                  self.deadline)
+                                  self.deadline, stop=self._is_stopped)
         self.stats["local_search_moves"] = nmoves
         if nmoves:
             self.adopt(agg.disaggregate(y1))
@@ -256,7 +282,7 @@ class MckpSolver:
         target = self.UB - self.st.const - self.gap_tol * max(abs(self.UB), 1e-10)
         y2, wins = kick_search(ast, agg.counts(self.choice), self.dual.lam, self.delta, self.bestg, gam,
                                min(self.deadline, time.perf_counter() + kb), self.seed, self.opts.kicks,
-                               self.opts.kick_size, target)
+                               self.opts.kick_size, target, stop=self._is_stopped)
         self.stats["kick_improvements"] = wins
         if wins:
             self.adopt(agg.disaggregate(y2))
@@ -345,6 +371,11 @@ class MckpSolver:
         if self.within(self.UB, self.LB):
             return self._end(T.OPTIMAL, None, "Lagrangian bound met by the repaired and locally improved solution",
                              max(self.UB, self.LB))
+        if self.stopped:
+            if not st.fits(self.choice):
+                return self._end(T.NO_SOLUTION_FOUND, Limit.INTERRUPTED, "stopped before a feasible choice",
+                                 self.UB, with_choice=False)
+            return self._end(T.FEASIBLE, Limit.INTERRUPTED, "stopped after the repair", self.UB)
         if self.time_left() <= 0:
             return self._end(T.FEASIBLE, Limit.TIME, "time limit after the repair", self.UB)
         if not self.opts.exact:
@@ -359,4 +390,6 @@ class MckpSolver:
                 return self._end(T.OPTIMAL, None, "Lagrangian bound met by the core solution", max(self.UB, self.LB))
             if self.time_left() <= 0:
                 return self._end(T.FEASIBLE, Limit.TIME, "time limit after the core step", self.UB)
+        elif self.stopped:
+            return self._end(T.FEASIBLE, Limit.INTERRUPTED, "stopped before the residual step", self.UB)
         return self.residual_step(closure)
