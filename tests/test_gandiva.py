@@ -463,6 +463,18 @@ def test_allocation_uses_only_gpus_with_the_jobs_memory() -> None:
         state.place(GandivaJob("z", 1, memory=0.5), [(0, 3)])
 
 
+def test_move_checks_gpu_memory_like_place() -> None:
+    """A job of memory 0.5 on node 1 (memory 1.0) cannot move onto node 0 (memory 0.4): the error names the job and
+    the short slot, and the refused move leaves the job where it was; a move within node 1 still works."""
+    state = ClusterState([Node("small", 2, 0.4), Node("big", 2, 1.0)])
+    state.place(GandivaJob("j", 1, memory=0.5), [(1, 0)])
+    with pytest.raises(InputError, match=r"^slots=\[\(0, 1\)\]: job j needs GPU memory 0.5 > these GPUs' memory"):
+        state.move("j", [(0, 1)])
+    assert state.slots["j"] == [(1, 0)] and check_state(state) == []
+    state.move("j", [(1, 1)])
+    assert state.slots["j"] == [(1, 1)] and check_state(state) == []
+
+
 def test_sizes_above_max_gpus_are_named_errors_not_hangs() -> None:
     from schedopt.gandiva.replay import MAX_TRACE_JOBS
     from schedopt.gandiva.state import MAX_GPUS

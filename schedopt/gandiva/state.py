@@ -278,6 +278,12 @@ class ClusterState:
                 del self._sizes[n][job.gpus]
         return slots
 
+    def _check_memory(self, job: GandivaJob, slots: list[Slot]) -> None:
+        """Raise :class:`InputError` naming the job and the slots whose GPU memory is below the job's."""
+        short = [(n, g) for n, g in slots if job.memory > self.nodes[n].gpu_memory + 1e-9]
+        if short:
+            raise InputError("slots", short, f"job {job.id} needs GPU memory {job.memory} > these GPUs' memory")
+
     def place(self, job: GandivaJob, slots: Iterable[Slot]) -> None:
         """Put ``job`` (not yet in the cluster) on ``slots``."""
         validate_job(job)
@@ -286,9 +292,7 @@ class ClusterState:
         sl = self._check_slots(job.id, list(slots))
         if len(sl) < job.gpus:
             raise InputError("slots", sl, f"job {job.id} requested {job.gpus} GPUs")
-        short = [(n, g) for n, g in sl if job.memory > self.nodes[n].gpu_memory + 1e-9]
-        if short:
-            raise InputError("slots", short, f"job {job.id} needs GPU memory {job.memory} > these GPUs' memory")
+        self._check_memory(job, sl)
         self.jobs[job.id] = job
         self._attach(job, sl)
 
@@ -307,6 +311,7 @@ class ClusterState:
         sl = self._check_slots(job_id, list(slots))
         if len(sl) < job.gpus:
             raise InputError("slots", sl, f"job {job_id} requested {job.gpus} GPUs")
+        self._check_memory(job, sl)  # checked before the job leaves its GPUs: a refused move changes nothing
         self._detach(job_id)
         self._attach(job, sl)
 
