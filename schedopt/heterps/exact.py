@@ -236,6 +236,7 @@ def _solve_dp(problem: HeterPSProblem, time_limit: float | None = None) -> _DpOu
             if not math.isfinite(lb[j]) or lb[j] >= best_cost * (1 - 1e-12):
                 break
             bound = float(lb[j])  # every level left has a relaxed bound >= this one
+            _check_clock(t_end)
             got = _dp_level(problem, float(taus[j]), idx, ia, ib, (S, P, R, Q), t_end)
             examined += 1
             if got is None:
@@ -250,7 +251,6 @@ def _solve_dp(problem: HeterPSProblem, time_limit: float | None = None) -> _DpOu
             cost = C0 * float(price[t] @ k) * tau_act / B0
             if cost < best_cost:
                 best_cost, best = cost, stages
-            _check_clock(t_end)
     except _OutOfTime:
         timed_out = True
     info = {"candidates": n_cand, "levels_examined": examined, "bound_seconds": t_bounds}
