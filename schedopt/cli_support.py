@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .problem import Answer, to_jsonable
@@ -93,44 +93,31 @@ def emit(doc: Mapping[str, Any]) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ argument types
-def positive_int(text: str) -> int:
+def _number(text: str, cast: type, ok: Callable[[float], bool], what: str) -> Any:
+    """``cast(text)`` when it parses and ``ok`` holds; otherwise one argparse message naming what was expected."""
     try:
-        v = int(text)
+        v = cast(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+    if not ok(v):
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
     return v
+
+
+def positive_int(text: str) -> int:
+    return _number(text, int, lambda v: v >= 1, "a positive integer")
 
 
 def nonneg_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
-    return v
+    return _number(text, int, lambda v: v >= 0, "an integer >= 0")
 
 
 def positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
-    if not v > 0 or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
-    return v
+    return _number(text, float, lambda v: 0 < v < float("inf"), "a positive finite number")
 
 
 def unit_interval(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got {text!r}") from None
-    if not 0.0 <= v <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got {text!r}")
-    return v
+    return _number(text, float, lambda v: 0.0 <= v <= 1.0, "a number in [0, 1]")
 
 
 def csv_ints(text: str) -> list[int]:

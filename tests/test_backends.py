@@ -562,24 +562,11 @@ def test_ctrl_c_stops_the_solve_promptly_and_reports_interrupted(backend):
     """SIGINT one second into a 60 s solve of the market-split instance (no solver proves it in a minute): the solve
     stops within seconds and says INTERRUPTED, with the incumbent it holds (every x is feasible through the
     slacks). glpk, scipy and pyomo offer no cancel hook: a Ctrl-C there ends their solve only when it returns."""
-    import os
-    import signal
-    import time
+    from schedopt.testing.interrupt import sigint_child
 
-    env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    p = subprocess.Popen([sys.executable, "-c", _SIGINT_CHILD, backend], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        assert p.stdout.readline().strip() == "ready", p.stderr.read()
-        time.sleep(1.0)
-        t0 = time.perf_counter()
-        p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=20)
-        waited = time.perf_counter() - t0
-    finally:
-        if p.poll() is None:
-            p.kill()
-    assert p.returncode == 0, err
+    run = sigint_child(_SIGINT_CHILD, backend, delay=1.0)
+    assert run.returncode == 0, run.stderr
+    out, waited = run.stdout, run.waited
     reason, limit, has_solution, solve_seconds = out.split()
     assert (reason, limit) in (("feasible", "interrupted"), ("no_solution_found", "interrupted"))
     assert has_solution == ("True" if reason == "feasible" else "False")

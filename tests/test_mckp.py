@@ -594,25 +594,10 @@ def test_ctrl_c_in_mckps_own_loop_reports_interrupted_with_the_incumbent() -> No
     """SIGINT half a second into a 60 s kick search (mckp's own Python loop; it never meets its bound on this
     instance): run_interruptible sets the solver's stop flag, the search ends at its next round and the answer is
     FEASIBLE with Limit.INTERRUPTED, holding an incumbent at least as good as the repaired one, below the bound."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
+    from schedopt.testing.interrupt import sigint_child
 
-    env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    p = subprocess.Popen([sys.executable, "-c", _SIGINT_CHILD], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env=env)
-    try:
-        assert p.stdout.readline().strip() == "ready", p.stderr.read()
-        time.sleep(0.5)
-        t0 = time.perf_counter()
-        p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=20)
-        waited = time.perf_counter() - t0
-    finally:
-        if p.poll() is None:
-            p.kill()
-    assert p.returncode == 0, err
+    run = sigint_child(_SIGINT_CHILD, delay=0.5)
+    assert run.returncode == 0, run.stderr
+    out, waited = run.stdout, run.waited
     assert out.split() == ["feasible", "interrupted", "True", out.split()[3], "True", "True"], out
     assert waited < 5 and float(out.split()[3]) < 5
