@@ -23,7 +23,7 @@ from .metrics import SimResult
 from .policies import get_policy
 from .workloads import cluster_preset, default_job_model, load_workload
 
-__all__ = ["SimTask", "run_task", "simulate_many", "tasks"]
+__all__ = ["SYSTEMS", "SimTask", "run_task", "simulate_many", "system_of", "tasks"]
 
 
 @dataclass(frozen=True)
@@ -33,21 +33,41 @@ class SimTask:
     policy: str
     workload: str
     seed: int = 0
-    cluster: str = "sia-64"
+    cluster: str | None = None  #: None: the system's default (``sia-64`` for the elastic policies)
     job_model: str | None = None  #: None: the cluster preset's (``pollux`` for ``pollux``, else ``sia``)
-    round_seconds: float = 60.0
+    round_seconds: float | None = None  #: None: the system's default (60 s; Synergy 300 s)
     policy_params: Mapping[str, Any] = field(default_factory=dict)
     charge_policy_time: bool = False
     max_time: float | None = None
 
 
+#: Systems with their own cluster, workload and policy types on the same engine: a policy named ``<system>`` or
+#: ``<system>:<variant>`` is run by that module's ``run_task(task) -> SimResult``, which resolves the task's cluster
+#: (None: the system's default), workload and policy names itself.
+SYSTEMS: dict[str, str] = {"gandiva": "schedopt.sim.gandiva", "synergy": "schedopt.sim.synergy"}
+
+
+def system_of(policy: str) -> str | None:
+    """The system that runs ``policy`` (a key of :data:`SYSTEMS`), or None for the elastic engine's policies."""
+    head = policy.split(":", 1)[0]
+    return head if head in SYSTEMS else None
+
+
 def run_task(task: SimTask) -> SimResult:
     """Run one :class:`SimTask` (top-level, so process pools and Dask workers can import it)."""
+    system = system_of(task.policy)
+    if system is not None:
+        import importlib
+
+        runner = importlib.import_module(SYSTEMS[system]).run_task
+        return runner(task)  # type: ignore[no-any-return]
+    cluster = task.cluster or "sia-64"
     pol = get_policy(task.policy, seed=task.seed, **dict(task.policy_params))
-    jm = task.job_model or default_job_model(task.cluster)
-    res = simulate(cluster_preset(task.cluster), load_workload(task.workload), pol, round_seconds=task.round_seconds,
+    jm = task.job_model or default_job_model(cluster)
+    res = simulate(cluster_preset(cluster), load_workload(task.workload), pol,
+                   round_seconds=task.round_seconds or 60.0,
                    job_model=jm, charge_policy_time=task.charge_policy_time, max_time=task.max_time, progress=False)
-    meta = {**res.meta, "seed": task.seed, "cluster_preset": task.cluster, "policy_params": dict(task.policy_params)}
+    meta = {**res.meta, "seed": task.seed, "cluster_preset": cluster, "policy_params": dict(task.policy_params)}
     return SimResult(meta, res.jobs, res.rounds)
 
 
@@ -110,9 +130,9 @@ def simulate_many(
     workloads: Iterable[str] | str,
     seeds: Iterable[int] = (0,),
     *,
-    cluster: str = "sia-64",
+    cluster: str | None = None,
     job_model: str | None = None,
-    round_seconds: float = 60.0,
+    round_seconds: float | None = None,
     policy_params: Mapping[str, Any] | None = None,
     charge_policy_time: bool = False,
     max_time: float | None = None,
