@@ -55,3 +55,29 @@ def test_mckp_entry_points_are_short_and_have_no_nonlocal_state() -> None:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in ("run", "solve"):
                 n = (node.end_lineno or node.lineno) - node.lineno
                 assert n <= 80, f"{p.name}:{node.name} has {n} lines"
+
+
+def test_sia_problem_satisfies_the_round_protocol_that_build_and_check_read() -> None:
+    """build.py and check.py are typed against SiaRound (not SiaProblem): every member the protocol names must exist
+    on a real problem with the declared kind, so the protocol cannot drift from the class."""
+    import inspect
+    import typing
+
+    import numpy as np
+
+    from schedopt.sia import Cluster, GpuType, Job, SiaProblem
+    from schedopt.sia.round import SiaRound
+
+    cl = Cluster((GpuType("a", 4, 2),))
+    prob = SiaProblem(cl, [Job("j0")], lambda job, c: float(c.n_gpus))
+    hints = typing.get_type_hints(SiaRound)
+    assert set(hints) == {"cluster", "jobs", "p", "lam", "settings", "configs", "max_gpus_per_job", "available", "goodput"}
+    for name in hints:
+        assert hasattr(prob, name), name
+    assert isinstance(prob.available, np.ndarray) and isinstance(prob.jobs, tuple)
+    methods = {n for n, v in vars(SiaRound).items() if inspect.isfunction(v) and not n.startswith("_")}
+    assert methods == {"job_index", "valid_pairs"}
+    assert prob.job_index("j0") == 0 and len(prob.valid_pairs()) > 0
+    src = (Path(__file__).parents[1] / "schedopt" / "sia" / "build.py").read_text() + \
+        (Path(__file__).parents[1] / "schedopt" / "sia" / "check.py").read_text()
+    assert "SiaProblem" not in src

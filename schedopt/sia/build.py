@@ -18,7 +18,6 @@ The formulation's typed inverse map is the :class:`~schedopt.sia.pairs.PairTable
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -26,10 +25,8 @@ import scipy.sparse as sp
 from ..model import LinearModel
 from ..problem import Formulation, Structure
 from .pairs import PairTable
+from .round import SiaRound
 from .spec import is_pow2, virtual_bins
-
-if TYPE_CHECKING:
-    from .problem import SiaProblem
 
 __all__ = ["build_formulation", "change_terms", "objective_coefficients", "virtual_rows"]
 
@@ -41,7 +38,7 @@ def _indptr(rows: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def objective_coefficients(problem: SiaProblem) -> tuple[np.ndarray, float, str]:
+def objective_coefficients(problem: SiaRound) -> tuple[np.ndarray, float, str]:
     """(coefficient per column, constant, sense) of the objective before the change penalty: ``U^p`` (rounded and
     clipped when the settings say so) ``-/+ lam`` per column, ``lam * jobs`` as the constant."""
     pt = problem.valid_pairs()
@@ -52,7 +49,7 @@ def objective_coefficients(problem: SiaProblem) -> tuple[np.ndarray, float, str]
     return up - problem.lam, problem.lam * n, "minimize"
 
 
-def change_terms(problem: SiaProblem) -> tuple[np.ndarray, float]:
+def change_terms(problem: SiaRound) -> tuple[np.ndarray, float]:
     """The change penalty (lambda_a) as its exact linear equivalent: (per-column coefficient change, constant).
 
     For binaries, ``sum_c |x_ic - prev_ic| = sum_{c != cur} x_ic + 1 - x_i,cur`` for a job running in ``cur``
@@ -73,7 +70,7 @@ def change_terms(problem: SiaProblem) -> tuple[np.ndarray, float]:
     return delta, const
 
 
-def virtual_rows(problem: SiaProblem) -> tuple[sp.csr_matrix, np.ndarray, list[str]]:
+def virtual_rows(problem: SiaRound) -> tuple[sp.csr_matrix, np.ndarray, list[str]]:
     """The ``virtual_node_capacity`` rows over the columns: for a type whose nodes split into power-of-two
     virtual nodes d_1 > d_2 > ... (R not a power of two), for each level j < m: the GPUs of power-of-two blocks
     larger than d_{j+1} (a partial configuration is one block; a rigid shape's remainder is its binary digits) plus
@@ -107,7 +104,7 @@ def virtual_rows(problem: SiaProblem) -> tuple[sp.csr_matrix, np.ndarray, list[s
     return A, np.asarray(upper, dtype=np.float64), labels
 
 
-def build_formulation(problem: SiaProblem) -> Formulation[PairTable]:
+def build_formulation(problem: SiaRound) -> Formulation[PairTable]:
     """The configuration ILP (see the module docstring). ``model.build_seconds`` covers pruning, normalisation
     and assembly; goodput-model evaluation is ``formulation.inverse.goodput_seconds``."""
     pt = problem.valid_pairs()
@@ -154,7 +151,7 @@ def build_formulation(problem: SiaProblem) -> Formulation[PairTable]:
     return Formulation(model=m, inverse=pt, structure=structure, problem="sia")
 
 
-def _add_change_auxiliaries(m: LinearModel, problem: SiaProblem, pt: PairTable,
+def _add_change_auxiliaries(m: LinearModel, problem: SiaRound, pt: PairTable,
                             labels: np.ndarray) -> tuple[np.ndarray, float]:
     """The published auxiliaries: ``t`` per pair of a running job, ``t - x >= -prev`` and ``t + x >= prev``,
     objective ``+/- lambda_a t``; returns (t's objective coefficients, the constant for running jobs whose current

@@ -26,11 +26,11 @@ import numpy as np
 
 from ..problem import Violation, assert_valid
 from .configs import shape_error
+from .round import SiaRound
 from .spec import Cluster, Config, Job, JobId, config_parts, pow2_blocks, virtual_bins
 
 if TYPE_CHECKING:
     from .placement import Placement
-    from .problem import SiaProblem
 
 __all__ = ["allocation_errors", "assert_allocation", "assert_placement", "check_allocation", "check_placement",
            "config_shape_ok", "job_allows", "objective_value", "placement_errors"]
@@ -73,7 +73,7 @@ def _forced(job: Job) -> bool:
     return (not job.preemptible) and job.current is not None
 
 
-def _shape_ok_for(problem: SiaProblem, job: Job, c: Config) -> str | None:
+def _shape_ok_for(problem: SiaRound, job: Job, c: Config) -> str | None:
     st = problem.settings
     if job.kind == "rigid" and st.rigid_any_count and c.gpu_type in problem.cluster.type_names:
         if config_shape_ok(problem.cluster, c, problem.max_gpus_per_job, max_nodes=st.node_cap(c.gpu_type)) is None:
@@ -83,7 +83,7 @@ def _shape_ok_for(problem: SiaProblem, job: Job, c: Config) -> str | None:
     return config_shape_ok(problem.cluster, c, problem.max_gpus_per_job, max_nodes=cap if c.n_nodes > 1 else None)
 
 
-def check_allocation(problem: SiaProblem, allocation: Mapping[JobId, Config | None]) -> list[Violation]:
+def check_allocation(problem: SiaRound, allocation: Mapping[JobId, Config | None]) -> list[Violation]:
     """Violations of ``allocation`` for ``problem`` (empty list: valid)."""
     out: list[Violation] = []
     cluster = problem.cluster
@@ -239,7 +239,7 @@ def check_placement(cluster: Cluster, allocation: Mapping[JobId, Config | None],
     return out
 
 
-def assert_allocation(problem: SiaProblem, allocation: Mapping[JobId, Config | None]) -> None:
+def assert_allocation(problem: SiaRound, allocation: Mapping[JobId, Config | None]) -> None:
     """Raise :class:`~schedopt.problem.ViolationError` listing every violation of ``allocation``."""
     assert_valid(check_allocation(problem, allocation), "sia allocation")
 
@@ -249,7 +249,7 @@ def assert_placement(cluster: Cluster, allocation: Mapping[JobId, Config | None]
     assert_valid(check_placement(cluster, allocation, placement), "sia placement")
 
 
-def allocation_errors(problem: SiaProblem, allocation: Mapping[JobId, Config | None]) -> list[str]:
+def allocation_errors(problem: SiaRound, allocation: Mapping[JobId, Config | None]) -> list[str]:
     """Deprecated: ``[str(v) for v in check_allocation(...)]`` (check_allocation returned strings before)."""
     warnings.warn("allocation_errors is deprecated; check_allocation returns list[Violation]", DeprecationWarning,
                   stacklevel=2)
@@ -263,7 +263,7 @@ def placement_errors(cluster: Cluster, allocation: Mapping[JobId, Config | None]
     return [str(v) for v in check_placement(cluster, allocation, placement)]
 
 
-def _goodput_one(problem: SiaProblem, job: Job, c: Config) -> float:
+def _goodput_one(problem: SiaRound, job: Job, c: Config) -> float:
     g = problem.goodput
     if isinstance(g, Mapping):
         mdl = g[job.id]
@@ -285,7 +285,7 @@ def _goodput_one(problem: SiaProblem, job: Job, c: Config) -> float:
     return 0.0 if k < 0 else float(arr[problem.job_index(job.id), k])
 
 
-def utilities_of_job(problem: SiaProblem, job: Job) -> dict[Config, float]:
+def utilities_of_job(problem: SiaRound, job: Job) -> dict[Config, float]:
     """Per-job utility of every allowed configuration (normalised, restart factor applied), computed per config."""
     cands = []
     for c in problem.configs.configs:
@@ -311,7 +311,7 @@ def utilities_of_job(problem: SiaProblem, job: Job) -> dict[Config, float]:
     return out
 
 
-def objective_value(problem: SiaProblem, allocation: Mapping[JobId, Config | None]) -> float:
+def objective_value(problem: SiaRound, allocation: Mapping[JobId, Config | None]) -> float:
     """The objective of ``allocation`` (in the model's sense: maximised for p > 0, minimised for p < 0), with the
     settings' coefficient rounding and clip and change penalty (``lambda_a`` per changed entry of the job's
     allocation vector: 2 for a move, 1 for a stop, in the objective's worse direction).
