@@ -379,7 +379,8 @@ def run_task(task: SimTask) -> SimResult:
     :func:`schedopt.sim.simulate_many` and ``schedopt simulate`` call). ``task.cluster``: a name of
     :data:`CLUSTER_PRESETS` (None: the cluster the workload was run on in the published configs: ``static_trace``
     / ``deployment`` for the deployment traces, ``default`` (16 x 8 GPUs) otherwise); ``task.round_seconds`` None:
-    300 s; ``task.job_model`` must be None; ``task.policy_params`` may hold ``use_speedup``. The result's
+    300 s; ``task.job_model`` must be None; ``task.policy_params`` may hold ``use_speedup`` and ``promote``
+    (:class:`SynergyPolicy`). The result's
     ``meta["policy"]`` is the canonical ``synergy:<queue>-<method>``."""
     queue, method = parse_synergy_policy(task.policy)
     trace, preset = parse_synergy_workload(task.workload, task.seed)
@@ -391,9 +392,10 @@ def run_task(task: SimTask) -> SimResult:
         raise InputError("job_model", task.job_model, "must be None for Synergy policies (rate = W(c, m) / "
                                                       "W(proportional) from the shipped profiles)")
     params = dict(task.policy_params)
-    bad = sorted(set(params) - {"use_speedup"})
+    bad = sorted(set(params) - {"use_speedup", "promote"})
     if bad:
-        raise InputError(f"policy_params.{bad[0]}", params[bad[0]], "unknown; Synergy policies take use_speedup")
+        raise InputError(f"policy_params.{bad[0]}", params[bad[0]],
+                         "unknown; Synergy policies take use_speedup and promote")
     res = simulate_synergy(trace, synergy_servers(preset), queue=queue, method=method,
                            round_seconds=300.0 if task.round_seconds is None else float(task.round_seconds),
                            charge_policy_time=task.charge_policy_time, max_time=task.max_time, **params)
@@ -423,14 +425,16 @@ def _speedup(job: SynergyJob, model: str | None, server: Server) -> float:
 class SynergyPolicy:
     """One Synergy scheduler: ``queue`` order x allocation ``method``, every round via
     :func:`schedopt.synergy.allocate_round` on ``servers``. ``use_speedup`` (default: as the published runs, on for
-    TUNE and GREEDY): SRTF and FTF rank by remaining time at the job's ideal speed-up. ``record_jobs``: keep each
+    TUNE and GREEDY): SRTF and FTF rank by remaining time at the job's ideal speed-up. ``promote`` (TUNE only,
+    default on, ours): spare CPUs and memory go to placed jobs in queue order (False: the published TUNE, where a job
+    runs at its ideal demand or at its proportional share). ``record_jobs``: keep each
     running job's (GPUs, CPUs, GB, throughput, proportional throughput) in the round's ``info`` (for checking)."""
 
     adaptive = False
 
     def __init__(self, servers: Sequence[Server], jobs: Mapping[str, SynergyJob], *, queue: str = "fifo",
                  method: str = "tune", meta: Mapping[str, SynergyTraceJob] | None = None,
-                 use_speedup: bool | None = None, record_jobs: bool = False) -> None:
+                 use_speedup: bool | None = None, promote: bool = True, record_jobs: bool = False) -> None:
         if queue not in QUEUES:
             raise InputError("queue", queue, f"must be one of {QUEUES}")
         if method not in METHODS:
@@ -442,6 +446,7 @@ class SynergyPolicy:
         self.queue, self.method = queue, method
         self.name = f"synergy-{queue}-{method}"
         self.use_speedup = method in ("tune", "greedy") if use_speedup is None else bool(use_speedup)
+        self.promote = bool(promote)
         self.record_jobs = bool(record_jobs)
         self.node_ids: list[str] = []
         self.last_run: dict[str, float] = {}
@@ -465,7 +470,7 @@ class SynergyPolicy:
                                       remaining=(1.0 - v.progress) * total, total=total,
                                       speedup=self.speedup.get(v.id, 1.0), last_run=self.last_run.get(v.id))
         qs = QueueState(time=state.time, info=info, use_speedup=self.use_speedup)
-        alloc = allocate_round(self.servers, jobs, policy=self.queue, method=self.method, state=qs)
+        alloc = allocate_round(self.servers, jobs, policy=self.queue, method=self.method, state=qs, promote=self.promote)
         nodes: dict[str, dict[str, int]] = {}
         rate: dict[str, float] = {}
         cpu_used, mem_used = np.zeros(len(self.servers)), np.zeros(len(self.servers))
