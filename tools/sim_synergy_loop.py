@@ -100,9 +100,12 @@ def deploy(args: argparse.Namespace) -> None:
         servers = synergy_servers(preset)
         for q in args.queues:
             base = None
-            for m in args.methods:
+            runs = [(m, True) for m in args.methods]
+            if "tune" in args.methods:  # and the published TUNE (no promotion of spare CPUs and memory)
+                runs.insert(runs.index(("tune", True)) + 1, ("tune", False))
+            for m, promote in runs:
                 t0, c0 = time.perf_counter(), time.process_time()
-                res = simulate_synergy(trace, servers, queue=q, method=m)
+                res = simulate_synergy(trace, servers, queue=q, method=m, promote=promote)
                 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
                 s = res.summary()
                 if m == "proportional":
@@ -110,7 +113,7 @@ def deploy(args: argparse.Namespace) -> None:
                 pub = published.get((name, q, m), {})
                 rows.append({
                     "trace": name, "preset": preset, "gpus": sum(v.gpus for v in servers), "jobs": s["jobs"],
-                    "queue": q, "method": m, "finished": s["finished"],
+                    "queue": q, "method": m, "promote": promote if m == "tune" else "", "finished": s["finished"],
                     "avg_jct_h": round(s["avg_jct_s"] / 3600.0, 3), "makespan_h": round(s["makespan_s"] / 3600.0, 3),
                     "jct_speedup_vs_proportional": round(base["avg_jct_s"] / s["avg_jct_s"], 3) if base else "",
                     "makespan_speedup_vs_proportional": round(base["makespan_s"] / s["makespan_s"], 3) if base else "",
