@@ -4,9 +4,12 @@
     PYTHONPATH=$PWD python tools/sim_synergy_loop.py jct --jobs 500 --loads 3 5 7 --queues fifo srtf las \
         --out benchmarks/sim_synergy_jct.csv
     PYTHONPATH=$PWD python tools/sim_synergy_loop.py speed --jobs 1000 --load 4 --out benchmarks/sim_synergy_speed.csv
+    PYTHONPATH=$PWD python tools/sim_synergy_loop.py deploy --out benchmarks/sim_synergy_deploy.csv
 
-Nothing here reads ../shared: the workload is the published simulator's synthetic Philly-derived generator
-(:func:`schedopt.sim.synergy.synergy_trace`) and the profiles are the ones shipped in :mod:`schedopt.synergy`.
+Nothing here reads ../shared: the workloads are the published simulator's synthetic Philly-derived generator
+(:func:`schedopt.sim.synergy.synergy_trace`) and the shipped replay traces (:func:`load_synergy_trace`), the
+profiles the ones shipped in :mod:`schedopt.synergy`. ``deploy`` joins the published simulator's numbers from
+``benchmarks/sim_synergy_deploy_published.csv`` (made by ``tools/synergy_published_replay.py``).
 """
 
 from __future__ import annotations
@@ -18,7 +21,15 @@ import sys
 import time
 from pathlib import Path
 
-from schedopt.sim.synergy import METHODS, QUEUES, simulate_synergy, synergy_servers, synergy_trace
+from schedopt.sim.synergy import (
+    METHODS,
+    QUEUES,
+    REPLAY_TRACES,
+    load_synergy_trace,
+    simulate_synergy,
+    synergy_servers,
+    synergy_trace,
+)
 
 
 def _write(rows: list[dict], out: str | None) -> None:
@@ -77,6 +88,42 @@ def speed(args: argparse.Namespace) -> None:
              "load_avg_1min": round(os.getloadavg()[0], 2)}], args.out)
 
 
+def deploy(args: argparse.Namespace) -> None:
+    """The shipped replay traces, each on the cluster it was run on, next to the published simulator's numbers."""
+    published = {}
+    if args.published and Path(args.published).is_file():
+        with open(args.published) as f:
+            published = {(r["trace"], r["queue"], r["method"]): r for r in csv.DictReader(f)}
+    rows = []
+    for name in args.traces:
+        trace, preset = load_synergy_trace(name)
+        servers = synergy_servers(preset)
+        for q in args.queues:
+            base = None
+            runs = [(m, True) for m in args.methods]
+            if "tune" in args.methods:  # and the published TUNE (no promotion of spare CPUs and memory)
+                runs.insert(runs.index(("tune", True)) + 1, ("tune", False))
+            for m, promote in runs:
+                t0, c0 = time.perf_counter(), time.process_time()
+                res = simulate_synergy(trace, servers, queue=q, method=m, promote=promote)
+                wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+                s = res.summary()
+                if m == "proportional":
+                    base = s
+                pub = published.get((name, q, m), {})
+                rows.append({
+                    "trace": name, "preset": preset, "gpus": sum(v.gpus for v in servers), "jobs": s["jobs"],
+                    "queue": q, "method": m, "promote": promote if m == "tune" else "", "finished": s["finished"],
+                    "avg_jct_h": round(s["avg_jct_s"] / 3600.0, 3), "makespan_h": round(s["makespan_s"] / 3600.0, 3),
+                    "jct_speedup_vs_proportional": round(base["avg_jct_s"] / s["avg_jct_s"], 3) if base else "",
+                    "makespan_speedup_vs_proportional": round(base["makespan_s"] / s["makespan_s"], 3) if base else "",
+                    "published_avg_jct_h": pub.get("avg_jct_h", ""), "published_makespan_h": pub.get("makespan_h", ""),
+                    "rounds": len(res.rounds), "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
+                })
+                print(rows[-1], file=sys.stderr, flush=True)
+    _write(rows, args.out)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -99,6 +146,14 @@ def main(argv: list[str] | None = None) -> None:
     b.add_argument("--preset", default="default")
     b.add_argument("--out")
     b.set_defaults(fn=speed)
+    d = sub.add_parser("deploy", help="the published replay traces (static, dynamic, test) on their clusters")
+    d.add_argument("--traces", nargs="+", default=list(REPLAY_TRACES), choices=REPLAY_TRACES)
+    d.add_argument("--queues", nargs="+", default=["fifo", "srtf", "las"], choices=QUEUES)
+    d.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    d.add_argument("--published", default="benchmarks/sim_synergy_deploy_published.csv",
+                   help="the published simulator's numbers (tools/synergy_published_replay.py)")
+    d.add_argument("--out")
+    d.set_defaults(fn=deploy)
     args = p.parse_args(argv)
     args.fn(args)
 

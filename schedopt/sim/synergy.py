@@ -19,10 +19,15 @@ progress per second at that share and ``rate`` units at another point.
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,15 +47,25 @@ from .metrics import SimResult
 from .policies.base import Decision, RoundState
 from .workloads import Workload, WorkloadJob
 
+if TYPE_CHECKING:
+    from .sweep import SimTask
+
 __all__ = [
     "CLUSTER_PRESETS",
     "GPU_DEMAND_MIX",
     "METHODS",
+    "PHILLY_DEFAULTS",
     "QUEUES",
+    "REPLAY_TRACES",
     "SynergyPolicy",
     "SynergyTrace",
     "SynergyTraceJob",
     "compare",
+    "load_synergy_trace",
+    "parse_synergy_policy",
+    "parse_synergy_workload",
+    "read_synergy_trace",
+    "run_task",
     "simulate_synergy",
     "synergy_cluster",
     "synergy_servers",
@@ -73,8 +88,11 @@ CLUSTER_PRESETS: dict[str, tuple[int, int, float, float]] = {
     "cluster_5": (16, 8, 40.0, 500.0),    # cluster_5.ini
     "cluster_6": (16, 8, 48.0, 500.0),    # cluster_6.ini
     "philly": (64, 8, 24.0, 500.0),       # philly_cluster.ini (512 GPUs)
-    "deployment": (4, 8, 24.0, 500.0),    # deployment.ini / static_trace.ini (32 GPUs)
+    "deployment": (4, 8, 24.0, 500.0),    # deployment.ini (32 GPUs; the dynamic deployment trace)
+    "static_trace": (4, 8, 24.0, 500.0),  # static_trace.ini (32 GPUs; the static deployment trace)
 }
+#: the shipped replay traces (``schedopt/sim/data/synergy``, made by ``tools/derive_synergy_traces.py``)
+REPLAY_TRACES = ("static", "dynamic", "test")
 _BATCH = 1024  # a nominal global batch the engine can split over any GPU count (its only role)
 _GPU_TYPE = "gpu"
 
@@ -215,6 +233,178 @@ def synergy_trace(n_jobs: int = 1000, seed: int = 0, *, jobs_per_hour: float = 4
     return synergy_workload(jobs, name=f"synergy-{n_jobs}-{jobs_per_hour:g}jph-s{seed}")
 
 
+# ---------------------------------------------------------------------------------------------- replay traces
+
+
+def read_synergy_trace(text: str, *, static: bool = False, name: str = "synergy-replay") -> SynergyTrace:
+    """A replay trace in the published format (``job_id,model_name,arrival,num_iterations,gpu_demand`` per line,
+    as ``Workload.populate_from_trace`` reads it; a header line ``id,model,arrival,iterations,gpus`` is allowed).
+    A job's duration at the GPU-proportional share is ``num_iterations x iter_time_s_at_fair_share`` of its model's
+    shipped profile (the published ``job_iteration_time x job_total_iteration`` with ``iter_is_duration=False``).
+    ``static``: every job is present at t = 0 (the published ``--static`` replay, whose first round comes after
+    the whole batch was submitted). Model names must be shipped profiles (the published code silently maps an
+    unknown name to its model 0; we refuse it)."""
+    if not isinstance(text, str):
+        raise InputError(name, type(text).__name__, "must be the text of a trace")
+    prof = load_profiles()["models"]
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if lines and lines[0].replace(" ", "").lower().startswith("id,model"):
+        lines = lines[1:]
+    if not lines:
+        raise InputError(name, text[:40], "has no job lines (job_id,model,arrival,iterations,gpus)")
+    jobs = []
+    for k, line in enumerate(lines):
+        parts = [p.strip() for p in line.split(",")]
+        where = f"{name}.jobs[{k}]"
+        if len(parts) != 5:
+            raise InputError(where, line, "must have 5 fields: job_id,model,arrival,iterations,gpus")
+        jid, model, arr, its, g = parts
+        if model not in prof:
+            raise InputError(f"{where}.model", model, f"unknown; have {sorted(prof)}")
+        try:
+            arrival, iters, gpus = float(arr), int(its), int(g)
+        except ValueError:
+            raise InputError(where, line, "arrival must be a number, iterations and gpus integers") from None
+        if not (math.isfinite(arrival) and arrival >= 0):
+            raise InputError(f"{where}.arrival", arr, "must be a number >= 0 (seconds)")
+        if iters <= 0:
+            raise InputError(f"{where}.iterations", its, "must be a positive integer")
+        dur = iters * float(prof[model]["iter_time_s_at_fair_share"])
+        jobs.append(SynergyTraceJob(jid, 0.0 if static else arrival, dur, gpus, model))
+    return synergy_workload(jobs, name=name)
+
+
+def _data() -> Any:
+    return resources.files("schedopt.sim").joinpath("data/synergy")
+
+
+@lru_cache(maxsize=1)
+def _replay_index() -> dict[str, Any]:
+    return dict(json.loads(_data().joinpath("traces.json").read_text())["traces"])
+
+
+def load_synergy_trace(name: str) -> tuple[SynergyTrace, str]:
+    """A shipped replay trace (:data:`REPLAY_TRACES`: ``static``, ``dynamic``, ``test``) and the name of the cluster
+    preset it was run on in the published configs (``static_trace``, ``deployment``, ``default``)."""
+    idx = _replay_index()
+    if name not in idx:
+        raise InputError("trace", name, f"unknown; have {sorted(idx)}")
+    e = idx[name]
+    tr = read_synergy_trace(_data().joinpath(e["file"]).read_text(), static=bool(e["static"]), name=f"synergy/{name}")
+    return tr, str(e["cluster"]["preset"])
+
+
+# ---------------------------------------------------------------------------------------------- sweeps and CLI
+#: ``synergy/philly`` parameters and their defaults: jobs, arrivals per hour, class split image-language-speech (%)
+PHILLY_DEFAULTS: dict[str, Any] = {"jobs": 1000, "jph": 5.0, "split": (20.0, 70.0, 10.0)}
+_WORKLOAD_HELP = ("valid: synergy/philly[:jobs=N][:jph=X][:split=I-L-S] (the generator, seeded by the task's seed), "
+                  + ", ".join(f"synergy/{t}" for t in REPLAY_TRACES) + " (the published replay traces), "
+                  "synergy/file:PATH (a trace file in the published format)")
+
+
+def parse_synergy_policy(policy: str) -> tuple[str, str]:
+    """``synergy`` or ``synergy:<variant>`` -> (queue, method). The variant is ``<queue>/<method>`` (``-`` also
+    separates), or one queue or one method name alone; the missing part defaults to ``fifo`` / ``tune``."""
+    head, _, variant = str(policy).partition(":")
+    valid = f"synergy[:<queue>/<method>] with queue in {QUEUES} and method in {METHODS}"
+    if head != "synergy":
+        raise InputError("policy", policy, f"is not a Synergy policy; valid: {valid}")
+    queue, method = "fifo", "tune"
+    parts = [p for p in re.split(r"[/-]", variant.strip().lower()) if p] if variant else []
+    if len(parts) > 2:
+        raise InputError("policy", policy, f"names more than a queue and a method; valid: {valid}")
+    seen_q = seen_m = False
+    for p in parts:
+        if p in QUEUES and not seen_q:
+            queue, seen_q = p, True
+        elif p in METHODS and not seen_m:
+            method, seen_m = p, True
+        else:
+            raise InputError("policy", policy, f"unknown or repeated part {p!r}; valid: {valid}")
+    return queue, method
+
+
+def _philly_params(spec: str, workload: str) -> dict[str, Any]:
+    out = dict(PHILLY_DEFAULTS)
+    for part in (p for p in spec.split(":") if p):
+        key, eq, val = part.partition("=")
+        if not eq or key not in PHILLY_DEFAULTS:
+            raise InputError("workload", workload, f"unknown parameter {part!r}; have jobs=N, jph=X, split=I-L-S")
+        try:
+            if key == "jobs":
+                out[key] = int(val)
+                ok = out[key] > 0
+            elif key == "jph":
+                out[key] = float(val)
+                ok = math.isfinite(out[key]) and out[key] > 0
+            else:
+                out[key] = tuple(float(x) for x in val.split("-"))
+                ok = len(out[key]) == 3 and all(x >= 0 for x in out[key]) and sum(out[key]) > 0
+        except ValueError:
+            ok = False
+        if not ok:
+            raise InputError(f"workload.{key}", val, {"jobs": "must be a positive integer",
+                                                     "jph": "must be a number > 0 (jobs per hour)",
+                                                     "split": "must be three shares >= 0 as I-L-S, e.g. 20-70-10"}[key])
+    return out
+
+
+def parse_synergy_workload(workload: str, seed: int = 0) -> tuple[SynergyTrace, str]:
+    """A Synergy workload name (``synergy/philly[:jobs=N][:jph=X][:split=I-L-S]``, ``synergy/static``,
+    ``synergy/dynamic``, ``synergy/test`` or ``synergy/file:PATH``) -> (trace, the cluster preset it runs on by
+    default). ``synergy/philly`` is :func:`synergy_trace` with ``seed`` (defaults :data:`PHILLY_DEFAULTS`); the
+    replay traces ignore the seed."""
+    w = str(workload)
+    if not w.startswith("synergy/"):
+        raise InputError("workload", workload, f"is not a Synergy workload; {_WORKLOAD_HELP}")
+    rest = w[len("synergy/"):]
+    if rest.startswith("file:"):
+        path = Path(rest[len("file:"):])
+        if not path.is_file():
+            raise InputError("workload", workload, f"names no file; {_WORKLOAD_HELP}")
+        return read_synergy_trace(path.read_text(), name=w), "default"
+    kind, _, params = rest.partition(":")
+    if kind == "philly":
+        p = _philly_params(params, w)
+        split = dict(zip(("image", "language", "speech"), p["split"]))
+        tr = synergy_trace(p["jobs"], int(seed), jobs_per_hour=p["jph"], class_split=split)
+        return tr, "default"
+    if kind in REPLAY_TRACES and not params:
+        return load_synergy_trace(kind)
+    raise InputError("workload", workload, f"unknown Synergy workload; {_WORKLOAD_HELP}")
+
+
+def run_task(task: SimTask) -> SimResult:
+    """Run one :class:`~schedopt.sim.sweep.SimTask` whose policy is ``synergy[:<variant>]`` (what
+    :func:`schedopt.sim.simulate_many` and ``schedopt simulate`` call). ``task.cluster``: a name of
+    :data:`CLUSTER_PRESETS` (None: the cluster the workload was run on in the published configs: ``static_trace``
+    / ``deployment`` for the deployment traces, ``default`` (16 x 8 GPUs) otherwise); ``task.round_seconds`` None:
+    300 s; ``task.job_model`` must be None; ``task.policy_params`` may hold ``use_speedup`` and ``promote``
+    (:class:`SynergyPolicy`). The result's
+    ``meta["policy"]`` is the canonical ``synergy:<queue>-<method>``."""
+    queue, method = parse_synergy_policy(task.policy)
+    trace, preset = parse_synergy_workload(task.workload, task.seed)
+    if task.cluster is not None:
+        if task.cluster not in CLUSTER_PRESETS:
+            raise InputError("cluster", task.cluster, f"is not a Synergy cluster; valid: {sorted(CLUSTER_PRESETS)}")
+        preset = task.cluster
+    if task.job_model is not None:
+        raise InputError("job_model", task.job_model, "must be None for Synergy policies (rate = W(c, m) / "
+                                                      "W(proportional) from the shipped profiles)")
+    params = dict(task.policy_params)
+    bad = sorted(set(params) - {"use_speedup", "promote"})
+    if bad:
+        raise InputError(f"policy_params.{bad[0]}", params[bad[0]],
+                         "unknown; Synergy policies take use_speedup and promote")
+    res = simulate_synergy(trace, synergy_servers(preset), queue=queue, method=method,
+                           round_seconds=300.0 if task.round_seconds is None else float(task.round_seconds),
+                           charge_policy_time=task.charge_policy_time, max_time=task.max_time, **params)
+    meta = dict(res.meta)
+    meta.update(policy=f"synergy:{queue}-{method}", workload=task.workload, trace=trace.workload.name,
+                seed=task.seed, cluster_preset=preset, policy_params=params)
+    return SimResult(meta, res.jobs, res.rounds)
+
+
 # ---------------------------------------------------------------------------------------------- the policy
 def _speedup(job: SynergyJob, model: str | None, server: Server) -> float:
     """The published ``synergy_speedup`` a job's SRTF/FTF key divides by: the profile's speedup at its ideal demand,
@@ -235,14 +425,16 @@ def _speedup(job: SynergyJob, model: str | None, server: Server) -> float:
 class SynergyPolicy:
     """One Synergy scheduler: ``queue`` order x allocation ``method``, every round via
     :func:`schedopt.synergy.allocate_round` on ``servers``. ``use_speedup`` (default: as the published runs, on for
-    TUNE and GREEDY): SRTF and FTF rank by remaining time at the job's ideal speed-up. ``record_jobs``: keep each
+    TUNE and GREEDY): SRTF and FTF rank by remaining time at the job's ideal speed-up. ``promote`` (TUNE only,
+    default on, ours): spare CPUs and memory go to placed jobs in queue order (False: the published TUNE, where a job
+    runs at its ideal demand or at its proportional share). ``record_jobs``: keep each
     running job's (GPUs, CPUs, GB, throughput, proportional throughput) in the round's ``info`` (for checking)."""
 
     adaptive = False
 
     def __init__(self, servers: Sequence[Server], jobs: Mapping[str, SynergyJob], *, queue: str = "fifo",
                  method: str = "tune", meta: Mapping[str, SynergyTraceJob] | None = None,
-                 use_speedup: bool | None = None, record_jobs: bool = False) -> None:
+                 use_speedup: bool | None = None, promote: bool = True, record_jobs: bool = False) -> None:
         if queue not in QUEUES:
             raise InputError("queue", queue, f"must be one of {QUEUES}")
         if method not in METHODS:
@@ -254,6 +446,7 @@ class SynergyPolicy:
         self.queue, self.method = queue, method
         self.name = f"synergy-{queue}-{method}"
         self.use_speedup = method in ("tune", "greedy") if use_speedup is None else bool(use_speedup)
+        self.promote = bool(promote)
         self.record_jobs = bool(record_jobs)
         self.node_ids: list[str] = []
         self.last_run: dict[str, float] = {}
@@ -277,7 +470,7 @@ class SynergyPolicy:
                                       remaining=(1.0 - v.progress) * total, total=total,
                                       speedup=self.speedup.get(v.id, 1.0), last_run=self.last_run.get(v.id))
         qs = QueueState(time=state.time, info=info, use_speedup=self.use_speedup)
-        alloc = allocate_round(self.servers, jobs, policy=self.queue, method=self.method, state=qs)
+        alloc = allocate_round(self.servers, jobs, policy=self.queue, method=self.method, state=qs, promote=self.promote)
         nodes: dict[str, dict[str, int]] = {}
         rate: dict[str, float] = {}
         cpu_used, mem_used = np.zeros(len(self.servers)), np.zeros(len(self.servers))
@@ -302,15 +495,18 @@ class SynergyPolicy:
 
 def simulate_synergy(trace: SynergyTrace, servers: Sequence[Server] | None = None, *, queue: str = "fifo",
                      method: str = "tune", round_seconds: float = 300.0, progress: bool | None = False,
+                     charge_policy_time: bool = False, max_time: float | None = None,
                      **policy_kw: Any) -> SimResult:
     """Run ``trace`` on ``servers`` (default: Synergy's 16 x (8 GPUs, 24 CPUs, 500 GB)) under
-    :class:`SynergyPolicy` on the :mod:`schedopt.sim` engine; 300 s rounds as the published simulator."""
+    :class:`SynergyPolicy` on the :mod:`schedopt.sim` engine; 300 s rounds as the published simulator
+    (``charge_policy_time``, ``max_time``: as :func:`schedopt.sim.simulate`)."""
     from .engine import simulate
 
     sv = list(servers) if servers is not None else synergy_servers()
     pol = SynergyPolicy(sv, trace.jobs, queue=queue, method=method, meta=trace.meta, **policy_kw)
     res = simulate(synergy_cluster(sv), trace.workload, pol, round_seconds=round_seconds, job_model=trace.job_model,
-                   adaptive=False, progress=progress, label=f"{pol.name} on {trace.workload.name}")
+                   adaptive=False, charge_policy_time=charge_policy_time, max_time=max_time, progress=progress,
+                   label=f"{pol.name} on {trace.workload.name}")
     meta = dict(res.meta)
     meta.update(queue=queue, method=method, servers=[[s.gpus, s.cpus, s.mem_gb] for s in sv])
     return SimResult(meta=meta, jobs=res.jobs, rounds=res.rounds)
