@@ -61,6 +61,11 @@ def _workloads(text: str) -> list[str]:
     return out
 
 
+def _safe(name: Any) -> str:
+    """A file-name-safe form of a policy or workload name (``synergy:fifo/tune`` -> ``synergy-fifo-tune``)."""
+    return "".join(c if c.isalnum() or c in "._-" else "-" for c in str(name))
+
+
 def _fmt(v: Any) -> str:
     if isinstance(v, float):
         return "" if math.isnan(v) else f"{v:.6g}"
@@ -114,7 +119,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         out = Path(args.output)
         out.mkdir(parents=True, exist_ok=True)
         for r in results:
-            name = f"{r.meta['policy']}__{str(r.meta['workload']).replace('/', '-')}__seed{r.meta.get('seed', 0)}"
+            name = "__".join(_safe(x) for x in (r.meta["policy"], r.meta["workload"])) + f"__seed{r.meta.get('seed', 0)}"
             (out / f"{name}.jsonl").write_text(r.to_jsonl())
         (out / "summary.csv").write_text(_summary_csv(rows))
     print(_table(rows))
@@ -152,8 +157,10 @@ def add_parser(subparsers: Any) -> None:
         description="Simulate policies x workloads x seeds; 'schedopt simulate report RUNS -o DIR' builds the report.")
     s.add_argument("--cluster", default=None,
                    help="pollux, sia-64 or sia-<64k> (default sia-64; gandiva and synergy policies: their own presets)")
-    s.add_argument("--workload", default="saturn/1", help="comma-separated: saturn/1, a whole set (pollux), or CSV paths")
-    s.add_argument("--policy", default="sia", help="comma-separated: sia, tiresias, fifo, pollux, pollux-exact, gavel")
+    s.add_argument("--workload", default="saturn/1", help="comma-separated: saturn/1, a whole set (pollux), or CSV paths; "
+                   "synergy/static|dynamic|test|philly[:jobs=N][:jph=X]; gandiva/synthetic")
+    s.add_argument("--policy", default="sia", help="comma-separated: sia, tiresias, fifo, pollux, pollux-exact, gavel; "
+                   "synergy[:queue/method] (e.g. synergy:las/opt); gandiva[:variant] (e.g. gandiva:off)")
     s.add_argument("--seeds", default="0", help="e.g. 0-3 or 0,1")
     s.add_argument("--round-seconds", type=float, default=None, help="default: 60 (synergy policies: 300)")
     s.add_argument("--job-model", default=None, choices=["pollux", "sia"], help="default: pollux on the pollux cluster, else sia")
