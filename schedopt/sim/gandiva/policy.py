@@ -364,13 +364,16 @@ class GandivaPolicy:
         return self._decision(state, views, running, moved)
 
     def _best_fit(self, jid: str, cap: float | None) -> tuple[str, Any] | None:
-        """(type, Algorithm 1's allocation) with the best tier over the GPU types, the fastest type among equals."""
-        best: tuple[int, int, str, Any] | None = None
-        for k, u in enumerate(self._types_for(jid)):
-            a = self._find(jid, u, cap)
-            if a is not None and (best is None or (_TIER[a.tier], k) < best[:2]):
-                best = (_TIER[a.tier], k, u, a)
-        return None if best is None else (best[2], best[3])
+        """(type, Algorithm 1's allocation): free GPUs before time-slicing; among those, the types within
+        ``better_fit`` of the fastest one (no better-fit move would follow), by Algorithm 1's tier, then speed."""
+        cands = [(k, u, a) for k, u in enumerate(self._types_for(jid)) if (a := self._find(jid, u, cap)) is not None]
+        if not cands:
+            return None
+        free = [c for c in cands if c[2].tier != "timeslice"] or cands
+        top = max(self._speed(jid, u) for _, u, _ in free)
+        ok = [c for c in free if self._speed(jid, c[1]) * self.better_fit >= top] or free
+        _k, u, a = min(ok, key=lambda c: (_TIER[c[2].tier], c[0]))
+        return u, a
 
     def _pack_value(self, t: str, gpu: tuple[int, int], rates: Mapping[str, tuple[str, float]]) -> float:
         """The measured normalized throughput of a packed GPU (2 while not measured yet)."""
