@@ -9,6 +9,7 @@ from typing import Any
 
 from ...errors import InputError
 from ...gandiva import (
+    TIERS,
     ClusterState,
     GandivaJob,
     GrowShrink,
@@ -22,7 +23,6 @@ from ...gandiva import (
     pack_exact,
     shrink,
 )
-from ...gandiva.allocate import TIERS
 from ..policies.base import Decision, RoundState
 from .workload import load_type_speeds
 
