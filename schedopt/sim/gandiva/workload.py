@@ -112,7 +112,7 @@ class GandivaTrace:
     job_model: JobModel
     jobs: Mapping[str, GandivaJob]
     priorities: Mapping[str, float]
-    speeds: Mapping[str, Mapping[str, float]] = None  # type: ignore[assignment]
+    speeds: Mapping[str, Mapping[str, float]] | None = None  #: job id -> {GPU type: speed}
 
 
 def _truth(types: Sequence[str], speed: Mapping[str, float]) -> JobGoodputModel:
@@ -190,7 +190,7 @@ def gandiva_trace(n_jobs: int = 400, seed: int = 0, cluster: Cluster | None = No
 
 
 # ---------------------------------------------------------------------------------------------- named workloads
-#: ``gandiva/synthetic`` parameters: name -> (default, type, lower bound, trace keyword)
+#: ``gandiva/synthetic`` parameters: name -> (default, type, lower bound)
 SYNTHETIC_PARAMS: dict[str, tuple[float, type, float]] = {
     "jobs": (400, int, 1),
     "interarrival": (80.0, float, 0.0),  # mean seconds between arrivals
