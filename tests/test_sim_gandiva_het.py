@@ -161,3 +161,14 @@ def test_cli_end_to_end(tmp_path):
 def test_policy_sees_one_state_per_type():
     pol = GandivaPolicy({}, Mechanisms())
     assert pol.placed() == set() and pol.vs is None
+
+
+def test_fractional_gpu_segments_survive_the_jsonl_round_trip() -> None:
+    """A packed pair charges 0.5 GPU each; the records written by ``schedopt simulate -o`` and read back by
+    ``simulate report`` must keep the half, not truncate it to 0."""
+    from schedopt.sim.metrics import JobRecord, SimResult, read_jsonl
+
+    rec = JobRecord("j", "resnet", 0.0, 0.0, 215.0, 0, 1, 32, ((0.0, 110.0, "P100", 1.0), (110.0, 215.0, "P100", 0.5)))
+    back = read_jsonl(SimResult({"policy": "gandiva", "workload": "w"}, [rec], []).to_jsonl()).jobs[0]
+    assert back.segments[1][3] == 0.5
+    assert back.gpu_seconds == {"P100": 110.0 + 52.5}

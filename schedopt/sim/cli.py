@@ -156,9 +156,10 @@ def add_parser(subparsers: Any) -> None:
         "simulate", help="replay job traces under scheduling policies (see also: simulate report)",
         description="Simulate policies x workloads x seeds; 'schedopt simulate report RUNS -o DIR' builds the report.")
     s.add_argument("--cluster", default=None,
-                   help="pollux, sia-64 or sia-<64k> (default sia-64; gandiva and synergy policies: their own presets)")
+                   help="pollux, sia-64 or sia-<64k> (default sia-64); gandiva-100 (default of gandiva policies), "
+                        "gandiva-100-homogeneous, ...; synergy policies run on their workload's cluster by default")
     s.add_argument("--workload", default="saturn/1", help="comma-separated: saturn/1, a whole set (pollux), or CSV paths; "
-                   "synergy/static|dynamic|test|philly[:jobs=N][:jph=X]; gandiva/synthetic")
+                   "synergy/static|dynamic|test|philly[:jobs=N][:jph=X]; gandiva/synthetic[:jobs=N:interarrival=S]")
     s.add_argument("--policy", default="sia", help="comma-separated: sia, tiresias, fifo, pollux, pollux-exact, gavel; "
                    "synergy[:queue/method] (e.g. synergy:las/opt); gandiva[:variant] (e.g. gandiva:off)")
     s.add_argument("--seeds", default="0", help="e.g. 0-3 or 0,1")

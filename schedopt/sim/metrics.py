@@ -29,7 +29,8 @@ __all__ = ["JobRecord", "RoundRecord", "SimResult", "queue_length", "read_jsonl"
 
 @dataclass(frozen=True)
 class JobRecord:
-    """One job's history. ``segments``: (start, end, GPU type, GPUs) per allocation spell (restart delays included);
+    """One job's history. ``segments``: (start, end, GPU type, GPUs) per allocation spell (restart delays included;
+    GPUs may be fractional where jobs share a GPU, e.g. 0.5 for each of a packed pair);
     ``finish`` is None when the simulation stopped before the job finished."""
 
     id: str
@@ -40,7 +41,7 @@ class JobRecord:
     restarts: int
     requested_gpus: int
     batch_size: int
-    segments: tuple[tuple[float, float, str, int], ...] = ()
+    segments: tuple[tuple[float, float, str, float], ...] = ()
 
     @property
     def jct(self) -> float | None:
@@ -56,7 +57,7 @@ class JobRecord:
     @classmethod
     def of(cls, j: JobState) -> JobRecord:
         return cls(j.id, j.app, j.arrival, j.start, j.finish, j.restarts, j.requested_gpus, j.batch_size,
-                   tuple((float(s), float(e), str(t), int(g)) for s, e, t, g in j.segments))
+                   tuple((float(s), float(e), str(t), float(g)) for s, e, t, g in j.segments))
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "application": self.application, "arrival": self.arrival, "start": self.start,
