@@ -3,6 +3,8 @@ whose configuration the policy kept."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -149,3 +151,23 @@ def test_a_kept_configuration_is_never_restarted_by_the_placer() -> None:
     for j in ("J9", "J10"):
         assert (by[j].start, by[j].restarts) == (60.0, 0)
         assert by[j].finish == pytest.approx(240.0, abs=1e-5)
+
+
+def test_cli_estimator_flag(tmp_path: Path) -> None:
+    import argparse
+    import json
+
+    from schedopt.sim.cli import add_parser
+
+    p = tmp_path / "head.csv"
+    p.write_text(Workload("head", load_workload("saturn/3").jobs[:4]).to_csv())
+    parser = argparse.ArgumentParser(prog="schedopt")
+    add_parser(parser.add_subparsers(dest="command"))
+    assert parser.parse_args(["simulate", "--workload", str(p), "--policy", "sia"]).estimator == "bootstrap"
+    a = parser.parse_args(["simulate", "--workload", str(p), "--policy", "sia", "--estimator", "oracle",
+                           "--workers", "1", "-o", str(tmp_path / "runs")])
+    assert a.func(a) == 0
+    meta = json.loads((tmp_path / "runs" / "sia__head__seed0.jsonl").read_text().splitlines()[0])
+    assert meta["meta"]["estimator"] == "oracle"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["simulate", "--workload", str(p), "--estimator", "truth"])
