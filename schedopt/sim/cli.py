@@ -112,7 +112,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     per_policy = {p: (params if p in ("sia", "pollux-exact", "gavel") else {}) for p in pols}
     results = simulate_many(pols, _workloads(args.workload), parse_seeds(args.seeds), cluster=args.cluster,
                             job_model=args.job_model, round_seconds=args.round_seconds, policy_params=per_policy,
-                            charge_policy_time=args.charge_policy_time, workers=args.workers,
+                            charge_policy_time=args.charge_policy_time, estimator=args.estimator,
+                            workers=args.workers,
                             progress={"auto": None, "on": True, "off": False}[args.progress])
     rows = [_row(r) for r in results]
     if args.output:
@@ -168,6 +169,9 @@ def add_parser(subparsers: Any) -> None:
     s.add_argument("--backend", default=None, help="solver backend of model-based policies (sia: mckp, highs, cpsat, ...)")
     s.add_argument("--time-limit", type=float, default=None, help="solver time limit per round (seconds)")
     s.add_argument("--charge-policy-time", action="store_true", help="delay re-allocated jobs by the policy's wall time")
+    s.add_argument("--estimator", choices=("bootstrap", "oracle"), default="bootstrap",
+                   help="what the policy sees of a job's throughput: Sia's online estimate (bootstrap from 1-GPU "
+                        "profiles, refitted as the job runs; default) or the true model (oracle)")
     s.add_argument("--workers", type=int, default=1, help="simulations at once (processes)")
     s.add_argument("--progress", choices=("auto", "on", "off"), default="auto",
                    help="progress on stderr: on forces the bar, off silences it, auto draws the bar on a terminal and "

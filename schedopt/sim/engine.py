@@ -21,7 +21,7 @@ from typing import Any
 from ..errors import InputError
 from ..sia import Cluster, Config, Placement, place
 from ..sia.check import config_shape_ok
-from .jobs import JobModel, JobState, goodput_estimate
+from .jobs import ESTIMATORS, JobModel, JobState, goodput_estimate
 from .jobs import job_model as get_job_model
 from .metrics import JobRecord, RoundRecord, SimResult
 from .policies.base import Decision, JobView, Policy, RoundState
@@ -177,7 +177,10 @@ def _from_allocation(cluster: Cluster, pname: str, alloc: Mapping[str, Config | 
     if previous is not None:
         prev = Placement(assignments={j: s for j, s in previous.assignments.items() if j in active},
                          configs={j: c for j, c in previous.configs.items() if j in active})
-    pl = place(cluster, chosen, prev)
+    # a job inside its checkpoint-restore delay that keeps its configuration is never the one moved for another
+    # (Sia: jobs in checkpoint-restore are non-preemptible, `preserve_ckpt_allocs`)
+    pinned = [jid for jid, c in chosen.items() if active[jid].restart_left > 0 and active[jid].config == c]
+    pl = place(cluster, chosen, prev, pinned=pinned)
     if pl.unplaced:
         raise InputError(f"policy[{pname}].allocation[{pl.unplaced[0]}]", chosen[pl.unplaced[0]].label,
                          "cannot be placed on the cluster next to the other jobs")
@@ -193,6 +196,7 @@ def simulate(
     job_model: str | JobModel = "pollux",
     adaptive: bool | None = None,
     charge_policy_time: bool = False,
+    estimator: str = "bootstrap",
     max_time: float | None = None,
     progress: bool | None = None,
     label: str = "",
@@ -203,7 +207,9 @@ def simulate(
     restart delays and calibration) or a :class:`~schedopt.sim.jobs.JobModel`. ``adaptive``: whether jobs adapt GPUs
     and batch size (default: the policy's ``adaptive`` attribute, else whether its name is in
     :data:`ADAPTIVE_POLICIES`). ``charge_policy_time``: every job whose placement changes also waits the policy's
-    wall time of that round (capped at the round). ``max_time``: stop there (unfinished jobs keep ``finish=None``;
+    wall time of that round (capped at the round). ``estimator``: what the policy sees of each adaptive job's
+    throughput (:func:`~schedopt.sim.jobs.goodput_estimate`): ``"bootstrap"`` (default; Sia's online estimate from
+    1-GPU profiles, refitted to the configurations the job has run on) or ``"oracle"`` (the true model). ``max_time``: stop there (unfinished jobs keep ``finish=None``;
     default: last arrival + 60 days). ``progress``: a progress line on stderr (default: only on a terminal).
     """
     if not isinstance(cluster, Cluster):
@@ -215,11 +221,13 @@ def simulate(
     if not callable(getattr(policy, "decide", None)):
         raise InputError("policy", type(policy).__name__, "must have decide(state) -> Decision")
     jm = get_job_model(job_model)
+    if estimator not in ESTIMATORS:
+        raise InputError("estimator", estimator, f"must be one of {list(ESTIMATORS)}")
     pname = str(getattr(policy, "name", type(policy).__name__))
     if adaptive is None:
         adaptive = bool(getattr(policy, "adaptive", pname in ADAPTIVE_POLICIES))
     R = float(round_seconds)
-    jobs = [JobState(w.name, w.application, w.time, w.num_replicas, w.batch_size, adaptive, jm)
+    jobs = [JobState(w.name, w.application, w.time, w.num_replicas, w.batch_size, adaptive, jm, estimator=estimator)
             for w in workload.jobs]
     biggest = max(t.total_gpus for t in cluster.gpu_types)
     for k, j in enumerate(jobs):
@@ -276,7 +284,10 @@ def simulate(
             new = {n: len(g) for n, g in slots}
             if new == j.nodes:
                 continue
+            same = decision.nodes is None and new and j.config is not None and placement.configs[j.id] == j.config
             j.nodes = new
+            if same:  # our placer moved it, its configuration is unchanged: no restart (Sia's simulator restarts a
+                continue  # job only when its allocation changes; same nodes and GPUs: same rate, same batch)
             if new:
                 c = placement.configs[j.id]
                 j.config = c
@@ -312,5 +323,6 @@ def simulate(
         "job_model": jm.name,
         "adaptive": adaptive,
         "charge_policy_time": charge_policy_time,
+        "estimator": estimator,
     }
     return SimResult(meta=meta, jobs=tuple(JobRecord.of(j) for j in jobs), rounds=tuple(rounds))

@@ -39,6 +39,7 @@ class SimTask:
     policy_params: Mapping[str, Any] = field(default_factory=dict)
     charge_policy_time: bool = False
     max_time: float | None = None
+    estimator: str = "bootstrap"  #: what the policy sees of a job's throughput (``simulate(estimator=...)``)
 
 
 #: Systems with their own cluster, workload and policy types on the same engine: a policy named ``<system>`` or
@@ -66,7 +67,8 @@ def run_task(task: SimTask) -> SimResult:
     jm = task.job_model or default_job_model(cluster)
     res = simulate(cluster_preset(cluster), load_workload(task.workload), pol,
                    round_seconds=task.round_seconds or 60.0,
-                   job_model=jm, charge_policy_time=task.charge_policy_time, max_time=task.max_time, progress=False)
+                   job_model=jm, charge_policy_time=task.charge_policy_time, estimator=task.estimator,
+                   max_time=task.max_time, progress=False)
     meta = {**res.meta, "seed": task.seed, "cluster_preset": cluster, "policy_params": dict(task.policy_params)}
     return SimResult(meta, res.jobs, res.rounds)
 
@@ -136,6 +138,7 @@ def simulate_many(
     policy_params: Mapping[str, Any] | None = None,
     charge_policy_time: bool = False,
     max_time: float | None = None,
+    estimator: str = "bootstrap",
     executor: Any = None,
     workers: int | None = None,
     progress: bool | None = None,
@@ -143,13 +146,15 @@ def simulate_many(
     """Simulate every (policy, workload, seed); results in that order. ``executor``: None (a local process pool of
     ``workers`` processes, default the CPU count; ``workers=1`` runs here), a ``concurrent.futures`` executor, a
     Dask ``distributed.Client``, or a pool with ``map``. ``policy_params``: parameters for every policy, or a
-    mapping policy name -> parameters."""
+    mapping policy name -> parameters. ``estimator``: ``"bootstrap"`` (default) or ``"oracle"``, see
+    :func:`~schedopt.sim.engine.simulate`."""
     pols = [policies] if isinstance(policies, str) else list(policies)
     wls = [workloads] if isinstance(workloads, str) else list(workloads)
     if not pols or not wls:
         raise InputError("policies" if not pols else "workloads", [], "must name at least one")
     items = tasks(pols, wls, seeds, cluster=cluster, job_model=job_model, round_seconds=round_seconds,
-                  policy_params=dict(policy_params or {}), charge_policy_time=charge_policy_time, max_time=max_time)
+                  policy_params=dict(policy_params or {}), charge_policy_time=charge_policy_time, max_time=max_time,
+                  estimator=estimator)
     return _run_all(items, executor, workers, progress)
 
 
