@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import scipy.optimize
+from threadpoolctl import threadpool_limits
 
 from ._validate import (
     InputError,
@@ -191,7 +192,7 @@ GAMMA_STARTS = (1.0, 1.5, 2.0, 3.0, 5.0, 8.0)
 
 def fit_throughput(
     nodes: Any, replicas: Any, local_bsz: Any, step_time: Any, sync_time: Any, *,
-    gamma_starts: Any = GAMMA_STARTS,
+    gamma_starts: Any = GAMMA_STARTS, blas_threads: int | None = 1,
 ) -> ThroughputParams:
     """Fit the seven parameters to observed rows (one per measurement).
 
@@ -203,8 +204,12 @@ def fit_throughput(
     without single-node rows with r > 1 (r > 2).  ``alpha_n >= 1.1 alpha_r`` and ``beta_n >= 1.1 beta_r``
     always hold (the fit parameterises ``alpha_n = 1.1 alpha_r + d_alpha_n`` with ``d_alpha_n > 0``).
     ``gamma_starts``: the starting gammas (default :data:`GAMMA_STARTS`; a refit may start from the last gamma
-    alone, six times faster).
+    alone, six times faster). ``blas_threads``: the BLAS threads the fit may use (default 1: OpenBLAS's pool makes
+    L-BFGS-B on seven parameters 5-8x slower; None leaves the pool as it is).
     """
+    if blas_threads is not None and (isinstance(blas_threads, bool) or not isinstance(blas_threads, (int, np.integer))
+                                     or blas_threads < 1):
+        raise InputError("blas_threads", blas_threads, "must be an integer >= 1, or None (leave the pool as it is)")
     starts = [float(g) for g in np.atleast_1d(np.asarray(gamma_starts, dtype=float))]
     if not starts or any(not 1.0 <= g <= 10.0 for g in starts):
         raise InputError("gamma_starts", gamma_starts, "must be one or more values in [1, 10]")
@@ -263,17 +268,20 @@ def fit_throughput(
 
     bounds = [(lo, hi) if i < 6 else (1.0, 10.0) for i in free]
     best_val, best_theta = np.inf, None
-    for gamma0 in starts:
-        start = np.clip(np.log([alpha_c0, beta_c0, *net_start(gamma0)]), lo, hi)
-        start = np.append(start, gamma0)
-        for i, v in fixed.items():
-            start[i] = v
-        res = scipy.optimize.minimize(
-            lambda x: _objective(full(x), *args), start[free], method="L-BFGS-B", bounds=bounds,
-            options={"maxiter": 1000},
-        )
-        if res.fun < best_val:
-            best_val, best_theta = res.fun, full(res.x)
+    # OpenBLAS's thread pool makes L-BFGS-B on these few parameters 5-8x slower (its threads spin on tiny
+    # vectors): by default the fit runs on one BLAS thread (tools/bench_fit_threads.py measures it).
+    with threadpool_limits(blas_threads, user_api="blas"):
+        for gamma0 in starts:
+            start = np.clip(np.log([alpha_c0, beta_c0, *net_start(gamma0)]), lo, hi)
+            start = np.append(start, gamma0)
+            for i, v in fixed.items():
+                start[i] = v
+            res = scipy.optimize.minimize(
+                lambda x: _objective(full(x), *args), start[free], method="L-BFGS-B", bounds=bounds,
+                options={"maxiter": 1000},
+            )
+            if res.fun < best_val:
+                best_val, best_theta = res.fun, full(res.x)
     p = _theta_to_params(best_theta)
     return ThroughputParams(**{k: getattr(p, k) for k in PARAM_NAMES})
 
