@@ -153,7 +153,7 @@ def add_parser(subparsers: Any) -> None:
     s.add_argument("--cluster", default=None,
                    help="pollux, sia-64 or sia-<64k> (default sia-64; gandiva and synergy policies: their own presets)")
     s.add_argument("--workload", default="saturn/1", help="comma-separated: saturn/1, a whole set (pollux), or CSV paths")
-    s.add_argument("--policy", default="sia", help="comma-separated: sia, tiresias, fifo, pollux, pollux-exact, gavel")
+    s.add_argument("--policy", default="sia", help="comma-separated: sia, tiresias, fifo, pollux, pollux-exact, pollux-unaware, gavel")
     s.add_argument("--seeds", default="0", help="e.g. 0-3 or 0,1")
     s.add_argument("--round-seconds", type=float, default=None, help="default: 60 (synergy policies: 300)")
     s.add_argument("--job-model", default=None, choices=["pollux", "sia"], help="default: pollux on the pollux cluster, else sia")
