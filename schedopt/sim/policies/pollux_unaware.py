@@ -64,6 +64,7 @@ class PolluxUnawarePolicy(PolluxPolicy):
     """
 
     name = "pollux-unaware"
+    adaptive = True  # jobs adapt GPUs and batch size (the engine reads this; rigid applications stay rigid)
 
     def __init__(self, *, population: int = 100, generations: int = 100, seed: int = 0, p: float = P_FAIRNESS,
                  restart_delay: float = RESTART_DELAY_S, max_replicas: int | None = None,
