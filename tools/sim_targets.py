@@ -6,8 +6,14 @@
                                          # saturn-32x/1 (2,048 GPUs), sia policy on mckp and on highs
 
 Options: --policies a,b (default: every available policy of the target), --workers N (simulations at once,
-default 1: timings), --workloads (override). Pollux / Gavel policies are used when their modules are present.
+default 1: timings), --workloads (override), --params '{"pollux": {"generations": 30}}' (policy parameters),
+--out PATH (default benchmarks/sim_<target>.csv). Pollux / Gavel policies are used when their modules are present.
 Run from the repository root (``PYTHONPATH=$PWD`` for a worktree).
+
+Resumable sweeps (pollux, sia64): --resume appends one row to --out as each simulation finishes and skips the
+(policy, workload, params) rows already there, so an interrupted sweep keeps what it did and a rerun finishes it:
+
+    python tools/sim_targets.py sia64 --resume --workers 2    # the 18-workload sweep, resumable
 """
 
 from __future__ import annotations
@@ -57,6 +63,20 @@ def env() -> str:
     return f"python {platform.python_version()}, numpy {numpy.__version__}, scipy {scipy.__version__}, {platform.machine()}"
 
 
+def row_of(p: str, r: sim.SimResult, cluster: str, params: dict) -> dict:
+    s = r.summary()
+    # wall times on a shared machine: see policy_cpu_ms_* for the simulating process's CPU time
+    return {"policy": p, "workload": r.meta["workload"], "cluster": cluster,
+            "params": json.dumps(params, sort_keys=True), "jobs": s["jobs"],
+            "finished": s["finished"], "avg_jct_s": round(s["avg_jct_s"], 1),
+            "p99_jct_s": round(s["p99_jct_s"], 1), "makespan_s": round(s["makespan_s"], 1),
+            "gpu_hours": round(s["gpu_hours"], 2), "avg_restarts": round(s["avg_restarts"], 3),
+            "policy_ms_median": round(s["policy_s_median"] * 1e3, 2),
+            "policy_ms_p95": round(s["policy_s_p95"] * 1e3, 2),
+            "policy_cpu_ms_median": round(s["policy_cpu_s_median"] * 1e3, 2),
+            "policy_cpu_ms_p95": round(s["policy_cpu_s_p95"] * 1e3, 2)}
+
+
 def sweep(policies: list[str], workloads: list[str], cluster: str, workers: int, params: dict) -> list[dict]:
     rows = []
     for p in policies:
@@ -64,18 +84,60 @@ def sweep(policies: list[str], workloads: list[str], cluster: str, workers: int,
         res = sim.simulate_many([p], workloads, cluster=cluster, workers=workers,
                                 policy_params=params.get(p, {}), progress=True)
         wall = time.perf_counter() - t0
-        for r in res:
-            s = r.summary()
-            # wall times on a shared machine: see policy_cpu_ms_* for this process's CPU time
-            rows.append({"policy": p, "workload": r.meta["workload"], "cluster": cluster, "jobs": s["jobs"],
-                         "finished": s["finished"], "avg_jct_s": round(s["avg_jct_s"], 1),
-                         "p99_jct_s": round(s["p99_jct_s"], 1), "makespan_s": round(s["makespan_s"], 1),
-                         "gpu_hours": round(s["gpu_hours"], 2), "avg_restarts": round(s["avg_restarts"], 3),
-                         "policy_ms_median": round(s["policy_s_median"] * 1e3, 2),
-                         "policy_ms_p95": round(s["policy_s_p95"] * 1e3, 2),
-                         "policy_cpu_ms_median": round(s["policy_cpu_s_median"] * 1e3, 2)})
+        rows += [row_of(p, r, cluster, params.get(p, {})) for r in res]
         print(f"{p}: {len(res)} simulations in {wall:.0f} s", file=sys.stderr)
     return rows
+
+
+def sweep_resumable(policies: list[str], workloads: list[str], cluster: str, workers: int, params: dict,
+                    path: Path) -> list[dict]:
+    """Run the (policy, workload) simulations missing from ``path``, appending a row as each one finishes (CSV with
+    a header; one process writes it); returns every row of ``path`` for these policies and workloads."""
+    import concurrent.futures as cf
+
+    from schedopt.sim.sweep import SimTask, run_task
+
+    def key(p: str, w: str, prm: dict | str) -> tuple[str, str, str]:
+        return p, w, prm if isinstance(prm, str) else json.dumps(prm, sort_keys=True)
+
+    have: list[dict] = []
+    if path.exists() and path.stat().st_size:
+        with path.open(newline="") as f:
+            have = list(csv.DictReader(f))
+    done = {key(r["policy"], r["workload"], r.get("params", "{}")) for r in have}
+    todo = [SimTask(policy=p, workload=w, cluster=cluster, policy_params=dict(params.get(p, {})))
+            for p in policies for w in workloads if key(p, w, params.get(p, {})) not in done]
+    print(f"{len(done)} rows already in {path}; {len(todo)} simulations to run", file=sys.stderr)
+    header = list(have[0]) if have else None
+
+    def append(row: dict) -> None:
+        nonlocal header
+        new = header is None
+        if new:
+            header = list(row)
+        with path.open("a", newline="") as f:
+            w = csv.DictWriter(f, header, extrasaction="ignore", lineterminator="\n")
+            if new:
+                w.writeheader()
+            w.writerow(row)
+        have.append({k: str(v) for k, v in row.items()})
+        print(f"{row['policy']} {row['workload']}: avg JCT {row['avg_jct_s']} s -> {path}", file=sys.stderr, flush=True)
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if workers <= 1:
+        for t in todo:
+            append(row_of(t.policy, run_task(t), cluster, dict(t.policy_params)))
+    else:
+        with cf.ProcessPoolExecutor(max_workers=workers) as pool:
+            futs = {pool.submit(run_task, t): t for t in todo}
+            for f in cf.as_completed(futs):
+                t = futs[f]
+                append(row_of(t.policy, f.result(), cluster, dict(t.policy_params)))
+    want = {key(p, w, params.get(p, {})) for p in policies for w in workloads}
+    out = [dict(r) for r in have if key(r["policy"], r["workload"], r.get("params", "{}")) in want]
+    for r in out:
+        r["avg_jct_s"] = float(r["avg_jct_s"])
+    return out
 
 
 def main() -> None:
@@ -85,12 +147,20 @@ def main() -> None:
     ap.add_argument("--workloads", default=None)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--data", default="../shared/data", help="the public data (for the published numbers)")
+    ap.add_argument("--params", default="{}", help='JSON: policy -> parameters, e.g. {"pollux": {"generations": 30}}')
+    ap.add_argument("--out", default=None, help="CSV path (default benchmarks/sim_<target>.csv)")
+    ap.add_argument("--resume", action="store_true", help="append a row per finished simulation, skip rows present")
     a = ap.parse_args()
     out = ROOT / "benchmarks"
+    params = json.loads(a.params)
+    if not isinstance(params, dict) or not all(isinstance(v, dict) for v in params.values()):
+        raise SystemExit("--params must be a JSON object of policy -> {parameter: value}")
     if a.target == "pollux":
         pols = available(a.policies.split(",") if a.policies else ["pollux", "tiresias", "fifo"])
         wls = a.workloads.split(",") if a.workloads else [f"pollux/{k}" for k in range(1, 9)]
-        rows = sweep(pols, wls, "pollux", a.workers, {})
+        path = Path(a.out) if a.out else out / "sim_pollux.csv"
+        rows = sweep_resumable(pols, wls, "pollux", a.workers, params, path) if a.resume else \
+            sweep(pols, wls, "pollux", a.workers, params)
         pub = {}
         for p in ("pollux", "tiresias", "optimus"):
             f = Path(a.data) / "pollux" / "results-jobload" / f"{p}-1.0" / "summary.json"
@@ -98,17 +168,25 @@ def main() -> None:
                 pub[p] = json.loads(f.read_text())["avgs"]
         for r in rows:
             r["published_avg_jct_s"] = round(pub.get(r["policy"], {}).get(f"workload-{r['workload'].split('/')[1]}", float("nan")), 1)
-        write(out / "sim_pollux.csv", rows)
+        if not a.resume:
+            write(path, rows)
         for p in pols:
             xs = [r["avg_jct_s"] for r in rows if r["policy"] == p]
+            if not xs:
+                continue
             ref = POLLUX_PUBLISHED.get(p)
             print(f"{p}: mean of per-workload average JCT {sum(xs) / len(xs):.1f} s"
                   + (f" (published {ref} s, {100 * (sum(xs) / len(xs) / ref - 1):+.1f} %)" if ref else ""))
     elif a.target == "sia64":
-        pols = available(a.policies.split(",") if a.policies else ["sia", "pollux", "gavel", "tiresias", "fifo"])
+        pols = available(a.policies.split(",") if a.policies else
+                         ["sia", "pollux", "pollux-unaware", "gavel", "tiresias", "fifo"])
         wls = a.workloads.split(",") if a.workloads else [f"saturn/{k}" for k in range(1, 11)] + [f"philly/{k}" for k in range(1, 9)]
-        rows = sweep(pols, wls, "sia-64", a.workers, {"gavel": {}})
-        write(out / "sim_sia64.csv", rows)
+        path = Path(a.out) if a.out else out / "sim_sia64.csv"
+        if a.resume:
+            rows = sweep_resumable(pols, wls, "sia-64", a.workers, params, path)
+        else:
+            rows = sweep(pols, wls, "sia-64", a.workers, params)
+            write(path, rows)
         for trace in ("saturn", "philly"):
             for p in pols:
                 xs = [r["avg_jct_s"] for r in rows if r["policy"] == p and r["workload"].startswith(trace)]

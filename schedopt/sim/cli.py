@@ -161,8 +161,8 @@ def add_parser(subparsers: Any) -> None:
                         "gandiva-100-homogeneous, ...; synergy policies run on their workload's cluster by default")
     s.add_argument("--workload", default="saturn/1", help="comma-separated: saturn/1, a whole set (pollux), or CSV paths; "
                    "synergy/static|dynamic|test|philly[:jobs=N][:jph=X]; gandiva/synthetic[:jobs=N:interarrival=S]")
-    s.add_argument("--policy", default="sia", help="comma-separated: sia, tiresias, fifo, pollux, pollux-exact, gavel; "
-                   "synergy[:queue/method] (e.g. synergy:las/opt); gandiva[:variant] (e.g. gandiva:off)")
+    s.add_argument("--policy", default="sia", help="comma-separated: sia, tiresias, fifo, pollux, pollux-exact, "
+                   "pollux-unaware, gavel; synergy[:queue/method] (e.g. synergy:las/opt); gandiva[:variant] (e.g. gandiva:off)")
     s.add_argument("--seeds", default="0", help="e.g. 0-3 or 0,1")
     s.add_argument("--round-seconds", type=float, default=None, help="default: 60 (synergy policies: 300)")
     s.add_argument("--job-model", default=None, choices=["pollux", "sia"], help="default: pollux on the pollux cluster, else sia")

@@ -30,7 +30,7 @@ from .workloads import Workload
 __all__ = ["ADAPTIVE_POLICIES", "simulate"]
 
 #: policies that adapt GPUs and batch size (the others run the workload's requests as rigid jobs)
-ADAPTIVE_POLICIES = frozenset({"sia", "pollux", "pollux-exact"})
+ADAPTIVE_POLICIES = frozenset({"sia", "pollux", "pollux-exact", "pollux-unaware"})
 
 
 class _Progress:

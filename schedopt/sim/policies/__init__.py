@@ -1,7 +1,7 @@
 """Scheduling policies for :mod:`schedopt.sim` (interface in :mod:`schedopt.sim.policies.base`).
 
-:func:`get_policy` builds one by name: ``fifo``, ``tiresias``, ``sia`` here; ``pollux``, ``pollux-exact`` and
-``gavel`` from their modules, imported only when asked for.
+:func:`get_policy` builds one by name: ``fifo``, ``tiresias``, ``sia`` here; ``pollux``, ``pollux-exact``,
+``pollux-unaware`` and ``gavel`` from their modules, imported only when asked for.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ POLICIES: dict[str, tuple[str, str]] = {
     "sia": ("sia", "SiaPolicy"),
     "pollux": ("pollux", "PolluxPolicy"),
     "pollux-exact": ("pollux", "PolluxExactPolicy"),
+    "pollux-unaware": ("pollux_unaware", "PolluxUnawarePolicy"),
     "gavel": ("gavel", "GavelPolicy"),
 }
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,8 +118,8 @@ class PolluxObjective:
 
     def __init__(self, state: RoundState, *, p: float = P_FAIRNESS,
                  restart_delay: float = RESTART_DELAY_S, max_replicas: int = MAX_REPLICAS,
-                 max_nodes: int = MAX_NODES, cache: dict[tuple[int, int], tuple[Any, np.ndarray]] | None = None
-                 ) -> None:
+                 max_nodes: int = MAX_NODES, cache: dict[tuple[int, int], tuple[Any, np.ndarray]] | None = None,
+                 num_nodes: int | None = None, job_types: Mapping[str, str | None] | None = None) -> None:
         if not isinstance(state, RoundState):
             raise InputError("state", type(state).__name__, "must be a schedopt.sim.policies.RoundState")
         if not (isinstance(p, (int, float)) and math.isfinite(p) and p != 0):
@@ -133,7 +134,9 @@ class PolluxObjective:
         self.types = self.cluster.type_names
         total = self.cluster.total_gpus
         G = int(total.sum())
-        N = int(self.cluster.nodes.sum())
+        N = int(self.cluster.nodes.sum()) if num_nodes is None else int(num_nodes)
+        if N < 1:
+            raise InputError("num_nodes", num_nodes, "must be >= 1 (the nodes the policy sees)")
         self.scale = N / G if G else 0.0
         self.reference_type = self.types[int(np.argmax(total))]
         age = np.array([max(v.age, 0.0) for v in jobs], dtype=np.float64)
@@ -149,11 +152,25 @@ class PolluxObjective:
         self.max_reps = max(min(int(max_replicas), G), 1)
         fair_r = max(math.ceil(G / J), 1) if J else 1
         fair_n = max(math.ceil(N / G), 1) if G else 1
+        self.fair_replicas = fair_r
+        # heterogeneity-unaware view (``pollux-unaware``): one GPU type per job whatever the nodes' types, -1 for a
+        # job with no throughput model yet (linear speedup r / fair_r, as published)
+        self.view: np.ndarray | None = None
+        if job_types is not None:
+            for jid, t in job_types.items():
+                if t is not None and t not in self.types:
+                    raise InputError(f"job_types[{jid}]", t, f"is no GPU type of the cluster {list(self.types)}")
+            self.view = np.array([self.types.index(t) if (t := job_types.get(i)) is not None else -1
+                                  for i in self.ids], dtype=np.int64)
         base = np.zeros(J)
         for j in range(J):
-            b = self.goodput_points(j, self.reference_type, np.array([fair_n]), np.array([max(fair_r, fair_n)]))[0]
+            if self.view is not None and self.view[j] < 0:
+                base[j] = float(fair_r)
+                continue
+            ref = self.reference_type if self.view is None else self.types[int(self.view[j])]
+            b = self.goodput_points(j, ref, np.array([fair_n]), np.array([max(fair_r, fair_n)]))[0]
             if not b > 0:  # the fair share is infeasible for this job's batch limits: fall back to 1 GPU
-                b = self.goodput_points(j, self.reference_type, np.array([1]), np.array([1]))[0]
+                b = self.goodput_points(j, ref, np.array([1]), np.array([1]))[0]
             if not b > 0:
                 b = max((self.goodput_points(j, t, np.array([1]), np.array([1]))[0] for t in self.types), default=0.0)
             base[j] = b if b > 0 else 1.0
@@ -211,9 +228,16 @@ class PolluxObjective:
 
     def speedups(self, jidx: np.ndarray, tidx: np.ndarray, nodes: np.ndarray, replicas: np.ndarray) -> np.ndarray:
         """Scaled speedups (before the restart factor) for flat arrays of (job, type index, nodes, replicas) within
-        the caps (nodes <= max_nodes, replicas <= max_replicas); 0 where replicas is 0."""
+        the caps (nodes <= max_nodes, replicas <= max_replicas); 0 where replicas is 0. With a heterogeneity-unaware
+        view (``job_types``) the type index is ignored: each job is evaluated on its view type, or linearly
+        (``r / fair_r``) when it has no model yet."""
         out = np.zeros(jidx.shape, dtype=np.float64)
         on = replicas > 0
+        if self.view is not None:
+            lin = on & (self.view[jidx] < 0)
+            out[lin] = replicas[lin] / self.base[jidx[lin]] * self.scale
+            on &= ~lin
+            tidx = np.where(on, self.view[jidx], 0)
         if not on.any():
             return out
         j, t, n, r = jidx[on], tidx[on], nodes[on], replicas[on]
@@ -437,26 +461,50 @@ class PolluxPolicy(_Memory):
     def on_reset(self) -> None:
         self._prev = None
 
-    def decide(self, state: RoundState) -> Decision:
-        t0 = time.perf_counter()
-        self.update(state)
-        obj = PolluxObjective(state, p=self.p, restart_delay=self.restart_delay,
-                              max_replicas=self.max_replicas, max_nodes=self.max_nodes, cache=self.cache)
-        node_ids, cap_node, node_type = _node_table(state.cluster)
-        J, N = len(obj.jobs), len(node_ids)
-        if J == 0:
-            self._prev = None
-            ans = PolluxAnswer(termination=Termination(TerminationReason.OPTIMAL, detail="no active jobs"),
-                               objective_value=math.nan, method="pollux-ga",
-                               timings=Timings(build=0.0, solve=time.perf_counter() - t0))
-            return Decision(nodes={}, answer=ans, info={"jobs": 0})
-        pos = {n: i for i, n in enumerate(node_ids)}
-        base = np.zeros((J, N), dtype=np.int64)
+    # ----------------------------------------------------------- the view the search works on (overridable)
+    def objective(self, state: RoundState) -> PolluxObjective:
+        """The round's objective (``pollux-unaware`` passes its own nodes, cap and per-job types)."""
+        return PolluxObjective(state, p=self.p, restart_delay=self.restart_delay,
+                               max_replicas=self.max_replicas, max_nodes=self.max_nodes, cache=self.cache)
+
+    def columns(self, cluster: Cluster) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """(column ids, GPUs per column, GPU type index per column) of the search's allocation matrices: the
+        cluster's nodes here."""
+        return _node_table(cluster)
+
+    def current_matrix(self, obj: PolluxObjective, col_ids: list[str]) -> np.ndarray:
+        """The jobs' current allocations as a (jobs x columns) matrix (the search's base state)."""
+        pos = {n: i for i, n in enumerate(col_ids)}
+        base = np.zeros((len(obj.jobs), len(col_ids)), dtype=np.int64)
         for j, v in enumerate(obj.jobs):
             for n, c in (v.current_nodes or {}).items():
                 if n not in pos:
                     raise InputError(f"jobs[{v.id}].current_nodes", n, "names no node of the cluster")
                 base[j, pos[n]] += int(c)
+        return base
+
+    def to_nodes(self, obj: PolluxObjective, col_ids: list[str], best: np.ndarray) -> dict[str, dict[str, int]]:
+        """The chosen (jobs x columns) matrix as job id -> {node id: GPUs} (the decision)."""
+        nodes: dict[str, dict[str, int]] = {}
+        for j, jid in enumerate(obj.ids):
+            nz = np.flatnonzero(best[j])
+            if nz.size:
+                nodes[jid] = {col_ids[k]: int(best[j, k]) for k in nz.tolist()}
+        return nodes
+
+    def decide(self, state: RoundState) -> Decision:
+        t0 = time.perf_counter()
+        self.update(state)
+        obj = self.objective(state)
+        node_ids, cap_node, node_type = self.columns(state.cluster)
+        J, N = len(obj.jobs), len(node_ids)
+        if J == 0:
+            self._prev = None
+            ans = PolluxAnswer(termination=Termination(TerminationReason.OPTIMAL, detail="no active jobs"),
+                               objective_value=math.nan, method=f"{self.name}-ga",
+                               timings=Timings(build=0.0, solve=time.perf_counter() - t0))
+            return Decision(nodes={}, answer=ans, info={"jobs": 0})
+        base = self.current_matrix(obj, node_ids)
         init = [base[None]]
         if self._prev is not None and self._prev[1] == tuple(node_ids):
             prev_ids, _, prev_pop = self._prev
@@ -472,15 +520,10 @@ class PolluxPolicy(_Memory):
         pop, fit, spd, gens = search.run(np.concatenate(init), self.population, self.generations)
         t2 = time.perf_counter()
         self._prev = (list(obj.ids), tuple(node_ids), pop)
-        best = pop[0]
-        nodes: dict[str, dict[str, int]] = {}
-        for j, jid in enumerate(obj.ids):
-            nz = np.flatnonzero(best[j])
-            if nz.size:
-                nodes[jid] = {node_ids[k]: int(best[j, k]) for k in nz.tolist()}
+        nodes = self.to_nodes(obj, node_ids, pop[0])
         ans = PolluxAnswer(
             termination=heuristic_termination("pollux genetic search: no optimality proof"),
-            objective_value=float(fit[0]), method="pollux-ga",
+            objective_value=float(fit[0]), method=f"{self.name}-ga",
             timings=Timings(build=t1 - t0, solve=t2 - t1, decode=time.perf_counter() - t2),
             nodes=nodes, speedups={jid: float(spd[0, j]) for j, jid in enumerate(obj.ids)}, generations=gens,
         )
