@@ -67,7 +67,7 @@ def row_of(p: str, r: sim.SimResult, cluster: str, params: dict) -> dict:
     s = r.summary()
     # wall times on a shared machine: see policy_cpu_ms_* for the simulating process's CPU time
     return {"policy": p, "workload": r.meta["workload"], "cluster": cluster,
-            "params": json.dumps(params, sort_keys=True), "jobs": s["jobs"],
+            "params": json.dumps(params, sort_keys=True), "estimator": r.meta.get("estimator", ""), "jobs": s["jobs"],
             "finished": s["finished"], "avg_jct_s": round(s["avg_jct_s"], 1),
             "p99_jct_s": round(s["p99_jct_s"], 1), "makespan_s": round(s["makespan_s"], 1),
             "gpu_hours": round(s["gpu_hours"], 2), "avg_restarts": round(s["avg_restarts"], 3),
@@ -106,7 +106,7 @@ def sweep_resumable(policies: list[str], workloads: list[str], cluster: str, wor
             have = list(csv.DictReader(f))
     done = {key(r["policy"], r["workload"], r.get("params", "{}")) for r in have}
     todo = [SimTask(policy=p, workload=w, cluster=cluster, policy_params=dict(params.get(p, {})))
-            for p in policies for w in workloads if key(p, w, params.get(p, {})) not in done]
+            for w in workloads for p in policies if key(p, w, params.get(p, {})) not in done]
     print(f"{len(done)} rows already in {path}; {len(todo)} simulations to run", file=sys.stderr)
     header = list(have[0]) if have else None
 
