@@ -8,10 +8,10 @@ with the failure: when its fix lands the test passes, strict xfail turns that in
 
 The longer run, for a scheduled job, is the hypothesis profile ``fuzz-long``, selected by an environment variable::
 
-    SCHEDOPT_FUZZ_PROFILE=long SCHEDOPT_FUZZ_EXAMPLES=1000 python -m pytest tests/test_fuzz.py -p no:cacheprovider
+    SCHEDOPT_FUZZ_PROFILE=long SCHEDOPT_FUZZ_EXAMPLES=1000 python -m pytest tests/test_fuzz.py -m slow -p no:cacheprovider
 
 It tries every field's whole catalog plus drawn values (any float, integer, short text, list; 5 s per input) and runs
-the slow entry points and ``test_long_fuzz`` (which ``-m slow`` also selects). ``python -m schedopt.testing.fuzz``
+the slow entry points and ``test_long_fuzz`` (which ``-m slow`` alone selects in the default run). ``python -m schedopt.testing.fuzz``
 surveys every catalog case and prints one reproduction line per failure.
 """
 
@@ -37,6 +37,10 @@ settings.register_profile("fuzz-default", database=None, deadline=None, phases=[
 settings.register_profile("fuzz-long", database=None, deadline=None, max_examples=LONG_EXAMPLES,
                           phases=[Phase.explicit, Phase.generate])
 PROFILE = settings.get_profile("fuzz-long" if LONG else "fuzz-default")
+# the long run is slow as a whole: every test of this file is marked so that ``-m slow`` selects all of them (the
+# default ``-m 'not slow'`` then selects none: the long run is asked for by name); in the default run only the slow
+# entry points and test_long_fuzz are marked
+pytestmark = [pytest.mark.slow] if LONG else []
 
 
 def _x(reason: str) -> pytest.MarkDecorator:
