@@ -212,3 +212,25 @@ def test_long_fuzz(name: str) -> None:
     assert not new, "failures in fields not known to fail:\n" + "\n".join(new)
     if failed:
         pytest.xfail(f"{len(failed)} failing inputs, all in fields known to fail (see KNOWN)")
+
+
+# ------------------------------------------------------------------ regressions found by the long run
+def test_sia_generate_instance_on_a_huge_cluster_is_a_named_error_not_a_hang() -> None:
+    """The long run: sia.generate_instance(gpus=362880) (181,440 default jobs) ran 34 s, and 65,536 GPUs 16 s (a
+    current-configuration scan over the whole config table per job, now over its rows of <= 16 GPUs only, with the
+    same draws). The generator now draws at most MAX_JOBS = 8,192 jobs; past it the error names ``gpus`` when the
+    job count was derived from it, ``jobs`` otherwise, at once."""
+    from schedopt import sia
+    from schedopt.errors import InputError
+    from schedopt.sia.generate import MAX_JOBS
+
+    assert MAX_JOBS == 8192
+    t0 = time.perf_counter()
+    with pytest.raises(InputError, match=r"gpus=362880: draws 181440 jobs at normal load"):
+        sia.generate_instance(362880, 0)
+    with pytest.raises(InputError, match=r"gpus=16384: draws 16384 jobs at heavy load"):
+        sia.generate_instance(16384, 0, load="heavy")
+    with pytest.raises(InputError, match=r"jobs=8193: must be <= MAX_JOBS = 8192"):
+        sia.generate_instance(64, 0, jobs=8193)
+    assert time.perf_counter() - t0 < 1.0
+    assert len(sia.generate_instance(16384, 0).jobs) == 8192
