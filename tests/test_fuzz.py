@@ -234,3 +234,23 @@ def test_sia_generate_instance_on_a_huge_cluster_is_a_named_error_not_a_hang() -
         sia.generate_instance(64, 0, jobs=8193)
     assert time.perf_counter() - t0 < 1.0
     assert len(sia.generate_instance(16384, 0).jobs) == 8192
+
+
+def test_heterps_resource_limit_past_max_units_is_a_named_error_and_the_largest_allowed_is_fast() -> None:
+    """The long run: heterps.ResourceType(limit=128629) then solve_greedy took over 5 s (each exact provisioning of a
+    plan scans every (stage, k) level; 2**20 units took over 30 s). MAX_UNITS is now 2**16, levels below a stage's
+    fastest are skipped (same answers), and at the limit the greedy answers in about a second."""
+    import dataclasses
+
+    from schedopt import heterps
+    from schedopt.errors import InputError
+    from schedopt.heterps.spec import MAX_UNITS
+
+    with pytest.raises(InputError, match=r"ResourceType\(CPU\)\.limit=128629"):
+        heterps.ResourceType("CPU", 0.04, 128629)
+    p = heterps.generate("ctrdnn", 0, cpus=8, gpus=2)
+    q = dataclasses.replace(p, types=(heterps.ResourceType("CPU", 0.04, MAX_UNITS), p.types[1]))
+    t0 = time.perf_counter()
+    r = heterps.solve_greedy(q)
+    assert time.perf_counter() - t0 < 4.0
+    assert r.has_solution and heterps.check_plan(q, r) == []

@@ -20,8 +20,10 @@ __all__ = ["CPU_PRICE", "GPU_PRICE", "MAX_UNITS", "HeterPSProblem", "Layer", "Re
 #: the paper's prices, $ per unit-hour
 CPU_PRICE = 0.04
 GPU_PRICE = 2.42
-#: the most units of one resource type (a larger ``limit`` is an InputError, not an array of 10**18 entries)
-MAX_UNITS = 2**20
+#: the most units of one resource type (a larger ``limit`` is an InputError, not an array of 10**18 entries). 2**20
+#: let a single greedy run take over 30 s (the exact provisioning of a plan scans every (stage, k) level: issue 20's
+#: long fuzz run, ResourceType(limit=128629) took over 5 s); at 2**16 the greedy and the DP take about 2 s
+MAX_UNITS = 2**16
 
 
 def _num(path: str, value: Any, *, lo: float | None = None, hi: float | None = None, lo_open: bool = False) -> float:
