@@ -254,3 +254,17 @@ def test_heterps_resource_limit_past_max_units_is_a_named_error_and_the_largest_
     r = heterps.solve_greedy(q)
     assert time.perf_counter() - t0 < 4.0
     assert r.has_solution and heterps.check_plan(q, r) == []
+
+
+def test_synergy_generate_instance_on_a_huge_cluster_is_a_named_error_not_a_hang() -> None:
+    """The long run: synergy.generate_instance(gpus=362880) plus a proportional allocation did not answer in 5 s
+    (16,384 GPUs: 7 s). The generator now fills at most MAX_GENERATED_GPUS = 4,096 GPUs, a named error past it."""
+    from schedopt import synergy
+    from schedopt.errors import InputError
+
+    t0 = time.perf_counter()
+    with pytest.raises(InputError, match=r"gpus=362880: must be <= MAX_GENERATED_GPUS = 4096"):
+        synergy.generate_instance(362880, 0)
+    with pytest.raises(InputError, match=r"gpus=4104: must be <= MAX_GENERATED_GPUS"):
+        synergy.generate_instance(4104, 0)
+    assert time.perf_counter() - t0 < 1.0
