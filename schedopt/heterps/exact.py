@@ -219,6 +219,41 @@ def _blocks(n: int) -> np.ndarray:
     return np.r_[np.arange(0, n, size), n].astype(np.int64)
 
 
+class _DpSearch:
+    """The state of one DP search: the problem's interval sums, the clock, and the best plan found so far."""
+
+    def __init__(self, problem: HeterPSProblem, t_end: float | None) -> None:
+        self.problem, self.t_end, self.t0 = problem, t_end, time.perf_counter()
+        L = problem.num_layers
+        self.ia, self.ib, S, P, R, Q = interval_sums(problem)
+        self.sums = (S, P, R, Q)
+        self.idx = np.full((L + 1, L + 1), -1, dtype=np.int64)
+        self.idx[self.ia, self.ib] = np.arange(self.ia.size)
+        self.best_cost = math.inf
+        self.best: list[tuple[int, int, int, int]] | None = None
+        self.examined = 0
+        self.first_plan_seconds = math.nan
+
+    def examine(self, tau: float) -> None:
+        """Solve level ``tau`` exactly and keep its plan if it is the cheapest so far (at its actual bottleneck)."""
+        got = _dp_level(self.problem, tau, self.idx, self.ia, self.ib, self.sums, self.t_end)
+        self.examined += 1
+        if got is None:
+            return
+        stages, _ = got
+        S, P, R, Q = self.sums
+        a, b, t = (np.array([s[i] for s in stages]) for i in range(3))
+        k = np.array([s[3] for s in stages], dtype=float)
+        sidx = self.idx[a, b]
+        tau_act = float(stage_tau(S[sidx, t], P[sidx, t], R[sidx, t], Q[sidx, t], k).max())
+        p = self.problem
+        cost = p.sample_hours * float(p.prices[t] @ k) * tau_act / p.base_batch
+        if cost < self.best_cost:
+            if self.best is None:
+                self.first_plan_seconds = time.perf_counter() - self.t0
+            self.best_cost, self.best = cost, stages
+
+
 def _solve_dp(problem: HeterPSProblem, time_limit: float | None = None) -> _DpOutcome:
     """The DP; with ``time_limit`` it checks the clock between levels (and inside the bounds and each level) and
     stops with the best plan so far and a proven bound.
@@ -234,45 +269,18 @@ def _solve_dp(problem: HeterPSProblem, time_limit: float | None = None) -> _DpOu
 
     t0 = time.perf_counter()
     t_end = None if time_limit is None else t0 + time_limit
-    L = problem.num_layers
-    ia, ib, S, P, R, Q = interval_sums(problem)
-    idx = np.full((L + 1, L + 1), -1, dtype=np.int64)
-    idx[ia, ib] = np.arange(ia.size)
-    B0, C0, price = problem.base_batch, problem.sample_hours, problem.prices
-    best_cost, best = math.inf, None
-    examined = refined = 0
+    B0, C0 = problem.base_batch, problem.sample_hours
+    run = _DpSearch(problem, t_end)
+    refined = 0
     bound, timed_out, n_cand = math.nan, False, 0
     t_bounds = 0.0
-    t_first = math.nan
-    first_level = -1
-
-    def examine(j: int) -> None:
-        nonlocal best_cost, best, examined, t_first
-        got = _dp_level(problem, float(taus[j]), idx, ia, ib, (S, P, R, Q), t_end)
-        examined += 1
-        if got is None:
-            return
-        stages, _ = got
-        a = np.array([s[0] for s in stages])
-        b = np.array([s[1] for s in stages])
-        t = np.array([s[2] for s in stages])
-        k = np.array([s[3] for s in stages], dtype=float)
-        sidx = idx[a, b]
-        tau_act = float(stage_tau(S[sidx, t], P[sidx, t], R[sidx, t], Q[sidx, t], k).max())
-        cost = C0 * float(price[t] @ k) * tau_act / B0
-        if cost < best_cost:
-            if best is None:
-                t_first = time.perf_counter() - t0
-            best_cost, best = cost, stages
-
     try:
         taus = _candidate_levels(problem, t_end)
         n_cand = int(taus.size)
         if n_cand:
             # an incumbent before any bound: the slowest level allowed needs the fewest units, so it is the level
             # most likely to hold a plan under the type limits (F is finite there whenever any level's is)
-            first_level = n_cand - 1
-            examine(first_level)
+            run.examine(float(taus[-1]))
         starts = _blocks(n_cand)
         tb = time.perf_counter()
         last = taus[starts[1:] - 1] if n_cand else np.zeros(0)
@@ -284,7 +292,7 @@ def _solve_dp(problem: HeterPSProblem, time_limit: float | None = None) -> _DpOu
         heapq.heapify(heap)
         while heap:
             lbj, kind, j = heap[0]
-            if not math.isfinite(lbj) or lbj >= best_cost * (1 - 1e-12):
+            if not math.isfinite(lbj) or lbj >= run.best_cost * (1 - 1e-12):
                 break
             bound = lbj  # every item left has a bound >= this one
             _check_clock(t_end)
@@ -296,15 +304,15 @@ def _solve_dp(problem: HeterPSProblem, time_limit: float | None = None) -> _DpOu
                 t_bounds += time.perf_counter() - tb
                 refined += 1
                 for jj, v in zip(members.tolist(), lb.tolist()):
-                    if math.isfinite(v) and v < best_cost * (1 - 1e-12):
+                    if math.isfinite(v) and v < run.best_cost * (1 - 1e-12):
                         heapq.heappush(heap, (max(v, lbj), 1, jj))
-                continue
-            if j != first_level:
-                examine(j)
+            elif j != n_cand - 1:  # the slowest level was solved first
+                run.examine(float(taus[j]))
     except _OutOfTime:
         timed_out = True
-    info = {"candidates": n_cand, "levels_examined": examined, "blocks_refined": refined,
-            "bound_seconds": t_bounds, "first_plan_seconds": t_first}
+    info = {"candidates": n_cand, "levels_examined": run.examined, "blocks_refined": refined,
+            "bound_seconds": t_bounds, "first_plan_seconds": run.first_plan_seconds}
+    best, best_cost = run.best, run.best_cost
     if best is None and not timed_out:
         err = diagnose_infeasibility(problem)
         assert err is not None
