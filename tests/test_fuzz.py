@@ -268,3 +268,22 @@ def test_synergy_generate_instance_on_a_huge_cluster_is_a_named_error_not_a_hang
     with pytest.raises(InputError, match=r"gpus=4104: must be <= MAX_GENERATED_GPUS"):
         synergy.generate_instance(4104, 0)
     assert time.perf_counter() - t0 < 1.0
+
+
+def test_heterps_tiny_base_batch_is_a_named_error_not_a_zero_division() -> None:
+    """The long run: HeterPSProblem(base_batch=2.2250738585072014e-308) was accepted and the greedy then raised
+    ZeroDivisionError (every throughput B0 / tau underflowed to 0). The scalars now lie in [1e-30, 1e30]."""
+    import dataclasses
+
+    import schedopt
+    from schedopt import heterps
+    from schedopt.errors import InputError
+
+    p = heterps.generate("ctrdnn", 0, cpus=8, gpus=2)
+    with pytest.raises(InputError, match=r"^base_batch=2\.2250738585072014e-308: must be >= 1e-30"):
+        dataclasses.replace(p, base_batch=2.2250738585072014e-308)
+    with pytest.raises(InputError, match=r"^samples=1e\+300: must be <= 1e\+30"):
+        dataclasses.replace(p, samples=1e300)
+    # the edge itself is accepted: with the floor calibrated for B0 = 512 no plan reaches it, said as much
+    r = heterps.solve_greedy(dataclasses.replace(p, base_batch=1e-30))
+    assert r.termination.reason is schedopt.TerminationReason.NO_SOLUTION_FOUND and not r.has_solution
