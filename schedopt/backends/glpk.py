@@ -142,8 +142,14 @@ class GlpkBackend(Backend):
             lp = g.glp_create_prob()
             try:
                 return self._solve(g, lp, model, arr, params, t0)
+            except KeyboardInterrupt:
+                # a second Ctrl-C leaves the solve thread running on lp until its next check: freeing lp under it
+                # would crash the interpreter on its way out, so it is left to the process's exit
+                lp = None
+                raise
             finally:
-                g.glp_delete_prob(lp)
+                if lp is not None:
+                    g.glp_delete_prob(lp)
 
     def _solve(self, g, lp, model, arr, params, t0) -> SolveResult:
         n, m = arr.num_cols, arr.num_rows
