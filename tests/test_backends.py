@@ -603,6 +603,22 @@ def test_a_forked_solve_answers_like_one_in_place(backend):
         schedopt.solve(knapsack_7(), backend, in_child_process="yes")
 
 
+def test_the_in_child_default_is_switchable_and_an_explicit_option_wins():
+    from schedopt.backends.isolate import set_in_child_default
+
+    assert set_in_child_default(True) is False
+    try:
+        res = schedopt.solve(knapsack_7(), "scipy")  # forked by default now: same answer
+        assert res.termination.reason is TR.OPTIMAL and res.objective == pytest.approx(9.0)
+        assert res.stats["in_child_process"] is True
+        res = schedopt.solve(knapsack_7(), "scipy", in_child_process=False)
+        assert res.objective == pytest.approx(9.0) and res.stats["in_child_process"] is False
+    finally:
+        assert set_in_child_default(False) is True
+    with pytest.raises(InputError, match="flag"):
+        set_in_child_default("yes")  # type: ignore[arg-type]
+
+
 def test_run_forked_returns_raises_and_reports_a_dead_child():
     import os
     import signal

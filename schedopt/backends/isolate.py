@@ -32,7 +32,7 @@ from typing import Any
 
 from ..errors import BackendError, InputError
 
-__all__ = ["IN_CHILD_OPTION", "ChildProcessDied", "pop_in_child_option", "run_forked"]
+__all__ = ["IN_CHILD_OPTION", "ChildProcessDied", "pop_in_child_option", "run_forked", "set_in_child_default"]
 
 #: the backend option (scipy, pyomo) that runs the solve in a child process Ctrl-C can kill
 IN_CHILD_OPTION = "in_child_process"
@@ -42,10 +42,24 @@ class ChildProcessDied(BackendError):
     """The child process running a solve exited without an answer (a crash inside the solver)."""
 
 
+_DEFAULT = [False]
+
+
+def set_in_child_default(flag: bool) -> bool:
+    """Make ``in_child_process`` default to ``flag`` for every later scipy / pyomo solve of this process (a solve's
+    own option still wins); returns the previous default. The CLI turns it on: there Ctrl-C is how a user stops a
+    long solve, and a nested solve cannot be given the option by hand."""
+    if not isinstance(flag, bool):
+        raise InputError("flag", flag, "must be True or False")
+    old, _DEFAULT[0] = _DEFAULT[0], flag
+    return old
+
+
 def pop_in_child_option(options: dict[str, Any]) -> bool:
-    """Remove :data:`IN_CHILD_OPTION` from a backend's options (it is schedopt's, not the solver's) and return it;
-    anything but a bool is an :class:`~schedopt.errors.InputError` naming the option."""
-    value = options.pop(IN_CHILD_OPTION, False)
+    """Remove :data:`IN_CHILD_OPTION` from a backend's options (it is schedopt's, not the solver's) and return it
+    (default: :func:`set_in_child_default`'s, False unless changed); anything but a bool is an
+    :class:`~schedopt.errors.InputError` naming the option."""
+    value = options.pop(IN_CHILD_OPTION, _DEFAULT[0])
     if not isinstance(value, bool):
         raise InputError(f"options.{IN_CHILD_OPTION}", value, "must be True or False")
     return value

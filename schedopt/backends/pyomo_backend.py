@@ -142,7 +142,7 @@ class PyomoBackend(Backend):
             reason = TerminationReason.ERROR
         bound = None if objective_bound is None or not arr.is_mip else float(objective_bound)
         return self.result(
-            model, reason, (t0, t1, t2), limit=limit, detail=f"{solver_name}: {tc.name}", x=x, bound=bound, stats={"solver": solver_name}
+            model, reason, (t0, t1, t2), limit=limit, detail=f"{solver_name}: {tc.name}", x=x, bound=bound, stats={"solver": solver_name, IN_CHILD_OPTION: forked}
         )
 
     def _run(self, model: LinearModel, run: Any, forked: bool, t0: float, t1: float) -> Any:
@@ -221,7 +221,7 @@ class PyomoBackend(Backend):
         bound = best_bound
         bound = float(bound) if bound is not None and arr.is_mip and np.isfinite(bound) else None
         return self.result(model, reason, (t0, t1, t2), limit=limit, detail=f"{solver_name}: {tc.name}", x=x,
-                           bound=bound, stats={"solver": solver_name})
+                           bound=bound, stats={"solver": solver_name, IN_CHILD_OPTION: forked})
 
     def _fixed_point(self, model: LinearModel) -> SolveResult:
         x = rest_point(model.to_arrays())

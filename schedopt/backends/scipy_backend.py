@@ -110,7 +110,7 @@ class ScipyBackend(Backend):
             detail=str(res.message),
             x=x,
             bound=bound,
-            stats={"mip_nodes": int(getattr(res, "mip_node_count", 0) or 0)},
+            stats={"mip_nodes": int(getattr(res, "mip_node_count", 0) or 0), IN_CHILD_OPTION: forked},
         )
 
     def _linprog(self, model: LinearModel, params: SolveParams, sign: float) -> SolveResult:
@@ -175,5 +175,5 @@ class ScipyBackend(Backend):
             detail=str(res.message),
             x=x,
             duals=duals,
-            stats={"iterations": int(getattr(res, "nit", 0) or 0)},
+            stats={"iterations": int(getattr(res, "nit", 0) or 0), IN_CHILD_OPTION: forked},
         )
