@@ -636,6 +636,20 @@ def test_run_forked_returns_raises_and_reports_a_dead_child():
         run_forked(lambda: os.kill(os.getpid(), signal.SIGKILL))
 
 
+def test_highs_threads_above_64_are_clamped_not_a_five_second_start():
+    """The long fuzz run: threads=1024 made HiGHS start 1,024 threads before a 0.006 s knapsack (5.1 s here, a
+    'hang' under load); highs and pyomo clamp to MAX_THREADS = 64. A fresh process, so that no earlier solve has set
+    HiGHS's global scheduler up."""
+    code = ("import time, schedopt\n"
+            "m = schedopt.LinearModel.from_arrays([3, 4, 5], [[2, 3, 4]], row_upper=[7], col_upper=1, integrality=1,"
+            " sense='maximize')\n"
+            "t = time.perf_counter(); r = schedopt.solve(m, 'highs', threads=1024)\n"
+            "print(r.objective, time.perf_counter() - t)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    objective, seconds = out.stdout.split()
+    assert float(objective) == pytest.approx(9.0) and float(seconds) < 2.0
+
+
 def test_mathopt_threads_above_scips_64_are_clamped_not_a_crash():
     # threads=151 made SCIP refuse parallel/maxnthreads and ortools fail with an internal AttributeError
     res = schedopt.solve(knapsack_7(), "mathopt", threads=151)

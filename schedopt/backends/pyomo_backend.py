@@ -24,6 +24,7 @@ from ..errors import InputError
 from ..export import rest_point, to_pyomo
 from ..results import Limit, SolveResult, TerminationReason
 from .base import Backend, Capabilities, SolveParams
+from .highs import MAX_THREADS
 from .isolate import IN_CHILD_OPTION, ChildProcessDied, pop_in_child_option, run_forked
 
 if TYPE_CHECKING:
@@ -98,7 +99,7 @@ class PyomoBackend(Backend):
         if params.mip_rel_gap is not None:
             kw["rel_gap"] = float(params.mip_rel_gap)
         if params.threads:
-            kw["threads"] = int(params.threads)
+            kw["threads"] = min(int(params.threads), MAX_THREADS)  # HiGHS starts them all at once
         if opts:
             kw["solver_options"] = opts
         t1 = time.perf_counter()
