@@ -467,6 +467,7 @@ def _have(module: str) -> bool:
 
 
 needs_glpk = pytest.mark.skipif(not _have("swiglpk"), reason="glpk regressions need swiglpk (pip install swiglpk)")
+needs_pyomo = pytest.mark.skipif(not _have("pyomo"), reason="needs pyomo (pip install pyomo highspy)")
 
 
 def test_cpsat_time_limit_zero_claims_no_bound():
@@ -547,21 +548,25 @@ _SIGINT_CHILD = """
 import sys, schedopt
 from schedopt.testing import market_split
 backend = sys.argv[1]
+kw = {"in_child_process": True} if sys.argv[2:] == ["forked"] else {}
 m = market_split()
-schedopt.solve(m, backend, time_limit=0.05)  # load the solver: the interrupt must land in the real solve
+schedopt.solve(m, backend, time_limit=0.05, **kw)  # load the solver: the interrupt must land in the real solve
 print("ready", flush=True)
-r = schedopt.solve(m, backend, time_limit=60)
+r = schedopt.solve(m, backend, time_limit=60, **kw)
 print(r.termination.reason.value, r.termination.limit.value if r.termination.limit else None, r.has_solution,
       round(r.timings.solve, 2), flush=True)
 """
 
 
 @pytest.mark.parametrize("backend", ["cpsat", pytest.param("highs", marks=pytest.mark.slow),
-                                     pytest.param("mathopt", marks=pytest.mark.slow)])
+                                     pytest.param("mathopt", marks=pytest.mark.slow),
+                                     pytest.param("glpk", marks=needs_glpk),
+                                     pytest.param("pyomo", marks=[needs_pyomo, pytest.mark.slow])])
 def test_ctrl_c_stops_the_solve_promptly_and_reports_interrupted(backend):
     """SIGINT one second into a 60 s solve of the market-split instance (no solver proves it in a minute): the solve
     stops within seconds and says INTERRUPTED, with the incumbent it holds (every x is feasible through the
-    slacks). glpk, scipy and pyomo offer no cancel hook: a Ctrl-C there ends their solve only when it returns."""
+    slacks). glpk stops through a ctypes call that releases the GIL and a shortened tm_lim; pyomo's HiGHS raises
+    KeyboardInterrupt out of a callback, which the backend reports as INTERRUPTED without a solution."""
     from schedopt.testing.interrupt import sigint_child
 
     run = sigint_child(_SIGINT_CHILD, backend, delay=1.0)
@@ -571,6 +576,78 @@ def test_ctrl_c_stops_the_solve_promptly_and_reports_interrupted(backend):
     assert (reason, limit) in (("feasible", "interrupted"), ("no_solution_found", "interrupted"))
     assert has_solution == ("True" if reason == "feasible" else "False")
     assert waited < 10 and float(solve_seconds) < 15
+    if backend == "glpk":  # it holds an incumbent after a second, and returns it
+        assert reason == "feasible" and waited < 3
+
+
+@pytest.mark.parametrize("backend", ["scipy", pytest.param("pyomo", marks=needs_pyomo)])
+def test_ctrl_c_kills_the_child_process_of_a_forked_solve(backend):
+    """``in_child_process=True``: scipy's HiGHS ignores SIGINT (a Ctrl-C waited for the 60 s limit); in a child
+    process the first Ctrl-C kills it: NO_SOLUTION_FOUND, INTERRUPTED, at once (the incumbent dies with the child)."""
+    from schedopt.testing.interrupt import sigint_child
+
+    run = sigint_child(_SIGINT_CHILD, backend, "forked", delay=1.0)
+    assert run.returncode == 0, run.stderr
+    reason, limit, has_solution, solve_seconds = run.stdout.split()
+    assert (reason, limit, has_solution) == ("no_solution_found", "interrupted", "False")
+    assert run.waited < 3 and float(solve_seconds) < 5
+
+
+@pytest.mark.parametrize("backend", ["scipy", pytest.param("pyomo", marks=needs_pyomo)])
+def test_a_forked_solve_answers_like_one_in_place(backend):
+    for model, opt in ((knapsack_7(), 9.0), (schedopt.LinearModel.from_arrays([3, 4, 5], [[2, 3, 4]], row_upper=[7],
+                                                                              col_upper=1, sense="maximize"), 9.5)):
+        res = schedopt.solve(model, backend, in_child_process=True)
+        assert res.termination.reason is TR.OPTIMAL and res.objective == pytest.approx(opt)
+    with pytest.raises(InputError, match="in_child_process"):
+        schedopt.solve(knapsack_7(), backend, in_child_process="yes")
+
+
+def test_the_in_child_default_is_switchable_and_an_explicit_option_wins():
+    from schedopt.backends.isolate import set_in_child_default
+
+    assert set_in_child_default(True) is False
+    try:
+        res = schedopt.solve(knapsack_7(), "scipy")  # forked by default now: same answer
+        assert res.termination.reason is TR.OPTIMAL and res.objective == pytest.approx(9.0)
+        assert res.stats["in_child_process"] is True
+        res = schedopt.solve(knapsack_7(), "scipy", in_child_process=False)
+        assert res.objective == pytest.approx(9.0) and res.stats["in_child_process"] is False
+    finally:
+        assert set_in_child_default(False) is True
+    with pytest.raises(InputError, match="flag"):
+        set_in_child_default("yes")  # type: ignore[arg-type]
+
+
+def test_run_forked_returns_raises_and_reports_a_dead_child():
+    import os
+    import signal
+
+    from schedopt.backends.isolate import ChildProcessDied, run_forked
+
+    assert run_forked(lambda: {"x": [1.5, 2]}) == ({"x": [1.5, 2]}, False)
+
+    def fails() -> None:
+        raise ValueError("inside the child")
+
+    with pytest.raises(ValueError, match="inside the child"):
+        run_forked(fails)
+    with pytest.raises(ChildProcessDied, match="signal 9"):
+        run_forked(lambda: os.kill(os.getpid(), signal.SIGKILL))
+
+
+def test_highs_threads_above_64_are_clamped_not_a_five_second_start():
+    """The long fuzz run: threads=1024 made HiGHS start 1,024 threads before a 0.006 s knapsack (5.1 s here, a
+    'hang' under load); highs and pyomo clamp to MAX_THREADS = 64. A fresh process, so that no earlier solve has set
+    HiGHS's global scheduler up."""
+    code = ("import time, schedopt\n"
+            "m = schedopt.LinearModel.from_arrays([3, 4, 5], [[2, 3, 4]], row_upper=[7], col_upper=1, integrality=1,"
+            " sense='maximize')\n"
+            "t = time.perf_counter(); r = schedopt.solve(m, 'highs', threads=1024)\n"
+            "print(r.objective, time.perf_counter() - t)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    objective, seconds = out.stdout.split()
+    assert float(objective) == pytest.approx(9.0) and float(seconds) < 2.0
 
 
 def test_mathopt_threads_above_scips_64_are_clamped_not_a_crash():

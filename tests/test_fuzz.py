@@ -8,10 +8,10 @@ with the failure: when its fix lands the test passes, strict xfail turns that in
 
 The longer run, for a scheduled job, is the hypothesis profile ``fuzz-long``, selected by an environment variable::
 
-    SCHEDOPT_FUZZ_PROFILE=long SCHEDOPT_FUZZ_EXAMPLES=1000 python -m pytest tests/test_fuzz.py -p no:cacheprovider
+    SCHEDOPT_FUZZ_PROFILE=long SCHEDOPT_FUZZ_EXAMPLES=1000 python -m pytest tests/test_fuzz.py -m slow -p no:cacheprovider
 
 It tries every field's whole catalog plus drawn values (any float, integer, short text, list; 5 s per input) and runs
-the slow entry points and ``test_long_fuzz`` (which ``-m slow`` also selects). ``python -m schedopt.testing.fuzz``
+the slow entry points and ``test_long_fuzz`` (which ``-m slow`` alone selects in the default run). ``python -m schedopt.testing.fuzz``
 surveys every catalog case and prints one reproduction line per failure.
 """
 
@@ -37,6 +37,10 @@ settings.register_profile("fuzz-default", database=None, deadline=None, phases=[
 settings.register_profile("fuzz-long", database=None, deadline=None, max_examples=LONG_EXAMPLES,
                           phases=[Phase.explicit, Phase.generate])
 PROFILE = settings.get_profile("fuzz-long" if LONG else "fuzz-default")
+# the long run is slow as a whole: every test of this file is marked so that ``-m slow`` selects all of them (the
+# default ``-m 'not slow'`` then selects none: the long run is asked for by name); in the default run only the slow
+# entry points and test_long_fuzz are marked
+pytestmark = [pytest.mark.slow] if LONG else []
 
 
 def _x(reason: str) -> pytest.MarkDecorator:
@@ -208,3 +212,78 @@ def test_long_fuzz(name: str) -> None:
     assert not new, "failures in fields not known to fail:\n" + "\n".join(new)
     if failed:
         pytest.xfail(f"{len(failed)} failing inputs, all in fields known to fail (see KNOWN)")
+
+
+# ------------------------------------------------------------------ regressions found by the long run
+def test_sia_generate_instance_on_a_huge_cluster_is_a_named_error_not_a_hang() -> None:
+    """The long run: sia.generate_instance(gpus=362880) (181,440 default jobs) ran 34 s, and 65,536 GPUs 16 s (a
+    current-configuration scan over the whole config table per job, now over its rows of <= 16 GPUs only, with the
+    same draws). The generator now draws at most MAX_JOBS = 8,192 jobs; past it the error names ``gpus`` when the
+    job count was derived from it, ``jobs`` otherwise, at once."""
+    from schedopt import sia
+    from schedopt.errors import InputError
+    from schedopt.sia.generate import MAX_JOBS
+
+    assert MAX_JOBS == 8192
+    t0 = time.perf_counter()
+    with pytest.raises(InputError, match=r"gpus=362880: draws 181440 jobs at normal load"):
+        sia.generate_instance(362880, 0)
+    with pytest.raises(InputError, match=r"gpus=16384: draws 16384 jobs at heavy load"):
+        sia.generate_instance(16384, 0, load="heavy")
+    with pytest.raises(InputError, match=r"jobs=8193: must be <= MAX_JOBS = 8192"):
+        sia.generate_instance(64, 0, jobs=8193)
+    assert time.perf_counter() - t0 < 1.0
+    assert len(sia.generate_instance(16384, 0).jobs) == 8192
+
+
+def test_heterps_resource_limit_past_max_units_is_a_named_error_and_the_largest_allowed_is_fast() -> None:
+    """The long run: heterps.ResourceType(limit=128629) then solve_greedy took over 5 s (each exact provisioning of a
+    plan scans every (stage, k) level; 2**20 units took over 30 s). MAX_UNITS is now 2**16, levels below a stage's
+    fastest are skipped (same answers), and at the limit the greedy answers in about a second."""
+    import dataclasses
+
+    from schedopt import heterps
+    from schedopt.errors import InputError
+    from schedopt.heterps.spec import MAX_UNITS
+
+    with pytest.raises(InputError, match=r"ResourceType\(CPU\)\.limit=128629"):
+        heterps.ResourceType("CPU", 0.04, 128629)
+    p = heterps.generate("ctrdnn", 0, cpus=8, gpus=2)
+    q = dataclasses.replace(p, types=(heterps.ResourceType("CPU", 0.04, MAX_UNITS), p.types[1]))
+    t0 = time.perf_counter()
+    r = heterps.solve_greedy(q)
+    assert time.perf_counter() - t0 < 4.0
+    assert r.has_solution and heterps.check_plan(q, r) == []
+
+
+def test_synergy_generate_instance_on_a_huge_cluster_is_a_named_error_not_a_hang() -> None:
+    """The long run: synergy.generate_instance(gpus=362880) plus a proportional allocation did not answer in 5 s
+    (16,384 GPUs: 7 s). The generator now fills at most MAX_GENERATED_GPUS = 4,096 GPUs, a named error past it."""
+    from schedopt import synergy
+    from schedopt.errors import InputError
+
+    t0 = time.perf_counter()
+    with pytest.raises(InputError, match=r"gpus=362880: must be <= MAX_GENERATED_GPUS = 4096"):
+        synergy.generate_instance(362880, 0)
+    with pytest.raises(InputError, match=r"gpus=4104: must be <= MAX_GENERATED_GPUS"):
+        synergy.generate_instance(4104, 0)
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_heterps_tiny_base_batch_is_a_named_error_not_a_zero_division() -> None:
+    """The long run: HeterPSProblem(base_batch=2.2250738585072014e-308) was accepted and the greedy then raised
+    ZeroDivisionError (every throughput B0 / tau underflowed to 0). The scalars now lie in [1e-30, 1e30]."""
+    import dataclasses
+
+    import schedopt
+    from schedopt import heterps
+    from schedopt.errors import InputError
+
+    p = heterps.generate("ctrdnn", 0, cpus=8, gpus=2)
+    with pytest.raises(InputError, match=r"^base_batch=2\.2250738585072014e-308: must be >= 1e-30"):
+        dataclasses.replace(p, base_batch=2.2250738585072014e-308)
+    with pytest.raises(InputError, match=r"^samples=1e\+300: must be <= 1e\+30"):
+        dataclasses.replace(p, samples=1e300)
+    # the edge itself is accepted: with the floor calibrated for B0 = 512 no plan reaches it, said as much
+    r = heterps.solve_greedy(dataclasses.replace(p, base_batch=1e-30))
+    assert r.termination.reason is schedopt.TerminationReason.NO_SOLUTION_FOUND and not r.has_solution

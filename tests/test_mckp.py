@@ -601,3 +601,33 @@ def test_ctrl_c_in_mckps_own_loop_reports_interrupted_with_the_incumbent() -> No
     out, waited = run.stdout, run.waited
     assert out.split() == ["feasible", "interrupted", "True", out.split()[3], "True", "True"], out
     assert waited < 5 and float(out.split()[3]) < 5
+
+
+_SIGINT_RESIDUAL_CHILD = """
+import sys
+sys.path.insert(0, "tests")
+import schedopt
+from test_mckp import make_mckp
+m = make_mckp(3000, 20, 8, 2, cap_frac=0.2)
+schedopt.solve(make_mckp(300, 10, 3, 0), "mckp", kick_seconds=0, mip_rel_gap=0.0, core_columns=10**9)  # warm up
+print("ready", flush=True)
+r = schedopt.solve(m, "mckp", kick_seconds=0, mip_rel_gap=0.0, core_columns=10**9, time_limit=60)
+print(r.termination.reason.value, r.termination.limit.value, r.has_solution, round(r.timings.solve, 2),
+      r.stats.get("residual_status", "none").replace(" ", "_"), r.objective <= r.bound + 1e-9, flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_cp_sat_residual_sub_solve_too() -> None:
+    """An instance whose CP-SAT residual problem runs about 7 s (3,000 jobs x 20 configurations, 8 GPU types; the
+    steps before it take about 1 s): SIGINT 2.5 s in lands in the residual. The stop reaches CP-SAT through
+    run_interruptible's nested stops (it used to run to its own limit), the residual reports INTERRUPTED with its
+    incumbent and bound, and the whole solve is FEASIBLE / INTERRUPTED within a second or two of the signal."""
+    from schedopt.testing.interrupt import sigint_child
+
+    run = sigint_child(_SIGINT_RESIDUAL_CHILD, delay=2.5, timeout=60)
+    assert run.returncode == 0, run.stderr
+    reason, limit, has, seconds, residual, below_bound = run.stdout.split()
+    assert (reason, limit, has, below_bound) == ("feasible", "interrupted", "True", "True"), run.stdout
+    assert "interrupted" in residual, residual  # the stop reached the residual solve itself
+    assert run.waited < 2.5 and float(seconds) < 6

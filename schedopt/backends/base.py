@@ -68,6 +68,37 @@ class SolveParams:
         return math.inf if self.time_limit is None else float(self.time_limit)
 
 
+class _StopScope:
+    """The stops of the solves running in one interruptible call's worker thread: a SIGINT in the main thread calls
+    the outer solve's stop and every nested solve's (a CP-SAT residual inside mckp, ...)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stops: list[Callable[[], None]] = []
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        with self._lock:
+            self.cancelled = True
+            stops = list(self._stops)
+        for stop in stops:
+            stop()
+
+    def push(self, stop: Callable[[], None]) -> None:
+        with self._lock:
+            self._stops.append(stop)
+            cancelled = self.cancelled
+        if cancelled:  # the stop came first: the nested solve is asked to stop at once
+            stop()
+
+    def pop(self, stop: Callable[[], None]) -> None:
+        with self._lock:
+            self._stops.remove(stop)
+
+
+_THREAD = threading.local()  #: ``scope``: the _StopScope of the interruptible call this worker thread runs
+
+
 def run_interruptible(call: Callable[[], Any], stop: Callable[[], None]) -> tuple[Any, bool]:
     """Run ``call()`` so that Ctrl-C (SIGINT) stops it promptly: returns ``(value, interrupted)``.
 
@@ -75,17 +106,32 @@ def run_interruptible(call: Callable[[], Any], stop: Callable[[], None]) -> tupl
     thread waits in Python, where a SIGINT handler can run: the first SIGINT calls ``stop()`` (the solver's own
     cancel: ``CpSolver.stop_search``, ``Highs.cancelSolve``, MathOpt's ``SolveInterrupter``) and the solve returns
     what it holds, which the backend reports with :attr:`Limit.INTERRUPTED`; a second SIGINT raises
-    ``KeyboardInterrupt`` at once. Outside the main thread (no signal handler can be installed) ``call()`` runs
-    directly."""
+    ``KeyboardInterrupt`` at once.
+
+    A call made from that worker thread (a sub-solve: mckp's CP-SAT residual problem) registers its ``stop`` with the
+    outer call for as long as it runs, so the same SIGINT stops it too, and it reports ``interrupted``; a stop that
+    came before it started is passed on at once. Any other thread (no signal handler can be installed there) runs
+    ``call()`` directly."""
     if threading.current_thread() is not threading.main_thread():
-        return call(), False
+        scope: _StopScope | None = getattr(_THREAD, "scope", None)
+        if scope is None:
+            return call(), False
+        scope.push(stop)
+        try:
+            value = call()
+        finally:
+            scope.pop(stop)
+        return value, scope.cancelled
     old = signal.getsignal(signal.SIGINT)
     if old is None:  # a handler installed from C: leave it alone
         return call(), False
     hit = threading.Event()
     box: dict[str, Any] = {}
+    outer = _StopScope()
+    outer.push(stop)
 
     def work() -> None:
+        _THREAD.scope = outer
         try:
             box["value"] = call()
         except BaseException as exc:  # handed to the caller below
@@ -95,7 +141,7 @@ def run_interruptible(call: Callable[[], Any], stop: Callable[[], None]) -> tupl
         if hit.is_set():
             raise KeyboardInterrupt
         hit.set()
-        stop()
+        outer.cancel()
 
     worker = threading.Thread(target=work, name="schedopt-solve", daemon=True)
     signal.signal(signal.SIGINT, on_sigint)

@@ -2,11 +2,28 @@
 
 Measured on Sia-shaped ILPs it is a fast exact solver (presolve + the branch-and-cut of ``glp_intopt``). GLPK exposes
 no dual bound after a time limit: the bound is then reported as unknown (``±inf``), never guessed.
+
+Ctrl-C (issue 20). swiglpk holds the GIL through ``glp_intopt`` / ``glp_simplex``, so no Python signal handler can
+run until the solve returns (a Ctrl-C used to wait for GLPK's own time limit). GLPK's documented cancel,
+``glp_ios_terminate`` from a ``cb_func`` callback, needs a C function pointer that swiglpk cannot take from Python,
+and ``glp_error_hook`` / ``glp_term_hook`` are C pointers too (and cannot stop a solve). What works: the two solve
+calls go through ``ctypes`` into the same ``libglpk`` that swiglpk loaded (ctypes releases the GIL), on the
+swiglpk-made ``glp_prob`` and parameter struct, inside :func:`~schedopt.backends.base.run_interruptible`; the stop
+shortens ``tm_lim`` in that live struct to 1 ms. GLPK keeps the caller's parameter pointer and reads ``tm_lim``
+at every node of its branch-and-bound (``ios_driver``) and every simplex iteration check, so it stops at the next
+check with the incumbent it holds (measured: 0.1 s after the signal on the market-split instance), and the result
+is reported with :attr:`Limit.INTERRUPTED`. GLPK in this build is not thread-safe (``glp_config("TLS")`` is
+NULL: one global environment), so one lock serialises every glpk solve, as the GIL did before.
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
+import glob
 import math
+import os
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -14,7 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..results import Limit, SolveResult, TerminationReason
-from .base import Backend, Capabilities, SolveParams
+from .base import Backend, Capabilities, SolveParams, interrupted_reason, run_interruptible
 
 if TYPE_CHECKING:
     from ..model import LinearModel
@@ -53,6 +70,50 @@ def _without_relatively_tiny(A: sp.csr_matrix) -> sp.csr_matrix:
     return out
 
 
+#: GLPK has one global environment in this build: one solve at a time (the GIL serialised them before the solve
+#: calls released it)
+_GLPK_LOCK = threading.Lock()
+
+
+@functools.cache
+def _libglpk() -> ctypes.CDLL | None:
+    """The ``libglpk`` swiglpk itself loaded (its wheel bundles it next to the package), for calls that release the
+    GIL; ``None`` when it cannot be found (a swiglpk built against a system GLPK): solves then hold the GIL and
+    Ctrl-C waits for them, as before."""
+    import swiglpk
+
+    here = os.path.dirname(os.path.abspath(swiglpk.__file__))
+    found = sorted(glob.glob(os.path.join(here, "..", "swiglpk.libs", "libglpk*.so*")))
+    if not found:
+        from swiglpk import _swiglpk
+
+        found = [_swiglpk.__file__]  # statically linked builds export the symbols from the extension itself
+    try:
+        lib = ctypes.CDLL(found[0])
+        for fn in (lib.glp_intopt, lib.glp_simplex):
+            fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+            fn.restype = ctypes.c_int
+        lib.glp_version.restype = ctypes.c_char_p
+    except (OSError, AttributeError):
+        return None
+    import swiglpk as g
+
+    return lib if lib.glp_version().decode() == str(g.glp_version()) else None
+
+
+def _run(g, name: str, lp, parm) -> tuple[int, bool]:
+    """``glp_intopt`` / ``glp_simplex`` (``name``) on ``lp`` with ``parm``, stoppable by Ctrl-C: returns the GLPK
+    return code and whether a Ctrl-C stopped it (see the module docstring)."""
+    lib = _libglpk()
+    if lib is None:
+        return getattr(g, name)(lp, parm), False
+
+    def stop() -> None:
+        parm.tm_lim = 1  # read by GLPK at its next check: it returns GLP_ETMLIM with what it holds
+
+    return run_interruptible(lambda: getattr(lib, name)(int(lp), int(parm.this)), stop)
+
+
 class GlpkBackend(Backend):
     name = "glpk"
     capabilities = Capabilities(lp=True, mip=True, duals=True, iis=False, warm_start=False, time_limit_incumbent=True)
@@ -76,12 +137,19 @@ class GlpkBackend(Backend):
 
         arr = model.to_arrays()
         t0 = time.perf_counter()
-        g.glp_term_out(g.GLP_ON if params.verbose else g.GLP_OFF)
-        lp = g.glp_create_prob()
-        try:
-            return self._solve(g, lp, model, arr, params, t0)
-        finally:
-            g.glp_delete_prob(lp)
+        with _GLPK_LOCK:
+            g.glp_term_out(g.GLP_ON if params.verbose else g.GLP_OFF)
+            lp = g.glp_create_prob()
+            try:
+                return self._solve(g, lp, model, arr, params, t0)
+            except KeyboardInterrupt:
+                # a second Ctrl-C leaves the solve thread running on lp until its next check: freeing lp under it
+                # would crash the interpreter on its way out, so it is left to the process's exit
+                lp = None
+                raise
+            finally:
+                if lp is not None:
+                    g.glp_delete_prob(lp)
 
     def _solve(self, g, lp, model, arr, params, t0) -> SolveResult:
         n, m = arr.num_cols, arr.num_rows
@@ -130,7 +198,7 @@ class GlpkBackend(Backend):
                 parm.mip_gap = float(params.mip_rel_gap)
             for k, v in params.options.items():
                 setattr(parm, k, v)
-            ret = g.glp_intopt(lp, parm)
+            ret, interrupted = _run(g, "glp_intopt", lp, parm)
             t2 = time.perf_counter()
             st = g.glp_mip_status(lp)
             if st in (g.GLP_OPT, g.GLP_FEAS):
@@ -154,6 +222,9 @@ class GlpkBackend(Backend):
                 reason = TerminationReason.INFEASIBLE_OR_UNBOUNDED
             else:
                 reason = TerminationReason.ERROR
+            if interrupted:
+                reason, limit = interrupted_reason(reason, x is not None)
+                bound = None if reason is not TerminationReason.OPTIMAL else bound
             detail = f"glp_intopt returned {ret}, status {st}"
         else:
             parm = g.glp_smcp()
@@ -162,7 +233,7 @@ class GlpkBackend(Backend):
             parm.msg_lev = g.GLP_MSG_ALL if params.verbose else g.GLP_MSG_OFF
             if tl_ms is not None:
                 parm.tm_lim = tl_ms
-            ret = g.glp_simplex(lp, parm)
+            ret, interrupted = _run(g, "glp_simplex", lp, parm)
             t2 = time.perf_counter()
             st = g.glp_get_status(lp)
             if ret == 0 and st == g.GLP_OPT:
@@ -177,5 +248,9 @@ class GlpkBackend(Backend):
                 reason, limit = TerminationReason.NO_SOLUTION_FOUND, Limit.TIME
             else:
                 reason = TerminationReason.ERROR
+            if interrupted:
+                reason, limit = interrupted_reason(reason, False)
+                if reason is not TerminationReason.OPTIMAL:
+                    x = duals = None
             detail = f"glp_simplex returned {ret}, status {st}"
         return self.result(model, reason, (t0, t1, t2), limit=limit, detail=detail, x=x, bound=bound, duals=duals)

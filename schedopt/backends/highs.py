@@ -34,6 +34,11 @@ _LIMITS = {
 }
 
 
+#: the most threads handed to HiGHS: it starts them all at once in its global scheduler, and threads=1024 took 5 s
+#: before the solve began (issue 20's long fuzz run: a "hang" of the 0.006 s knapsack); a larger request is clamped
+MAX_THREADS = 64
+
+
 @functools.cache
 def highs_option_names() -> frozenset[str]:
     """Every HiGHS option name (read from ``highspy.Highs().getOptions()``; asking HiGHS about an unknown name
@@ -62,7 +67,7 @@ class HighsBackend(Backend):
         h = to_highs(model)
         arr = model.to_arrays()
         h.setOptionValue("output_flag", bool(params.verbose))
-        h.setOptionValue("threads", int(params.threads))
+        h.setOptionValue("threads", min(int(params.threads), MAX_THREADS))
         h.setOptionValue("random_seed", int(params.seed))
         if params.time_limit is not None:
             h.setOptionValue("time_limit", float(params.time_limit))

@@ -4,6 +4,13 @@
 
 Building a pyomo model costs Python objects per variable and per row: this backend is for interoperability, not
 speed (the ``highs`` backend hands the same arrays to the same solver in one call).
+
+Ctrl-C: pyomo's solver interfaces offer no cancel call and no handle on the running solver. Its HiGHS plugin turns
+HiGHS's keyboard-interrupt handling on, so a Ctrl-C raises ``KeyboardInterrupt`` out of a HiGHS callback mid-solve,
+which used to escape as a raw traceback: the backend catches it and reports NO_SOLUTION_FOUND with
+Limit.INTERRUPTED (pyomo's results are lost with the exception: no incumbent is claimed). With
+``in_child_process=True`` the solve runs in a forked child that Ctrl-C kills (:mod:`schedopt.backends.isolate`),
+which also stops solvers that ignore SIGINT.
 """
 
 from __future__ import annotations
@@ -17,6 +24,8 @@ from ..errors import InputError
 from ..export import rest_point, to_pyomo
 from ..results import Limit, SolveResult, TerminationReason
 from .base import Backend, Capabilities, SolveParams
+from .highs import MAX_THREADS
+from .isolate import IN_CHILD_OPTION, ChildProcessDied, pop_in_child_option, run_forked
 
 if TYPE_CHECKING:
     from ..model import LinearModel
@@ -57,7 +66,7 @@ class PyomoBackend(Backend):
         options go through ``raw_options``."""
         from .highs import highs_option_names
 
-        return frozenset({"solver"}) | highs_option_names()
+        return frozenset({"solver", IN_CHILD_OPTION}) | highs_option_names()
 
     def solve(self, model: LinearModel, params: SolveParams) -> SolveResult:
         from pyomo.contrib.solver.common.factory import SolverFactory
@@ -72,12 +81,13 @@ class PyomoBackend(Backend):
             # no free variable appears anywhere: pyomo hands HiGHS an empty model and reports 'unknown'
             return self._fixed_point(model)
         opts = dict(params.options)
+        forked = pop_in_child_option(opts)
         solver_name = opts.pop("solver", "highs")
         kind = solver_kind(solver_name)
         t0 = time.perf_counter()
         pm = to_pyomo(model)
         if kind == "appsi":
-            return self._solve_appsi(model, pm, solver_name, params, opts, arr, t0)
+            return self._solve_appsi(model, pm, solver_name, params, opts, arr, t0, forked)
         opt = SolverFactory(solver_name)
         kw: dict[str, Any] = {
             "load_solutions": False,
@@ -89,15 +99,27 @@ class PyomoBackend(Backend):
         if params.mip_rel_gap is not None:
             kw["rel_gap"] = float(params.mip_rel_gap)
         if params.threads:
-            kw["threads"] = int(params.threads)
+            kw["threads"] = min(int(params.threads), MAX_THREADS)  # HiGHS starts them all at once
         if opts:
             kw["solver_options"] = opts
         t1 = time.perf_counter()
-        res = opt.solve(pm, **kw)
+
+        def run() -> tuple[Any, bool, np.ndarray | None, float | None]:
+            res = opt.solve(pm, **kw)
+            has = res.solution_status in (SolutionStatus.feasible, SolutionStatus.optimal)
+            x = None
+            if has:
+                prim = res.solution_loader.get_vars()
+                x0 = rest_point(arr)
+                x = np.array([prim.get(v, x0[j]) for j, v in enumerate(pm._schedopt_vars)], dtype=float)
+            return res.termination_condition, has, x, res.objective_bound
+
+        out = self._run(model, run, forked, t0, t1)
+        if not isinstance(out, tuple):
+            return out
         t2 = time.perf_counter()
-        tc = res.termination_condition
+        tc, has_sol, x_found, objective_bound = out
         TC = TerminationCondition
-        has_sol = res.solution_status in (SolutionStatus.feasible, SolutionStatus.optimal)
         limit = None
         if tc == TC.convergenceCriteriaSatisfied:
             reason = TerminationReason.OPTIMAL
@@ -116,18 +138,37 @@ class PyomoBackend(Backend):
             reason = TerminationReason.ERROR
         x = None
         if has_sol and reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE):
-            prim = res.solution_loader.get_vars()
-            x0 = rest_point(arr)
-            x = np.array([prim.get(v, x0[j]) for j, v in enumerate(pm._schedopt_vars)], dtype=float)
+            x = x_found
         elif reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE):
             reason = TerminationReason.ERROR
-        bound = None if res.objective_bound is None or not arr.is_mip else float(res.objective_bound)
+        bound = None if objective_bound is None or not arr.is_mip else float(objective_bound)
         return self.result(
-            model, reason, (t0, t1, t2), limit=limit, detail=f"{solver_name}: {tc.name}", x=x, bound=bound, stats={"solver": solver_name}
+            model, reason, (t0, t1, t2), limit=limit, detail=f"{solver_name}: {tc.name}", x=x, bound=bound, stats={"solver": solver_name, IN_CHILD_OPTION: forked}
         )
 
+    def _run(self, model: LinearModel, run: Any, forked: bool, t0: float, t1: float) -> Any:
+        """``run()`` in place or in a child process (``forked``); a Ctrl-C that stops it, or a child that dies,
+        gives the :class:`SolveResult` to return instead of ``run()``'s value."""
+        def stopped(detail: str) -> SolveResult:
+            return self.result(model, TerminationReason.NO_SOLUTION_FOUND, (t0, t1, time.perf_counter()),
+                               limit=Limit.INTERRUPTED, detail=detail)
+
+        if forked:
+            try:
+                value, interrupted = run_forked(run)
+            except ChildProcessDied as exc:
+                return self.result(model, TerminationReason.ERROR, (t0, t1, time.perf_counter()), detail=str(exc))
+            if interrupted:
+                return stopped("Ctrl-C: the solve's child process was stopped (its incumbent with it)")
+            return value
+        try:
+            return run()
+        except KeyboardInterrupt:
+            # pyomo's HiGHS plugin lets Ctrl-C raise out of a HiGHS callback: the solve and its results are gone
+            return stopped("Ctrl-C: pyomo's solve raised KeyboardInterrupt (its results are lost with it)")
+
     def _solve_appsi(self, model: LinearModel, pm: Any, solver_name: str, params: SolveParams, opts: dict[str, Any],
-                     arr: Any, t0: float) -> SolveResult:
+                     arr: Any, t0: float, forked: bool = False) -> SolveResult:
         """Through pyomo's APPSI interface (``solver="appsi_highs"``, ``"appsi_cbc"``, ...)."""
         from pyomo.contrib.appsi.base import SolverFactory as AppsiFactory
         from pyomo.contrib.appsi.base import TerminationCondition as ATC
@@ -146,10 +187,22 @@ class PyomoBackend(Backend):
                 raise InputError("options", sorted(opts), f"pyomo's {solver_name} takes no solver options")
             solver_opts.update(opts)
         t1 = time.perf_counter()
-        res = opt.solve(pm)
+
+        def run() -> tuple[Any, bool, np.ndarray | None, float | None]:
+            res = opt.solve(pm)
+            has = res.best_feasible_objective is not None
+            x = None
+            if has:
+                prim = res.solution_loader.get_primals()
+                x0 = rest_point(arr)
+                x = np.array([prim.get(v, x0[j]) for j, v in enumerate(pm._schedopt_vars)], dtype=float)
+            return res.termination_condition, has, x, res.best_objective_bound
+
+        out = self._run(model, run, forked, t0, t1)
+        if not isinstance(out, tuple):
+            return out
         t2 = time.perf_counter()
-        tc = res.termination_condition
-        has_sol = res.best_feasible_objective is not None
+        tc, has_sol, x_found, best_bound = out
         limit = None
         if tc == ATC.optimal:
             reason = TerminationReason.OPTIMAL
@@ -165,15 +218,11 @@ class PyomoBackend(Backend):
             reason = TerminationReason.INFEASIBLE_OR_UNBOUNDED
         else:
             reason = TerminationReason.ERROR
-        x = None
-        if has_sol and reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE):
-            prim = res.solution_loader.get_primals()
-            x0 = rest_point(arr)
-            x = np.array([prim.get(v, x0[j]) for j, v in enumerate(pm._schedopt_vars)], dtype=float)
-        bound = res.best_objective_bound
+        x = x_found if has_sol and reason in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE) else None
+        bound = best_bound
         bound = float(bound) if bound is not None and arr.is_mip and np.isfinite(bound) else None
         return self.result(model, reason, (t0, t1, t2), limit=limit, detail=f"{solver_name}: {tc.name}", x=x,
-                           bound=bound, stats={"solver": solver_name})
+                           bound=bound, stats={"solver": solver_name, IN_CHILD_OPTION: forked})
 
     def _fixed_point(self, model: LinearModel) -> SolveResult:
         x = rest_point(model.to_arrays())

@@ -1,4 +1,11 @@
-"""scipy.optimize.milp / linprog: always present, the reference backend."""
+"""scipy.optimize.milp / linprog: always present, the reference backend.
+
+Ctrl-C: scipy hands the model to its bundled HiGHS with no callback, cancel or handle, and that HiGHS ignores
+SIGINT, so a Ctrl-C waits for the solve to return (measured: until its 30 s time limit, then reported as a time
+limit). ``in_child_process=True`` runs the call in a forked child that Ctrl-C kills at once (reported
+NO_SOLUTION_FOUND with Limit.INTERRUPTED: the incumbent dies with the child); see :mod:`schedopt.backends.isolate`
+for why this is an option and what it costs.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +19,7 @@ import scipy.sparse as sp
 
 from ..results import Limit, SolveResult, TerminationReason
 from .base import Backend, Capabilities, SolveParams
+from .isolate import IN_CHILD_OPTION, ChildProcessDied, pop_in_child_option, run_forked
 
 if TYPE_CHECKING:
     from ..model import LinearModel
@@ -30,7 +38,7 @@ class ScipyBackend(Backend):
         # scipy.optimize.milp's options and linprog(method="highs")'s
         return frozenset({"disp", "presolve", "time_limit", "node_limit", "mip_rel_gap", "maxiter",
                           "dual_feasibility_tolerance", "primal_feasibility_tolerance", "ipm_optimality_tolerance",
-                          "simplex_dual_edge_weight_strategy"})
+                          "simplex_dual_edge_weight_strategy", IN_CHILD_OPTION})
 
     def solve(self, model: LinearModel, params: SolveParams) -> SolveResult:
         arr = model.to_arrays()
@@ -38,6 +46,21 @@ class ScipyBackend(Backend):
         if arr.is_mip:
             return self._milp(model, params, sign)
         return self._linprog(model, params, sign)
+
+    def _call(self, model: LinearModel, call, forked: bool, t0: float, t1: float):
+        """``call()``, or in a child process (``forked``); returns ``(scipy result, None)`` or ``(None, the
+        SolveResult of an interrupted or crashed child)``."""
+        if not forked:
+            return call(), None
+        try:
+            res, interrupted = run_forked(call)
+        except ChildProcessDied as exc:
+            return None, self.result(model, TerminationReason.ERROR, (t0, t1, time.perf_counter()), detail=str(exc))
+        if interrupted:
+            return None, self.result(model, TerminationReason.NO_SOLUTION_FOUND, (t0, t1, time.perf_counter()),
+                                     limit=Limit.INTERRUPTED,
+                                     detail="Ctrl-C: the solve's child process was stopped (its incumbent with it)")
+        return res, None
 
     def _milp(self, model: LinearModel, params: SolveParams, sign: float) -> SolveResult:
         from scipy.optimize import Bounds, LinearConstraint, milp
@@ -51,14 +74,13 @@ class ScipyBackend(Backend):
         if params.mip_rel_gap is not None:
             opts["mip_rel_gap"] = float(params.mip_rel_gap)
         opts.update(params.options)
+        forked = pop_in_child_option(opts)
         t1 = time.perf_counter()
-        res = milp(
-            sign * arr.c,
-            integrality=arr.integrality,
-            bounds=Bounds(arr.col_lower, arr.col_upper),
-            constraints=cons,
-            options=opts,
-        )
+        res, stopped = self._call(model, lambda: milp(sign * arr.c, integrality=arr.integrality,
+                                                      bounds=Bounds(arr.col_lower, arr.col_upper),
+                                                      constraints=cons, options=opts), forked, t0, t1)
+        if stopped is not None:
+            return stopped
         t2 = time.perf_counter()
         x = None if res.x is None else np.asarray(res.x, dtype=float)
         status = int(res.status)
@@ -88,7 +110,7 @@ class ScipyBackend(Backend):
             detail=str(res.message),
             x=x,
             bound=bound,
-            stats={"mip_nodes": int(getattr(res, "mip_node_count", 0) or 0)},
+            stats={"mip_nodes": int(getattr(res, "mip_node_count", 0) or 0), IN_CHILD_OPTION: forked},
         )
 
     def _linprog(self, model: LinearModel, params: SolveParams, sign: float) -> SolveResult:
@@ -113,8 +135,12 @@ class ScipyBackend(Backend):
         if params.time_limit is not None:
             opts["time_limit"] = float(params.time_limit)
         opts.update(params.options)
+        forked = pop_in_child_option(opts)
         t1 = time.perf_counter()
-        res = linprog(sign * arr.c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs", options=opts)
+        res, stopped = self._call(model, lambda: linprog(sign * arr.c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq,
+                                                         bounds=bounds, method="highs", options=opts), forked, t0, t1)
+        if stopped is not None:
+            return stopped
         t2 = time.perf_counter()
         status = int(res.status)
         limit = None
@@ -149,5 +175,5 @@ class ScipyBackend(Backend):
             detail=str(res.message),
             x=x,
             duals=duals,
-            stats={"iterations": int(getattr(res, "nit", 0) or 0)},
+            stats={"iterations": int(getattr(res, "nit", 0) or 0), IN_CHILD_OPTION: forked},
         )

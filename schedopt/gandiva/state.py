@@ -23,13 +23,16 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["MAX_GPUS", "MIXED", "ClusterState", "GandivaJob", "Node", "nodes_needed", "validate_job", "validate_nodes"]
+__all__ = ["MAX_GPUS", "MAX_NODES", "MIXED", "ClusterState", "GandivaJob", "Node", "nodes_needed", "validate_job", "validate_nodes"]
 
 MIXED = -1  #: affinity of a node hosting jobs of different sizes
 
 #: The most GPUs a cluster (and so one node, one job) may have: a bigger size is an :class:`InputError`, not a
 #: per-GPU table of 10**18 entries that hangs or runs out of memory.
 MAX_GPUS = 2**20
+#: The most nodes a cluster may have: nodes are Python objects with per-node state (about 13 us each to build), so
+#: 2**20 one-GPU nodes took 14 s (issue 20's long fuzz run); 2**16 nodes take under a second.
+MAX_NODES = 2**16
 
 Slot = tuple[int, int]
 
@@ -124,6 +127,8 @@ def validate_nodes(nodes: Sequence[Node], path: str = "nodes") -> None:
         raise InputError(path, nodes, "must be a list of Node")
     if len(nodes) == 0:
         raise InputError(path, [], "needs at least one node")
+    if len(nodes) > MAX_NODES:
+        raise InputError(path, f"{len(nodes)} nodes", f"exceed gandiva.MAX_NODES = {MAX_NODES}")
     seen: set[str] = set()
     total = 0
     for i, n in enumerate(nodes):

@@ -193,7 +193,9 @@ def provision(problem: HeterPSProblem, plan: Sequence[str]) -> tuple[tuple[int, 
     taus = stage_tau(S[:, None], P[:, None], R[:, None], Q[:, None], ks[None, :])  # (n_s, kmax)
     valid = ks[None, :] <= N[t][:, None]
     tau_lim = problem.base_batch / problem.throughput_limit
-    cand = np.unique(taus[valid & (taus <= tau_lim * (1 + TAU_RTOL))])
+    # no level below a stage's fastest (all units of its type) is reachable: those candidates are not examined
+    floor = float(stage_tau(S, P, R, Q, N[t].astype(float)).max()) * (1 - 4 * TAU_RTOL)
+    cand = np.unique(taus[valid & (taus <= tau_lim * (1 + TAU_RTOL)) & (taus >= floor)])
     if cand.size == 0:
         return None
     K = kmin(S[None, :], P[None, :], R[None, :], Q[None, :], cand[:, None], N[t][None, :])  # (C, n_s)

@@ -11,7 +11,8 @@ limits. Candidates are all distinct ``tau(a, b, t, k) <= B0 / limit`` over stage
 (the type limits are handled exactly; dominated vectors can never lead to a cheaper or a feasible completion that
 the dominating one cannot). The candidates are visited in increasing order of a lower bound (the same DP without the
 cross-stage type limits, vectorised over all candidates at once) and the search stops when the bound reaches the
-best actual cost found.
+best actual cost found. The bounds themselves are computed lazily, block by block (:func:`_solve_dp`), so that a
+short time limit still returns a plan and a proven bound.
 
 MILP. Binary ``y[o]`` per option o = (stage [a, b), type t, k), a continuous ``theta`` (the pipeline throughput over
 the limit), path-flow rows over layer boundaries, a type change at every internal boundary, the type limits, and
@@ -211,49 +212,107 @@ class _DpOutcome:
     info: dict[str, Any]
 
 
+def _blocks(n: int) -> np.ndarray:
+    """Starts of the contiguous blocks the sorted candidate levels are cut into for the lazy bounds: about
+    ``sqrt(n)`` blocks of about ``sqrt(n)`` levels (at least 32 per block), plus the end ``n``."""
+    size = max(32, math.isqrt(max(n, 1)) + 1)
+    return np.r_[np.arange(0, n, size), n].astype(np.int64)
+
+
+class _DpSearch:
+    """The state of one DP search: the problem's interval sums, the clock, and the best plan found so far."""
+
+    def __init__(self, problem: HeterPSProblem, t_end: float | None) -> None:
+        self.problem, self.t_end, self.t0 = problem, t_end, time.perf_counter()
+        L = problem.num_layers
+        self.ia, self.ib, S, P, R, Q = interval_sums(problem)
+        self.sums = (S, P, R, Q)
+        self.idx = np.full((L + 1, L + 1), -1, dtype=np.int64)
+        self.idx[self.ia, self.ib] = np.arange(self.ia.size)
+        self.best_cost = math.inf
+        self.best: list[tuple[int, int, int, int]] | None = None
+        self.examined = 0
+        self.first_plan_seconds = math.nan
+
+    def examine(self, tau: float) -> None:
+        """Solve level ``tau`` exactly and keep its plan if it is the cheapest so far (at its actual bottleneck)."""
+        got = _dp_level(self.problem, tau, self.idx, self.ia, self.ib, self.sums, self.t_end)
+        self.examined += 1
+        if got is None:
+            return
+        stages, _ = got
+        S, P, R, Q = self.sums
+        a, b, t = (np.array([s[i] for s in stages]) for i in range(3))
+        k = np.array([s[3] for s in stages], dtype=float)
+        sidx = self.idx[a, b]
+        tau_act = float(stage_tau(S[sidx, t], P[sidx, t], R[sidx, t], Q[sidx, t], k).max())
+        p = self.problem
+        cost = p.sample_hours * float(p.prices[t] @ k) * tau_act / p.base_batch
+        if cost < self.best_cost:
+            if self.best is None:
+                self.first_plan_seconds = time.perf_counter() - self.t0
+            self.best_cost, self.best = cost, stages
+
+
 def _solve_dp(problem: HeterPSProblem, time_limit: float | None = None) -> _DpOutcome:
     """The DP; with ``time_limit`` it checks the clock between levels (and inside the bounds and each level) and
-    stops with the best plan so far. The bound is then the smallest relaxed bound among the levels not examined
-    (every level examined is solved exactly), or none when the relaxed bounds were not all computed."""
+    stops with the best plan so far and a proven bound.
+
+    The relaxed bounds are computed lazily (issue 20: computing all of them first took most of a short budget, so
+    a 0.05 s limit ended with no plan). The sorted levels are cut into blocks of about ``sqrt(#levels)``; since
+    ``F_relax`` is non-increasing in ``tau``, every level of a block ``[s, e)`` has a cost bound of at least
+    ``C0 * F_relax(tau[e-1]) * tau[s] / B0``, one relaxed DP per block. A best-first search pops the smallest bound:
+    a block is refined into its levels' own bounds, a level is solved exactly; it stops when the smallest bound left
+    reaches the best cost (optimal), or at the time limit, where that smallest bound is the proven bound. Before any
+    bound, the slowest level allowed is solved exactly, so that a plan is at hand after one level."""
+    import heapq
+
     t0 = time.perf_counter()
     t_end = None if time_limit is None else t0 + time_limit
-    L = problem.num_layers
-    ia, ib, S, P, R, Q = interval_sums(problem)
-    idx = np.full((L + 1, L + 1), -1, dtype=np.int64)
-    idx[ia, ib] = np.arange(ia.size)
-    B0, C0, price = problem.base_batch, problem.sample_hours, problem.prices
-    best_cost, best = math.inf, None
-    examined = 0
+    B0, C0 = problem.base_batch, problem.sample_hours
+    run = _DpSearch(problem, t_end)
+    refined = 0
     bound, timed_out, n_cand = math.nan, False, 0
-    t_bounds = math.nan
+    t_bounds = 0.0
     try:
         taus = _candidate_levels(problem, t_end)
         n_cand = int(taus.size)
-        lb = C0 * _relaxed_bounds(problem, taus, t_end=t_end) * taus / B0 if taus.size else np.zeros(0)
-        t_bounds = time.perf_counter() - t0
-        order = np.argsort(lb, kind="stable")
-        for j in order:
-            if not math.isfinite(lb[j]) or lb[j] >= best_cost * (1 - 1e-12):
+        if n_cand:
+            # an incumbent before any bound: the slowest level allowed needs the fewest units, so it is the level
+            # most likely to hold a plan under the type limits (F is finite there whenever any level's is)
+            run.examine(float(taus[-1]))
+        starts = _blocks(n_cand)
+        tb = time.perf_counter()
+        last = taus[starts[1:] - 1] if n_cand else np.zeros(0)
+        f_last = _relaxed_bounds(problem, last, t_end=t_end) if n_cand else np.zeros(0)
+        t_bounds += time.perf_counter() - tb
+        # heap items: (cost bound, 0 = block / 1 = level, index); a level before a block of the same bound
+        heap: list[tuple[float, int, int]] = [(float(C0 * f_last[i] * taus[starts[i]] / B0), 0, i)
+                                              for i in range(starts.size - 1)]
+        heapq.heapify(heap)
+        while heap:
+            lbj, kind, j = heap[0]
+            if not math.isfinite(lbj) or lbj >= run.best_cost * (1 - 1e-12):
                 break
-            bound = float(lb[j])  # every level left has a relaxed bound >= this one
+            bound = lbj  # every item left has a bound >= this one
             _check_clock(t_end)
-            got = _dp_level(problem, float(taus[j]), idx, ia, ib, (S, P, R, Q), t_end)
-            examined += 1
-            if got is None:
-                continue
-            stages, _ = got
-            a = np.array([s[0] for s in stages])
-            b = np.array([s[1] for s in stages])
-            t = np.array([s[2] for s in stages])
-            k = np.array([s[3] for s in stages], dtype=float)
-            sidx = idx[a, b]
-            tau_act = float(stage_tau(S[sidx, t], P[sidx, t], R[sidx, t], Q[sidx, t], k).max())
-            cost = C0 * float(price[t] @ k) * tau_act / B0
-            if cost < best_cost:
-                best_cost, best = cost, stages
+            heapq.heappop(heap)
+            if kind == 0:
+                tb = time.perf_counter()
+                members = np.arange(starts[j], starts[j + 1])
+                lb = C0 * _relaxed_bounds(problem, taus[members], t_end=t_end) * taus[members] / B0
+                t_bounds += time.perf_counter() - tb
+                refined += 1
+                for jj, v in zip(members.tolist(), lb.tolist()):
+                    if math.isfinite(v) and v < run.best_cost * (1 - 1e-12):
+                        heapq.heappush(heap, (max(v, lbj), 1, jj))
+            elif j != n_cand - 1:  # the slowest level was solved first
+                run.examine(float(taus[j]))
     except _OutOfTime:
         timed_out = True
-    info = {"candidates": n_cand, "levels_examined": examined, "bound_seconds": t_bounds}
+    info = {"candidates": n_cand, "levels_examined": run.examined, "blocks_refined": refined,
+            "bound_seconds": t_bounds, "first_plan_seconds": run.first_plan_seconds}
+    best, best_cost = run.best, run.best_cost
     if best is None and not timed_out:
         err = diagnose_infeasibility(problem)
         assert err is not None

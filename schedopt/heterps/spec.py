@@ -20,8 +20,12 @@ __all__ = ["CPU_PRICE", "GPU_PRICE", "MAX_UNITS", "HeterPSProblem", "Layer", "Re
 #: the paper's prices, $ per unit-hour
 CPU_PRICE = 0.04
 GPU_PRICE = 2.42
-#: the most units of one resource type (a larger ``limit`` is an InputError, not an array of 10**18 entries)
-MAX_UNITS = 2**20
+#: the range of the problem's scalars (batch sizes, samples, epochs, throughput floor): far from float under/overflow
+SCALAR_RANGE = (1e-30, 1e30)
+#: the most units of one resource type (a larger ``limit`` is an InputError, not an array of 10**18 entries). 2**20
+#: let a single greedy run take over 30 s (the exact provisioning of a plan scans every (stage, k) level: issue 20's
+#: long fuzz run, ResourceType(limit=128629) took over 5 s); at 2**16 the greedy and the DP take about 2 s
+MAX_UNITS = 2**16
 
 
 def _num(path: str, value: Any, *, lo: float | None = None, hi: float | None = None, lo_open: bool = False) -> float:
@@ -169,8 +173,10 @@ class HeterPSProblem:
                     raise InputError(f"layers[{i}].{key}.{extra[0]}", d[extra[0]], f"names no resource type ({tnames})")
         object.__setattr__(self, "layers", layers)
         object.__setattr__(self, "types", types)
+        # positive and within [1e-30, 1e30]: a base_batch of 2.2e-308 made every throughput underflow to 0 and the
+        # cost a ZeroDivisionError (issue 20's long fuzz run); no meaningful size, count or rate is near either end
         for key in ("batch_size", "base_batch", "samples", "epochs", "throughput_limit"):
-            object.__setattr__(self, key, _num(key, getattr(self, key), lo=0.0, lo_open=True))
+            object.__setattr__(self, key, _num(key, getattr(self, key), lo=SCALAR_RANGE[0], hi=SCALAR_RANGE[1]))
 
     # ------------------------------------------------------------------ conveniences
     @property

@@ -34,9 +34,11 @@ __all__ = [
 ]
 
 #: The largest cluster built, in GPUs (leaf cells), and so the largest ``childCellNumber`` of one cell type: a bigger
-#: one is an :class:`InputError`, not a build of 10**18 cells that hangs or runs out of memory (a cluster of 2**20
-#: GPUs already takes seconds to build cell by cell).
-MAX_GPUS = 2**20
+#: one is an :class:`InputError`, not a build of 10**18 cells that hangs or runs out of memory. Cells are built one by
+#: one (about 10-20 us each): issue 20's long fuzz run found 2**20 a hang (one rack of 128,629 nodes, about 10**6
+#: GPUs, took 26 s to build and 12 s more to allocate over); 2**16 GPUs build in about a second, 30 times the
+#: largest published HiveD cluster.
+MAX_GPUS = 2**16
 
 
 @dataclass(frozen=True)

@@ -145,7 +145,9 @@ class MckpSolver:
         """Ask a running :meth:`run` (in another thread) to stop: every step's clock check (the dual's iterations,
         the repair's improvement, the local searches between rounds) sees the time as up, and :meth:`run` ends
         with the incumbent, FEASIBLE or NO_SOLUTION_FOUND with :attr:`Limit.INTERRUPTED`. A residual sub-solve
-        already running ends at its own time limit first. Safe to call from a signal handler."""
+        already running (CP-SAT, HiGHS) is stopped by the same Ctrl-C: ``run_interruptible`` passes it to every
+        solve nested in the worker thread (its ``stop_search`` / ``cancelSolve``), which returns its incumbent and
+        proven bound, reported INTERRUPTED. Safe to call from a signal handler."""
         self.stopped = True
         self.deadline = -math.inf
         if self._dual_run is not None:
