@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from . import __version__
+from .backends.isolate import set_in_child_default
 from .cli_support import (
     EXIT_BACKEND,
     EXIT_CODES,
@@ -529,6 +530,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     as_json = bool(getattr(args, "json", False))
     logging.basicConfig(level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
                         format="schedopt: %(message)s", stream=sys.stderr)
+    # Ctrl-C must stop a long `schedopt solve` on scipy / pyomo too, which have no cancel hook: their solves run in a
+    # child process Ctrl-C kills (+23-67 ms per solve). Not for bench, whose timings it would distort.
+    in_child = set_in_child_default(True) if command == "solve" else None
     try:
         return int(args.func(args))
     except KeyboardInterrupt:
@@ -548,6 +552,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         traceback.print_exc()
         return _fail(command, EXIT_INTERNAL, exc, f"internal error: {type(exc).__name__}: {exc} (a bug: please "
                      "report it with the traceback above)", as_json)
+    finally:
+        if in_child is not None:  # main() may be called in-process (tests, notebooks): leave the default as found
+            set_in_child_default(in_child)
 
 
 if __name__ == "__main__":  # pragma: no cover

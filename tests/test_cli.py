@@ -339,3 +339,23 @@ def test_bench_on_a_real_dask_cluster_matches_the_local_run(tmp_path: Path):
     keys = ("instance_hash", "backend", "termination", "limit", "objective", "bound")
     assert [tuple(r[k] for k in keys) for r in local] == [tuple(r[k] for k in keys) for r in dask]
     assert len(local) == 4
+
+
+def test_ctrl_c_stops_a_long_scipy_solve_at_once_from_the_command_line(tmp_path: Path):
+    """scipy's HiGHS has no cancel hook; `schedopt solve` runs it in a child process that Ctrl-C kills, so a solve
+    that would run to its 60 s limit (Synergy-OPT's packing LP at 2048 GPUs) ends within seconds of SIGINT with exit
+    130 and no traceback, where it used to run on to the limit."""
+    inst = tmp_path / "syn.json"
+    assert run("generate", "synergy", "--gpus", "2048", "--seed", "0", "-o", str(inst)).returncode == 0
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "schedopt", "solve", str(inst), "--method", "opt", "--backend", "scipy",
+         "--time-limit", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(4.0)  # imports, load, build: the LP is running by now
+    assert proc.poll() is None, proc.communicate()
+    t0 = time.time()
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert time.time() - t0 < 10, "Ctrl-C waited for the solve"
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr

@@ -16,7 +16,7 @@ from ..errors import InputError, SolveFailedError
 from ..infeasibility import explain_infeasibility
 from ..model import LinearModel
 from ..problem import Formulation, Structure, heuristic_termination
-from ..results import SolveResult, Termination, TerminationReason, Timings
+from ..results import Limit, SolveResult, Termination, TerminationReason, Timings
 from ..solve import solve
 from .base import assemble, check_flag, held_nothing, prepare, prop_option
 from .improve import improve_by_neighbourhoods, joint_start, sort_identical
@@ -82,6 +82,18 @@ def _unsolved(method: str, stage: str, res: SolveResult, model: LinearModel, wei
     the constraint families to blame (``explanation``; ``raise_for_status`` raises InfeasibleError with it)."""
     rep = explain_infeasibility(model) if res.termination.reason in _INFEASIBLE else None
     return held_nothing(method, _stage_termination(stage, res), weighted, backend=res.backend, result=res, explanation=rep, **kw)
+
+
+def _interrupted(res: SolveResult) -> bool:
+    return res.termination.limit is Limit.INTERRUPTED
+
+
+def _stopped(method: str, stage: str, res: SolveResult, weighted: bool, **kw: Any) -> SynergyAllocation:
+    """Ctrl-C ended stage ``stage``: the later stages are not run (they would each run to their own limit), and the
+    method holds nothing (NO_SOLUTION_FOUND with Limit.INTERRUPTED: no stage past it produced an allocation)."""
+    term = Termination(TerminationReason.NO_SOLUTION_FOUND, Limit.INTERRUPTED,
+                       f"{stage}: interrupted; the later stages were not run")
+    return held_nothing(method, term, weighted, backend=res.backend, result=res, **kw)
 
 
 def _bound_of(res: SolveResult) -> tuple[float, str]:
@@ -254,6 +266,8 @@ def synergy_opt(
     p1 = build_p1_placed(run, opts, g[None, :], np.array([pool_c]), np.array([pool_m]), weighted=weighted, group_labels=["pool"])
     r1 = stages["p1"] = _solve_p1_model(p1, opts, be, time_limit, warm_start)
     stage["p1"] = r1.timings.total
+    if _interrupted(r1):
+        return _stopped("opt", "P1", r1, weighted, stages=stages)
     if not r1.has_solution:
         return _unsolved("opt", "P1", r1, p1, weighted, stages=stages)
     c1 = _choice_from_y(opts, r1.values["y"], J)
@@ -270,12 +284,16 @@ def synergy_opt(
         budget = packing_time_limit if time_limit is None else min(packing_time_limit, time_limit)
         rp = stages["integral_packing"] = solve(ip, be, time_limit=budget)
         stage["integral_packing"] = rp.timings.total
+        if _interrupted(rp):
+            return _stopped("opt", "integral packing", rp, weighted, stages=stages, bound=bound)
         if rp.has_solution:
             cands["packing"] = assign_class_gpus(np.rint(rp.values["n"]), cls, g.astype(np.int64))
     if "rounding" in placements:
         pack = build_packing_lp(servers, run, g, g * opts.cpu[c1], g * opts.mem[c1], span=span)
         r2 = stages["packing"] = solve(pack, be, time_limit=time_limit)
         stage["packing"] = r2.timings.total
+        if _interrupted(r2):
+            return _stopped("opt", "packing LP", r2, weighted, stages=stages, bound=bound)
         if not r2.has_solution:
             return _unsolved("opt", "packing LP", r2, pack, weighted, stages=stages, bound=bound)
         x = np.clip(r2.values["x"], 0.0, 1.0)
@@ -293,6 +311,8 @@ def synergy_opt(
         )
         r3 = stages[f"p1_per_server[{name}]"] = solve(p3, be, time_limit=time_limit)
         stage[f"p1_per_server[{name}]"] = r3.timings.total
+        if _interrupted(r3):
+            return _stopped("opt", f"P1 per server [{name}]", r3, weighted, stages=stages, bound=bound)
         if not r3.has_solution:
             continue
         c3 = _choice_from_y(opts, r3.values["y"], J)
