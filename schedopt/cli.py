@@ -134,8 +134,9 @@ def cmd_solve(args: argparse.Namespace) -> int:
         return code
     print(f"schedopt {__version__}: {io.name} instance {args.instance}")
     _print_summary(_answer_summary(answer))
-    print()
-    print(format_table(answer.rows(), None if args.all else 40))
+    if answer.has_solution:  # an answer that holds nothing has no rows to show (rows() would raise)
+        print()
+        print(format_table(answer.rows(), None if args.all else 40))
     if code != EXIT_OK:
         print(f"schedopt: no solution: {answer.termination}", file=sys.stderr)
         why = answer.to_dict().get("explanation")

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .problem import Answer, to_jsonable
-from .results import Termination, TerminationReason
+from .results import Limit, Termination, TerminationReason
 
 __all__ = [
     "EXIT_BACKEND",
@@ -58,7 +58,8 @@ EXIT_CODES: Mapping[int, str] = {
     EXIT_INPUT: "bad input or usage (the message names the flag, or the field and the value)",
     EXIT_BACKEND: "the requested backend is unknown, not installed, or cannot solve the model",
     EXIT_INTERNAL: "internal error (a bug: please report it with the traceback printed on stderr)",
-    EXIT_INTERRUPTED: "interrupted (Ctrl-C); bench keeps the runs that finished",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C); solve prints what it holds (an incumbent, if any), bench keeps the runs "
+                      "that finished",
 }
 JSON_VERSION = 1
 
@@ -66,7 +67,11 @@ _SOLVED = (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE)
 
 
 def exit_code_for(outcome: Answer | Termination) -> int:
-    """0 when the answer (or termination) holds a solution, 1 otherwise."""
+    """130 when Ctrl-C ended the solve (Limit.INTERRUPTED, with or without an incumbent: the shell's convention for
+    SIGINT); else 0 when the answer (or termination) holds a solution, 1 otherwise."""
+    term = outcome.termination if isinstance(outcome, Answer) else outcome
+    if term is not None and term.limit is Limit.INTERRUPTED:
+        return EXIT_INTERRUPTED
     if isinstance(outcome, Answer):
         return EXIT_OK if outcome.has_solution else EXIT_NO_SOLUTION
     return EXIT_OK if outcome.reason in _SOLVED else EXIT_NO_SOLUTION

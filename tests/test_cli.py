@@ -359,3 +359,15 @@ def test_ctrl_c_stops_a_long_scipy_solve_at_once_from_the_command_line(tmp_path:
     assert time.time() - t0 < 10, "Ctrl-C waited for the solve"
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr
+
+
+def test_solve_that_holds_nothing_prints_its_termination_and_exits_1(tmp_path: Path):
+    """A limit hit before any incumbent (Synergy-OPT's packing LP at 2048 GPUs in 0.5 s) is an answer, not an error:
+    the summary with its bound, 'no solution: ...' on stderr, exit 1 (rows() of an empty answer used to raise and
+    turn it into 'error: no solution is held')."""
+    inst = tmp_path / "syn.json"
+    assert run("generate", "synergy", "--gpus", "2048", "--seed", "0", "-o", str(inst)).returncode == 0
+    r = run("solve", str(inst), "--method", "opt", "--backend", "highs", "--time-limit", "0.5")
+    assert r.returncode == 1, r.stderr
+    assert "termination: NO_SOLUTION_FOUND (time limit)" in r.stdout and "bound:" in r.stdout
+    assert "schedopt: no solution: NO_SOLUTION_FOUND" in r.stderr and "error" not in r.stderr
