@@ -150,6 +150,9 @@ def main() -> None:
     ap.add_argument("--params", default="{}", help='JSON: policy -> parameters, e.g. {"pollux": {"generations": 30}}')
     ap.add_argument("--out", default=None, help="CSV path (default benchmarks/sim_<target>.csv)")
     ap.add_argument("--resume", action="store_true", help="append a row per finished simulation, skip rows present")
+    ap.add_argument("--backends", default="mckp,highs", help="speed: the sia policy's backends (default mckp,highs)")
+    ap.add_argument("--estimator", default="bootstrap", choices=["bootstrap", "oracle"],
+                    help="speed: the goodput estimate the policy sees (default bootstrap, the simulator's default)")
     a = ap.parse_args()
     out = ROOT / "benchmarks"
     params = json.loads(a.params)
@@ -198,13 +201,14 @@ def main() -> None:
             runs = [tuple(x.split("@")) for x in a.workloads.split(",")]  # type: ignore[misc]
         rows = []
         for wl, cl in runs:
-            for backend in ("mckp", "highs"):
+            for backend in a.backends.split(","):
                 t0, c0 = time.perf_counter(), time.process_time()
                 r = sim.simulate(sim.cluster_preset(cl), sim.load_workload(wl), get_policy("sia", backend=backend),
-                                 job_model="sia", progress=True)
+                                 job_model="sia", estimator=a.estimator, progress=True)
                 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
                 s = r.summary()
                 rows.append({"workload": wl, "cluster": cl, "gpus": r.meta["gpus"], "jobs": s["jobs"], "backend": backend,
+                             "estimator": a.estimator,
                              "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "rounds": s["rounds"],
                              "policy_cpu_ms_median": round(s["policy_cpu_s_median"] * 1e3, 2),
                              "policy_cpu_ms_p95": round(s["policy_cpu_s_p95"] * 1e3, 2),
@@ -214,7 +218,7 @@ def main() -> None:
                              "policy_s_total": round(s["policy_s_total"], 1),
                              "avg_jct_s": round(s["avg_jct_s"], 1), "finished": s["finished"], "env": env()})
                 print(rows[-1], flush=True)
-                write(out / "sim_speed.csv", rows)
+                write(Path(a.out) if a.out else out / "sim_speed.csv", rows)
 
 
 if __name__ == "__main__":
