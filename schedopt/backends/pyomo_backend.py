@@ -48,6 +48,13 @@ def solver_kind(name: Any) -> str:
     raise InputError("options.solver", name, f"is no pyomo solver name; known: {', '.join(contrib + appsi)}")
 
 
+
+def _primal_vector(prim: Any, pm: Any, arr: Any) -> np.ndarray:
+    """The solution in the model's column order from a pyomo var -> value map (either interface's loader); a
+    variable the solver left out of the map sits at its rest point."""
+    x0 = rest_point(arr)
+    return np.array([prim.get(v, x0[j]) for j, v in enumerate(pm._schedopt_vars)], dtype=float)
+
 class PyomoBackend(Backend):
     """Pyomo's current solver interface with HiGHS (``solver=`` picks another pyomo solver)."""
 
@@ -109,9 +116,7 @@ class PyomoBackend(Backend):
             has = res.solution_status in (SolutionStatus.feasible, SolutionStatus.optimal)
             x = None
             if has:
-                prim = res.solution_loader.get_vars()
-                x0 = rest_point(arr)
-                x = np.array([prim.get(v, x0[j]) for j, v in enumerate(pm._schedopt_vars)], dtype=float)
+                x = _primal_vector(res.solution_loader.get_vars(), pm, arr)
             return res.termination_condition, has, x, res.objective_bound
 
         out = self._run(model, run, forked, t0, t1)
@@ -193,9 +198,7 @@ class PyomoBackend(Backend):
             has = res.best_feasible_objective is not None
             x = None
             if has:
-                prim = res.solution_loader.get_primals()
-                x0 = rest_point(arr)
-                x = np.array([prim.get(v, x0[j]) for j, v in enumerate(pm._schedopt_vars)], dtype=float)
+                x = _primal_vector(res.solution_loader.get_primals(), pm, arr)
             return res.termination_condition, has, x, res.best_objective_bound
 
         out = self._run(model, run, forked, t0, t1)
