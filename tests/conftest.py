@@ -28,3 +28,16 @@ def _backend_params() -> list:
 def any_backend(request: pytest.FixtureRequest) -> str:
     """The name of one backend: tests taking this fixture run once per installed backend."""
     return request.param
+
+
+@pytest.fixture(scope="session")
+def small_csv(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The first 12 jobs of Pollux's workload-1 with at most 4 GPUs each, as a CSV file (the simulator's sweep and
+    progress tests)."""
+    from schedopt.sim import load_workload
+    from schedopt.sim.workloads import Workload
+
+    w = load_workload("pollux/1")
+    p = tmp_path_factory.mktemp("wl") / "small.csv"
+    p.write_text(Workload("small", tuple(j for j in w.jobs if j.num_replicas <= 4)[:12]).to_csv())
+    return str(p)

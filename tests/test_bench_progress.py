@@ -4,18 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from schedopt.sim import load_workload
 from schedopt.sim.sweep import simulate_many
-from schedopt.sim.workloads import Workload
-
-
-@pytest.fixture(scope="module")
-def small_csv(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The first 12 jobs of Pollux's workload-1 with at most 4 GPUs each, as a CSV file."""
-    w = load_workload("pollux/1")
-    p = tmp_path_factory.mktemp("wl") / "small.csv"
-    p.write_text(Workload("small", tuple(j for j in w.jobs if j.num_replicas <= 4)[:12]).to_csv())
-    return str(p)
 
 
 def test_simulate_many_progress_auto_on_and_off(small_csv: str, capsys: pytest.CaptureFixture[str]) -> None:
