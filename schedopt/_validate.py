@@ -10,7 +10,7 @@ import numpy as np
 from .errors import InputError
 
 
-def check_named_items(items: Sequence[Any], cls: type, path: str, duplicate: str) -> list[str]:
+def check_named_items(items: Sequence[Any], cls: type[Any], path: str, duplicate: str) -> list[str]:
     """Every item is a ``cls`` and the ``name`` fields are unique; returns the names in order.
 
     Errors: ``{path}[i]`` "must be a <cls>"; ``{path}[i].name`` with the message ``duplicate``.

@@ -329,6 +329,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     assert io.generate is not None and io.solve is not None
     spec = io.generate(args.gpus, args.seed)
     answer = io.solve(spec, SolveOptions(backend=args.backend, time_limit=args.time_limit))
+    assert isinstance(answer, sia.SiaSolution)
     code = exit_code_for(answer)
     placement = sia.place(spec.cluster, answer.allocation) if answer.has_solution else None
     rows = []

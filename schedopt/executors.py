@@ -241,8 +241,8 @@ def open_executor(spec: Any, workers: int | None = None) -> Iterator[Any]:
     elif low == "processes" or low.startswith("processes:"):
         import multiprocessing as mp
 
-        with cf.ProcessPoolExecutor(max_workers=_count(s, n_default), mp_context=mp.get_context("spawn")) as pool:
-            yield pool
+        with cf.ProcessPoolExecutor(max_workers=_count(s, n_default), mp_context=mp.get_context("spawn")) as procs:
+            yield procs
     elif low.startswith(("dask://", "tcp://")):
         client = _dask_client(s.replace("dask://", "tcp://", 1))
         try:

@@ -368,7 +368,8 @@ def to_linopy(model: LinearModel) -> Any:
             if len(b.shape) != 1:
                 raise InputError(f"variables[{b.name}]", "mixed", "an n-d block mixing integer and continuous columns "
                                  "has no linopy form")
-            parts = [(b.name, np.flatnonzero(integ == 1), True), (f"{b.name}_continuous", np.flatnonzero(integ == 0), False)]
+            parts: list[tuple[str, np.ndarray | None, bool]] = [
+                (b.name, np.flatnonzero(integ == 1), True), (f"{b.name}_continuous", np.flatnonzero(integ == 0), False)]
         else:
             parts = [(b.name, None, bool(integ.size and integ[0] == 1))]
         for vname, sel, is_int in parts:
@@ -455,11 +456,10 @@ def from_linopy(lm: Any, name: str = "model") -> LinearModel:
         kinds = set(vt[cols_a].tolist())
         kind = "binary" if kinds == {"B"} else ("integer" if kinds <= {"I", "B"} else "continuous")
         shape = labs.shape
-        labels = None
+        labels: tuple[tuple[Any, ...], ...] | tuple[Any, ...] | None = None
         if shape:
-            labels = tuple(tuple(var.indexes[d].tolist()) for d in var.labels.dims)
-            if len(shape) == 1:
-                labels = labels[0]  # type: ignore[assignment]
+            axes = tuple(tuple(var.indexes[d].tolist()) for d in var.labels.dims)
+            labels = axes[0] if len(shape) == 1 else axes
         m.add_variables(vname if vname.isidentifier() else f"v_{len(m.blocks)}", shape if shape else 1, kind=kind,
                         lower=lb[cols_a].reshape(shape) if shape else lb[cols_a],
                         upper=ub[cols_a].reshape(shape) if shape else ub[cols_a], labels=labels)
@@ -477,14 +477,13 @@ def from_linopy(lm: Any, name: str = "model") -> LinearModel:
         lo = np.where(np.isin(sign[rows], (">", ">=", "=")), b[rows], -np.inf)
         up = np.where(np.isin(sign[rows], ("<", "<=", "=")), b[rows], np.inf)
         dims = con.labels.dims
+        row_labels: list[str] | None = None
         if len(dims) == 1:
-            labels = [str(v) for v in con.indexes[dims[0]].tolist()]
+            row_labels = [str(v) for v in con.indexes[dims[0]].tolist()]
         elif dims:
-            axes = [con.indexes[d].tolist() for d in dims]
-            labels = [",".join(str(axes[a][i]) for a, i in enumerate(t)) for t in np.ndindex(*labs.shape)]
-        else:
-            labels = None
+            row_axes = [con.indexes[d].tolist() for d in dims]
+            row_labels = [",".join(str(row_axes[a][i]) for a, i in enumerate(t)) for t in np.ndindex(*labs.shape)]
         m.add_constraints(cname if cname.isidentifier() else f"c_{len(m.families)}", A[rows][:, perm_a] if perm_a.size
-                          else sp.csr_matrix((rows.size, 0)), lower=lo, upper=up, labels=labels)
+                          else sp.csr_matrix((rows.size, 0)), lower=lo, upper=up, labels=row_labels)
     m.set_objective(c[perm_a] if perm_a.size else np.zeros(0), constant=constant)
     return m

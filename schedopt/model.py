@@ -266,7 +266,7 @@ class LinearModel:
     def __init__(self, name: str = "model", sense: str = "minimize",
                  structure: Structure | str = Structure.GENERAL) -> None:
         self.name = _check_model_name(name)
-        self.structure = structure  # type: ignore[assignment]
+        self.structure = structure
         self._sense = self._parse_sense(sense)
         self.blocks: dict[str, VarBlock] = {}
         self.families: dict[str, ConstraintFamily] = {}

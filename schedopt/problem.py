@@ -287,13 +287,13 @@ class ProblemIO:
 
     name: str
     cls: type
-    to_data: Callable[[Any], dict]
-    from_data: Callable[[dict], Any]
+    to_data: Callable[[Any], dict[str, Any]]
+    from_data: Callable[[dict[str, Any]], Any]
     solve: Callable[[Any, SolveOptions], Answer] | None = None
     explain: Callable[[Any], str] | None = None
     generate: Generator | None = None
-    build: Callable[[Any], Formulation] | None = None
-    decode: Callable[[Any, Formulation, SolveResult], Answer] | None = None
+    build: Callable[[Any], Formulation[Any]] | None = None
+    decode: Callable[[Any, Formulation[Any], SolveResult], Answer] | None = None
     check: Callable[[Any, Answer], list[Violation]] | None = None
     size: Callable[[Any], tuple[int, int]] | None = None
     methods: tuple[str, ...] = ()

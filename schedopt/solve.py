@@ -55,7 +55,7 @@ def _structure_of(model: LinearModel, structure: Structure | None = None) -> Str
     return Structure.GENERAL
 
 
-def default_backend(model: LinearModel | Formulation) -> str:
+def default_backend(model: LinearModel | Formulation[Any]) -> str:
     """The backend schedopt picks: the structure-exploiting ``mckp`` solver when the model (or formulation) is
     tagged :attr:`Structure.MCKP <schedopt.problem.Structure.MCKP>` and that backend is installed, HiGHS otherwise."""
     from .backends import available_backends
@@ -88,7 +88,7 @@ def _check_params(time_limit: Any, mip_rel_gap: Any, threads: Any, seed: Any) ->
 
 
 def solve(
-    model: LinearModel | Formulation,
+    model: LinearModel | Formulation[Any],
     backend: str | None = None,
     *,
     time_limit: float | None = None,

@@ -50,9 +50,9 @@ class CpSatBackend(Backend):
     install_hint = "pip install ortools==9.15.6755"
 
     def version(self) -> str:
-        import ortools
+        from importlib.metadata import version
 
-        return ortools.__version__
+        return version("ortools")
 
     def check_model(self, model: LinearModel) -> str | None:
         why = super().check_model(model)

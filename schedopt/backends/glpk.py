@@ -25,7 +25,7 @@ import math
 import os
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -34,18 +34,18 @@ from ..results import Limit, SolveResult, TerminationReason
 from .base import Backend, Capabilities, SolveParams, interrupted_reason, run_interruptible
 
 if TYPE_CHECKING:
-    from ..model import LinearModel
+    from ..model import LinearModel, ModelArrays
 
 
-def _bnd_type(g, lo: float, up: float) -> int:
+def _bnd_type(g: Any, lo: float, up: float) -> int:
     fl, fu = math.isfinite(lo), math.isfinite(up)
     if fl and fu:
-        return g.GLP_FX if lo == up else g.GLP_DB
+        return int(g.GLP_FX if lo == up else g.GLP_DB)
     if fl:
-        return g.GLP_LO
+        return int(g.GLP_LO)
     if fu:
-        return g.GLP_UP
-    return g.GLP_FR
+        return int(g.GLP_UP)
+    return int(g.GLP_FR)
 
 
 #: entries below this fraction of their row's largest magnitude are not handed to GLPK: its presolve mishandles them
@@ -101,7 +101,7 @@ def _libglpk() -> ctypes.CDLL | None:
     return lib if lib.glp_version().decode() == str(g.glp_version()) else None
 
 
-def _run(g, name: str, lp, parm) -> tuple[int, bool]:
+def _run(g: Any, name: str, lp: Any, parm: Any) -> tuple[int, bool]:
     """``glp_intopt`` / ``glp_simplex`` (``name``) on ``lp`` with ``parm``, stoppable by Ctrl-C: returns the GLPK
     return code and whether a Ctrl-C stopped it (see the module docstring)."""
     lib = _libglpk()
@@ -151,7 +151,7 @@ class GlpkBackend(Backend):
                 if lp is not None:
                     g.glp_delete_prob(lp)
 
-    def _solve(self, g, lp, model, arr, params, t0) -> SolveResult:
+    def _solve(self, g: Any, lp: Any, model: LinearModel, arr: ModelArrays, params: SolveParams, t0: float) -> SolveResult:
         n, m = arr.num_cols, arr.num_rows
         g.glp_set_obj_dir(lp, g.GLP_MAX if arr.maximize else g.GLP_MIN)
         g.glp_set_obj_coef(lp, 0, float(arr.constant))
@@ -196,8 +196,8 @@ class GlpkBackend(Backend):
                 parm.tm_lim = tl_ms
             if params.mip_rel_gap is not None:
                 parm.mip_gap = float(params.mip_rel_gap)
-            for k, v in params.options.items():
-                setattr(parm, k, v)
+            for key, v in params.options.items():
+                setattr(parm, key, v)
             ret, interrupted = _run(g, "glp_intopt", lp, parm)
             t2 = time.perf_counter()
             st = g.glp_mip_status(lp)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 import re
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,7 +26,7 @@ _INF = float("inf")
 MAX_THREADS = 64
 
 
-def to_mathopt(model: LinearModel):  # -> mathopt.Model
+def to_mathopt(model: LinearModel) -> Any:  # a mathopt.Model (ortools ships no type information)
     from ortools.math_opt import model_pb2
     from ortools.math_opt.python import mathopt
 
@@ -65,9 +65,9 @@ class MathOptBackend(Backend):
     install_hint = "pip install ortools==9.15.6755"
 
     def version(self) -> str:
-        import ortools
+        from importlib.metadata import version
 
-        return ortools.__version__
+        return version("ortools")
 
     def known_options(self) -> frozenset[str]:
         """``solver`` (gscip, glop, cp_sat, pdlp, highs, ...) and the fields of ``mathopt.SolveParameters``."""

@@ -16,6 +16,7 @@ which also stops solvers that ignore SIGINT.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -151,7 +152,8 @@ class PyomoBackend(Backend):
             model, reason, (t0, t1, t2), limit=limit, detail=f"{solver_name}: {tc.name}", x=x, bound=bound, stats={"solver": solver_name, IN_CHILD_OPTION: forked}
         )
 
-    def _run(self, model: LinearModel, run: Any, forked: bool, t0: float, t1: float) -> Any:
+    def _run(self, model: LinearModel, run: Callable[[], tuple[Any, ...]], forked: bool, t0: float,
+             t1: float) -> tuple[Any, ...] | SolveResult:
         """``run()`` in place or in a child process (``forked``); a Ctrl-C that stops it, or a child that dies,
         gives the :class:`SolveResult` to return instead of ``run()``'s value."""
         def stopped(detail: str) -> SolveResult:
@@ -165,7 +167,7 @@ class PyomoBackend(Backend):
                 return self.result(model, TerminationReason.ERROR, (t0, t1, time.perf_counter()), detail=str(exc))
             if interrupted:
                 return stopped("Ctrl-C: the solve's child process was stopped (its incumbent with it)")
-            return value
+            return tuple(value)
         try:
             return run()
         except KeyboardInterrupt:

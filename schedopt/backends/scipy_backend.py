@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy
@@ -32,7 +33,7 @@ class ScipyBackend(Backend):
     install_hint = "pip install scipy"
 
     def version(self) -> str:
-        return scipy.__version__
+        return str(scipy.__version__)
 
     def known_options(self) -> frozenset[str]:
         # scipy.optimize.milp's options and linprog(method="highs")'s
@@ -47,7 +48,8 @@ class ScipyBackend(Backend):
             return self._milp(model, params, sign)
         return self._linprog(model, params, sign)
 
-    def _call(self, model: LinearModel, call, forked: bool, t0: float, t1: float):
+    def _call(self, model: LinearModel, call: Callable[[], Any], forked: bool, t0: float,
+              t1: float) -> tuple[Any, SolveResult | None]:
         """``call()``, or in a child process (``forked``); returns ``(scipy result, None)`` or ``(None, the
         SolveResult of an interrupted or crashed child)``."""
         if not forked:
@@ -68,7 +70,7 @@ class ScipyBackend(Backend):
         arr = model.to_arrays()
         t0 = time.perf_counter()
         cons = [LinearConstraint(arr.A, arr.row_lower, arr.row_upper)] if arr.num_rows else []
-        opts: dict = {"disp": bool(params.verbose)}
+        opts: dict[str, Any] = {"disp": bool(params.verbose)}
         if params.time_limit is not None:
             opts["time_limit"] = float(params.time_limit)
         if params.mip_rel_gap is not None:
@@ -127,11 +129,11 @@ class ScipyBackend(Backend):
         b_ub = np.concatenate([up[ub], -lo[lb]]) if A_ub is not None else None
         A_eq = A[eq] if eq.any() else None
         b_eq = lo[eq] if eq.any() else None
-        bounds = np.column_stack(
+        col_bounds = np.column_stack(
             [np.where(np.isfinite(arr.col_lower), arr.col_lower, np.nan), np.where(np.isfinite(arr.col_upper), arr.col_upper, np.nan)]
         )
-        bounds = [(None if np.isnan(a) else a, None if np.isnan(b) else b) for a, b in bounds]
-        opts: dict = {"disp": bool(params.verbose)}
+        bounds = [(None if np.isnan(a) else a, None if np.isnan(b) else b) for a, b in col_bounds]
+        opts: dict[str, Any] = {"disp": bool(params.verbose)}
         if params.time_limit is not None:
             opts["time_limit"] = float(params.time_limit)
         opts.update(params.options)

@@ -250,7 +250,6 @@ def run_problemio(run: Run) -> dict[str, Any]:
         wall = time.perf_counter() - t
         run.put(t_solve=res.timings.solve, t_path=wall, route="problemio", error=f"{type(exc).__name__}: {exc}",
                 **result_outcome(res))
-        answer = None
     else:
         wall = time.perf_counter() - t
         tm = answer.timings

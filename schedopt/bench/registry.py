@@ -250,7 +250,7 @@ SPEC_PROVIDERS: tuple[str, ...] = ("schedopt.sia.bench:SIA_SPEC",)
 def package_specs() -> list[BenchSpec]:
     """The benchmark specs problem packages ship (:data:`SPEC_PROVIDERS`), richer than their ProblemIO route
     (Sia's times the goodput matrix, the placement and the published code's cvxpy routes apart)."""
-    out = []
+    out: list[BenchSpec] = []
     for provider in SPEC_PROVIDERS:
         spec = resolve(provider)
         if not isinstance(spec, BenchSpec):

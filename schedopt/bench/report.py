@@ -168,8 +168,8 @@ def _markdown(records: list[Record], rows: list[dict[str, Any]], figures: list[s
     bad = [r for r in records if r.termination in ("guard", "error")]
     if bad:
         out += ["## Runs that did not finish", ""]
-        for r in bad:
-            out.append(f"- {r.instance_id} #{r.repeat} {r.backend}: {r.outcome or r.termination} — {r.error}")
+        for rec in bad:
+            out.append(f"- {rec.instance_id} #{rec.repeat} {rec.backend}: {rec.outcome or rec.termination} — {rec.error}")
         out.append("")
     if figures:
         out += ["## Figures", ""]
@@ -245,17 +245,17 @@ def _figures(records: list[Record], rows: list[dict[str, Any]], out_dir: Path) -
         # gap versus time (every run with a solution and a known gap); only the panels that have points
         panels = []
         for attr, title in (("gap", "gap to the solver's bound"), ("lp_gap", "gap to the LP bound")):
-            pts = [r for r in records if r.problem == prob and r.termination in _OK and r.t_path
-                   and getattr(r, attr) is not None and math.isfinite(getattr(r, attr))]
-            if pts:
-                panels.append((attr, title, pts))
+            hits = [r for r in records if r.problem == prob and r.termination in _OK and r.t_path
+                    and getattr(r, attr) is not None and math.isfinite(getattr(r, attr))]
+            if hits:
+                panels.append((attr, title, hits))
         if panels:
             fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
-            for ax, (attr, title, pts) in zip(axes[0], panels):
-                top = max(getattr(r, attr) for r in pts)
+            for ax, (attr, title, hits) in zip(axes[0], panels):
+                top = max(getattr(r, attr) for r in hits)
                 for b in backends:
                     for limited, marker in ((False, "o"), (True, "x")):
-                        mine = [r for r in pts if r.backend == b and _limited(r) == limited]
+                        mine = [r for r in hits if r.backend == b and _limited(r) == limited]
                         if mine:
                             ax.scatter([r.t_path for r in mine], [getattr(r, attr) for r in mine], s=22, marker=marker,
                                        color=color[b], alpha=0.85,

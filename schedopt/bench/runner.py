@@ -147,16 +147,16 @@ def _run_in_child(task: dict[str, Any], guard: float) -> dict[str, Any]:
             error=f"wall-clock guard ({guard:g} s) hit {where}",
         )
     elif final[0] == "done":
-        fields.update(final[1])
+        fields.update(final[1] or {})
     else:
-        payload = final[1] or {}
-        msg = payload.get("error") or (
+        report: dict[str, Any] = final[1] or {}
+        msg = report.get("error") or (
             f"the run's process died (exit code {proc.returncode}) in phase {phase!r}: {err_tail.strip()[-500:]}"
         )
         fields.update(termination="error", limit="", has_incumbent=False, outcome=f"error in phase {phase!r}",
                       objective=None, bound=None, gap=None, error=msg)
-        if payload.get("peak_rss_mb") is not None:
-            fields["peak_rss_mb"] = payload["peak_rss_mb"]
+        if report.get("peak_rss_mb") is not None:
+            fields["peak_rss_mb"] = report["peak_rss_mb"]
     fields.pop("traceback", None)
     return fields
 
@@ -285,7 +285,7 @@ def run(
     if skipped:
         logging.getLogger("schedopt.bench").warning(
             "skipping " + "; ".join(f"{b} ({why})" for b, why in skipped.items()))
-    params = {
+    params: dict[str, Any] = {
         "time_limit": tl,
         "mip_rel_gap": mip_rel_gap if mip_rel_gap is not None else spec.params.get("mip_rel_gap", 1e-6),
         "threads": threads,

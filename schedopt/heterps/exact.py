@@ -149,7 +149,7 @@ def _pareto(U: np.ndarray, back: np.ndarray, price: np.ndarray) -> tuple[np.ndar
     keep = np.zeros(U.shape[0], bool)
     keep[first] = True
     U, back = U[keep], back[keep]
-    le = (U[None, :, :] <= U[:, None, :]).all(axis=2)  # le[i, j]: U_j <= U_i
+    le = np.asarray((U[None, :, :] <= U[:, None, :]).all(axis=2))  # le[i, j]: U_j <= U_i
     np.fill_diagonal(le, False)
     dominated = le.any(axis=1)
     return U[~dominated], back[~dominated]

@@ -9,6 +9,8 @@ stage given all units of its type, so an instance is feasible stage by stage by 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from ..errors import InputError
@@ -31,7 +33,7 @@ _KINDS: dict[str, tuple[float, float, float, float, float, float]] = {
 }
 
 #: layer sequences (kind, input size, weight size) of each model family
-MODELS: dict[str, list[tuple[str, float, float]]] = {
+MODELS: dict[str, Sequence[tuple[str, float, float]]] = {
     "ctrdnn": [("embedding", 1, 1e6 * 9)] * 6 + [("concat", 54, 0)] + [("fc", 400, 400 * 400)] * 3 + [("fc", 400, 400)],
     "matchnet": ([("embedding", 1, 1e6 * 128), ("pool", 128, 0), ("fc", 128, 128 * 128), ("fc", 128, 128 * 128)] * 2
                  + [("cosine", 256, 0)]),

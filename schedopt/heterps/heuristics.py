@@ -11,6 +11,7 @@ import itertools
 import math
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -40,7 +41,7 @@ class PlanCoster:
     def names(self, idx: Sequence[int]) -> tuple[str, ...]:
         return tuple(self.problem.type_names[int(i)] for i in idx)
 
-    def __call__(self, idx: Sequence[int]) -> tuple[float, tuple[int, ...] | None, float]:
+    def __call__(self, idx: Sequence[int] | np.ndarray) -> tuple[float, tuple[int, ...] | None, float]:
         key = tuple(int(i) for i in idx)
         hit = self.cache.get(key)
         if hit is not None:
@@ -57,7 +58,7 @@ class PlanCoster:
         self.cache[key] = out
         return out
 
-    def result(self, idx: Sequence[int] | None, method: str, t0: float, **info: object) -> HeterPSPlan:
+    def result(self, idx: Sequence[int] | None, method: str, t0: float, **info: Any) -> HeterPSPlan:
         """The plan record: FEASIBLE with the heuristic limit; when no feasible plan was found, NO_SOLUTION_FOUND with
         the heuristic limit (not a proof of infeasibility) and the plan searched last with every stage at its type's full limit (``feasible`` then says
         whether that happens to meet the constraints)."""

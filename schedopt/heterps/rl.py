@@ -79,7 +79,7 @@ class LSTMPolicy:
         H = self.Wo.shape[1]
         h = np.zeros(H)
         c = np.zeros(H)
-        cache = []
+        cache: list[tuple[np.ndarray, ...]] = []
         hs = []
         for x in X:
             z = self.W @ np.r_[x, h] + self.b

@@ -225,17 +225,17 @@ def check_placement(cluster: Cluster, allocation: Mapping[JobId, Config | None],
                 if sorted(gpus) != list(range(t.gpus_per_node)):
                     out.append(Violation(path, f"multi-node configuration {c.label} does not use all of {node}"))
         elif len(slots) == 1:
-            gpus = sorted(slots[0][1])
+            used = sorted(slots[0][1])
             # inside one virtual node: [off, off + b) for one of the node's binary digits
             off, inside = 0, False
             for b in virtual_bins(t.gpus_per_node):
-                if off <= gpus[0] and gpus[-1] < off + b:
+                if off <= used[0] and used[-1] < off + b:
                     inside = True
                 off += b
             if not inside:
-                out.append(Violation(path, f"GPUs {gpus} of {slots[0][0]} cross a virtual-node boundary"))
-            if gpus != list(range(gpus[0], gpus[0] + len(gpus))):
-                out.append(Violation(path, f"GPUs {gpus} of {slots[0][0]} are not contiguous"))
+                out.append(Violation(path, f"GPUs {used} of {slots[0][0]} cross a virtual-node boundary"))
+            if used != list(range(used[0], used[0] + len(used))):
+                out.append(Violation(path, f"GPUs {used} of {slots[0][0]} are not contiguous"))
     return out
 
 

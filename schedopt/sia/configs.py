@@ -14,8 +14,8 @@ get them) and are exempt from both caps, as in the published code (whose rigid v
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -37,13 +37,13 @@ class ConfigTable:
     n_gpus: np.ndarray
     type_index: np.ndarray
     type_names: tuple[str, ...]
-    #: configurations only rigid jobs may take (the published code's rigid shapes); None: none
-    rigid_only: np.ndarray | None = None
+    #: configurations only rigid jobs may take (the published code's rigid shapes); left out (or None): none
+    rigid_only: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     #: GPUs per node of each configuration's type (set by :func:`generate_configs`; needed for whole / part)
     gpus_per_node: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        if self.rigid_only is None:
+        if self.rigid_only is None or (self.rigid_only.size == 0 and self.n_gpus.shape[0]):
             ro = np.zeros(self.n_gpus.shape[0], dtype=bool)
             ro.setflags(write=False)
             object.__setattr__(self, "rigid_only", ro)
@@ -76,7 +76,7 @@ class ConfigTable:
     def __getitem__(self, i: int) -> Config:
         return Config(int(self.n_nodes[i]), int(self.n_gpus[i]), self.type_names[int(self.type_index[i])])
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Config]:
         return iter(self.configs)
 
     @cached_property

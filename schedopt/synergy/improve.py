@@ -139,10 +139,9 @@ def improve_by_neighbourhoods(
             model = build_joint(sub_servers, free_jobs, sub_opts, weighted=weighted, symmetry=True)
             perm = _order_of_identical(sub_servers, sub[:, inside])
             ws = joint_start(model, sub_opts, level_index(sub_opts, sub_opts.cpu), level_index(sub_opts, sub_opts.mem), sub[:, inside][perm], local)
-            if model.violations(ws):
-                ws = None
+            warm = None if model.violations(ws) else ws
             before = float(weight[choice[inside]].sum())
-            res = solve(model, backend, time_limit=max(0.05, min(2.0, t_end - time.perf_counter())), warm_start=ws)
+            res = solve(model, backend, time_limit=max(0.05, min(2.0, t_end - time.perf_counter())), warm_start=warm)
             stats["submodels"] += 1
             if not res.has_solution or res.objective <= before + 1e-9:
                 continue

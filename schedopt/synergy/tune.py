@@ -96,7 +96,7 @@ def _peers_to_demote(cl: ClusterState, i: int, k: int, c: float, m: float) -> li
     return out
 
 
-def _promote(cl: ClusterState, order: Sequence[int], g: np.ndarray) -> int:
+def _promote(cl: ClusterState, order: Sequence[int] | np.ndarray, g: np.ndarray) -> int:
     """Ours: give placed jobs, in queue order, their best option that fits the resources left on their servers
     (same GPUs). Each move raises one job's W and lowers none, so the total only grows."""
     opts = cl.opts
