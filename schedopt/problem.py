@@ -34,6 +34,7 @@ import numpy as np
 
 from .errors import InfeasibleError, InputError, NoSolutionError, SchedoptError, SolveFailedError
 from .model import LinearModel
+from .params import SolveParams
 from .results import Limit, SolveResult, Termination, TerminationReason, Timings
 from .structure import Structure
 
@@ -76,7 +77,13 @@ class Formulation(Generic[Inv]):
 
 @dataclass(frozen=True)
 class SolveOptions:
-    """What a user can ask of any solve, in one typed place (the CLI, the harness and the simulator pass this)."""
+    """What a user can ask of any solve, in one typed place (the CLI, the harness and the simulator pass this).
+
+    Validated once, when built: the solver parameters become :attr:`params`, a
+    :class:`~schedopt.params.SolveParams` (a bad value raises :class:`~schedopt.errors.InputError` naming the
+    field), which ``schedopt.solve(model, options=...)`` hands to the backend as it is. ``options`` are the
+    backend's own options (checked against the names the backend knows), ``raw_options`` go to the solver
+    unchecked."""
 
     backend: str | None = None
     time_limit: float | None = None
@@ -86,11 +93,28 @@ class SolveOptions:
     verbose: bool = False
     method: str | None = None  #: a problem's method name (Synergy ``tune``, HeterPS ``dp``, ...); None: its default
     options: Mapping[str, Any] = field(default_factory=dict)  #: backend-specific options, checked by the backend
+    raw_options: Mapping[str, Any] = field(default_factory=dict)  #: passed to the solver verbatim
+    #: the validated solver parameters (built from the fields above)
+    params: SolveParams = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.backend is not None and not isinstance(self.backend, str):
+            raise InputError("backend", self.backend, "must be a backend name or None")
+        if self.method is not None and not isinstance(self.method, str):
+            raise InputError("method", self.method, "must be a method name or None")
+        object.__setattr__(self, "params", SolveParams(
+            time_limit=self.time_limit, mip_rel_gap=self.mip_rel_gap, threads=self.threads, seed=self.seed,
+            verbose=self.verbose, options=self.options, raw_options=self.raw_options))
 
     def solve_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for :func:`schedopt.solve` (without the backend)."""
-        return {"time_limit": self.time_limit, "mip_rel_gap": self.mip_rel_gap, "threads": self.threads,
-                "seed": self.seed, "verbose": self.verbose, **dict(self.options)}
+        """Keyword arguments for :func:`schedopt.solve` (without the backend); prefer
+        ``schedopt.solve(model, options=self)``, which passes the typed :attr:`params` instead."""
+        p = self.params
+        out: dict[str, Any] = {"time_limit": p.time_limit, "mip_rel_gap": p.mip_rel_gap, "threads": p.threads,
+                               "seed": p.seed, "verbose": p.verbose, **p.options}
+        if p.raw_options:
+            out["raw_options"] = dict(p.raw_options)
+        return out
 
 
 def heuristic_termination(detail: str = "heuristic: no optimality proof") -> Termination:

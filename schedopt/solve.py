@@ -7,7 +7,6 @@ infeasibility) import no backend at module level.
 from __future__ import annotations
 
 import logging
-import math
 import time
 import warnings
 from collections.abc import Mapping
@@ -17,24 +16,16 @@ import numpy as np
 
 from .errors import BackendCapabilityError, InputError
 from .model import LinearModel
-from .problem import Formulation, Structure
+from .params import MAX_SEED, MAX_THREADS, NO_LIMIT_SECONDS, SolveParams
+from .problem import Formulation, SolveOptions, Structure
 from .results import SolveResult, Termination, TerminationReason, Timings
 
 if TYPE_CHECKING:
     from .backends.base import Backend
 
-__all__ = ["default_backend", "solve"]
+__all__ = ["MAX_SEED", "MAX_THREADS", "NO_LIMIT_SECONDS", "default_backend", "solve"]
 
 log = logging.getLogger("schedopt")
-
-#: the largest thread count accepted (larger values crash some solvers: std::bad_alloc in HiGHS)
-MAX_THREADS = 1024
-#: seeds are 31-bit (CP-SAT, SCIP and HiGHS take a C int; mckp's numpy generator no negative one)
-MAX_SEED = 2**31 - 1
-#: a time limit at or above this many seconds (about 31 years) is no limit, like ``inf``: glpk's millisecond count
-#: and mathopt's duration overflow on 1e300
-NO_LIMIT_SECONDS = 1e9
-
 
 def _structure_of(model: LinearModel, structure: Structure | None = None) -> Structure:
     """The structure tag: the given one (a Formulation's), else ``model.structure``, else the legacy
@@ -55,42 +46,35 @@ def _structure_of(model: LinearModel, structure: Structure | None = None) -> Str
     return Structure.GENERAL
 
 
-def default_backend(model: LinearModel | Formulation[Any]) -> str:
-    """The backend schedopt picks: the structure-exploiting ``mckp`` solver when the model (or formulation) is
-    tagged :attr:`Structure.MCKP <schedopt.problem.Structure.MCKP>` and that backend is installed, HiGHS otherwise."""
+def default_backend(model: LinearModel | Formulation[Any] | Structure) -> str:
+    """The backend schedopt picks (the one place that decides): the structure-exploiting ``mckp`` solver when the
+    model (or formulation, or the structure itself) is tagged :attr:`Structure.MCKP <schedopt.problem.Structure.MCKP>`
+    and that backend is installed, HiGHS otherwise."""
     from .backends import available_backends
 
-    if isinstance(model, Formulation):
+    if isinstance(model, Structure):
+        structure = model
+    elif isinstance(model, Formulation):
         structure = _structure_of(model.model, model.structure)
     elif isinstance(model, LinearModel):
         structure = _structure_of(model)
     else:
-        raise InputError("model", type(model).__name__, "must be a schedopt.LinearModel or a Formulation")
+        raise InputError("model", type(model).__name__, "must be a schedopt.LinearModel, a Formulation or a Structure")
     if structure is Structure.MCKP and "mckp" in available_backends():
         return "mckp"
     return "highs"
 
 
-def _check_params(time_limit: Any, mip_rel_gap: Any, threads: Any, seed: Any) -> None:
-    if time_limit is not None and (
-        isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or math.isnan(time_limit)
-        or time_limit < 0
-    ):
-        raise InputError("time_limit", time_limit, "must be a non-negative number of seconds or None")
-    if mip_rel_gap is not None and (
-        isinstance(mip_rel_gap, bool) or not isinstance(mip_rel_gap, (int, float)) or not 0 <= mip_rel_gap < 1
-    ):
-        raise InputError("mip_rel_gap", mip_rel_gap, "must be in [0, 1) or None")
-    if isinstance(threads, bool) or not isinstance(threads, int) or not 0 <= threads <= MAX_THREADS:
-        raise InputError("threads", threads, f"must be an integer in [0, {MAX_THREADS}] (0: the solver's choice)")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-        raise InputError("seed", seed, f"must be an integer in [0, {MAX_SEED}]")
+#: the keyword defaults of :func:`solve` (``options=`` excludes giving any of them a different value)
+_KEYWORD_DEFAULTS: dict[str, Any] = {"time_limit": None, "mip_rel_gap": 1e-6, "threads": 1, "seed": 0,
+                                     "verbose": False, "raw_options": None}
 
 
 def solve(
     model: LinearModel | Formulation[Any],
     backend: str | None = None,
     *,
+    options: SolveOptions | SolveParams | None = None,
     time_limit: float | None = None,
     mip_rel_gap: float | None = 1e-6,
     threads: int = 1,
@@ -101,7 +85,12 @@ def solve(
     **backend_options: Any,
 ) -> SolveResult:
     """Solve ``model`` (a :class:`LinearModel` or a :class:`~schedopt.problem.Formulation`, whose model and
-    structure tag are used) with ``backend`` (``None``: :func:`default_backend`).
+    structure tag are used) with ``backend`` (``None``: ``options.backend``, else :func:`default_backend`).
+
+    The parameters come either typed, as ``options`` (a :class:`~schedopt.problem.SolveOptions`, what the command
+    line and the problem packages pass, or a :class:`~schedopt.params.SolveParams`), or as the keywords
+    ``time_limit``, ``mip_rel_gap``, ... (which build a ``SolveParams``); not both. Either way one validated
+    ``SolveParams`` reaches the backend.
 
     Never raises for infeasible, unbounded or a hit limit: read ``result.termination`` or call
     ``result.raise_for_status()``. Raises :class:`~schedopt.errors.InputError` for bad parameters and
@@ -113,7 +102,6 @@ def solve(
     schedopt does not list).
     """
     from .backends import get_backend
-    from .backends.base import SolveParams
 
     if isinstance(model, Formulation):
         structure: Structure | None = model.structure
@@ -124,17 +112,28 @@ def solve(
         structure = None
     else:
         raise InputError("model", type(model).__name__, "must be a schedopt.LinearModel or a Formulation")
-    _check_params(time_limit, mip_rel_gap, threads, seed)
-    if time_limit is not None and time_limit >= NO_LIMIT_SECONDS:
-        time_limit = None  # infinity (or 1e300) is the natural "no limit", on every backend
-    if backend is None:
-        name = "mckp" if _structure_of(model, structure) is Structure.MCKP else "highs"
-        from .backends import available_backends
-
-        if name == "mckp" and "mckp" not in available_backends():
-            name = "highs"
+    if options is None:
+        if raw_options is not None and not isinstance(raw_options, Mapping):
+            raise InputError("raw_options", raw_options, "must be a mapping of solver option names to values")
+        params = SolveParams(time_limit=time_limit, mip_rel_gap=mip_rel_gap, threads=threads, seed=seed,
+                             verbose=verbose, options=backend_options, raw_options=raw_options or {})
     else:
-        name = backend
+        given = {"time_limit": time_limit, "mip_rel_gap": mip_rel_gap, "threads": threads, "seed": seed,
+                 "verbose": verbose, "raw_options": raw_options}
+        both = sorted([k for k, v in given.items() if v != _KEYWORD_DEFAULTS[k]] + list(backend_options))
+        if both:
+            raise InputError("options", both, "give the solve parameters either as options=... or as keywords, "
+                             "not both")
+        if isinstance(options, SolveOptions):
+            params = options.params
+            if backend is None:
+                backend = options.backend
+        elif isinstance(options, SolveParams):
+            params = options
+        else:
+            raise InputError("options", type(options).__name__,
+                             "must be a schedopt.SolveOptions or a schedopt.params.SolveParams")
+    name = default_backend(_structure_of(model, structure)) if backend is None else backend
     if not isinstance(name, str):
         raise InputError("backend", backend, "must be a backend name (see schedopt.available_backends())")
     b: Backend = get_backend(name)
@@ -143,9 +142,8 @@ def solve(
     why = b.check_model(model)
     if why:
         raise BackendCapabilityError(name, why)
-    b.check_options(backend_options)
-    if raw_options is not None and not isinstance(raw_options, Mapping):
-        raise InputError("raw_options", raw_options, "must be a mapping of solver option names to values")
+    b.check_options(params.options)
+    ws: np.ndarray | None = None
     if warm_start is not None:
         if not b.capabilities.warm_start:
             raise BackendCapabilityError(name, "it takes no warm start")
@@ -157,21 +155,11 @@ def solve(
             raise InputError("warm_start", ws.shape, f"needs one value per column ({model.num_cols})")
         if not np.isfinite(ws).all():
             raise InputError("warm_start", "non-finite", "values must be finite")
-        warm_start = ws
-    params = SolveParams(
-        time_limit=time_limit,
-        mip_rel_gap=mip_rel_gap,
-        threads=threads,
-        seed=seed,
-        warm_start=warm_start,
-        verbose=verbose,
-        options={**backend_options, **dict(raw_options or {})},
-        sub_solve=solve,
-    )
+    call = params.for_call(warm_start=ws, sub_solve=solve)
     t0 = time.perf_counter()
     arr = model.to_arrays()
     t_arrays = time.perf_counter() - t0
-    res = b.solve(model, params)
+    res = b.solve(model, call)
     changes: dict[str, Any] = {}
     if res.has_solution:
         # integer columns within the solver's feasibility tolerance are reported as exact integers
@@ -193,16 +181,9 @@ def solve(
     if model.build_seconds is not None:
         timings = timings.replace(build=model.build_seconds)
     changes["timings"] = timings
-    changes["params"] = {
-        "time_limit": time_limit,
-        "mip_rel_gap": mip_rel_gap,
-        "threads": threads,
-        "seed": seed,
-        **backend_options,
-        **dict(raw_options or {}),
-    }
+    changes["params"] = params.as_record()
     res = res.replace(**changes)
-    log.log(logging.INFO if verbose else logging.DEBUG, "%s", res.summary())
+    log.log(logging.INFO if params.verbose else logging.DEBUG, "%s", res.summary())
     return res
 
 

@@ -8,12 +8,13 @@ import math
 import signal
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import InputError
+from ..params import SolveParams
 from ..results import Limit, SolveResult, Termination, TerminationReason, Timings, bound_tolerance
 
 if TYPE_CHECKING:
@@ -46,26 +47,6 @@ class Capabilities:
             "integer_only": self.integer_only,
             "structure": self.structure,
         }
-
-
-@dataclass(frozen=True)
-class SolveParams:
-    """Solver-independent parameters; ``options`` are passed to the solver verbatim."""
-
-    time_limit: float | None = None
-    mip_rel_gap: float | None = 1e-6
-    threads: int = 1
-    seed: int = 0
-    warm_start: Any = None
-    verbose: bool = False
-    options: dict[str, Any] = field(default_factory=dict)
-    #: ``schedopt.solve`` itself, handed to backends that need a sub-solve (a residual problem, a sub-model), so
-    #: that no backend imports the dispatcher; ``None`` outside ``schedopt.solve``
-    sub_solve: Callable[..., SolveResult] | None = field(default=None, compare=False, repr=False)
-
-    @property
-    def time_limit_or_inf(self) -> float:
-        return math.inf if self.time_limit is None else float(self.time_limit)
 
 
 class _StopScope:

@@ -129,7 +129,7 @@ class CpSatBackend(Backend):
         sp_.absolute_gap_limit = 0.0
         # Ctrl-C is schedopt's to handle (run_interruptible), so that it is reported INTERRUPTED, not "time limit"
         sp_.catch_sigint_signal = False
-        for k, v in params.options.items():
+        for k, v in params.solver_options.items():
             setattr(sp_, k, v)
         t1 = time.perf_counter()
         status, interrupted = run_interruptible(lambda: solver.solve(cpm), solver.stop_search)

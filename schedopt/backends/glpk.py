@@ -196,7 +196,7 @@ class GlpkBackend(Backend):
                 parm.tm_lim = tl_ms
             if params.mip_rel_gap is not None:
                 parm.mip_gap = float(params.mip_rel_gap)
-            for key, v in params.options.items():
+            for key, v in params.solver_options.items():
                 setattr(parm, key, v)
             ret, interrupted = _run(g, "glp_intopt", lp, parm)
             t2 = time.perf_counter()

@@ -73,7 +73,7 @@ class HighsBackend(Backend):
             h.setOptionValue("time_limit", float(params.time_limit))
         if params.mip_rel_gap is not None:
             h.setOptionValue("mip_rel_gap", float(params.mip_rel_gap))
-        for k, v in params.options.items():
+        for k, v in params.solver_options.items():
             h.setOptionValue(k, v)
         if params.warm_start is not None:
             import highspy

@@ -83,7 +83,7 @@ class MathOptBackend(Backend):
         arr = model.to_arrays()
         t0 = time.perf_counter()
         mm = to_mathopt(model)
-        opts = dict(params.options)
+        opts = dict(params.solver_options)
         solver_name = str(opts.pop("solver", "gscip" if arr.is_mip else "glop")).upper()
         solver_name = {"SCIP": "GSCIP", "CPSAT": "CP_SAT"}.get(solver_name, solver_name)
         stype = getattr(mathopt.SolverType, solver_name)

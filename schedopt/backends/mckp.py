@@ -63,7 +63,7 @@ class MckpBackend(Backend):
 
     def solve(self, model: LinearModel, params: SolveParams) -> SolveResult:
         t0 = time.perf_counter()
-        opts = MckpOptions.from_mapping(params.options)
+        opts = MckpOptions.from_mapping(params.solver_options)
         st = analyze(model)
         t1 = time.perf_counter()
         solver = MckpSolver(st, mip_rel_gap=params.mip_rel_gap, time_limit=params.time_limit, seed=params.seed,

@@ -88,7 +88,7 @@ class PyomoBackend(Backend):
         if arr.num_cols and not used.any():
             # no free variable appears anywhere: pyomo hands HiGHS an empty model and reports 'unknown'
             return self._fixed_point(model)
-        opts = dict(params.options)
+        opts = dict(params.solver_options)
         forked = pop_in_child_option(opts)
         solver_name = opts.pop("solver", "highs")
         kind = solver_kind(solver_name)

@@ -75,7 +75,7 @@ class ScipyBackend(Backend):
             opts["time_limit"] = float(params.time_limit)
         if params.mip_rel_gap is not None:
             opts["mip_rel_gap"] = float(params.mip_rel_gap)
-        opts.update(params.options)
+        opts.update(params.solver_options)
         forked = pop_in_child_option(opts)
         t1 = time.perf_counter()
         res, stopped = self._call(model, lambda: milp(sign * arr.c, integrality=arr.integrality,
@@ -136,7 +136,7 @@ class ScipyBackend(Backend):
         opts: dict[str, Any] = {"disp": bool(params.verbose)}
         if params.time_limit is not None:
             opts["time_limit"] = float(params.time_limit)
-        opts.update(params.options)
+        opts.update(params.solver_options)
         forked = pop_in_child_option(opts)
         t1 = time.perf_counter()
         res, stopped = self._call(model, lambda: linprog(sign * arr.c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq,

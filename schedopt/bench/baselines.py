@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..params import SolveParams
 from ..results import Limit, SolveResult, Termination, TerminationReason, Timings
 
 __all__ = ["BASELINES", "baseline_unavailable", "build_sia_cvxpy", "sia_cvxpy_cbc", "sia_cvxpy_glpk", "solve_cvxpy"]
@@ -124,9 +125,9 @@ def build_sia_cvxpy(problem: Any, form: str = "pairs") -> CvxpySia:
     return CvxpySia(cp.Problem(obj, cons), var, form, pt)
 
 
-def _solver_options(solver: str, params: dict[str, Any]) -> dict[str, Any]:
-    gap = params.get("mip_rel_gap")
-    tl = params.get("time_limit")
+def _solver_options(solver: str, params: SolveParams) -> dict[str, Any]:
+    gap = params.mip_rel_gap
+    tl = params.time_limit
     opts: dict[str, Any] = {}
     if solver == "GLPK_MI":
         if gap is not None:
@@ -138,11 +139,11 @@ def _solver_options(solver: str, params: dict[str, Any]) -> dict[str, Any]:
             opts["allowablePercentageGap"] = float(gap) * 100.0  # as the published Sia code sets it
         if tl is not None:
             opts["maximumSeconds"] = float(tl)
-        opts["numberThreads"] = int(params.get("threads") or 1)  # cylp exposes no random seed for CBC
+        opts["numberThreads"] = params.threads or 1  # cylp exposes no random seed for CBC
     return opts
 
 
-def solve_cvxpy(built: CvxpySia, model: Any, solver: str, params: dict[str, Any]) -> tuple[SolveResult, dict[str, float]]:
+def solve_cvxpy(built: CvxpySia, model: Any, solver: str, params: SolveParams) -> tuple[SolveResult, dict[str, float]]:
     """Solve a built cvxpy problem; phases ``handoff`` (compilation) and ``solve`` are timed apart."""
     import cvxpy as cp
 
@@ -158,7 +159,7 @@ def solve_cvxpy(built: CvxpySia, model: Any, solver: str, params: dict[str, Any]
         warnings.simplefilter("ignore", UserWarning)  # "solution may be inaccurate": read from the status below
         prob.unpack_results(raw, chain, inv)
     status = prob.status
-    tl = params.get("time_limit")
+    tl = params.time_limit
     hit_time = tl is not None and (t2 - t1) >= 0.95 * float(tl)
     x = None
     limit = None
@@ -189,7 +190,7 @@ def solve_cvxpy(built: CvxpySia, model: Any, solver: str, params: dict[str, Any]
         timings=Timings(handoff=t1 - t0, solve=t2 - t1, decode=t3 - t2),
         backend_version=_cvxpy_version(solver),
         stats={"cvxpy_status": str(status), "form": built.form},
-        params=dict(params),
+        params=params.as_record(),
     )
     return res, {"handoff": t1 - t0, "solve": t2 - t1, "decode": t3 - t2}
 
@@ -207,7 +208,7 @@ def _cvxpy_version(solver: str) -> str:
     return " / ".join(parts)
 
 
-def _route(name: str, problem: Any, model: Any, params: dict[str, Any]) -> tuple[SolveResult, dict[str, float]]:
+def _route(name: str, problem: Any, model: Any, params: SolveParams) -> tuple[SolveResult, dict[str, float]]:
     solver, form, _ = BASELINES[name]
     t0 = time.perf_counter()
     built = build_sia_cvxpy(problem, form)
@@ -217,21 +218,21 @@ def _route(name: str, problem: Any, model: Any, params: dict[str, Any]) -> tuple
     return res, {"build": t1 - t0, **phases}
 
 
-def sia_cvxpy_glpk(problem: Any, model: Any, params: dict[str, Any]) -> tuple[SolveResult, dict[str, float]]:
+def sia_cvxpy_glpk(problem: Any, model: Any, params: SolveParams) -> tuple[SolveResult, dict[str, float]]:
     """The published route with GLPK_MI (cvxopt's GLPK), on the valid pairs."""
     return _route("cvxpy-glpk", problem, model, params)
 
 
-def sia_cvxpy_cbc(problem: Any, model: Any, params: dict[str, Any]) -> tuple[SolveResult, dict[str, float]]:
+def sia_cvxpy_cbc(problem: Any, model: Any, params: SolveParams) -> tuple[SolveResult, dict[str, float]]:
     """The published route with CBC (cylp), on the valid pairs."""
     return _route("cvxpy-cbc", problem, model, params)
 
 
-def sia_cvxpy_glpk_dense(problem: Any, model: Any, params: dict[str, Any]) -> tuple[SolveResult, dict[str, float]]:
+def sia_cvxpy_glpk_dense(problem: Any, model: Any, params: SolveParams) -> tuple[SolveResult, dict[str, float]]:
     """The published layout (jobs x configs integer matrix) with GLPK_MI."""
     return _route("cvxpy-glpk-dense", problem, model, params)
 
 
-def sia_cvxpy_cbc_dense(problem: Any, model: Any, params: dict[str, Any]) -> tuple[SolveResult, dict[str, float]]:
+def sia_cvxpy_cbc_dense(problem: Any, model: Any, params: SolveParams) -> tuple[SolveResult, dict[str, float]]:
     """The published layout (jobs x configs integer matrix) with CBC."""
     return _route("cvxpy-cbc-dense", problem, model, params)

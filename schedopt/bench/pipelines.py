@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import SchedoptError, SolveFailedError
+from ..params import SolveParams
 from ..problem import SolveOptions, get_problem
 from ..results import SolveResult, Termination, TerminationReason
 from .registry import BenchSpec, ModelPipeline, ProblemIOPipeline, resolve, split_entry
@@ -69,10 +70,11 @@ class Run:
             kw["load"] = self.task["load"]
         return kw
 
-    def solve_kwargs(self) -> dict[str, Any]:
+    def solve_params(self) -> SolveParams:
+        """The sweep's solver parameters, typed and validated (what every route of this run is given)."""
         p = self.params
-        return {"time_limit": p.get("time_limit"), "mip_rel_gap": p.get("mip_rel_gap"), "threads": self.threads,
-                "seed": int(p.get("solver_seed", 0))}
+        return SolveParams(time_limit=p.get("time_limit"), mip_rel_gap=p.get("mip_rel_gap"), threads=self.threads,
+                           seed=int(p.get("solver_seed", 0)))
 
 
 # ------------------------------------------------------------------------------------------------ measurements
@@ -237,9 +239,9 @@ def run_problemio(run: Run) -> dict[str, Any]:
         gpus, jobs = io.size(inst)
         run.put(gpus=int(gpus), jobs=int(jobs))
     run.phase("solve")
-    kw = run.solve_kwargs()
-    opts = SolveOptions(backend=backend, method=method, time_limit=kw["time_limit"], mip_rel_gap=kw["mip_rel_gap"],
-                        threads=kw["threads"], seed=kw["seed"])
+    sp = run.solve_params()
+    opts = SolveOptions(backend=backend, method=method, time_limit=sp.time_limit, mip_rel_gap=sp.mip_rel_gap,
+                        threads=sp.threads, seed=sp.seed)
     t = time.perf_counter()
     try:
         answer = io.solve(inst, opts)
@@ -298,13 +300,13 @@ def run_model_pipeline(run: Run) -> dict[str, Any]:
     t = time.perf_counter()
     state = prepare(inst) if prepare is not None else inst
     run.put(t_goodput=time.perf_counter() - t if prepare is not None else 0.0)
-    solve_kw = run.solve_kwargs()
+    solve_params = run.solve_params()
     if backend in pipe.baselines:
         route = resolve(pipe.baselines[backend])
         assert route is not None
         model = build(state)  # the reference LinearModel (not timed): decoding, sizes and the LP bound use it
         run.phase("solve")
-        res, ph = route(state, model, solve_kw)
+        res, ph = route(state, model, solve_params)
         run.put(t_build=ph.get("build", 0.0), t_handoff=ph.get("handoff", 0.0), t_solve=ph.get("solve", 0.0),
                 route="cvxpy" if backend.startswith("cvxpy") else backend)
         t_dec = ph.get("decode", 0.0)
@@ -315,7 +317,7 @@ def run_model_pipeline(run: Run) -> dict[str, Any]:
         run.put(t_build=time.perf_counter() - t)
         run.phase("solve")
         t = time.perf_counter()
-        res = solve(model, backend, **solve_kw)
+        res = solve(model, backend, options=solve_params)
         wall = time.perf_counter() - t
         run.put(t_solve=res.timings.solve, t_handoff=max(wall - res.timings.solve - res.timings.decode, 0.0),
                 route="schedopt")

@@ -255,8 +255,7 @@ def solve_instance(inst: SiaInstance, options: SolveOptions | None = None) -> Si
     """Solve the instance's configuration ILP (``options.backend`` None: mckp for this structure), and place the
     allocation when one exists. The answer's ``rows()`` and ``to_dict()`` are what the command line prints."""
     opts = solve_options(options)
-    kw = opts.solve_kwargs()
-    sol = inst.problem().solve(opts.backend, **kw)
+    sol = inst.problem().solve(options=opts)
     if sol.has_solution:
         sol.place()
     return sol

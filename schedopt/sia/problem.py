@@ -26,7 +26,7 @@ import scipy.sparse as sp
 
 from ..errors import InfeasibleError, InputError, SolveFailedError
 from ..model import LinearModel
-from ..problem import Answer, Formulation, Structure, Violation, to_jsonable
+from ..problem import Answer, Formulation, SolveOptions, Violation, to_jsonable
 from ..results import SolveResult, Termination
 from . import build as _build
 from .configs import ConfigTable, generate_configs
@@ -46,15 +46,12 @@ __all__ = ["GoodputInput", "PairTable", "SiaProblem", "SiaSolution", "default_ba
 GoodputInput = Any
 
 
-def default_backend_for(formulation: Formulation) -> str:
-    """The backend schedopt picks for a formulation: ``mckp`` for the MCKP structure when it is registered,
-    :func:`schedopt.default_backend` otherwise."""
-    from ..backends import available_backends
+def default_backend_for(formulation: Formulation[Any]) -> str:
+    """The backend schedopt picks for a formulation: :func:`schedopt.default_backend` (the one place that decides;
+    ``mckp`` for the MCKP structure when it is installed)."""
     from ..solve import default_backend
 
-    if formulation.structure is Structure.MCKP and "mckp" in available_backends():
-        return "mckp"
-    return default_backend(formulation.model)
+    return default_backend(formulation)
 
 
 class SiaProblem:
@@ -211,9 +208,11 @@ class SiaProblem:
 
     # ------------------------------------------------------------------ solve
     def solve(self, backend: str | None = None, *, place: bool = False, previous: Placement | None = None,
-              **params: Any) -> SiaSolution:
-        """Build and solve (``backend=None``: :func:`default_backend_for` the formulation, named in
-        ``solution.backend``). ``params`` go to :func:`schedopt.solve` (``time_limit``, ``mip_rel_gap``, ...).
+              options: SolveOptions | None = None, **params: Any) -> SiaSolution:
+        """Build and solve (``backend=None``: ``options.backend``, else :func:`schedopt.default_backend` of the
+        formulation, named in ``solution.backend``). The solve parameters come as ``options`` (a typed
+        :class:`~schedopt.problem.SolveOptions`) or as keywords ``params`` for :func:`schedopt.solve`
+        (``time_limit``, ``mip_rel_gap``, ...), not both.
         Raises :class:`InfeasibleError` before solving when the forced jobs alone exceed a type's GPUs. A
         time-limited solve returns the incumbent with ``solution.status`` FEASIBLE (or raises
         :class:`~schedopt.errors.NoSolutionError` on ``.allocation`` when there is none)."""
@@ -221,8 +220,7 @@ class SiaProblem:
 
         self.check_forced()
         form = self.formulation()
-        name = backend or default_backend_for(form)
-        res = solve(form.model, name, **params)
+        res = solve(form, backend, options=options, **params)
         sol = SiaSolution.decode(self, form, res)
         if place and res.has_solution:
             sol.place(previous)
