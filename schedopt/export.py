@@ -1,13 +1,20 @@
-"""Exporters: a :class:`~schedopt.LinearModel` handed to other tools (HiGHS, pyomo, MPS / LP files).
+"""Exporters: a :class:`~schedopt.LinearModel` handed to other tools (HiGHS, pyomo, linopy, MPS / LP files), and
+readers that take a model back.
 
 Each imports its tool lazily, inside the function; ``LinearModel.to_pyomo()``, ``write_mps()`` and ``write_lp()``
-are thin delegates to this module, so the model itself imports no solver and no backend.
+are thin delegates to this module, so the model itself imports no solver and no backend. The readers
+(:func:`read_model_parts`, :func:`linopy_parts`) return neutral arrays, a :class:`ModelParts`, that
+:meth:`LinearModel.from_parts <schedopt.LinearModel.from_parts>` assembles: this module never imports the model
+(one direction in the import graph; ``LinearModel.read_mps`` / ``read_lp`` / ``from_linopy`` are the readers users
+call).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import warnings
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -18,7 +25,44 @@ from .errors import InputError
 if TYPE_CHECKING:
     from .model import LinearModel
 
-__all__ = ["from_linopy", "read_model", "rest_point", "to_highs", "to_linopy", "to_pyomo", "write_lp", "write_mps"]
+__all__ = ["BlockParts", "FamilyParts", "ModelParts", "from_linopy", "linopy_parts", "read_model", "read_model_parts",
+           "rest_point", "to_highs", "to_linopy", "to_pyomo", "write_lp", "write_mps"]
+
+
+@dataclass(frozen=True)
+class BlockParts:
+    """One variable block as plain arrays (the arguments of :meth:`LinearModel.add_variables`)."""
+
+    name: str
+    shape: int | tuple[int, ...]
+    kind: str
+    lower: np.ndarray
+    upper: np.ndarray
+    labels: Any = None
+
+
+@dataclass(frozen=True)
+class FamilyParts:
+    """One constraint family as plain arrays (the arguments of :meth:`LinearModel.add_constraints`): ``coeffs``
+    spans every column of the model, in block order."""
+
+    name: str
+    coeffs: sp.csr_matrix
+    lower: np.ndarray
+    upper: np.ndarray
+    labels: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class ModelParts:
+    """A model read from another tool, as neutral arrays: what :meth:`LinearModel.from_parts` assembles."""
+
+    name: str
+    sense: str
+    blocks: list[BlockParts] = field(default_factory=list)
+    families: list[FamilyParts] = field(default_factory=list)
+    objective: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    constant: float = 0.0
 
 
 def to_highs(model: LinearModel, names: bool = False) -> Any:
@@ -119,14 +163,22 @@ def _block_layout(parts: list[tuple[str, ...]]) -> tuple[tuple[int, ...], tuple[
 
 
 def read_model(path: str, name: str | None = None) -> LinearModel:
-    """Read an MPS or LP file (through HiGHS) into a :class:`~schedopt.LinearModel`, rebuilding the named blocks
+    """Deprecated: call ``LinearModel.read_mps(path)`` / ``LinearModel.read_lp(path)`` (or
+    ``LinearModel.from_parts(read_model_parts(path))``)."""
+    warnings.warn("schedopt.export.read_model is deprecated: use LinearModel.read_mps / read_lp (or "
+                  "LinearModel.from_parts(schedopt.export.read_model_parts(path)))", DeprecationWarning, stacklevel=2)
+    from .model import LinearModel
+
+    return LinearModel.from_parts(read_model_parts(path, name))
+
+
+def read_model_parts(path: str, name: str | None = None) -> ModelParts:
+    """Read an MPS or LP file (through HiGHS) as the parts of a :class:`~schedopt.LinearModel`, rebuilding the named blocks
     and families from the names ``write_mps`` / ``write_lp`` give (``x(j3,c5)``, ``gpu_capacity(t4)``): consecutive
     columns (rows) with the same prefix and kind form one block (family), a full label grid an n-d block. Names
     of other tools become one block ``x`` / one family ``rows`` labelled by the names. Writing the model again
     gives the same column and row names."""
     import highspy
-
-    from .model import LinearModel
 
     if not os.path.isfile(str(path)):
         raise InputError("path", str(path), "is no file")
@@ -153,7 +205,8 @@ def read_model(path: str, name: str | None = None) -> LinearModel:
     rnames = list(lp.row_names_) if len(lp.row_names_) == mrows else [f"r{i}" for i in range(mrows)]
     sense = "maximize" if lp.sense_ == highspy.ObjSense.kMaximize else "minimize"
     model_name = name or (lp.model_name_ if getattr(lp, "model_name_", "") else os.path.splitext(os.path.basename(str(path)))[0])
-    m = LinearModel(model_name, sense)
+    blocks: list[BlockParts] = []
+    families: list[FamilyParts] = []
     kinds = np.where(integ == 1, np.where((lo >= 0) & (up <= 1), 2, 1), 0)
     split = [_split(c, "x") for c in cnames]
     # blocks: columns grouped by (prefix, kind) in order of first appearance (an LP file lists columns in the order
@@ -165,10 +218,11 @@ def read_model(path: str, name: str | None = None) -> LinearModel:
     perm: list[int] = []
     specs: list[tuple[Any, list[int]]] = []
     for key, cols in first.items():
-        if not key[1] and len({len(split[j][1]) for j in cols}) == 1 and len(split[cols[0]][1]) > 1:  # type: ignore[arg-type]
-            parts = [split[j][1] for j in cols]
-            ndim = len(parts[0])  # type: ignore[arg-type]
-            axes = [list(dict.fromkeys(q[a] for q in parts)) for a in range(ndim)]  # type: ignore[index]
+        labs0 = split[cols[0]][1]
+        if not key[1] and labs0 is not None and len(labs0) > 1 and len({len(split[j][1] or ()) for j in cols}) == 1:
+            parts = [split[j][1] or () for j in cols]
+            ndim = len(labs0)
+            axes = [list(dict.fromkeys(q[a] for q in parts)) for a in range(ndim)]
             pos = {q: j for q, j in zip(parts, cols, strict=True)}
             grid = [tuple(axes[a][i] for a, i in enumerate(idx)) for idx in np.ndindex(*[len(x) for x in axes])]
             if len(grid) == len(cols) and all(g in pos for g in grid):
@@ -189,17 +243,16 @@ def read_model(path: str, name: str | None = None) -> LinearModel:
         kind = ("continuous", "integer", "binary")[kcode]
         bname = _unique_name(prefix, taken)
         if labs is None:
-            m.add_variables(bname, s1 - s0, kind=kind, lower=lo[s0:s1], upper=up[s0:s1], labels=cnames[s0:s1])
+            blocks.append(BlockParts(bname, s1 - s0, kind, lo[s0:s1], up[s0:s1], cnames[s0:s1]))
         else:
-            parts = [split[j][1] for j in range(s0, s1)]
-            layout = _block_layout(parts)  # type: ignore[arg-type]
+            parts = [split[j][1] or () for j in range(s0, s1)]
+            layout = _block_layout(parts)
             if layout is not None and len(layout[0]) > 1:
                 shape, axes_t = layout
-                m.add_variables(bname, shape, kind=kind, lower=lo[s0:s1].reshape(shape),
-                                upper=up[s0:s1].reshape(shape), labels=axes_t)
+                blocks.append(BlockParts(bname, shape, kind, lo[s0:s1].reshape(shape), up[s0:s1].reshape(shape),
+                                         axes_t))
             else:
-                m.add_variables(bname, s1 - s0, kind=kind, lower=lo[s0:s1], upper=up[s0:s1],
-                                labels=[",".join(q) for q in parts])  # type: ignore[arg-type]
+                blocks.append(BlockParts(bname, s1 - s0, kind, lo[s0:s1], up[s0:s1], [",".join(q) for q in parts]))
         s0 = s1
     # HiGHS writes a ranged row to an LP file as two rows "<name>lo" (>=) and "<name>up" (<=): merge them back
     where = {r: i for i, r in enumerate(rnames)}
@@ -220,10 +273,9 @@ def read_model(path: str, name: str | None = None) -> LinearModel:
     for s0, s1 in _runs([(p, lab is None) for p, lab in rsplit]):
         prefix, labs = rsplit[s0]
         fname = _unique_name(prefix, ftaken)
-        labels = rnames[s0:s1] if labs is None else [",".join(rsplit[i][1]) for i in range(s0, s1)]  # type: ignore[arg-type]
-        m.add_constraints(fname, A[s0:s1], lower=rl[s0:s1], upper=ru[s0:s1], labels=labels)
-    m.set_objective(cost, constant=float(lp.offset_))
-    return m
+        labels = rnames[s0:s1] if labs is None else [",".join(rsplit[i][1] or ()) for i in range(s0, s1)]
+        families.append(FamilyParts(fname, sp.csr_matrix(A[s0:s1]), rl[s0:s1], ru[s0:s1], labels))
+    return ModelParts(model_name, sense, blocks, families, cost, float(lp.offset_))
 
 
 def _simple_unique(labels: Any) -> bool:
@@ -421,12 +473,19 @@ def to_linopy(model: LinearModel) -> Any:
 
 
 def from_linopy(lm: Any, name: str = "model") -> LinearModel:
-    """A :class:`~schedopt.LinearModel` from a linear ``linopy.Model``: one block per linopy variable (shape and
+    """Deprecated: call ``LinearModel.from_linopy(lm)`` (or ``LinearModel.from_parts(linopy_parts(lm))``)."""
+    warnings.warn("schedopt.export.from_linopy is deprecated: use LinearModel.from_linopy (or "
+                  "LinearModel.from_parts(schedopt.export.linopy_parts(lm)))", DeprecationWarning, stacklevel=2)
+    from .model import LinearModel
+
+    return LinearModel.from_parts(linopy_parts(lm, name))
+
+
+def linopy_parts(lm: Any, name: str = "model") -> ModelParts:
+    """The parts of a :class:`~schedopt.LinearModel` from a linear ``linopy.Model``: one block per linopy variable (shape and
     labels from its coordinates; integer / binary kept), one family per linopy constraint (labels: its coordinates,
     joined by "," when it has several dimensions), the objective and its sense; the variable :data:`LINOPY_CONSTANT`
     written by :func:`to_linopy` becomes the objective constant again. Masked entries are an error."""
-    from .model import LinearModel
-
     M = lm.matrices
     vlabels = np.asarray(M.vlabels)
     clabels = np.asarray(M.clabels)
@@ -434,7 +493,8 @@ def from_linopy(lm: Any, name: str = "model") -> LinearModel:
     cpos = {int(c): i for i, c in enumerate(clabels)}
     A = sp.csr_matrix(M.A)
     sense = str(lm.objective.sense)
-    m = LinearModel(name, "maximize" if sense == "max" else "minimize")
+    blocks: list[BlockParts] = []
+    families: list[FamilyParts] = []
     perm: list[int] = []
     constant = 0.0
     c = np.asarray(M.c, dtype=float)
@@ -460,9 +520,9 @@ def from_linopy(lm: Any, name: str = "model") -> LinearModel:
         if shape:
             axes = tuple(tuple(var.indexes[d].tolist()) for d in var.labels.dims)
             labels = axes[0] if len(shape) == 1 else axes
-        m.add_variables(vname if vname.isidentifier() else f"v_{len(m.blocks)}", shape if shape else 1, kind=kind,
-                        lower=lb[cols_a].reshape(shape) if shape else lb[cols_a],
-                        upper=ub[cols_a].reshape(shape) if shape else ub[cols_a], labels=labels)
+        blocks.append(BlockParts(vname if vname.isidentifier() else f"v_{len(blocks)}", shape if shape else 1, kind,
+                                 lb[cols_a].reshape(shape) if shape else lb[cols_a],
+                                 ub[cols_a].reshape(shape) if shape else ub[cols_a], labels))
         perm.extend(cols)
     perm_a = np.asarray(perm, dtype=np.int64)
     sign = np.asarray(M.sense)
@@ -483,7 +543,8 @@ def from_linopy(lm: Any, name: str = "model") -> LinearModel:
         elif dims:
             row_axes = [con.indexes[d].tolist() for d in dims]
             row_labels = [",".join(str(row_axes[a][i]) for a, i in enumerate(t)) for t in np.ndindex(*labs.shape)]
-        m.add_constraints(cname if cname.isidentifier() else f"c_{len(m.families)}", A[rows][:, perm_a] if perm_a.size
-                          else sp.csr_matrix((rows.size, 0)), lower=lo, upper=up, labels=row_labels)
-    m.set_objective(c[perm_a] if perm_a.size else np.zeros(0), constant=constant)
-    return m
+        families.append(FamilyParts(cname if cname.isidentifier() else f"c_{len(families)}",
+                                    sp.csr_matrix(A[rows][:, perm_a]) if perm_a.size else sp.csr_matrix((rows.size, 0)),
+                                    lo, up, row_labels))
+    return ModelParts(name, "maximize" if sense == "max" else "minimize", blocks, families,
+                      c[perm_a] if perm_a.size else np.zeros(0), constant)

@@ -17,13 +17,16 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from .errors import InputError
 from .structure import Structure
+
+if TYPE_CHECKING:
+    from .export import ModelParts
 
 __all__ = ["ConstraintFamily", "LinearModel", "ModelArrays", "VarBlock", "VarKind"]
 
@@ -731,19 +734,31 @@ class LinearModel:
         write_mps(self, path)
 
     @classmethod
+    def from_parts(cls, parts: ModelParts) -> LinearModel:
+        """Assemble a model from neutral arrays (a :class:`schedopt.export.ModelParts`, what the readers return):
+        its blocks and families in order, then the objective."""
+        m = cls(parts.name, parts.sense)
+        for b in parts.blocks:
+            m.add_variables(b.name, b.shape, kind=b.kind, lower=b.lower, upper=b.upper, labels=b.labels)
+        for f in parts.families:
+            m.add_constraints(f.name, f.coeffs, lower=f.lower, upper=f.upper, labels=f.labels)
+        m.set_objective(parts.objective, constant=parts.constant)
+        return m
+
+    @classmethod
     def read_mps(cls, path: str, name: str | None = None) -> LinearModel:
         """Read a (free or fixed) MPS file through HiGHS; the names ``write_mps`` gives rebuild the blocks and
-        families (:func:`schedopt.export.read_model`)."""
-        from .export import read_model
+        families (:func:`schedopt.export.read_model_parts`)."""
+        from .export import read_model_parts
 
-        return read_model(path, name)
+        return cls.from_parts(read_model_parts(path, name))
 
     @classmethod
     def read_lp(cls, path: str, name: str | None = None) -> LinearModel:
-        """Read a CPLEX LP file through HiGHS (:func:`schedopt.export.read_model`)."""
-        from .export import read_model
+        """Read a CPLEX LP file through HiGHS (:func:`schedopt.export.read_model_parts`)."""
+        from .export import read_model_parts
 
-        return read_model(path, name)
+        return cls.from_parts(read_model_parts(path, name))
 
     def to_linopy(self) -> Any:
         """A ``linopy.Model`` with one variable per block (dimensions named after the block's axes, coordinates its
@@ -754,10 +769,10 @@ class LinearModel:
 
     @classmethod
     def from_linopy(cls, lm: Any, name: str = "model") -> LinearModel:
-        """A :class:`LinearModel` from a ``linopy.Model`` (:func:`schedopt.export.from_linopy`)."""
-        from .export import from_linopy
+        """A :class:`LinearModel` from a ``linopy.Model`` (:func:`schedopt.export.linopy_parts`)."""
+        from .export import linopy_parts
 
-        return from_linopy(lm, name)
+        return cls.from_parts(linopy_parts(lm, name))
 
     def to_pyomo(self) -> Any:
         """A real pyomo ``ConcreteModel``: one indexed ``Var`` per block and one indexed ``Constraint`` per family,

@@ -306,7 +306,9 @@ class ProblemIO:
     * ``check(spec, answer) -> list[Violation]`` (the independent checker),
     * ``explain(spec) -> str`` (which constraint groups make it infeasible),
     * ``size(spec) -> (gpus, jobs)`` for records,
-    * ``methods``: the method names ``solve`` accepts, the first being the default.
+    * ``methods``: the method names ``solve`` accepts, the first being the default,
+    * ``bench_specs() -> [schedopt.bench.BenchSpec, ...]``: the benchmark specs the package ships, richer than the
+      harness's generic ProblemIO route (imported when the harness asks, so the core names no harness type).
     """
 
     name: str
@@ -321,6 +323,7 @@ class ProblemIO:
     check: Callable[[Any, Answer], list[Violation]] | None = None
     size: Callable[[Any], tuple[int, int]] | None = None
     methods: tuple[str, ...] = ()
+    bench_specs: Callable[[], Sequence[Any]] | None = None
 
 
 ENTRY_POINT_GROUP = "schedopt.problems"

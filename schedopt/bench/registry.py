@@ -240,35 +240,46 @@ def model_identity(instance: Any) -> Any:
 
 
 # --------------------------------------------------------------------------------- problem packages' own specs
-#: The problem packages' own benchmark specs, one explicit list of ``"module:ATTRIBUTE"`` naming a
-#: :class:`BenchSpec`, imported when asked for. Why a list here and not a hook on the core's ProblemIO: a spec is
-#: built from this module's types, so the core protocol would carry a harness concern; why strings: the spec
-#: modules import this one, and the names keep the import graph free of a cycle (bench -> sia.bench -> bench).
-SPEC_PROVIDERS: tuple[str, ...] = ("schedopt.sia.bench:SIA_SPEC",)
+#: Extra ``"module:ATTRIBUTE"`` names of :class:`BenchSpec` objects (empty: the packages' own specs come through
+#: their ``ProblemIO.bench_specs`` hook, which is how a package should declare one).
+SPEC_PROVIDERS: tuple[str, ...] = ()
 
 
 def package_specs() -> list[BenchSpec]:
-    """The benchmark specs problem packages ship (:data:`SPEC_PROVIDERS`), richer than their ProblemIO route
-    (Sia's times the goodput matrix, the placement and the published code's cvxpy routes apart)."""
+    """The benchmark specs problem packages ship through ``ProblemIO.bench_specs`` (Sia's times the goodput matrix,
+    the placement and the published code's cvxpy routes apart), richer than their generic ProblemIO route; then
+    any named in :data:`SPEC_PROVIDERS`. The harness reaches them through the problem registry: this module
+    imports no problem package (the packages' spec modules import it)."""
+    from ..problem import problems
+
     out: list[BenchSpec] = []
+    for io in problems().values():
+        for spec in io.bench_specs() if io.bench_specs is not None else ():
+            if not isinstance(spec, BenchSpec):
+                raise InputError(f"{io.name}.bench_specs()", type(spec).__name__, "must return BenchSpec objects")
+            out.append(spec)
     for provider in SPEC_PROVIDERS:
-        spec = resolve(provider)
-        if not isinstance(spec, BenchSpec):
+        named = resolve(provider)
+        if not isinstance(named, BenchSpec):
             raise InputError("SPEC_PROVIDERS", provider, "must name a BenchSpec")
-        out.append(spec)
+        out.append(named)
     return out
 
 
-_DEPRECATED_SIA = ("sia_generate", "sia_prepare", "sia_build", "sia_decode", "sia_place", "sia_jobs", "sia_gpus",
-                   "SIA_SPEC")
+#: the old names of Sia's hooks here, and where each is on Sia's spec now
+_DEPRECATED_SIA = {"sia_generate": "generate", "sia_prepare": "pipeline.prepare", "sia_build": "pipeline.build",
+                   "sia_decode": "pipeline.decode", "sia_place": "pipeline.place", "sia_jobs": "pipeline.jobs",
+                   "sia_gpus": "pipeline.gpus", "SIA_SPEC": ""}
 
 
 def __getattr__(name: str) -> Any:
     if name in _DEPRECATED_SIA:
         import warnings
 
-        sia_bench = importlib.import_module("schedopt.sia.bench")
         warnings.warn(f"schedopt.bench.registry.{name} moved to schedopt.sia.bench.{name}", DeprecationWarning,
                       stacklevel=2)
-        return getattr(sia_bench, name)
+        obj: Any = next(s for s in package_specs() if s.name == "sia")  # found through the registry, not imported
+        for part in filter(None, _DEPRECATED_SIA[name].split(".")):
+            obj = getattr(obj, part)
+        return obj
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

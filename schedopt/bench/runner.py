@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..progress import Progress
 from .pipelines import execute, rss_mb
-from .progress import Progress
 from .records import Record, machine_info, write_records
 from .registry import BenchSpec, ProblemIOPipeline, get_spec
 

@@ -75,4 +75,5 @@ PROBLEM_IO = ProblemIO(
     check=_io.check_instance,
     size=_io.size,
     methods=_io.METHODS,
+    bench_specs=_io.bench_specs,
 )

@@ -1,7 +1,8 @@
 """Sia's benchmark spec: the whole path timed phase by phase (goodput matrix, build, hand-off, solve, decode,
 placement) and the published code's cvxpy routes as baselines.
 
-The harness (:mod:`schedopt.bench`) lists this spec in :func:`schedopt.bench.registry.package_specs`. Each hook is
+The harness (:mod:`schedopt.bench`) finds this spec through ``schedopt.sia.PROBLEM_IO.bench_specs``
+(:func:`schedopt.bench.registry.package_specs`). Each hook is
 a module-level function, sent by reference to the process that runs a benchmark run.
 """
 
@@ -17,7 +18,7 @@ __all__ = ["SIA_SPEC", "sia_build", "sia_decode", "sia_generate", "sia_gpus", "s
 
 def sia_generate(gpus: int, seed: int, load: str = "normal", **kw: Any) -> Any:
     """``schedopt.sia.generate_instance``: ``gpus // 2`` jobs under normal load, ``gpus`` under heavy."""
-    from . import generate_instance
+    from .generate import generate_instance
 
     return generate_instance(gpus, seed, load=load, **kw)
 
@@ -42,7 +43,7 @@ def sia_decode(problem: Any, result: Any) -> Any:
 
 
 def sia_place(problem: Any, allocation: Any) -> Any:
-    from . import place
+    from .placement import place
 
     return place(problem.cluster, allocation)
 

@@ -306,3 +306,11 @@ def explain_instance(inst: SiaInstance) -> str:
 
 def generate(gpus: int, seed: int, **kw: Any) -> SiaInstance:
     return generate_instance(gpus, seed, **kw)
+
+
+def bench_specs() -> tuple[Any, ...]:
+    """Sia's benchmark spec (:data:`schedopt.sia.bench.SIA_SPEC`: the goodput matrix, the placement and the
+    published code's cvxpy routes timed apart), found by the harness through ``PROBLEM_IO.bench_specs``."""
+    from .bench import SIA_SPEC
+
+    return (SIA_SPEC,)
