@@ -98,10 +98,11 @@ def _answer_summary(answer: Answer) -> dict[str, Any]:
 
 
 def _load(path: str) -> tuple[Any, ProblemIO]:
+    from .examples import resolve
     from .instances import load
     from .problem import problem_of
 
-    spec = load(path)
+    spec = load(resolve(path))
     return spec, problem_of(spec)
 
 
@@ -374,8 +375,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 # ----------------------------------------------------------------------------------------------- parser
+def _schema_dir() -> str:
+    from importlib import resources
+
+    return str(resources.files("schedopt.schemas"))
+
+
 _EPILOG = "exit codes:\n" + "\n".join(f"  {k:<4d}{v}" for k, v in EXIT_CODES.items()) + (
-    "\n\n--json prints one JSON object on stdout (also on failure); schemas: schedopt/schemas/cli/*.json")
+    "\n\n--json prints one JSON object on stdout (also on failure). JSON Schemas: cli.schema.json (the output) and\n"
+    f"instance.schema.json (instance files), in {_schema_dir()}\n"
+    "An instance path may be example:NAME, a file shipped with schedopt: example:heterps_unreachable.json and\n"
+    "example:hived_bad_node.json are bad instances for explain.")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -418,7 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("solve", help="solve an instance file and print the answer", epilog=_EPILOG,
                        formatter_class=fmt, description="Solve any problem's instance file.")
-    s.add_argument("instance", help="an instance JSON file (schedopt generate writes one)")
+    s.add_argument("instance", help="an instance JSON file (schedopt generate writes one), or example:NAME")
     _add_solve_options(s)
     s.add_argument("--json", action="store_true", help="print one JSON object (schema schedopt.cli.solve)")
     s.add_argument("--all", action="store_true", help="print every allocation row")
@@ -437,7 +447,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("explain", help="solve an instance and say why it is infeasible", epilog=_EPILOG,
                        formatter_class=fmt, description="Explain infeasibility in the problem's own terms.")
-    e.add_argument("instance")
+    e.add_argument("instance", help="an instance JSON file, or example:NAME (example:heterps_unreachable.json)")
     _add_solve_options(e, time_limit=60.0)
     e.add_argument("--json", action="store_true")
     e.set_defaults(func=cmd_explain)
