@@ -34,6 +34,7 @@ from .cli_support import (
     emit,
     error_document,
     exit_code_for,
+    format_timings,
     nonneg_int,
     positive_float,
     positive_int,
@@ -93,7 +94,7 @@ def _answer_summary(answer: Answer) -> dict[str, Any]:
         if k in ("method", "backend", "objective", "bound", "gap") or (
                 k != "termination" and v is not None and not isinstance(v, (dict, list))):
             out[k] = v
-    out["timings"] = {k: v for k, v in d.get("timings", {}).items() if v is not None}
+    out["timings"] = format_timings(d.get("timings", {}))
     return out
 
 
@@ -361,7 +362,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     t = answer.timings
     print(
         f"objective: {answer.objective:.6g}   bound: {answer.bound:.6g}   gap: {answer.gap:.2e}   "
-        f"build {t.build * 1e3:.1f} ms, hand-off {t.handoff * 1e3:.1f} ms, solve {t.solve * 1e3:.1f} ms"
+        + format_timings({"build": t.build, "handoff": t.handoff, "solve": t.solve})
     )
     table = [{**r, "type": r["type"] or "-",
               "nodes": ", ".join(f"{w['node']}:{','.join(map(str, w['gpus']))}" for w in r["nodes"]) or "-"}

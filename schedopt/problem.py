@@ -307,6 +307,8 @@ class ProblemIO:
     * ``explain(spec) -> str`` (which constraint groups make it infeasible),
     * ``size(spec) -> (gpus, jobs)`` for records,
     * ``methods``: the method names ``solve`` accepts, the first being the default,
+    * ``backend_methods``: the methods that solve with a solver backend (``None``: not declared); the benchmark
+      harness refuses a backend given with any other method rather than record a backend that did not run,
     * ``bench_specs() -> [schedopt.bench.BenchSpec, ...]``: the benchmark specs the package ships, richer than the
       harness's generic ProblemIO route (imported when the harness asks, so the core names no harness type).
     """
@@ -323,6 +325,7 @@ class ProblemIO:
     check: Callable[[Any, Answer], list[Violation]] | None = None
     size: Callable[[Any], tuple[int, int]] | None = None
     methods: tuple[str, ...] = ()
+    backend_methods: tuple[str, ...] | None = None
     bench_specs: Callable[[], Sequence[Any]] | None = None
 
 

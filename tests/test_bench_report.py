@@ -3,6 +3,7 @@ one figure set per problem, runs stopped by a limit counted and drawn apart, no 
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import pytest
@@ -45,3 +46,56 @@ def test_report_has_one_figure_set_per_problem_and_no_warnings(records, tmp_path
     assert rows["dp"]["solve_median"] > 0 and rows["greedy"]["path_median"] > 0  # times shown, not "-"
     line = next(ln for ln in text.splitlines() if "| dp |" in ln)
     assert "optimal×1 | 0 |" in line and "| – | – | – |" not in line
+
+
+def test_records_name_the_method_that_ran(records):
+    """The answer's own method name, beside the sweep entry."""
+    got = [(r.backend, r.method) for r in records]
+    assert got == [("dp", "exact-dp"), ("milp@highs", "exact-milp"), ("greedy", "greedy")]
+
+
+def test_every_report_table_has_one_time_unit_written_in_its_header(records, tmp_path):
+    md = bench.report(records, tmp_path).read_text()
+    tables = [line for line in md.splitlines() if line.startswith("| GPUs")]
+    assert len(tables) == 2
+    for header in tables:
+        units = set(re.findall(r"\((ms|s)\)", header))
+        assert len(units) == 1 and header.count(f"({units.pop()})") == 7, header
+    rows = [line for line in md.splitlines() if line.startswith("| ") and not line.startswith("| GPUs")]
+    assert rows and not any(re.search(r"\d(ms|s)\b", r) for r in rows)  # numbers only: the unit is in the header
+
+
+def test_one_time_unit_per_table_is_chosen_from_its_largest_time():
+    from schedopt.bench.report import _fmt_t, _time_unit
+
+    assert _time_unit([0.034, 0.5, None]) == "ms" and _time_unit([0.034, 30.02]) == "s"
+    assert [_fmt_t(x, "ms") for x in (0.034, 0.0004567, 1.5)] == ["34.00", "0.457", "1500"]
+    assert [_fmt_t(x, "s") for x in (0.034, 30.02, 250.0)] == ["0.034", "30.02", "250.0"]
+
+
+@pytest.mark.parametrize(("entry", "method"), [("highs", "tune"), ("greedy@highs", "greedy")])
+def test_the_harness_refuses_a_backend_the_method_does_not_use(entry, method):
+    """Issue 27: `bench --problem synergy --backends highs` ran TUNE and recorded backend=highs."""
+    from schedopt.bench.registry import get_spec
+    from schedopt.errors import InputError
+
+    spec = get_spec("synergy")
+    with pytest.raises(InputError, match=f"method '{method}'.* uses no solver backend") as err:
+        spec.available_backends([entry])
+    assert err.value.field == "backends[0]" and err.value.value == entry
+    assert spec.available_backends(["tune", "opt@highs"])[0] == ["tune", "opt@highs"]
+    with pytest.raises(InputError, match="uses no solver backend"):
+        get_spec("heterps").available_backends(["highs"])  # its default method is the DP
+
+
+def test_synergy_refuses_a_backend_for_a_heuristic_method():
+    from schedopt import synergy
+    from schedopt.errors import InputError
+    from schedopt.problem import SolveOptions
+    from schedopt.synergy.io import solve_instance
+
+    inst = synergy.generate_instance(16, 0)
+    with pytest.raises(InputError, match="uses no solver backend") as err:
+        solve_instance(inst, SolveOptions(backend="highs"))
+    assert err.value.field == "backend"
+    assert solve_instance(inst, SolveOptions(method="tune")).method

@@ -48,3 +48,15 @@ def test_explain_on_the_shipped_bad_instances(name: str, says: str, tmp_path: Pa
     doc = parsed(r)
     assert doc["feasible"] is False and says in doc["explanation"] + json.dumps(doc["answer"])
     assert "example:heterps_unreachable.json" in run("explain", "--help").stdout
+
+
+def test_solve_prints_its_timings_in_one_written_unit() -> None:
+    """`solve` printed raw seconds (build=0.00289993, ...) where `demo` printed milliseconds: one unit, written."""
+    from schedopt.cli_support import format_timings
+
+    root = Path(__file__).resolve().parents[1]
+    out = run("solve", str(root / "instances" / "heterps" / "nce.json")).stdout
+    (line,) = [s for s in out.splitlines() if s.strip().startswith("timings:")]
+    # the DP builds no model: no build phase (nan) is printed
+    assert re.fullmatch(r"\s*timings: hand-off [\d.]+ ms, solve [\d.]+ ms, decode [\d.]+ ms", line), line
+    assert format_timings({"build": 0.0029, "handoff": None, "solve": 0.3846}) == "build 2.9 ms, solve 384.6 ms"

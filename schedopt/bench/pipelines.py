@@ -229,6 +229,7 @@ def run_problemio(run: Run) -> dict[str, Any]:
     assert isinstance(pipe, ProblemIOPipeline)
     io = get_problem(pipe.problem)
     method, backend = split_entry(run.entry, io.methods)
+    method = method or (io.methods[0] if io.methods else None)  # the method that runs, named in the record
     _start(run, backend)
     assert io.generate is not None and io.solve is not None
     run.phase("generate")
@@ -239,6 +240,7 @@ def run_problemio(run: Run) -> dict[str, Any]:
         gpus, jobs = io.size(inst)
         run.put(gpus=int(gpus), jobs=int(jobs))
     run.phase("solve")
+    run.put(method=method or "")
     sp = run.solve_params()
     opts = SolveOptions(backend=backend, method=method, time_limit=sp.time_limit, mip_rel_gap=sp.mip_rel_gap,
                         threads=sp.threads, seed=sp.seed)
@@ -260,8 +262,8 @@ def run_problemio(run: Run) -> dict[str, Any]:
         res = answer.result
         version = res.backend_version if res is not None else ""
         run.put(t_build=build, t_handoff=tm.handoff, t_solve=tm.solve, t_decode=tm.decode + rest, t_path=wall,
-                extra=json.dumps({"decode_includes_rest_of_problem_solve_s": rest, "method": answer.method}),
-                route="problemio",
+                extra=json.dumps({"decode_includes_rest_of_problem_solve_s": rest}),
+                method=answer.method or method or "", route="problemio",
                 **outcome(answer.termination, answer.has_solution, answer.objective_value, answer.bound, answer.gap,
                           version))
     model = res.model if res is not None else None

@@ -49,7 +49,8 @@ class Record:
     constraints: int | None = None
     nonzeros: int | None = None
     # --- backend and parameters
-    backend: str = ""
+    backend: str = ""  #: the sweep entry: a backend, a problem's method, or method@backend
+    method: str = ""  #: the problem's method that ran (ProblemIO routes; refused upfront when it uses no backend given)
     route: str = ""  #: "schedopt" (LinearModel + schedopt.solve), "cvxpy", "problemio", ...
     backend_version: str = ""
     threads: int = 1

@@ -139,16 +139,25 @@ class BenchSpec:
         info = available_backends(include_missing=True)
         base = dict(self.pipeline.baselines) if isinstance(self.pipeline, ModelPipeline) else {}
         methods: tuple[str, ...] = ()
+        uses_backend: tuple[str, ...] | None = None
         if isinstance(self.pipeline, ProblemIOPipeline):
             from ..problem import get_problem
 
-            methods = get_problem(self.pipeline.problem).methods
+            io = get_problem(self.pipeline.problem)
+            methods, uses_backend = io.methods, io.backend_methods
         ok, skipped = [], {}
         for i, entry in enumerate(names if names is not None else self.backends):
             method, backend = split_entry(entry, methods)
             if method and method not in methods:
                 raise InputError(f"backends[{i}]", entry, f"names no method of {self.problem} "
                                  f"(methods: {', '.join(methods) or 'none'})")
+            run_method = method or (methods[0] if methods else None)
+            if backend and uses_backend is not None and run_method not in uses_backend:
+                # refused rather than run and recorded under a backend that never ran
+                raise InputError(f"backends[{i}]", entry, f"{self.problem}'s method {run_method!r}"
+                                 f"{'' if method else ' (its default)'} uses no solver backend; the methods that "
+                                 f"do: {', '.join(uses_backend) or 'none'} (write METHOD@{backend}), or name the "
+                                 f"method alone ({run_method})")
             if backend is not None and backend in base:
                 why = _baseline_unavailable(backend)
             elif backend and backend not in info:

@@ -39,16 +39,24 @@ def _med(vals: Sequence[float | None]) -> float | None:
     return statistics.median(v) if v else None
 
 
-def _fmt_t(x: float | None) -> str:
+def _time_unit(values: list[float | None]) -> str:
+    """One unit for a whole table: ``ms`` when every time in it is under a second, ``s`` otherwise."""
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    return "s" if finite and max(finite) >= 1.0 else "ms"
+
+
+def _fmt_t(x: float | None, unit: str = "s") -> str:
+    """A time (given in seconds) in ``unit`` (``s`` or ``ms``), the number only: the unit is in the header."""
     if x is None:
         return "–"
-    if x >= 100:
-        return f"{x:.0f}"
-    if x >= 1:
-        return f"{x:.2f}"
-    if x >= 0.01:
-        return f"{x:.3f}"
-    return f"{x * 1000:.2f}ms"
+    v = x * 1000.0 if unit == "ms" else x
+    if v >= 1000:
+        return f"{v:.0f}"
+    if v >= 100:
+        return f"{v:.1f}"
+    if v >= 1:
+        return f"{v:.2f}"
+    return f"{v:.3g}"
 
 
 def _fmt_gap(x: float | None) -> str:
@@ -133,7 +141,7 @@ def _markdown(records: list[Record], rows: list[dict[str, Any]], figures: list[s
         f"{sorted({str(r.mip_rel_gap) for r in records})}.",
         "",
         "Times are medians over the repetitions that finished (every termination but the guard and errors), in "
-        "seconds unless marked; [min, max] follow the median; *limited* counts runs stopped by a limit (time, "
+        "the unit each table's header names (one per table); [min, max] follow the median; *limited* counts runs stopped by a limit (time, "
         "iterations, ...: drawn hollow in the figures); a heuristic's answer is FEASIBLE with the limit 'heuristic'. *path* is the whole path (goodput + build + hand-off + solve + decode + "
         "placement). The ratio column is the path median over the reference backend's "
         f"(**{rows[0]['reference'] if rows else '-'}**) measured in the same sweep (higher = slower). "
@@ -147,21 +155,24 @@ def _markdown(records: list[Record], rows: list[dict[str, Any]], figures: list[s
         out.append(f"## {prob}" + (f" — {load} load" if load else ""))
         out.append("")
         ref = rs[0]["reference"]
+        unit = _time_unit([r[k] for r in rs for k in ("path_median", "path_min", "path_max",
+                                                        *(f"{p}_median" for p in PHASES))])
         out.append(
-            f"| GPUs | jobs | backend | runs | termination | limited | path median [min, max] | ratio vs {ref} | "
-            "goodput | build | hand-off | solve | decode | place | gap | LP gap | objective | peak MB |"
+            f"| GPUs | jobs | backend | runs | termination | limited | path median [min, max] ({unit}) | ratio vs {ref} | "
+            f"goodput ({unit}) | build ({unit}) | hand-off ({unit}) | solve ({unit}) | decode ({unit}) | place ({unit}) | "
+            "gap | LP gap | objective | peak MB |"
         )
         out.append("|" + "---|" * 18)
         for r in rs:
             term = ", ".join(f"{k}×{v}" for k, v in sorted(r["terminations"].items()))
-            rng = f"{_fmt_t(r['path_median'])} [{_fmt_t(r['path_min'])}, {_fmt_t(r['path_max'])}]"
+            rng = f"{_fmt_t(r['path_median'], unit)} [{_fmt_t(r['path_min'], unit)}, {_fmt_t(r['path_max'], unit)}]"
             ratio = "–" if r["ratio"] is None else f"{r['ratio']:.2f}×"
             obj = "–" if r["objective_median"] is None else f"{r['objective_median']:.6g}"
             mem = "–" if r["peak_rss_median"] is None else f"{r['peak_rss_median']:.0f}"
             jobs = "–" if r["jobs"] is None else f"{r['jobs']:.0f}"
             out.append(
                 f"| {r['gpus']} | {jobs} | {r['backend']} | {r['runs']} | {term} | {r['limited']} | {rng} | {ratio} | "
-                + " | ".join(_fmt_t(r[f"{p}_median"]) for p in PHASES)
+                + " | ".join(_fmt_t(r[f"{p}_median"], unit) for p in PHASES)
                 + f" | {_fmt_gap(r['gap_median'])} | {_fmt_gap(r['lp_gap_median'])} | {obj} | {mem} |"
             )
         out.append("")
@@ -291,7 +302,7 @@ def _figures(records: list[Record], rows: list[dict[str, Any]], out_dir: Path) -
                 ax.barh(labels, share, left=left, color=pcolor[p], label=p)
                 left = [a + b for a, b in zip(left, share)]
             for i, r in enumerate(sec):
-                ax.text(1.01, i, _fmt_t(r["path_median"]), va="center", fontsize=8)
+                ax.text(1.01, i, f"{_fmt_t(r['path_median'])} s", va="center", fontsize=8)
             ax.set_xlim(0, 1.18)
             ax.set_xlabel("share of the whole path (median); total at right")
             ax.set_title(f"{prob}" + (f" ({load})" if load else "") + f", {top} GPUs")

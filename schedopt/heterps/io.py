@@ -175,6 +175,7 @@ def _cli_generate(gpus: int = 8, seed: int = 0, **kw: Any) -> HeterPSProblem:
 PROBLEM_IO = HETERPS_IO = ProblemIO(
     name="heterps", cls=HeterPSProblem, to_data=to_data, from_data=from_data, solve=solve, explain=_cli_explain,
     generate=_cli_generate, build=None, decode=None, check=check_plan, size=size, methods=METHODS,
+    backend_methods=("milp",),
 )
 # build / decode are None: the answer is not one model's solution (the MILP route is a Dinkelbach loop over
 # several solves of ``heterps.build(problem, lam)``; the default route is a DP).

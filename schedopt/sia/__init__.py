@@ -75,5 +75,6 @@ PROBLEM_IO = ProblemIO(
     check=_io.check_instance,
     size=_io.size,
     methods=_io.METHODS,
+    backend_methods=_io.METHODS,
     bench_specs=_io.bench_specs,
 )

@@ -100,6 +100,8 @@ def from_data(data: dict) -> SynergyInstance:
 
 #: the methods ``PROBLEM_IO.solve`` accepts; the first is the default (see :func:`solve_instance`)
 METHODS = ("tune", "opt", "proportional", "greedy", "p1", "joint")
+#: the methods that solve a model with a solver backend (the others are heuristics)
+BACKEND_METHODS = ("opt", "p1", "joint")
 
 
 def solve_instance(inst: SynergyInstance, options: SolveOptions | str | None = None, time_limit: float | None = None) -> Any:
@@ -125,6 +127,9 @@ def solve_instance(inst: SynergyInstance, options: SolveOptions | str | None = N
     method = options.method or METHODS[0]
     if method not in METHODS:
         raise InputError("method", method, f"must be one of {METHODS}")
+    if options.backend is not None and method not in BACKEND_METHODS:
+        raise InputError("backend", options.backend, f"method {method!r} uses no solver backend (only "
+                         f"{', '.join(BACKEND_METHODS)} do: ask for one with options.method)")
     from .methods import solve_joint, solve_p1, synergy_opt
     from .tune import proportional, synergy_greedy, synergy_tune
 
@@ -230,4 +235,5 @@ PROBLEM_IO = ProblemIO(
     check=check_instance,
     size=size_of,
     methods=METHODS,
+    backend_methods=BACKEND_METHODS,
 )
