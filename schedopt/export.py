@@ -269,7 +269,7 @@ def read_model_parts(path: str, name: str | None = None) -> ModelParts:
         rl, ru = rl[keep], ru[keep]
         rnames = [r for r, k in zip(rnames, keep, strict=True) if k]
     rsplit = [_split(r, "rows") for r in rnames]
-    ftaken: set[str] = set()
+    ftaken: set[str] = set(taken)  # names are unique across blocks and families
     for s0, s1 in _runs([(p, lab is None) for p, lab in rsplit]):
         prefix, labs = rsplit[s0]
         fname = _unique_name(prefix, ftaken)
@@ -495,6 +495,7 @@ def linopy_parts(lm: Any, name: str = "model") -> ModelParts:
     sense = str(lm.objective.sense)
     blocks: list[BlockParts] = []
     families: list[FamilyParts] = []
+    names_taken: set[str] = set()  # names are unique across blocks and families
     perm: list[int] = []
     constant = 0.0
     c = np.asarray(M.c, dtype=float)
@@ -520,7 +521,7 @@ def linopy_parts(lm: Any, name: str = "model") -> ModelParts:
         if shape:
             axes = tuple(tuple(var.indexes[d].tolist()) for d in var.labels.dims)
             labels = axes[0] if len(shape) == 1 else axes
-        blocks.append(BlockParts(vname if vname.isidentifier() else f"v_{len(blocks)}", shape if shape else 1, kind,
+        blocks.append(BlockParts(_unique_name(vname if vname.isidentifier() else "v", names_taken), shape if shape else 1, kind,
                                  lb[cols_a].reshape(shape) if shape else lb[cols_a],
                                  ub[cols_a].reshape(shape) if shape else ub[cols_a], labels))
         perm.extend(cols)
@@ -543,7 +544,8 @@ def linopy_parts(lm: Any, name: str = "model") -> ModelParts:
         elif dims:
             row_axes = [con.indexes[d].tolist() for d in dims]
             row_labels = [",".join(str(row_axes[a][i]) for a, i in enumerate(t)) for t in np.ndindex(*labs.shape)]
-        families.append(FamilyParts(cname if cname.isidentifier() else f"c_{len(families)}",
+        fname = cname if cname.isidentifier() else "c"
+        families.append(FamilyParts(_unique_name(fname, names_taken),
                                     sp.csr_matrix(A[rows][:, perm_a]) if perm_a.size else sp.csr_matrix((rows.size, 0)),
                                     lo, up, row_labels))
     return ModelParts(name, "maximize" if sense == "max" else "minimize", blocks, families,

@@ -243,11 +243,16 @@ def _as_matrix(name: str, value: Any) -> sp.csr_matrix:
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def _check_name(kind: str, name: str, taken: Mapping[str, Any]) -> None:
+def _check_name(kind: str, name: str, blocks: Mapping[str, Any], families: Mapping[str, Any]) -> None:
+    """A new block's or family's name: an identifier, unique across the blocks *and* the families (pyomo, linopy and
+    the LP/MPS writers put both in one namespace: a family named like a block was accepted, then refused on
+    export)."""
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise InputError(f"{kind}.name", name, "must be an identifier (letters, digits, underscore)")
-    if name in taken:
-        raise InputError(f"{kind}.name", name, "is already used in this model")
+    if name in blocks or name in families:
+        what = "a variable block" if name in blocks else "a constraint family"
+        raise InputError(f"{kind}.name", name, f"is already used in this model (by {what}): names are unique "
+                         "across blocks and families")
 
 
 def _check_model_name(name: Any) -> str:
@@ -342,7 +347,7 @@ class LinearModel:
         ``kind`` is ``"continuous"``, ``"integer"`` or ``"binary"`` (binary clips the bounds to [0, 1]).
         ``labels``: for a 1-d block a sequence of labels; for an n-d block one sequence per axis.
         """
-        _check_name("variables", name, self.blocks)
+        _check_name("variables", name, self.blocks, self.families)
         shp = _check_shape(name, shape)
         if self.num_cols + math.prod(shp) > MAX_SIZE:
             raise InputError(f"variables[{name}].shape", shp, f"the model would have more than {MAX_SIZE:,} columns")
@@ -395,7 +400,12 @@ class LinearModel:
                 continue
             if distinct != len(axis):
                 seen: set[Any] = set()
-                dup = next(a for a in axis if a in seen or seen.add(a))  # type: ignore[func-returns-value]
+                dup = None
+                for a in axis:
+                    if a in seen:
+                        dup = a
+                        break
+                    seen.add(a)
                 raise InputError(f"{field}[{k}]" if len(shp) > 1 else field, dup, "labels repeat: each must be unique")
         return axes
 
@@ -469,17 +479,21 @@ class LinearModel:
         ``coeffs`` is a (rows x model columns) array or sparse matrix, or a mapping from block name to a
         (rows x block size) matrix over that block's flattened variables.
         """
-        _check_name("constraints", name, self.families)
+        _check_name("constraints", name, self.blocks, self.families)
         A = self._coeff_matrix(name, coeffs, None)
         m = A.shape[0]
         lo = _as_float_array(f"constraints[{name}].lower", lower, (m,)).copy()
         up = _as_float_array(f"constraints[{name}].upper", upper, (m,)).copy()
         _check_bounds(f"constraints[{name}]", lo, up)
+        row_labels: tuple[Any, ...] | None = None
         if labels is not None:
-            labels = tuple(labels)
-            if len(labels) != m:
-                raise InputError(f"constraints[{name}].labels", len(labels), f"need one label per row ({m})")
-        fam = ConstraintFamily(name=name, start=self.num_rows, size=m, labels=labels)
+            if isinstance(labels, (str, bytes, Mapping)) or not isinstance(labels, (Sequence, np.ndarray)):
+                raise InputError(f"constraints[{name}].labels", labels,
+                                 "must be a sequence of labels, one per row (a list or tuple, not a string or a scalar)")
+            row_labels = tuple(labels)
+            if len(row_labels) != m:
+                raise InputError(f"constraints[{name}].labels", len(row_labels), f"need one label per row ({m})")
+        fam = ConstraintFamily(name=name, start=self.num_rows, size=m, labels=row_labels)
         self.families[name] = fam
         self._rows.append(A)
         self._row_lower.append(lo)

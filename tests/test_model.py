@@ -173,3 +173,33 @@ def test_add_variables_refuses_string_and_repeated_labels():
     with pytest.raises(InputError, match="labels repeat"):
         m.add_variables("y", (2, 2), labels=[["a", "b"], ["c", "c"]])
     assert m.add_variables("x", 3, labels=["a", "b", "c"]).labels == (("a", "b", "c"),)
+
+
+# ------------------------------------------------------------------ issue 25: the solver side's last fuzz cases
+@pytest.mark.parametrize("labels", [5, 2.5, True, "ab", b"ab", {"a": 1, "b": 2}, object()])
+def test_regression_add_constraints_scalar_labels_raised_typeerror(labels) -> None:
+    """A scalar (or a string, a mapping) as ``labels`` raised a raw TypeError inside; now an InputError naming it."""
+    m = schedopt.LinearModel("m")
+    m.add_variables("x", 2)
+    with pytest.raises(InputError, match="sequence of labels") as err:
+        m.add_constraints("c", {"x": [[1.0, 1.0], [1.0, -1.0]]}, upper=1.0, labels=labels)
+    assert err.value.field == "constraints[c].labels"
+    assert "c" not in m.families and m.num_rows == 0  # nothing half-added
+    fam = m.add_constraints("c", {"x": [[1.0, 1.0], [1.0, -1.0]]}, upper=1.0, labels=np.array(["a", "b"]))
+    assert fam.label_of(1) == "c[b]"
+
+
+def test_regression_constraint_family_named_like_a_variable_block_failed_on_export() -> None:
+    """A family named like a block was accepted, then pyomo refused the model on export: names are unique across
+    blocks and families, checked when added (either order)."""
+    m = schedopt.LinearModel("m")
+    m.add_variables("x", 2)
+    with pytest.raises(InputError, match="variable block") as err:
+        m.add_constraints("x", {"x": [[1.0, 1.0]]}, upper=1.0)
+    assert (err.value.field, err.value.value) == ("constraints.name", "x")
+    m.add_constraints("cap", {"x": [[1.0, 1.0]]}, upper=1.0)
+    with pytest.raises(InputError, match="constraint family") as err:
+        m.add_variables("cap", 1)
+    assert (err.value.field, err.value.value) == ("variables.name", "cap")
+    pm = m.to_pyomo()  # the export that used to fail
+    assert {c.name for c in pm.component_objects()} >= {"x", "cap"}
