@@ -60,3 +60,10 @@ def test_solve_prints_its_timings_in_one_written_unit() -> None:
     # the DP builds no model: no build phase (nan) is printed
     assert re.fullmatch(r"\s*timings: hand-off [\d.]+ ms, solve [\d.]+ ms, decode [\d.]+ ms", line), line
     assert format_timings({"build": 0.0029, "handoff": None, "solve": 0.3846}) == "build 2.9 ms, solve 384.6 ms"
+
+
+def test_every_example_named_in_the_readme_and_the_help_exists() -> None:
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "README.md").read_text() + run("--help").stdout + run("explain", "--help").stdout
+    named = set(re.findall(r"example:([\w.-]+\w)", text)) - {"NAME"}
+    assert named and named <= set(examples.names()), named - set(examples.names())
