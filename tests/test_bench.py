@@ -18,6 +18,7 @@ import schedopt.testing
 from schedopt import bench
 from schedopt.bench.records import COLUMNS, Record
 from schedopt.bench.registry import BenchSpec, ModelPipeline
+from schedopt.errors import InputError
 
 # ----------------------------------------------------------------------------------------- test-only hooks/specs
 
@@ -277,3 +278,11 @@ def test_parallel_sweep_on_a_pool_keeps_order_and_results(smoke):
     assert [r.objective for r in ext] == pytest.approx([9.0, 9.0])
     with pytest.raises(schedopt.errors.InputError, match="workers"):
         bench.run(KNAP, backends=["highs"], workers=0)
+
+
+@pytest.mark.parametrize(("kw", "field"), [({"mip_rel_gap": 1.5}, "mip_rel_gap"), ({"solver_seed": -1}, "seed")])
+def test_solver_parameters_are_validated_once_before_any_run(kw, field):
+    """Issue 27: the sweep's SolveParams is built (and checked) in the parent, then handed to every run as it is."""
+    with pytest.raises(InputError) as err:
+        bench.run(KNAP, backends=["highs"], progress=False, **kw)
+    assert err.value.field == field

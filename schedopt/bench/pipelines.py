@@ -71,7 +71,11 @@ class Run:
         return kw
 
     def solve_params(self) -> SolveParams:
-        """The sweep's solver parameters, typed and validated (what every route of this run is given)."""
+        """The sweep's solver parameters, typed and validated once by :func:`~schedopt.bench.run` before any run
+        (what every route of this run is given)."""
+        given = self.task.get("solve_params")
+        if isinstance(given, SolveParams):
+            return given
         p = self.params
         return SolveParams(time_limit=p.get("time_limit"), mip_rel_gap=p.get("mip_rel_gap"), threads=self.threads,
                            seed=int(p.get("solver_seed", 0)))

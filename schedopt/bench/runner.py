@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..params import SolveParams
 from ..progress import Progress
 from .pipelines import execute, rss_mb
 from .records import Record, machine_info, write_records
@@ -291,11 +292,14 @@ def run(
         "threads": threads,
         "solver_seed": solver_seed if solver_seed is not None else int(spec.params.get("solver_seed", 0)),
     }
+    # the solver parameters, validated once, here, before any run (a bad gap or seed is an InputError naming it)
+    solve_params = SolveParams(time_limit=tl, mip_rel_gap=params["mip_rel_gap"], threads=threads,
+                               seed=params["solver_seed"])
     sweep = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
     machine = machine_info()
     tasks = [
         {"spec": spec, "gpus": gpus, "seed": seed, "load": load, "repeat": rep, "backend": backend, "params": params,
-         "guard": guard}
+         "solve_params": solve_params, "guard": guard}
         for gpus in size_list
         for seed in seed_list
         for load in load_list
