@@ -419,7 +419,7 @@ class _LocalPool:
     def stop(self) -> None:
         """Kill every worker now (Ctrl-C, a failure)."""
         self.queue = []
-        for p, c in self.workers:
+        for p, _c in self.workers:
             with contextlib.suppress(Exception):
                 p.kill()
         for p, c in self.workers:
