@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -27,7 +27,10 @@ from .metrics import JobRecord, RoundRecord, SimResult
 from .policies.base import Decision, JobView, Policy, RoundState
 from .workloads import Workload
 
-__all__ = ["ADAPTIVE_POLICIES", "simulate"]
+__all__ = ["ADAPTIVE_POLICIES", "Observer", "simulate"]
+
+#: ``observer(rounds_done, sim_time_s, jobs_finished, jobs_total)``, called after every round
+Observer = Callable[[int, float, int, int], None]
 
 #: policies that adapt GPUs and batch size (the others run the workload's requests as rigid jobs)
 ADAPTIVE_POLICIES = frozenset({"sia", "pollux", "pollux-exact", "pollux-unaware"})
@@ -200,6 +203,7 @@ def simulate(
     max_time: float | None = None,
     progress: bool | None = None,
     label: str = "",
+    observer: Observer | None = None,
 ) -> SimResult:
     """Replay ``workload`` on ``cluster`` under ``policy``; per-job and per-round records in a :class:`SimResult`.
 
@@ -211,6 +215,8 @@ def simulate(
     throughput (:func:`~schedopt.sim.jobs.goodput_estimate`): ``"bootstrap"`` (default; Sia's online estimate from
     1-GPU profiles, refitted to the configurations the job has run on) or ``"oracle"`` (the true model). ``max_time``: stop there (unfinished jobs keep ``finish=None``;
     default: last arrival + 60 days). ``progress``: a progress line on stderr (default: only on a terminal).
+    ``observer``: called after every round as ``observer(rounds_done, sim_time_s, jobs_finished, jobs_total)``
+    (heartbeats of sweeps; it must not raise).
     """
     if not isinstance(cluster, Cluster):
         raise InputError("cluster", type(cluster).__name__, "must be a schedopt.sia.Cluster")
@@ -312,6 +318,8 @@ def simulate(
                                   configs={j: c for j, c in placement.configs.items() if j in active})
         rounds.append(RoundRecord.of(k, t, dt, len(state.jobs), decision, dc))
         bar.update(t + R, done)
+        if observer is not None:
+            observer(len(rounds), t + R, done, len(jobs))
         k += 1
     bar.close(t, done)
     meta: dict[str, Any] = {

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..bench.progress import Progress
 from ..errors import InputError
-from .engine import simulate
+from .engine import Observer, simulate
 from .metrics import SimResult
 from .policies import get_policy
 from .workloads import cluster_preset, default_job_model, load_workload
@@ -54,21 +54,21 @@ def system_of(policy: str) -> str | None:
     return head if head in SYSTEMS else None
 
 
-def run_task(task: SimTask) -> SimResult:
+def run_task(task: SimTask, observer: Observer | None = None) -> SimResult:
     """Run one :class:`SimTask` (top-level, so process pools and Dask workers can import it)."""
     system = system_of(task.policy)
     if system is not None:
         import importlib
 
         runner = importlib.import_module(SYSTEMS[system]).run_task
-        return runner(task)  # type: ignore[no-any-return]
+        return runner(task, observer)  # type: ignore[no-any-return]
     cluster = task.cluster or "sia-64"
     pol = get_policy(task.policy, seed=task.seed, **dict(task.policy_params))
     jm = task.job_model or default_job_model(cluster)
     res = simulate(cluster_preset(cluster), load_workload(task.workload), pol,
                    round_seconds=task.round_seconds or 60.0,
                    job_model=jm, charge_policy_time=task.charge_policy_time, estimator=task.estimator,
-                   max_time=task.max_time, progress=False)
+                   max_time=task.max_time, progress=False, observer=observer)
     meta = {**res.meta, "seed": task.seed, "cluster_preset": cluster, "policy_params": dict(task.policy_params)}
     return SimResult(meta, res.jobs, res.rounds)
 
