@@ -39,7 +39,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import hashlib
-import inspect
 import json
 import logging
 import math
@@ -284,12 +283,9 @@ class _Heartbeat:
 
 # ------------------------------------------------------------------------------------------------ one task
 def _call(task: Any, observer: Callable[[int, float, int, int], None] | None) -> SimResult:
-    from . import sweep
+    from .sweep import run_task
 
-    fn = sweep.run_task
-    if observer is not None and "observer" in inspect.signature(fn).parameters:
-        return fn(task, observer=observer)  # type: ignore[call-arg]
-    return fn(task)
+    return run_task(task, observer=observer)
 
 
 def _execute(task: Any, status_path: str | None = None) -> SimResult | _Failed:
