@@ -50,29 +50,24 @@ _SOLVER_POLICIES = ("sia", "pollux-exact", "gavel")
 
 def parse_seeds(text: str) -> list[int]:
     """``"0-3"`` -> [0, 1, 2, 3]; ``"0,2,5"`` -> [0, 2, 5]; at most :data:`MAX_SEEDS` seeds, each >= 0."""
-    out: list[int] = []
-    try:
-        for part in text.split(","):
-            part = part.strip()
-            if "-" in part.lstrip("-"):
-                a, b = part.split("-")
-                lo, hi = int(a), int(b)
-                if hi < lo:
-                    raise InputError("--seeds", text, f"the range {part} is empty (write low-high)")
-                if hi - lo + 1 + len(out) > MAX_SEEDS:
-                    raise InputError("--seeds", text, f"names more than {MAX_SEEDS} seeds")
-                out.extend(range(lo, hi + 1))
-            elif part:
-                out.append(int(part))
-    except ValueError:
-        raise InputError("--seeds", text, "must look like 0-3 or 0,1,2") from None
-    if not out:
+    spans: list[tuple[int, int]] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        a, dash, b = part.partition("-")
+        try:
+            lo = int(a)
+            hi = int(b) if dash else lo
+        except ValueError:
+            raise InputError("--seeds", text, "must look like 0-3 or 0,1,2 (seeds >= 0)") from None
+        if hi < lo:
+            raise InputError("--seeds", text, f"the range {part} is empty (write low-high)")
+        spans.append((lo, hi))
+    if not spans:
         raise InputError("--seeds", text, "names no seed")
-    if len(out) > MAX_SEEDS:
+    if sum(hi - lo + 1 for lo, hi in spans) > MAX_SEEDS:
         raise InputError("--seeds", text, f"names more than {MAX_SEEDS} seeds")
-    if min(out) < 0:
-        raise InputError("--seeds", text, "seeds must be >= 0")
-    return out
+    return [s for lo, hi in spans for s in range(lo, hi + 1)]
 
 
 def _workloads(text: str) -> list[str]:

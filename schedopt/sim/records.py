@@ -69,7 +69,15 @@ WALL_CLOCK_FIELDS: tuple[str, ...] = (
 
 class RecordError(InputError):
     """A file that is not a whole simulation record (empty, cut short, torn, or not a record at all);
-    ``field`` is the file's path."""
+    ``field`` is ``"record"``, ``value`` the file's path."""
+
+    def __init__(self, path: str | os.PathLike[str], message: str) -> None:
+        super().__init__("record", str(path), _full(path, message))
+
+
+def _full(path: str | os.PathLike[str], message: str) -> str:
+    """``message``, ending with the whole path when the error's value (cut at 80 characters) would not show it."""
+    return message if len(repr(str(path))) <= 80 else f"{message}: {path}"
 
 
 def task_key(task: Any) -> dict[str, Any]:
@@ -115,7 +123,7 @@ def output_error(path: str | os.PathLike[str], exc: OSError) -> InputError:
            errno.EROFS: "is on a read-only file system", errno.EACCES: "permission denied",
            errno.EPERM: "permission denied", errno.ENOTDIR: "is not a folder (or a part of it is a file)",
            errno.EEXIST: "exists and is not a folder", errno.EISDIR: "is a folder"}.get(exc.errno or 0)
-    return InputError("output", str(path), f"cannot be written: {why or exc.strerror or exc}")
+    return InputError("output", str(path), _full(path, f"cannot be written: {why or exc.strerror or exc}"))
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, *, fsync: bool = True) -> Path:
@@ -186,11 +194,11 @@ def _read_text(path: Path) -> str:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise RecordError(str(path), "", f"cannot be read: {exc.strerror or exc}") from None
+        raise RecordError(path, f"cannot be read: {exc.strerror or exc}") from None
     try:
         return raw.decode()
     except UnicodeDecodeError:
-        raise RecordError(str(path), "", "is not UTF-8 text (not a schedopt simulation record)") from None
+        raise RecordError(path, "is not UTF-8 text (not a schedopt simulation record)") from None
 
 
 def check_record(path: str | os.PathLike[str]) -> str | None:
@@ -208,14 +216,14 @@ def read_record(path: str | os.PathLike[str]) -> SimResult:
     text = _read_text(p)
     why = _problem(text)
     if why is not None:
-        raise RecordError(str(p), "", why)
+        raise RecordError(p, why)
     try:
         result = read_jsonl(text)
     except (ValueError, KeyError, TypeError) as exc:
-        raise RecordError(str(p), "", f"holds a line that is not a simulation record: {exc}") from None
+        raise RecordError(p, f"holds a line that is not a simulation record: {exc}") from None
     end = json.loads(text[:-1].rpartition("\n")[2])["end"]
     if (len(result.jobs), len(result.rounds)) != (end.get("jobs"), end.get("rounds")):
-        raise RecordError(str(p), "", f"holds {len(result.jobs)} jobs and {len(result.rounds)} rounds, its end "
+        raise RecordError(p, f"holds {len(result.jobs)} jobs and {len(result.rounds)} rounds, its end "
                           f"marker says {end.get('jobs')} and {end.get('rounds')}")
     return result
 

@@ -59,6 +59,7 @@ from ..bench.progress import Progress
 from ..errors import InputError, SchedoptError
 from .metrics import SimResult, summary_row
 from .records import (
+    _full,
     atomic_write_text,
     check_record,
     output_error,
@@ -562,7 +563,7 @@ class _Folder:
     def __init__(self, out: str | os.PathLike[str], items: Sequence[Any]) -> None:
         self.dir = Path(out)
         if self.dir.exists() and not self.dir.is_dir():
-            raise InputError("output", str(self.dir), "is a file, not a folder")
+            raise InputError("output", str(self.dir), _full(self.dir, "is a file, not a folder"))
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
