@@ -162,6 +162,36 @@ def test_identical_runs_give_identical_records_but_for_wall_clock_fields(small_c
     assert "round.policy_seconds" in WALL_CLOCK_FIELDS and "round.answer.timings.*" in WALL_CLOCK_FIELDS
 
 
+def _marked(schema: dict, path: str) -> list[str]:
+    out = []
+    for k, v in (schema.get("properties") or {}).items():
+        here = f"{path}.{k}"
+        if v.get("x-wall-clock"):
+            out.append(here + (".*" if v.get("x-wall-clock-keys") == "*" else ""))
+        else:
+            out += _marked(v, here)
+    return out
+
+
+def test_record_schema_names_exactly_the_wall_clock_fields(small_csv: str) -> None:
+    """The wall-clock fields are named in the record's JSON Schema, the same as WALL_CLOCK_FIELDS, and every line of
+    a record (sia: with solver answers and timings) validates against it."""
+    import jsonschema
+
+    from schedopt import schemas
+
+    sch = schemas.load("sim_record")
+    marked = []
+    for d in sch["$defs"].values():
+        (kind,) = d["properties"]
+        marked += [m.removeprefix(".") for m in _marked(d["properties"][kind], kind)]
+    assert sorted(marked) == sorted(WALL_CLOCK_FIELDS)
+    v = jsonschema.Draft202012Validator(sch)
+    t = SimTask("sia", small_csv, cluster="pollux")
+    for line in record_text(run_task(t), t).splitlines():
+        v.validate(json.loads(line))
+
+
 def test_to_dataframe_and_summaries(small_csv: str) -> None:
     res = run_tasks(tasks(["fifo"], [small_csv], [0, 3], cluster="pollux"), workers=1, progress=False)
     df = res[0].to_dataframe()

@@ -14,6 +14,7 @@
 from .engine import ADAPTIVE_POLICIES, simulate
 from .jobs import POLLUX, SIA, JobModel, goodput_estimate
 from .metrics import JobRecord, RoundRecord, SimResult, queue_length, read_jsonl, summarize, utilization
+from .metrics import summaries as summaries  # one row per simulation (pandas); see also SimResult.to_dataframe
 from .policies import Decision, JobView, Policy, RoundState, get_policy
 from .sweep import SimTask, simulate_many
 from .workloads import Workload, WorkloadJob, cluster_preset, list_workloads, load_workload, read_workload
