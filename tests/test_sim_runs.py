@@ -371,6 +371,48 @@ def test_on_error_record_keeps_going(small_csv: str, tmp_path: Path) -> None:
     assert "policy bug in round 2" in failed["error"] and "FailsInRound2" in failed["traceback"] + failed["task"]["policy"]
 
 
+_KILLER = """
+import os, signal, sys, time
+parent, before = int(sys.argv[1]), {*sys.argv[2:], str(os.getpid())}
+def children():
+    out = []
+    for t in os.listdir(f"/proc/{parent}/task"):
+        with open(f"/proc/{parent}/task/{t}/children") as f:
+            out += f.read().split()
+    return [c for c in out if c not in before]
+end = time.monotonic() + 30
+while time.monotonic() < end:
+    new = children()
+    if new:
+        time.sleep(0.4)  # inside its first simulation (pollux/1 takes about a second)
+        os.kill(int(new[0]), signal.SIGKILL)
+        print(new[0])
+        break
+    time.sleep(0.01)
+"""
+
+
+@needs_proc
+def test_a_worker_killed_mid_run_is_a_named_failure_and_the_rest_go_on(small_csv: str, tmp_path: Path) -> None:
+    """A pool worker killed from outside (the OOM killer, an admin): its simulation is recorded as failed, a fresh
+    worker takes the rest, and every other record is written. (The killer is a process, not a thread, so the pool
+    forks as it does in the command.)"""
+    items = [*tasks(["fifo"], ["pollux/1"], [0], cluster="pollux", round_seconds=20),
+             *tasks(["fifo", "tiresias"], [small_csv], [0], cluster="pollux")]
+    killer = subprocess.Popen([sys.executable, "-c", _KILLER, str(os.getpid()),
+                               *map(str, _children(os.getpid()))], stdout=subprocess.PIPE, text=True)
+    time.sleep(0.2)  # the killer is watching
+    try:
+        res = run_tasks(items, workers=2, output_dir=tmp_path, on_error="record", progress=False)
+    finally:
+        killed = killer.communicate(timeout=30)[0].strip()
+    assert killed
+    fails = [r for r in res if isinstance(r, SimFailure)]
+    assert len(fails) == 1 and "WorkerDied" in fails[0].error and "exit code -9" in fails[0].error
+    assert sum(isinstance(r, SimResult) for r in res) == 2
+    assert len(list(tmp_path.glob("*.jsonl"))) == 2 and len(list(tmp_path.glob("*.failed.json"))) == 1
+
+
 # ------------------------------------------------------------------------------------------------ heartbeat
 def test_heartbeat_names_running_simulations_before_any_finishes(capsys: pytest.CaptureFixture[str]) -> None:
     items = tasks(["fifo"], ["pollux/1"], [0], cluster="pollux", round_seconds=20)

@@ -233,9 +233,9 @@ def summarize(result: SimResult) -> dict[str, Any]:
 # ------------------------------------------------------------------ tables (pandas): to_dataframe, summaries
 def _meta_get(meta: Any, key: str, default: Any = None) -> Any:
     """``meta.<key>`` of a typed meta record, else ``meta.get(key)`` of a mapping."""
-    v = getattr(meta, key, _MISSING) if not isinstance(meta, Mapping) else _MISSING
+    v = _MISSING if isinstance(meta, dict) else getattr(meta, key, _MISSING)
     if v is _MISSING:
-        v = meta.get(key, default) if isinstance(meta, Mapping) else default
+        v = meta.get(key, default) if isinstance(meta, dict) else default
     return v
 
 

@@ -35,8 +35,8 @@ def _plt():  # type: ignore[no-untyped-def]
 
 def _meta(r: SimResult, key: str, default: Any = None) -> Any:
     m = r.meta
-    v = getattr(m, key, None) if not isinstance(m, Mapping) else None
-    return v if v is not None else (m.get(key, default) if isinstance(m, Mapping) else default)
+    v = None if isinstance(m, dict) else getattr(m, key, None)  # a typed meta record: its attribute
+    return v if v is not None else (m.get(key, default) if isinstance(m, dict) else default)
 
 
 def cluster_label(r: SimResult) -> str:

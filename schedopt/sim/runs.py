@@ -372,12 +372,28 @@ class _LocalPool:
             self._feed(slot)
 
     def _feed(self, slot: int) -> None:
-        if self.queue:
-            item = self.queue.pop(0)
-            self.busy[slot] = item[0]
-            self.workers[slot][1].send(item)
-        else:
-            self.busy.pop(slot, None)
+        """Give the worker in ``slot`` the next task (a fresh worker if its pipe is broken), or leave it idle."""
+        self.busy.pop(slot, None)
+        if not self.queue:
+            return
+        item = self.queue.pop(0)
+        for _ in range(2):
+            try:
+                self.workers[slot][1].send(item)
+                self.busy[slot] = item[0]
+                return
+            except OSError:  # the worker is gone: replace it
+                self._replace(slot)
+        self.queue.insert(0, item)
+        raise RuntimeError("cannot start a simulation worker process")
+
+    def _replace(self, slot: int) -> None:
+        p, c = self.workers[slot]
+        with contextlib.suppress(Exception):
+            p.kill()
+        p.join(1)
+        c.close()
+        self.workers[slot] = self._spawn()
 
     def running(self) -> list[int]:
         return list(self.busy.values())
@@ -390,27 +406,30 @@ class _LocalPool:
         conns = {self.workers[s][1]: s for s in self.busy}
         sentinels = {self.workers[s][0].sentinel: s for s in self.busy}
         ready = wait(list(conns) + list(sentinels), timeout)
-        out = []
+        out: list[tuple[int, Any]] = []
+        free: set[int] = set()
         for r in ready:
             if r in conns:
                 slot = conns[r]
                 try:
-                    i, res = r.recv()
+                    out.append(r.recv())
                 except (EOFError, OSError):
-                    continue  # the worker died: its sentinel says so
-                out.append((i, res))
-                self._feed(slot)
+                    continue  # the worker died without answering: its sentinel says so
+                free.add(slot)
         for r in ready:
             if r in sentinels:
                 slot = sentinels[r]
-                if slot not in self.busy or any(i == self.busy[slot] for i, _ in out):
-                    continue
                 proc = self.workers[slot][0]
                 proc.join(0.1)
-                i = self.busy.pop(slot)
-                out.append((i, _Failed("WorkerDied", f"the worker process died (exit code {proc.exitcode})", "")))
-                self.workers[slot] = self._spawn()  # a replacement for the rest of the queue
-                self._feed(slot)
+                if slot not in free:  # it died running a task: that task failed
+                    out.append((self.busy[slot], _Failed(
+                        "WorkerDied", f"the simulation's worker process died (exit code {proc.exitcode}: killed by "
+                        "a signal, or out of memory)", "")))
+                    free.add(slot)
+                if self.queue:
+                    self._replace(slot)
+        for slot in sorted(free):
+            self._feed(slot)
         return out
 
     def stop(self) -> None:
@@ -520,8 +539,8 @@ class _Foreign:
 # ------------------------------------------------------------------------------------------------ the output folder
 def _meta(result: SimResult, key: str, default: Any = None) -> Any:
     m = result.meta
-    v = getattr(m, key, None) if not isinstance(m, Mapping) else None
-    return v if v is not None else (m.get(key, default) if isinstance(m, Mapping) else default)
+    v = None if isinstance(m, dict) else getattr(m, key, None)  # a typed meta record: its attribute
+    return v if v is not None else (m.get(key, default) if isinstance(m, dict) else default)
 
 
 def _safe(name: Any) -> str:
