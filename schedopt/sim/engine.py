@@ -404,7 +404,7 @@ def simulate(
     end_time = (rounds[-1].time + R) if capped and rounds else max(finishes, default=0.0)
     if capped and unfinished:
         warnings.warn(f"simulation {label or f'{pname} on {workload.name}'} stopped at its time cap "
-                      f"(t = {stop / 3600:.1f} h) with {unfinished} of {len(jobs)} jobs unfinished",
+                      f"(t = {stop / 3600:.4g} h) with {unfinished} of {len(jobs)} jobs unfinished",
                       RuntimeWarning, stacklevel=2)
     meta = SimMeta(
         policy=pname,

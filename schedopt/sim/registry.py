@@ -54,6 +54,7 @@ __all__ = [
     "register_placer",
     "register_policy",
     "register_system",
+    "reload_entry_points",
     "system_for",
     "systems",
 ]
@@ -319,6 +320,15 @@ def register_admission(name: str, factory: Callable[..., Admission] | str, *,
                        replace: bool = False) -> None:
     """Make ``name`` an admission rule (:class:`~schedopt.sim.roles.Admission`), like :func:`register_policy`."""
     _register(_ADMISSIONS, name, factory, defaults, description, replace)
+
+
+def reload_entry_points() -> None:
+    """Read the entry-point groups again (after a distribution was installed into the running process): entries
+    that came from entry points are dropped and re-read; registered ones stay."""
+    for reg in (_POLICIES, _PLACERS, _ADMISSIONS):
+        for k in [k for k, e in reg.entries.items() if e.description.startswith("entry point ")]:
+            del reg.entries[k]
+        reg._eps_loaded = False
 
 
 def policies() -> list[str]:
