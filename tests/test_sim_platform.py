@@ -30,13 +30,13 @@ from schedopt.sim import (
     parse_spec,
     policies,
     register_policy,
+    registry,
     run_task,
     simulate,
     simulate_many,
     system_for,
     utilization,
 )
-from schedopt.sim import registry
 
 USER_DIR = Path(__file__).parent / "user_sim"
 
