@@ -401,9 +401,8 @@ def run_task(task: SimTask, observer: Observer | None = None) -> SimResult:
                            round_seconds=300.0 if task.round_seconds is None else float(task.round_seconds),
                            charge_policy_time=task.charge_policy_time, max_time=task.max_time, observer=observer,
                            **params)
-    meta = dict(res.meta)
-    meta.update(policy=f"synergy:{queue}-{method}", workload=task.workload, trace=trace.workload.name,
-                seed=task.seed, cluster_preset=preset, policy_params=params)
+    meta = res.meta.replace(policy=f"synergy:{queue}-{method}", workload=task.workload, trace=trace.workload.name,
+                            seed=task.seed, cluster_preset=preset, policy_params=params)
     return SimResult(meta, res.jobs, res.rounds)
 
 
@@ -509,8 +508,7 @@ def simulate_synergy(trace: SynergyTrace, servers: Sequence[Server] | None = Non
     res = simulate(synergy_cluster(sv), trace.workload, pol, round_seconds=round_seconds, job_model=trace.job_model,
                    adaptive=False, charge_policy_time=charge_policy_time, max_time=max_time, progress=progress,
                    label=f"{pol.name} on {trace.workload.name}", observer=observer)
-    meta = dict(res.meta)
-    meta.update(queue=queue, method=method, servers=[[s.gpus, s.cpus, s.mem_gb] for s in sv])
+    meta = res.meta.replace(queue=queue, method=method, servers=[[s.gpus, s.cpus, s.mem_gb] for s in sv])
     return SimResult(meta=meta, jobs=res.jobs, rounds=res.rounds)
 
 

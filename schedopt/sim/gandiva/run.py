@@ -77,10 +77,8 @@ def simulate_gandiva(trace: GandivaTrace, cluster: Cluster | None = None, mechan
     res = simulate(cl, trace.workload, pol, round_seconds=round_seconds, job_model=trace.job_model,
                    adaptive=False, progress=progress, charge_policy_time=charge_policy_time, max_time=max_time,
                    label=label or f"gandiva on {trace.workload.name}", observer=observer)
-    meta = dict(res.meta)
-    meta["mechanisms"] = {k: getattr(mech, k) for k in MECHANISMS}
-    meta["counts"] = dict(pol.counts)
-    meta["gpu_accounting"] = "physical: a packed GPU's time is split equally between its two jobs"
+    meta = res.meta.replace(mechanisms={k: getattr(mech, k) for k in MECHANISMS}, counts=dict(pol.counts),
+                            gpu_accounting="physical: a packed GPU's time is split equally between its two jobs")
     return SimResult(meta=meta, jobs=share_packed_gpus(res.jobs, pol.shared), rounds=res.rounds)
 
 
@@ -97,7 +95,7 @@ def ablation(trace: GandivaTrace, cluster: Cluster | None = None, *, base: Mecha
         s = res.summary()
         rows.append({"config": label, "avg_jct_s": s["avg_jct_s"], "makespan_s": s["makespan_s"],
                      "gpu_hours": s["gpu_hours"], "finished": s["finished"], "jobs": s["jobs"],
-                     **res.meta["counts"]})
+                     **res.meta.details["counts"]})
     off = rows[-1]
     for r in rows:
         r["jct_vs_off_pct"] = 100.0 * (r["avg_jct_s"] / off["avg_jct_s"] - 1.0)
@@ -133,6 +131,6 @@ def run_task(task: Any, observer: Observer | None = None) -> SimResult:
     res = simulate_gandiva(trace, cluster, VARIANTS[key], round_seconds=R,
                            charge_policy_time=task.charge_policy_time, max_time=task.max_time,
                            label=f"{task.policy} on {task.workload}", observer=observer, **params)
-    meta = {**res.meta, "policy": task.policy, "workload": task.workload, "seed": task.seed,
-            "cluster_preset": cname, "policy_params": params}
+    meta = res.meta.replace(policy=task.policy, workload=task.workload, seed=task.seed, cluster_preset=cname,
+                            policy_params=params)
     return SimResult(meta, res.jobs, res.rounds)
