@@ -349,13 +349,14 @@ def _boom_task(small_csv: str) -> SimTask:
 def test_failing_task_stops_the_pool_at_once(small_csv: str, tmp_path: Path) -> None:
     """Two long simulations (seconds each) and one that raises in its second round: the sweep fails as soon as it
     does, not after the long ones; the finished record is kept."""
-    items = [SimTask("fifo", small_csv, cluster="pollux"), _boom_task(small_csv),
-             *tasks(["tiresias"], ["pollux/1"], [0, 1], cluster="pollux", round_seconds=5)]
+    items = [SimTask("fifo", small_csv, cluster="pollux"),  # worker 1: this one, then the failing one
+             *tasks(["tiresias"], ["pollux/1"], [0], cluster="pollux", round_seconds=5),  # worker 2: seconds
+             _boom_task(small_csv), *tasks(["fifo"], ["pollux/1"], [0], cluster="pollux", round_seconds=5)]
     t0 = time.monotonic()
     with pytest.raises(SimulationFailed, match="policy bug in round 2") as exc:
         run_tasks(items, workers=2, output_dir=tmp_path, progress=False)
     took = time.monotonic() - t0
-    long_one = run_task(items[2])  # what waiting for the others would have cost, at the least
+    long_one = run_task(items[1])  # what waiting for the others would have cost, at the least
     assert len(long_one.rounds) > 10_000
     assert took < 2.0, took
     assert [p.name for p in tmp_path.glob("*.jsonl")] == ["fifo__small__seed0.jsonl"]
@@ -462,6 +463,22 @@ def test_cli_json_and_report_refuses_bad_records(small_csv: str, tmp_path: Path,
     bad.write_text("")
     code, _, err = _main(capsys, "report", str(out), "-o", str(rep))
     assert code == 2 and str(bad) in err and "empty" in err
+
+
+def test_cli_user_policy_placer_admission_and_on_error_record(small_csv: str, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """`--policy module:Class` that fails, with `--on-error record`: exit 1, the other simulation's record written with
+    the named placer and admission rule in its meta."""
+    pytest.importorskip("schedopt.sim.registry")
+    code, stdout, _ = _main(capsys, "--cluster", "pollux", "--workload", small_csv, "--policy",
+                              "fifo,test_sim_runs:FailsInRound2", "--placer", "packing", "--admission",
+                              "queue-cap:limit=2", "-o", str(tmp_path), "--on-error", "record", "--json")
+    doc = json.loads(stdout)
+    assert code == doc["exit_code"] == 1 and doc["simulations"] == 1 and doc["total"] == 2
+    assert doc["failed"] == [{"simulation": "test_sim_runs:FailsInRound2 on small seed 0",
+                              "error": "RuntimeError: policy bug in round 2"}]
+    meta = read_record(tmp_path / "fifo__small__seed0.jsonl").meta
+    assert (meta.placer, meta.admission) == ("packing", "queue-cap:limit=2")
 
 
 def test_report_figures_name_cluster_workload_and_seed(small_csv: str) -> None:

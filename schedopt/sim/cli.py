@@ -44,10 +44,6 @@ log = logging.getLogger(__name__)
 #: the most seeds one ``--seeds`` may name (a typo such as 0-100000000 is refused, not materialized)
 MAX_SEEDS = 100_000
 
-#: the policies that take solver options (--backend, --time-limit)
-_SOLVER_POLICIES = ("sia", "pollux-exact", "gavel")
-
-
 def parse_seeds(text: str) -> list[int]:
     """``"0-3"`` -> [0, 1, 2, 3]; ``"0,2,5"`` -> [0, 2, 5]; at most :data:`MAX_SEEDS` seeds, each >= 0."""
     spans: list[tuple[int, int]] = []
@@ -121,6 +117,7 @@ def _progress(args: argparse.Namespace) -> bool | None:
 
 
 def _tasks(args: argparse.Namespace) -> list[Any]:
+    from .registry import system_for
     from .sweep import tasks
 
     params: dict[str, Any] = {}
@@ -131,10 +128,11 @@ def _tasks(args: argparse.Namespace) -> list[Any]:
     pols = [p.strip() for p in args.policy.split(",") if p.strip()]
     if not pols:
         raise InputError("--policy", args.policy, "names no policy")
-    per_policy = {p: (params if p in _SOLVER_POLICIES else {}) for p in pols}
+    per_policy = {p: (params if params and system_for(p).takes_solver_options(p) else {}) for p in pols}
     return tasks(pols, _workloads(args.workload), parse_seeds(args.seeds), cluster=args.cluster,
                  job_model=args.job_model, round_seconds=args.round_seconds, policy_params=per_policy,
-                 charge_policy_time=args.charge_policy_time, estimator=args.estimator)
+                 charge_policy_time=args.charge_policy_time, estimator=args.estimator, placer=args.placer,
+                 admission=args.admission)
 
 
 def _failure_doc(f: SimFailure) -> dict[str, Any]:
@@ -238,7 +236,13 @@ def add_parser(subparsers: Any) -> None:
     s.add_argument("--workload", default="saturn/1", help="comma-separated: saturn/1, a whole set (pollux), or CSV paths; "
                    "synergy/static|dynamic|test|philly[:jobs=N][:jph=X]; gandiva/synthetic[:jobs=N:interarrival=S]")
     s.add_argument("--policy", default="sia", help="comma-separated: sia, tiresias, fifo, pollux, pollux-exact, "
-                   "pollux-unaware, gavel; synergy[:queue/method] (e.g. synergy:las/opt); gandiva[:variant] (e.g. gandiva:off)")
+                   "pollux-unaware, gavel; synergy[:queue/method] (e.g. synergy:las/opt); gandiva[:variant] (e.g. "
+                   "gandiva:off); a registered name; or your own module:Class[:key=value]")
+    s.add_argument("--placer", default=None, metavar="SPEC",
+                   help="where jobs go on the cluster: sia (default), packing, or module:Class[:key=value]")
+    s.add_argument("--admission", default=None, metavar="SPEC",
+                   help="which arriving jobs are let in: accept-all (default), queue-cap:limit=N, gpu-cap:max_gpus=N, or "
+                        "module:Class[:key=value]")
     s.add_argument("--seeds", default="0", help="e.g. 0-3 or 0,1")
     s.add_argument("--round-seconds", type=positive_float, default=None, help="default: 60 (synergy policies: 300)")
     s.add_argument("--job-model", default=None, choices=["pollux", "sia"], help="default: pollux on the pollux cluster, else sia")
