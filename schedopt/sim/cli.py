@@ -94,7 +94,8 @@ def _table(rows: list[dict[str, Any]]) -> str:
     h = 1 / 3600
     for r in rows:
         lines.append("| " + " | ".join([
-            str(r["policy"]), str(r["workload"]), str(r["seed"]), f"{r['finished']}/{r['jobs']}",
+            str(r["policy"]), str(r["workload"]), str(r["seed"]),
+            f"{r['finished']}/{r['jobs']}" + (" (capped)" if r.get("capped") else ""),
             _num(r["avg_jct_s"], h, ".3f"), _num(r["p99_jct_s"], h), _num(r["makespan_s"], h),
             _num(r["gpu_hours"], 1.0, ".1f"),
         ]) + " |")

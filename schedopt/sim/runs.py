@@ -87,8 +87,8 @@ ON_ERROR = ("raise", "record")
 
 #: the first columns of ``summary.csv`` (the other flat columns of
 #: :func:`~schedopt.sim.metrics.summary_row` follow in their order)
-SUMMARY_COLUMNS = ("policy", "workload", "seed", "jobs", "finished", "avg_jct_s", "median_jct_s", "p99_jct_s",
-                   "makespan_s", "gpu_hours", "avg_restarts", "mean_utilization", "mean_queue_length", "rounds",
+SUMMARY_COLUMNS = ("policy", "workload", "seed", "jobs", "finished", "unfinished", "capped", "avg_jct_s",
+                   "median_jct_s", "p99_jct_s", "makespan_s", "gpu_hours", "avg_restarts", "mean_utilization", "mean_queue_length", "rounds",
                    "policy_s_median", "policy_s_p95", "policy_s_max")
 
 
