@@ -347,20 +347,18 @@ def _boom_task(small_csv: str) -> SimTask:
 
 
 def test_failing_task_stops_the_pool_at_once(small_csv: str, tmp_path: Path) -> None:
-    """Two long simulations (seconds each) and one that raises in its second round: the sweep fails as soon as it
-    does, not after the long ones; the finished record is kept."""
+    """Long simulations (pollux/1 in 1 s rounds: about 80,000 rounds, 15 s or more) and one that raises in its second
+    round: the sweep fails as soon as it does, not after the long ones; the finished record is kept."""
     items = [SimTask("fifo", small_csv, cluster="pollux"),  # worker 1: this one, then the failing one
-             *tasks(["tiresias"], ["pollux/1"], [0], cluster="pollux", round_seconds=5),  # worker 2: seconds
-             _boom_task(small_csv), *tasks(["fifo"], ["pollux/1"], [0], cluster="pollux", round_seconds=5)]
+             *tasks(["tiresias"], ["pollux/1"], [0], cluster="pollux", round_seconds=1),  # worker 2: long
+             _boom_task(small_csv), *tasks(["fifo"], ["pollux/1"], [0], cluster="pollux", round_seconds=1)]
     t0 = time.monotonic()
     with pytest.raises(SimulationFailed, match="policy bug in round 2") as exc:
         run_tasks(items, workers=2, output_dir=tmp_path, progress=False)
     took = time.monotonic() - t0
-    long_one = run_task(items[1])  # what waiting for the others would have cost, at the least
-    assert len(long_one.rounds) > 10_000
-    assert took < 2.0, took
+    assert took < 3.0, took
     assert [p.name for p in tmp_path.glob("*.jsonl")] == ["fifo__small__seed0.jsonl"]
-    assert isinstance(exc.value.results[0], SimResult)
+    assert isinstance(exc.value.results[0], SimResult) and exc.value.results[1:] == [None, None, None]
 
 
 def test_on_error_record_keeps_going(small_csv: str, tmp_path: Path) -> None:
@@ -416,8 +414,8 @@ def test_a_worker_killed_mid_run_is_a_named_failure_and_the_rest_go_on(small_csv
 
 # ------------------------------------------------------------------------------------------------ heartbeat
 def test_heartbeat_names_running_simulations_before_any_finishes(capsys: pytest.CaptureFixture[str]) -> None:
-    items = tasks(["fifo"], ["pollux/1"], [0], cluster="pollux", round_seconds=20)
-    run_tasks(items, workers=1, heartbeat=0.2)  # stderr is not a terminal here: plain blocks
+    items = tasks(["fifo"], ["pollux/1"], [0], cluster="pollux", round_seconds=30)
+    run_tasks(items, workers=1, heartbeat=0.1)  # stderr is not a terminal here: plain blocks
     err = capsys.readouterr().err
     first = err.split("progress:")[1]
     assert first.startswith(" 0/1") and "1 running" in first
@@ -426,8 +424,8 @@ def test_heartbeat_names_running_simulations_before_any_finishes(capsys: pytest.
 
 
 def test_heartbeat_from_pool_workers(small_csv: str, capsys: pytest.CaptureFixture[str]) -> None:
-    items = tasks(["fifo"], [small_csv, "pollux/1"], [0], cluster="pollux", round_seconds=20)
-    run_tasks(items, workers=2, heartbeat=0.2)
+    items = tasks(["fifo"], [small_csv, "pollux/1"], [0], cluster="pollux", round_seconds=30)
+    run_tasks(items, workers=2, heartbeat=0.1)
     err = capsys.readouterr().err
     assert "fifo on pollux/1 seed 0: round " in err and "/160 jobs finished" in err
 
