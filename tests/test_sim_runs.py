@@ -479,6 +479,20 @@ def test_cli_user_policy_placer_admission_and_on_error_record(small_csv: str, tm
     assert (meta.placer, meta.admission) == ("packing", "queue-cap:limit=2")
 
 
+def test_cli_configures_only_the_schedopt_logger(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import logging
+
+    root = logging.getLogger()
+    before = list(root.handlers)
+    code, _, err = _main(capsys, "report", str(tmp_path / "none"), "-o", str(tmp_path / "rep"))
+    assert code == 2 and "does not exist" in err
+    assert root.handlers == before  # the root logger is the application's, not ours
+    logging.getLogger("distributed.scheduler").info("Dask chatter")
+    logging.getLogger("schedopt.sim.runs").warning("ours")
+    err = capsys.readouterr().err
+    assert "Dask chatter" not in err and "schedopt: ours" in err
+
+
 def test_report_figures_name_cluster_workload_and_seed(small_csv: str) -> None:
     pytest.importorskip("matplotlib")
     from schedopt.sim.plots import _rolling, jct_cdf_figure, utilization_figure
