@@ -35,7 +35,15 @@ from ...errors import InputError
 from ..metrics import JobRecord, RoundRecord, SimResult
 from .private import PrivateQuota
 from .schedulers import HivedScheduler, Placed, QuotaScheduler, make_scheduler
-from .workload import CLUSTER_PRESETS, DEFAULT_CLUSTER, HivedJob, HivedTrace, cluster_preset, parse_workload, synthetic_trace
+from .workload import (
+    CLUSTER_PRESETS,
+    DEFAULT_CLUSTER,
+    HivedJob,
+    HivedTrace,
+    cluster_preset,
+    parse_workload,
+    synthetic_trace,
+)
 
 __all__ = ["POLICIES", "JobHistory", "compare", "run_task", "simulate_hived"]
 

@@ -13,10 +13,11 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -25,6 +26,7 @@ import numpy as np
 from ...errors import InputError
 from ...hived import PhysicalCluster, VirtualCluster, load_hived_config
 from ...hived.priority import MAX_GUARANTEED_PRIORITY, OPPORTUNISTIC_PRIORITY
+from .private import PrivateQuota
 
 __all__ = [
     "CLUSTER_PRESETS",
@@ -70,7 +72,7 @@ class HivedCluster:
         return tuple(v.name for v in self.vcs)
 
 
-@lru_cache(maxsize=None)
+@cache
 def cluster_preset(name: str = DEFAULT_CLUSTER) -> HivedCluster:
     """The preset cluster ``name`` (:data:`CLUSTER_PRESETS`) with its tenants, read from its hivedscheduler YAML."""
     if name not in CLUSTER_PRESETS:
@@ -141,8 +143,6 @@ def hived_trace(cluster: HivedCluster, jobs: Sequence[HivedJob], failures: Seque
     cl = cluster.cluster
     tenants = set(cluster.tenants)
     out, seen = [], set()
-    from .private import PrivateQuota  # noqa: PLC0415 - avoids an import cycle at module load
-
     quota = PrivateQuota(cluster)
     for i, j in enumerate(jobs):
         p = f"jobs[{i}]"
@@ -196,7 +196,7 @@ def hived_trace(cluster: HivedCluster, jobs: Sequence[HivedJob], failures: Seque
         by_node.setdefault(f.node, []).append(f)
     for node, fs in by_node.items():
         fs.sort(key=lambda f: f.start)
-        for a, b in zip(fs, fs[1:]):
+        for a, b in itertools.pairwise(fs):
             if b.start < a.end:
                 raise InputError("failures", node, f"node {node!r} fails again at {b.start:g} before its repair "
                                                    f"at {a.end:g}")
@@ -235,8 +235,6 @@ def default_profiles(cluster: HivedCluster) -> tuple[TenantProfile, ...]:
     most 4), 10 % opportunistic."""
     if cluster.name in PRESET_PROFILES:
         return PRESET_PROFILES[cluster.name]
-    from .private import PrivateQuota  # noqa: PLC0415
-
     q = PrivateQuota(cluster)
     out = []
     for v in cluster.tenants:
@@ -329,8 +327,6 @@ def synthetic_trace(cluster: HivedCluster, jobs: int = 300, seed: int = 0, *, lo
         raise InputError("jobs", jobs, "must be a positive integer")
     _num(load, "load", strict=True)
     _num(long, "long")
-    from .private import PrivateQuota  # noqa: PLC0415
-
     q = PrivateQuota(cluster)
     chain0 = cluster.cluster.chain_names[0]
     rates = []
