@@ -5,6 +5,7 @@ GPUs), properties over random traces, the sweep entry."""
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 from pathlib import Path
@@ -268,7 +269,7 @@ def test_run_task_and_observer():
     assert isinstance(res, SimResult) and res.meta["policy"] == "hived" and res.meta["cluster_preset"] == "tiny"
     assert len(res.jobs) == 30 and seen[-1][2:] == (30, 30)
     assert [s[0] for s in seen] == list(range(1, len(seen) + 1))
-    assert all(a[1] <= b[1] for a, b in zip(seen, seen[1:]))
+    assert all(a[1] <= b[1] for a, b in itertools.pairwise(seen))
     base = run_task(SimTask("hived:quota", "hived/synthetic:jobs=30", seed=1, cluster="tiny"))
     assert base.meta["scheduler"] == "quota" and [j.arrival for j in base.jobs] == [j.arrival for j in res.jobs]
     assert res.summary()["finished"] == 30
