@@ -34,8 +34,8 @@ from schedopt.sim.hived import (
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def job(i, tenant, t, g, dur, pods=1, prio=0):
-    return HivedJob(i, tenant, float(t), float(dur), g, pods, "", prio)
+def job(i, tenant, t, g, dur, pods=1, prio=0, chain=""):
+    return HivedJob(i, tenant, float(t), float(dur), g, pods, chain, prio)
 
 
 # ------------------------------------------------------------------------------------- hand-computed scenarios
@@ -130,6 +130,24 @@ def test_binding_takes_the_free_node_with_fewer_opportunistic_gpus():
     a2 = al2.allocate(Request("a", "T-RACK", 4, 1, "guaranteed"))
     assert a2.ok and a2.pods[0].node == "n1" and a2.preempted == [single.handle]
     assert all(x.handle in al2.jobs for x in four)
+
+
+def test_the_audit_counts_a_preemption_the_greedy_binding_rule_does_not_avoid():
+    """hivedscheduler's rule is greedy (the free cell with the fewest opportunistic GPUs, then the child with the
+    fewest, level by level): with opportunistic pods on GPUs 0, 2 (one per switch of n0) and 4, 5 (n1's first
+    switch), the nodes tie at 2, n0 comes first, its switches tie at 1, and c's switch request preempts GPU 0's pod
+    although n1's second switch is idle. schedopt follows the rule; the loop's audit counts the case."""
+    from schedopt.sim.hived import HivedScheduler
+
+    hc = cluster_preset("tiny")
+    sch = HivedScheduler(hc)
+    opp = [job(f"o{i}", "b", 0, 1, 10, prio=-1, chain="T-RACK") for i in range(6)]
+    placed = {o.id: sch.try_start(o) for o in opp}
+    assert [placed[o.id].gpus for o in opp] == [[[0]], [[1]], [[2]], [[3]], [[4]], [[5]]]
+    sch.release("o1")
+    sch.release("o3")
+    out = sch.try_start(job("C", "c", 0, 2, 10, chain="T-RACK"))
+    assert sorted(out.gpus[0]) == [0, 1] and out.preempted == ["o0"] and sch.avoidable == 1
 
 
 # ------------------------------------------------------------------------------------- the anomaly test

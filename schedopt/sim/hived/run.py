@@ -319,6 +319,7 @@ def _meta(trace: HivedTrace, sch: QuotaScheduler | HivedScheduler, hist: Mapping
         "opportunistic_preempted": int(counters["opportunistic_preempted"]),
         "guaranteed_preempted": int(counters["guaranteed_preempted"]),
         "preempted_gpu_seconds": counters["preempted_gpu_s"],
+        "avoidable_bindings": sch.avoidable if isinstance(sch, HivedScheduler) else 0,
         "failures": len(trace.failures),
         "failure_kills": int(counters["failure_kills"]),
         "failure_lost_gpu_seconds": counters["failure_lost_gpu_s"],

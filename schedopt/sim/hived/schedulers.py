@@ -194,11 +194,49 @@ class HivedScheduler:
         self.ph = _Physical(hc)  # mirrors the allocator's GPUs, for the metrics
         self.handle: dict[str, int] = {}
         self.job_of: dict[int, str] = {}
+        #: root bindings that preempted although an opportunistic-free candidate cell was there (:meth:`_avoidable`)
+        self.avoidable = 0
+
+    def _avoidable(self, before: tuple[set[int], list[int], dict[tuple[int, int], list[int]]],
+                   victim_gpus: list[int]) -> int:
+        """Audit of the binding choice (read-only): for each preassigned cell this request bound to a physical cell
+        holding a victim's GPU, was there another candidate the buddy rule allows (a level-k cell inside a free cell
+        of the lowest free level, before the request) with no opportunistic GPU at all? Counts those bindings.
+        hivedscheduler's greedy rule (fewest opportunistic GPUs at the free level, then at each level down) can
+        miss such a cell; schedopt's allocator follows it."""
+        roots, opp, free = before
+        ph = self.alloc.phys
+        new = [c for c in self.alloc.bound_roots - roots if not getattr(ph.bound[c], "doomed", False)]
+        out = 0
+        for c in new:
+            lo, hi = ph.leaf_lo[c], ph.leaf_hi[c]
+            if not any(lo <= j < hi for j in victim_gpus):
+                continue
+            ci, k = ph.ci[c], ph.level[c]
+            lv = next((x for x in range(k, ph.chains[ci].levels + 1) if free[(ci, x)]), 0)
+            cands = []
+            for f in free.get((ci, lv), []):
+                stack = [f]
+                while stack:
+                    x = stack.pop()
+                    if ph.level[x] == k:
+                        cands.append(x)
+                    else:
+                        stack.extend(ph.children[x])
+            if any(x != c and x not in new and opp[x] == 0 and not ph.is_bad(x) for x in cands):
+                out += 1
+        return out
 
     def try_start(self, job: HivedJob) -> Placed | str:
         req = Request(job.tenant, job.chain, job.gpus_per_pod, job.pods, job.priority, name=job.id)
+        ph = self.alloc.phys
+        before = (set(self.alloc.bound_roots), list(ph.opp), {k: list(v) for k, v in ph.free.items()}) \
+            if job.guaranteed else None
         a = self.alloc.allocate(req)
         preempted = [self.job_of[h] for h in a.preempted]
+        if before is not None and a.ok and a.preempted:
+            gpus = [j for h in a.preempted for pod in self.ph.jobs[self.job_of[h]][1] for j in pod]
+            self.avoidable += self._avoidable(before, gpus)
         for jid in preempted:
             self._forget(jid)
         if not a.ok:
