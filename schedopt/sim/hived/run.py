@@ -4,8 +4,8 @@
 in this order: finishes, node repairs, node failures (the jobs on a failed node are dropped and queued again, from
 the beginning), arrivals; then one scheduling pass: the waiting jobs, guaranteed before opportunistic, higher
 priority first, then by arrival (then id), each tried once (a job that cannot start does not block the ones behind
-it; a job is not tried again until some GPUs were released, as nothing else can make it fit). A preempted job is
-queued again and restarts from the beginning. After the pass the state holds until the next event, so every metric
+it; a job is not tried again until some GPUs were released, as nothing else can make it fit; the pass is repeated
+while a preemption released GPUs). A preempted job is queued again and restarts from the beginning. After the pass the state holds until the next event, so every metric
 below is exact (integrated between events):
 
 * queueing delay of a job = its first start - its arrival (per tenant and overall, guaranteed and opportunistic:
