@@ -235,8 +235,8 @@ class HivedScheduler:
         a = self.alloc.allocate(req)
         preempted = [self.job_of[h] for h in a.preempted]
         if before is not None and a.ok and a.preempted:
-            gpus = [j for h in a.preempted for pod in self.ph.jobs[self.job_of[h]][1] for j in pod]
-            self.avoidable += self._avoidable(before, gpus)
+            victim_gpus = [j for h in a.preempted for pod in self.ph.jobs[self.job_of[h]][1] for j in pod]
+            self.avoidable += self._avoidable(before, victim_gpus)
         for jid in preempted:
             self._forget(jid)
         if not a.ok:

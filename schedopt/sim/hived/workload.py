@@ -78,10 +78,8 @@ def cluster_preset(name: str = DEFAULT_CLUSTER) -> HivedCluster:
     if name not in CLUSTER_PRESETS:
         raise InputError("cluster", name, f"unknown HiveD cluster; have {', '.join(CLUSTER_PRESETS)}")
     pkg, path = CLUSTER_PRESETS[name]
-    text = resources.files(pkg).joinpath(path).read_text(encoding="utf-8")
-    import yaml
-
-    cl, vcs = load_hived_config(yaml.safe_load(text))
+    with resources.as_file(resources.files(pkg).joinpath(path)) as file:
+        cl, vcs = load_hived_config(file)
     return HivedCluster(name, cl, tuple(vcs))
 
 
@@ -163,10 +161,10 @@ def hived_trace(cluster: HivedCluster, jobs: Sequence[HivedJob], failures: Seque
         if chain not in cl.chain_names:
             raise InputError(f"{p}.chain", j.chain, f"names no chain ({cl.chain_names})")
         ch = cl.chains[chain]
-        for f in ("gpus_per_pod", "pods"):
-            v = getattr(j, f)
+        for fld in ("gpus_per_pod", "pods"):
+            v = getattr(j, fld)
             if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
-                raise InputError(f"{p}.{f}", v, "must be a positive integer")
+                raise InputError(f"{p}.{fld}", v, "must be a positive integer")
         if j.gpus_per_pod > ch.gpus[ch.node_level]:
             raise InputError(f"{p}.gpus_per_pod", j.gpus_per_pod,
                              f"exceeds the {ch.gpus[ch.node_level]} GPUs of a node of chain {chain!r}")
@@ -181,16 +179,16 @@ def hived_trace(cluster: HivedCluster, jobs: Sequence[HivedJob], failures: Seque
         out.append(j if j.chain == chain else HivedJob(j.id, j.tenant, float(j.arrival), float(j.duration),
                                                        int(j.gpus_per_pod), int(j.pods), chain, int(j.priority)))
     fails = []
-    for i, f in enumerate(failures):
+    for i, nf in enumerate(failures):
         p = f"failures[{i}]"
-        if not isinstance(f, NodeFailure):
-            raise InputError(p, type(f).__name__, "must be a NodeFailure")
-        if f.node not in cl.node_names:
-            raise InputError(f"{p}.node", f.node, "names no node")
-        s = _num(f.start, f"{p}.start")
-        if not (isinstance(f.end, int | float) and f.end > s):
-            raise InputError(f"{p}.end", f.end, "must be a number > start (math.inf: never repaired)")
-        fails.append(f)
+        if not isinstance(nf, NodeFailure):
+            raise InputError(p, type(nf).__name__, "must be a NodeFailure")
+        if nf.node not in cl.node_names:
+            raise InputError(f"{p}.node", nf.node, "names no node")
+        s = _num(nf.start, f"{p}.start")
+        if not (isinstance(nf.end, int | float) and nf.end > s):
+            raise InputError(f"{p}.end", nf.end, "must be a number > start (math.inf: never repaired)")
+        fails.append(nf)
     by_node: dict[str, list[NodeFailure]] = {}
     for f in fails:
         by_node.setdefault(f.node, []).append(f)
