@@ -46,10 +46,10 @@ __all__ = [
     "synthetic_trace",
 ]
 
-#: preset name -> the YAML file (``schedopt/sim/hived/data/<name>.yaml``, or the hived package's example)
+#: preset name -> the YAML file (``schedopt/sim/hived/<name>.yaml``: shipped as package data, or the hived package's example)
 CLUSTER_PRESETS: dict[str, tuple[str, str]] = {
-    "three-tenant": ("schedopt.sim.hived", "data/three-tenant.yaml"),
-    "tiny": ("schedopt.sim.hived", "data/tiny.yaml"),
+    "three-tenant": ("schedopt.sim.hived", "three-tenant.yaml"),
+    "tiny": ("schedopt.sim.hived", "tiny.yaml"),
     "example": ("schedopt.hived", "examples/example.yaml"),
 }
 DEFAULT_CLUSTER = "three-tenant"
