@@ -18,6 +18,7 @@
 
 from typing import Any as _Any
 
+from . import families as _families  # noqa: F401  (registers the built-in families; the registry imports none)
 from .engine import DEFAULT_ROUND_SECONDS, simulate
 from .jobs import POLLUX, SIA, JobModel, goodput_estimate
 from .metrics import JobRecord, RoundRecord, SimMeta, SimResult, queue_length, read_jsonl, summarize, utilization

@@ -438,8 +438,8 @@ def register_system(system: SimSystem, *, replace: bool = False) -> None:
 
 def _systems() -> dict[str, SimSystem]:
     global _SYSTEM_EPS_LOADED
-    from . import families as _builtin  # noqa: F401 - registers the built-in families
-
+    # the built-in families register when schedopt.sim is imported (its __init__ imports .families), which any
+    # import of this module does first: no import back from here (tests/test_import_graph.py)
     if not _SYSTEM_EPS_LOADED:
         _SYSTEM_EPS_LOADED = True
         for ep in metadata.entry_points(group="schedopt.sim_systems"):
