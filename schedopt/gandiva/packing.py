@@ -372,7 +372,7 @@ def decode_packing(form: Formulation[PackingInverse], res: SolveResult, seconds:
     inv = form.inverse
     jobs = inv.jobs
     m = form.model
-    common = {"termination": res.termination, "bound": float(res.bound), "backend": res.backend,
+    common: dict[str, Any] = {"termination": res.termination, "bound": float(res.bound), "backend": res.backend,
               "method": f"exact-{inv.formulation}", "result": res, "model": m, "formulation": form,
               "seconds": seconds}
     if not res.has_solution:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 import numpy as np
 
@@ -137,7 +138,7 @@ def replay(
             a = find_nodes(state, job, max_height=max_height)
             if migration and job.gpus > 1 and (a is None or a.tier in ("fragmented", "timeslice")):
                 d = defragment(state, job, method=migration, backend=backend)
-                if d.freed and d.moves:
+                if d.freed and d.moves and d.state is not None:
                     state = d.state
                     migrations += d.migrations
                     a = find_nodes(state, job, max_height=max_height)
@@ -239,28 +240,28 @@ def sample_philly(n: int, rng: np.random.Generator, *, max_gpus: int | None = No
 MAX_TRACE_JOBS = 2**16  # 10**6 jobs took 28 s to draw (issue 20's long fuzz run); 2**16 take about 2 s
 
 
-def _is_int(v: object) -> bool:
+def _is_int(v: object) -> TypeGuard[int | np.integer]:
     return not isinstance(v, bool) and isinstance(v, int | np.integer)
 
 
-def _is_real(v: object) -> bool:
+def _is_real(v: object) -> TypeGuard[float | np.floating | np.integer]:
     return not isinstance(v, bool) and isinstance(v, int | float | np.integer | np.floating) and (
-        abs(v) < 1e300 and math.isfinite(float(v)))  # type: ignore[arg-type]
+        abs(float(v)) < 1e300 and math.isfinite(float(v)))
 
 
 def _trace_iv(n_jobs: object, seed: object, arrival_rate: object, duration_scale: object, max_gpus: object,
               elastic_fraction: object, profiles: object) -> None:
     """Every argument of :func:`generate_trace` checked in one place (types, finiteness, ranges)."""
-    if not _is_int(n_jobs) or not 0 <= n_jobs <= MAX_TRACE_JOBS:  # type: ignore[operator]
+    if not _is_int(n_jobs) or not 0 <= n_jobs <= MAX_TRACE_JOBS:
         raise InputError("n_jobs", n_jobs, f"must be an integer in [0, {MAX_TRACE_JOBS}] (gandiva.MAX_TRACE_JOBS)")
-    if seed is not None and (not _is_int(seed) or seed < 0):  # type: ignore[operator]
+    if seed is not None and (not _is_int(seed) or seed < 0):
         raise InputError("seed", seed, "must be a non-negative integer or None")
     for name, v in (("arrival_rate", arrival_rate), ("duration_scale", duration_scale)):
-        if not _is_real(v) or not v > 0:  # type: ignore[operator]
+        if not _is_real(v) or not v > 0:
             raise InputError(name, v, "must be a finite positive number")
-    if max_gpus is not None and (not _is_int(max_gpus) or not 1 <= max_gpus <= MAX_GPUS):  # type: ignore[operator]
+    if max_gpus is not None and (not _is_int(max_gpus) or not 1 <= max_gpus <= MAX_GPUS):
         raise InputError("max_gpus", max_gpus, f"must be None or an integer in [1, {MAX_GPUS}] (gandiva.MAX_GPUS)")
-    if not _is_real(elastic_fraction) or not 0 <= elastic_fraction <= 1:  # type: ignore[operator]
+    if not _is_real(elastic_fraction) or not 0 <= elastic_fraction <= 1:
         raise InputError("elastic_fraction", elastic_fraction, "must be a number in [0, 1]")
     if profiles is not None and not isinstance(profiles, Profiles):
         raise InputError("profiles", type(profiles).__name__, "must be a gandiva.Profiles or None")
@@ -304,9 +305,9 @@ def generate_trace(
 def uniform_cluster(n_nodes: int, gpus_per_node: int = 4, gpu_memory: float = 1.0) -> list[Node]:
     """``n_nodes`` identical nodes named ``n0, n1, ...`` (at most :data:`~schedopt.gandiva.state.MAX_GPUS` GPUs in
     all)."""
-    if not _is_int(n_nodes) or n_nodes < 1:  # type: ignore[operator]
+    if not _is_int(n_nodes) or n_nodes < 1:
         raise InputError("n_nodes", n_nodes, "must be a positive integer")
-    if not _is_int(gpus_per_node) or gpus_per_node < 1:  # type: ignore[operator]
+    if not _is_int(gpus_per_node) or gpus_per_node < 1:
         raise InputError("gpus_per_node", gpus_per_node, "must be a positive integer")
     if n_nodes > MAX_NODES:
         raise InputError("n_nodes", n_nodes, f"exceeds gandiva.MAX_NODES = {MAX_NODES}")

@@ -73,7 +73,7 @@ class GoodputResult:
     accum_steps: np.ndarray
     throughput: np.ndarray
     efficiency: np.ndarray
-    feasible: np.ndarray = field(default=None)  # type: ignore[assignment]
+    feasible: np.ndarray
 
 
 def _check_scalar(name: str, value: Any, positive: bool = True) -> float:
@@ -382,7 +382,7 @@ class JobGoodputModel:
         """A copy with ``new_type`` added via Sia's bootstrap from ``ref_type``'s full model."""
         p_new = bootstrap_params(self._type(ref_type), xput_ref_1gpu, xput_new_1gpu)
         params = {**self.params, new_type: p_new}
-        lims = {**self.local_bsz_limits, new_type: tuple(local_bsz_limits)}
+        lims = {**self.local_bsz_limits, new_type: (local_bsz_limits[0], local_bsz_limits[1])}
         return JobGoodputModel(self.name, params, self.init_batch, self.max_batch, lims, self.grad_batch,
                                self.grad_sqr, self.grad_var, self.max_epochs, self.meta)
 

@@ -6,22 +6,7 @@ from typing import Any
 
 import numpy as np
 
-try:  # the lead's error hierarchy; fall back to a local ValueError subclass if absent
-    from schedopt.errors import InputError
-except ImportError:  # pragma: no cover - only when schedopt.errors is missing
-
-    class InputError(ValueError):  # type: ignore[no-redef]
-        """Bad input: names the field and the offending value."""
-
-        def __init__(self, field: str, value: Any, message: str) -> None:
-            self.field = field
-            self.value = value
-            self.message = message
-            text = repr(value)
-            if len(text) > 80:
-                text = text[:77] + "..."
-            super().__init__(f"{field}={text}: {message}")
-
+from ..errors import InputError
 
 __all__ = ["InputError", "as_float_array", "check_finite", "check_nonnegative", "check_positive"]
 

@@ -460,7 +460,7 @@ class BuddyAllocator(BindingMixin, PreemptionMixin, HealthMixin):
         """Per node of the VC's view (its node-level virtual cells), the GPUs a request of ``priority`` may use
         (idle ones, and those of lower priorities)."""
         vi = self.vc_index[vc]
-        key = (vi, pinned_cell) if pinned_cell is not None else (vi, self.cluster.chain_names.index(chain))  # type: ignore[arg-type]
+        key = (vi, pinned_cell) if pinned_cell is not None else (vi, self.cluster.chain_names.index(chain))
         thr = max(priority, OPPORTUNISTIC_PRIORITY)
         return [sum(1 for p in nd.prios if p < thr) for nd in self._vc_view(key, thr) if nd.healthy or not healthy_only]
 

@@ -112,10 +112,11 @@ def _left_table(cluster: PhysicalCluster, total: np.ndarray, ci: int, blocked: n
         cells = cluster.cells_at[(chain.name, k)]
         h = (cells.size if k == L else 0) if blocked is None else _usable_roots(cluster, blocked, cells)
         avail = carry * (chain.child_count[k + 1] if k < L else 0) + h
-        left[k] = int(avail - total[k])
-        if left[k] < 0:  # type: ignore[operator]
+        lk = int(avail - total[k])
+        left[k] = lk
+        if lk < 0:
             break
-        carry = left[k]
+        carry = lk
     return left
 
 
@@ -166,7 +167,8 @@ def _counting_ok(c: _Counting) -> bool:
 
 def _first_negative(c: _Counting) -> int | None:
     for k in range(len(c.left) - 1, 0, -1):
-        if c.left[k] is not None and c.left[k] < 0:  # type: ignore[operator]
+        v = c.left[k]
+        if v is not None and v < 0:
             return k
     return None
 
@@ -246,7 +248,7 @@ def _feasible(cluster: PhysicalCluster, table: DemandTable, chain: str, run: _Ex
 
 
 def _check_exact(cluster: PhysicalCluster, vcs: Sequence[VirtualCluster], table: DemandTable, run: _ExactRun) -> CheckReport:
-    common = {"method": "exact", "backend": run.backend or "", "results": run.results}
+    common: dict[str, Any] = {"method": "exact", "backend": run.backend or "", "results": run.results}
     for cname in cluster.chain_names:
         ok = _feasible(cluster, table, cname, run)
         if ok is None:

@@ -311,6 +311,7 @@ def presolve(model: LinearModel, d: Detected) -> MckpStructure:
         if c.max() > 1:
             g = int(np.argmax(c))
             infeasible = f"row {_row_label(model, int(d.gub_rows[g]))} has {int(c[g])} forced columns but allows one"
+    use: np.ndarray
     if K and forced.size:
         use = np.bincount(er, weights=ew * fixed1[ec], minlength=K)[:K]
     else:
