@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputError
-from ..metrics import JobRecord, RoundRecord, SimResult
+from ..metrics import JobRecord, RoundRecord, SimMeta, SimResult
 from .private import PrivateQuota
 from .schedulers import HivedScheduler, Placed, QuotaScheduler, make_scheduler
 from .workload import (
@@ -274,7 +274,7 @@ def simulate_hived(trace: HivedTrace, scheduler: str = "hived", *, max_time: flo
     jobs = tuple(JobRecord(h.job.id, f"{h.job.tenant}/{'guaranteed' if h.job.guaranteed else 'opportunistic'}",
                            h.job.arrival, h.start, h.finish, h.restarts, h.job.gpus, 0, tuple(h.segments))
                  for h in sorted(hist.values(), key=lambda h: (h.job.arrival, h.job.id)))
-    return SimResult(meta, jobs, tuple(rounds))
+    return SimResult(SimMeta.from_dict(meta), jobs, tuple(rounds))
 
 
 def _meta(trace: HivedTrace, sch: QuotaScheduler | HivedScheduler, hist: Mapping[str, JobHistory],

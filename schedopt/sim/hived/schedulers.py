@@ -155,12 +155,12 @@ class QuotaScheduler:
             order = list(range(len(nodes)))
             pl, _ = find_placement(nodes, job.gpus_per_pod, job.pods, threshold, ph.anc, ch.node_level, order)
             if pl is not None:
-                victims = sorted({ph.owner[j] for pod in pl for j in pod} - {None})  # type: ignore[type-var]
+                victims = sorted({ph.owner[j] for pod in pl for j in pod} - {None})
                 for v in victims:
-                    self.release(v)  # type: ignore[arg-type]
+                    self.release(v)
                 ph.set(job, pl)
                 self.used[key] = self.used.get(key, 0) + job.gpus
-                return Placed(pl, victims)  # type: ignore[arg-type]
+                return Placed(pl, victims)
         return "affinity: no set of nodes holds its pods (topology-aware packing, no cell reservation)"
 
     def release(self, job_id: str) -> None:

@@ -10,7 +10,7 @@ failing nodes and the anomalies while a node was down.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -42,7 +42,10 @@ def compare_table(cluster: str = "three-tenant", jobs: int = 1000, seeds: Sequen
         tr = synthetic_trace(hc, jobs, s, load=load, failures=failures)
         for v in variants:
             sch, params = VARIANTS[v]
-            rows[v].append(simulate_hived(tr, sch, **params).meta.details["hived"])
+            details = simulate_hived(tr, sch, **params).meta.details["hived"]
+            if not isinstance(details, Mapping):  # the family always writes a mapping here
+                raise TypeError(f"meta.details['hived'] is a {type(details).__name__}, not a mapping")
+            rows[v].append(dict(details))
     tenants = list(hc.tenants)
     head = (["policy", "anomalies (jobs)", "anomaly h"]
             + [f"{t} delay mean / p95 (h)" for t in tenants]
