@@ -283,7 +283,7 @@ def run_allocation(inst: GandivaInstance) -> AllocationRun:
                          timings=Timings(solve=seconds), allocations=allocs, state=st)
 
 
-def solve_instance(inst: GandivaInstance, options: SolveOptions | None = None, *args: Any) -> Any:
+def solve_instance(inst: GandivaInstance, options: SolveOptions | str | None = None, *args: Any) -> Any:
     """Run the instance's operation: ``pack`` -> :class:`Packing`, ``defragment`` -> :class:`Defragmentation`,
     ``allocate`` -> :class:`AllocationRun`. ``options.method`` is ``exact`` (default) or ``greedy``. Never raises
     for infeasibility: the answer's termination says it.
@@ -293,7 +293,8 @@ def solve_instance(inst: GandivaInstance, options: SolveOptions | None = None, *
     if isinstance(options, str) or args:
         warnings.warn("solve_instance(inst, backend, time_limit) -> (answer, rows, summary) is deprecated: call "
                       "solve_instance(inst, SolveOptions(...)) -> Answer", DeprecationWarning, stacklevel=2)
-        ans = _solve(inst, SolveOptions(backend=options, time_limit=args[0] if args else None))
+        backend = options.backend if isinstance(options, SolveOptions) else options
+        ans = _solve(inst, SolveOptions(backend=backend, time_limit=args[0] if args else None))
         d = ans.to_dict()
         summary = {"termination": d["termination"]["reason"], "objective": d["objective"], "bound": d["bound"],
                    "gap": d["gap"]}
@@ -317,11 +318,10 @@ def _solve(inst: GandivaInstance, options: SolveOptions) -> Answer:
             return pack_greedy(st, inst.pending, profiles=inst.table())
         return defragment(st, inst.pending[0], method="greedy")
     form = build(inst)
-    kw = {"time_limit": options.time_limit, **options.solve_kwargs()}
     t0 = time.perf_counter()
     if form.model.num_cols == 0:  # nothing to decide
         return pack_exact(inst.state(), inst.pending, profiles=inst.table())
-    res = schedopt_solve(form.model, backend=options.backend, **kw)
+    res = schedopt_solve(form.model, options=options)  # the options' validated SolveParams, as they are
     return decode(inst, form, res, time.perf_counter() - t0)
 
 
