@@ -99,3 +99,25 @@ def test_synergy_refuses_a_backend_for_a_heuristic_method():
         solve_instance(inst, SolveOptions(backend="highs"))
     assert err.value.field == "backend"
     assert solve_instance(inst, SolveOptions(method="tune")).method
+
+
+@pytest.mark.parametrize(("problem", "entry"), [("hived", "counting@highs"), ("gandiva", "greedy@highs")])
+def test_every_problem_declares_which_methods_take_a_backend(problem, entry):
+    from schedopt.bench.registry import get_spec
+    from schedopt.errors import InputError
+    from schedopt.problem import get_problem
+
+    io = get_problem(problem)
+    assert io.backend_methods is not None and set(io.backend_methods) < set(io.methods)
+    with pytest.raises(InputError, match="uses no solver backend"):
+        get_spec(problem).available_backends([entry])
+
+
+def test_hived_counting_refuses_a_backend_it_would_not_use():
+    from schedopt.errors import InputError
+    from schedopt.problem import SolveOptions, get_problem
+
+    io = get_problem("hived")
+    with pytest.raises(InputError, match="uses no solver backend") as err:
+        io.solve(io.generate(16, 0), SolveOptions(method="counting", backend="highs"))
+    assert err.value.field == "backend"

@@ -436,4 +436,5 @@ PROBLEM_IO = ProblemIO(
     check=check_answer,
     size=size,
     methods=METHODS,
+    backend_methods=("exact",),
 )

@@ -188,6 +188,8 @@ def solve(inst: HivedInstance, options: SolveOptions | None = None) -> HivedAnsw
     method = options.method or "exact"
     if method not in METHODS:
         raise InputError("method", method, f"must be one of {list(METHODS)}")
+    if method == "counting" and options.backend is not None:
+        raise InputError("backend", options.backend, "the counting rule uses no solver backend (only 'exact' does)")
     rep = check_vc_assignment(inst.cluster, inst.vcs, method, options.backend or "highs", bad_nodes=inst.bad_nodes,
                               time_limit=options.time_limit)
     t0 = time.perf_counter()
@@ -316,4 +318,5 @@ def generate_instance(gpus: int = 2048, seed: int = 0, n_vcs: int = 4, fill: flo
 
 PROBLEM_IO = ProblemIO(name="hived", cls=HivedInstance, to_data=to_data, from_data=from_data, solve=solve,
                        explain=explain_instance, generate=generate_instance, build=build_instance,
-                       decode=decode_instance, check=check_answer, size=instance_size, methods=("exact", "counting"))
+                       decode=decode_instance, check=check_answer, size=instance_size, methods=("exact", "counting"),
+                       backend_methods=("exact",))
