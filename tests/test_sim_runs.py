@@ -304,6 +304,27 @@ def test_sigint_exits_130_within_5s_keeping_finished_records(small_csv: str, tmp
 
 
 @needs_proc
+def test_sigint_inside_a_policy_solve_stops_at_once(tmp_path: Path) -> None:
+    """With --workers 1 too: sia solves a model every round, and a solver's own Ctrl-C handling returns its incumbent
+    and lets an in-process simulation go on (it ran past 20 s); the command's simulation runs in a worker process
+    that the first SIGINT stops."""
+    out = tmp_path / "runs"
+    p = subprocess.Popen(_cli("--workload", "saturn/1", "--policy", "sia", "--workers", "1", "-o", str(out),
+                              "--progress", "off"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    try:
+        _wait_for(lambda: len(_children(p.pid)) == 1, 60, "the worker")
+        time.sleep(1.0)  # solving, round after round
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=10)
+        took = time.monotonic() - t0
+    finally:
+        p.kill()
+    assert p.returncode == 130 and took < 5, (p.returncode, took, err)
+    assert "0 of 1 simulations finished" in err and not list(out.glob("*.jsonl"))
+
+
+@needs_proc
 def test_sigkill_leaves_no_live_worker_after_5s(small_csv: str, tmp_path: Path) -> None:
     p = subprocess.Popen(_cli(*_sweep_args(small_csv, tmp_path / "runs", 20)), stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, env=ENV)

@@ -151,8 +151,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     items = _tasks(args)
     out = args.output
     try:
+        # in_process=False: simulations run in worker processes (one with --workers 1) that Ctrl-C stops at once,
+        # even inside a solver, and that die with this command
         results = run_tasks(items, workers=args.workers, progress=_progress(args), output_dir=out,
-                            resume=args.resume, on_error=args.on_error, heartbeat=args.progress_every)
+                            resume=args.resume, on_error=args.on_error, heartbeat=args.progress_every,
+                            in_process=False)
         interrupted = False
     except SweepInterrupted as exc:
         results, interrupted = exc.results, True

@@ -3,7 +3,8 @@
 
 :func:`run_tasks` runs a list of tasks (:class:`~schedopt.sim.sweep.SimTask`) on
 
-* nothing (``executor=None`` and ``workers=1``, or a single task): one after the other in this process;
+* nothing (``executor=None`` and ``workers=1``, or a single task; ``in_process=False`` sends these to a pool of
+  ``workers`` processes too): one after the other in this process;
 * a local pool of ``workers`` processes of our own (``executor=None``; default the CPU count). Its workers die with
   this process (``PR_SET_PDEATHSIG`` on Linux, a parent watch elsewhere), ignore a terminal's Ctrl-C (this process
   decides), and are killed at once when the sweep stops: on Ctrl-C, and on the first failing task;
@@ -665,10 +666,16 @@ def run_tasks(
     resume: bool = False,
     on_error: Literal["raise", "record"] = "raise",
     heartbeat: float = 30.0,
+    in_process: bool | None = None,
 ) -> list[Any]:
     """Run every task; results in task order (:class:`~schedopt.sim.metrics.SimResult`, or :class:`SimFailure`
     where a task failed with ``on_error="record"``). See the module's documentation for executors, the output
-    folder, ``resume``, failures, the heartbeat and Ctrl-C."""
+    folder, ``resume``, failures, the heartbeat and Ctrl-C.
+
+    ``in_process`` (no ``executor`` only): None runs here when ``workers=1`` or there is one task, else on our pool;
+    False always uses our pool (``workers`` processes, default the CPU count), so that Ctrl-C stops a simulation at
+    once even inside a policy's solve (a solver's own Ctrl-C handling returns its incumbent and lets the simulation
+    go on) -- what ``schedopt simulate`` does; True runs everything here, one after the other."""
     items = list(tasks)
     if on_error not in ON_ERROR:
         raise InputError("on_error", on_error, f"must be one of {list(ON_ERROR)}")
@@ -708,7 +715,8 @@ def run_tasks(
         hb.finished(i, running())
 
     try:
-        if executor is None and (workers == 1 or len(todo) <= 1):
+        serial = bool(in_process) if in_process is not None else (workers == 1 or len(todo) <= 1)
+        if executor is None and serial:
             for i in todo:
                 try:
                     res: Any = _call(items[i], hb.observer(i))
