@@ -173,7 +173,8 @@ def _problem(text: str) -> str | None:
     except (ValueError, AttributeError):
         end = None
     if not isinstance(end, dict):
-        return "has no end marker: cut short (a run killed while writing, a full disk) or not a schedopt record"
+        return ("has no end marker: cut short (a run killed while writing, a full disk), written by a schedopt "
+                "older than checked records (run it again), or not a simulation record")
     body += "\n"
     if hashlib.sha256(body.encode()).hexdigest() != end.get("sha256"):
         return "fails its checksum (torn or edited after it was written)"
