@@ -143,6 +143,10 @@ def _save(fig: Any, path: str | Path) -> Path:
     out = Path(path)
     try:
         fig.savefig(out)
+    except OSError as exc:  # a full disk, a read-only folder: a named input error, not a traceback
+        from .records import output_error
+
+        raise output_error(out, exc) from None
     finally:
         plt.close(fig)
     return out
