@@ -275,6 +275,10 @@ def test_read_only_output_is_exit_2_naming_the_path(small_csv: str, tmp_path: Pa
             doc = json.loads(stdout)
             assert doc["schema"] == "schedopt.cli.error" and doc["error"]["field"] == "output"
             assert doc["error"]["value"].startswith(str(mnt))
+        runs = tmp_path / "runs"
+        run_tasks(tasks(["fifo"], [small_csv], cluster="pollux"), output_dir=runs, progress=False)
+        code, _, err = _main(capsys, "report", str(runs), "-o", str(mnt))
+        assert code == 2 and "read-only" in err and str(mnt) in err and "Traceback" not in err
 
 
 # ------------------------------------------------------------------------------------------------ signals
