@@ -632,7 +632,7 @@ class _Folder:
         name = self.names.get(i) or self._name(i, record_name(result))
         path = write_record(self.dir / name, result, self.items[i])
         self.names[i] = name
-        failed = self.dir / (name.removesuffix(".jsonl") + ".failed.json")
+        failed = self._failure_path(i)  # an earlier run's failure of this task, redone now
         if failed.exists():
             with contextlib.suppress(OSError):
                 failed.unlink()
@@ -640,15 +640,16 @@ class _Folder:
         self._summary()
         return path
 
-    def write_failure(self, i: int, f: SimFailure) -> Path:
+    def _failure_path(self, i: int) -> Path:
         t = self.items[i]
         pol = getattr(t, "policy", "task")
+        wl = str(getattr(t, "workload", ""))
         base = "__".join(_safe(x) for x in (pol if isinstance(pol, str) else type(pol).__name__,
-                                            Path(str(getattr(t, "workload", ""))).stem
-                                            if str(getattr(t, "workload", "")).lower().endswith(".csv")
-                                            else getattr(t, "workload", "")))
-        path = self.dir / f"{base}__seed{getattr(t, 'seed', 0)}.failed.json"
-        return atomic_write_text(path, json.dumps(f.to_dict(), indent=1) + "\n")
+                                            Path(wl).stem if wl.lower().endswith(".csv") else wl))
+        return self.dir / f"{base}__seed{getattr(t, 'seed', 0)}.failed.json"
+
+    def write_failure(self, i: int, f: SimFailure) -> Path:
+        return atomic_write_text(self._failure_path(i), json.dumps(f.to_dict(), indent=1) + "\n")
 
     def _summary(self) -> None:
         atomic_write_text(self.dir / "summary.csv", summary_csv([self.rows[k] for k in sorted(self.rows)]),
