@@ -223,12 +223,15 @@ def test_resume_skips_whole_records_and_redoes_a_truncated_one(small_csv: str, t
     assert [(r["policy"], r["seed"]) for r in rows] == [("fifo", "0"), ("fifo", "1"), ("tiresias", "0"), ("tiresias", "1")]
     bad = tmp_path / "tiresias__small__seed0.jsonl"
     bad.write_text(bad.read_text()[: len(bad.read_text()) // 2])
+    stale = tmp_path / ".fifo__small__seed0.jsonl.tmp-999999999"  # a killed run's temporary file (no such pid)
+    stale.write_text("{")
     stamps = {f.name: f.stat().st_mtime_ns for f in files}
     time.sleep(0.01)
     with caplog.at_level("WARNING", logger="schedopt"):
         again = run_tasks(items, workers=1, output_dir=tmp_path, resume=True, progress=False)
     assert "tiresias__small__seed0.jsonl" in caplog.text and "cut short" in caplog.text
     assert check_record(bad) is None  # redone, whole again
+    assert not stale.exists()
     assert bad.stat().st_mtime_ns != stamps[bad.name]
     assert all(f.stat().st_mtime_ns == stamps[f.name] for f in files if f != bad)  # not run again
     assert [r.jobs for r in again] == [r.jobs for r in first]

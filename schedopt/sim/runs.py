@@ -577,6 +577,16 @@ def summary_csv(rows: Sequence[Mapping[str, Any]]) -> str:
     return out.getvalue()
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
 class _Folder:
     """The output folder of a sweep: records as they finish, ``summary.csv`` rewritten with each."""
 
@@ -598,7 +608,13 @@ class _Folder:
         self.rows: dict[int, dict[str, Any]] = {}
 
     def resume(self) -> list[tuple[int, SimResult]]:
-        """The tasks with a whole record of the same task in the folder (read back); bad files named and redone."""
+        """The tasks with a whole record of the same task in the folder (read back); bad files named and redone;
+        temporary files of killed runs removed."""
+        for tmp in self.dir.glob(".*.tmp-*"):
+            pid = tmp.name.rpartition("-")[2]
+            if pid.isdigit() and not _pid_alive(int(pid)):
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
         found: list[tuple[int, SimResult]] = []
         free = list(range(len(self.items)))
         for p in sorted(self.dir.glob("*.jsonl")):
@@ -668,7 +684,7 @@ def run_tasks(
     on_error: Literal["raise", "record"] = "raise",
     heartbeat: float = 30.0,
     in_process: bool | None = None,
-) -> list[Any]:
+) -> list[SimResult | SimFailure]:
     """Run every task; results in task order (:class:`~schedopt.sim.metrics.SimResult`, or :class:`SimFailure`
     where a task failed with ``on_error="record"``). See the module's documentation for executors, the output
     folder, ``resume``, failures, the heartbeat and Ctrl-C.
@@ -745,4 +761,4 @@ def run_tasks(
         raise SweepInterrupted(results, len(items), output_dir) from None
     finally:
         hb.close()
-    return results
+    return results  # every entry set: a result, or a failure kept with on_error="record"
