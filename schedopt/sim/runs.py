@@ -352,7 +352,7 @@ class _LocalPool:
 
         methods = mp.get_all_start_methods()
         # fork is fast and safe in a single-threaded process; with threads about (a Dask client, a notebook), spawn
-        self.ctx = mp.get_context("fork" if "fork" in methods and threading.active_count() == 1 else "spawn")
+        self.ctx: Any = mp.get_context("fork" if "fork" in methods and threading.active_count() == 1 else "spawn")
         self.n = n
         self.workers: list[tuple[Any, Any]] = []  # (process, connection)
         self.busy: dict[int, int] = {}  # worker slot -> task index
@@ -412,8 +412,9 @@ class _LocalPool:
         for r in ready:
             if r in conns:
                 slot = conns[r]
+                conn: Any = r
                 try:
-                    out.append(r.recv())
+                    out.append(conn.recv())
                 except (EOFError, OSError):
                     continue  # the worker died without answering: its sentinel says so
                 free.add(slot)
@@ -735,14 +736,15 @@ def run_tasks(
         serial = bool(in_process) if in_process is not None else (workers == 1 or len(todo) <= 1)
         if executor is None and serial:
             for i in todo:
+                one: SimResult | _Failed
                 try:
-                    res: Any = _call(items[i], hb.observer(i))
+                    one = _call(items[i], hb.observer(i))
                 except Exception as exc:
-                    res = _Failed.of(exc)
+                    one = _Failed.of(exc)
                     if on_error == "raise":  # here, the original exception with its traceback
                         exc.results = list(results)  # type: ignore[attr-defined]
                         raise
-                finish(i, res, list)
+                finish(i, one, list)
         elif todo:
             driver: Any = _LocalPool(workers or os.cpu_count() or 1) if executor is None else _Foreign(executor, hb)
             try:
