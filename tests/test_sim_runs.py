@@ -151,7 +151,8 @@ def test_record_roundtrip_end_marker_and_every_cut_detected(small_csv: str, tmp_
 
 @pytest.mark.parametrize("policy,workload,cluster", [
     ("sia", None, "pollux"), ("gavel", None, "pollux"), ("tiresias", None, "pollux"),
-    ("gandiva", "gandiva/synthetic:jobs=10", None),
+    ("gandiva", "gandiva/synthetic:jobs=10", None), ("hived:quota", "hived/synthetic:jobs=30", "tiny"),
+    pytest.param("hived", "hived/synthetic:jobs=30", "tiny", marks=pytest.mark.slow),
     pytest.param("synergy:fifo/tune", "synergy/philly:jobs=12", None, marks=pytest.mark.slow),
 ])
 def test_identical_runs_give_identical_records_but_for_wall_clock_fields(small_csv: str, policy: str,
@@ -164,7 +165,7 @@ def test_identical_runs_give_identical_records_but_for_wall_clock_fields(small_c
     a, b = record_text(ra, t), record_text(run_task(t), t)
     assert a != b  # policy_seconds at least
     assert mask_wall_clock(a) == mask_wall_clock(b)
-    assert mask_wall_clock(a).count('"policy_seconds": null') == len(ra.rounds) >= 10
+    assert mask_wall_clock(a).count('"policy_seconds": null') == len(ra.rounds)
     assert "round.policy_seconds" in WALL_CLOCK_FIELDS and "round.answer.timings.*" in WALL_CLOCK_FIELDS
 
 
