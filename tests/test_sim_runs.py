@@ -447,6 +447,26 @@ def test_a_worker_killed_mid_run_is_a_named_failure_and_the_rest_go_on(small_csv
     assert len(list(tmp_path.glob("*.jsonl"))) == 2 and len(list(tmp_path.glob("*.failed.json"))) == 1
 
 
+@pytest.mark.slow
+def test_dask_local_cluster_writes_records_reports_failures_and_beats(small_csv: str, tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """On a real Dask LocalCluster: records written as results come, a failing task recorded while the rest go on,
+    and the heartbeat reading the Dask workers' status files; records equal a serial run's up to wall-clock fields.
+    (Slow: a 2-worker cluster starts in 10+ s on the shared machine; tests/test_sim_sweep.py runs Dask by default.)"""
+    distributed = pytest.importorskip("distributed", reason="dask[distributed] is an optional extra")
+    items = [*tasks(["fifo"], [small_csv, "pollux/1"], cluster="pollux", round_seconds=30), _boom_task(small_csv)]
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+            distributed.Client(lc) as client:
+        res = run_tasks(items, executor=client, output_dir=tmp_path / "dask", on_error="record", heartbeat=0.1)
+    assert [type(r).__name__ for r in res] == ["SimResult", "SimResult", "SimFailure"]
+    assert "policy bug in round 2" in res[2].error
+    assert "fifo on pollux/1 seed 0: round " in capsys.readouterr().err
+    run_tasks(items[:2], workers=1, output_dir=tmp_path / "serial", progress=False)
+    got, want = _records(tmp_path / "dask"), _records(tmp_path / "serial")
+    assert len(got) == 2 and {k: mask_wall_clock(v) for k, v in got.items()} == {
+        k: mask_wall_clock(v) for k, v in want.items()}
+
+
 # ------------------------------------------------------------------------------------------------ heartbeat
 def test_heartbeat_names_running_simulations_before_any_finishes(capsys: pytest.CaptureFixture[str]) -> None:
     items = tasks(["fifo"], ["pollux/1"], [0], cluster="pollux", round_seconds=30)
