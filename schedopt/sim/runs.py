@@ -578,6 +578,24 @@ def summary_csv(rows: Sequence[Mapping[str, Any]]) -> str:
     return out.getvalue()
 
 
+@contextlib.contextmanager
+def _sigint_deferred() -> Any:
+    """Hold a Ctrl-C that comes while a finished simulation's record is written (a fraction of a second) and raise
+    it after: the record is kept, whole."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) in (
+            None, signal.SIG_IGN):
+        yield
+        return
+    got: list[int] = []
+    old = signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+    if got:
+        raise KeyboardInterrupt
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -725,11 +743,13 @@ def run_tasks(
             results[i] = SimFailure(items[i], f"{res.type}: {res.message}", res.traceback)
             log.warning("simulation %s failed: %s", _label(items[i]), results[i].error)
             if folder is not None:
-                folder.write_failure(i, results[i])
+                with _sigint_deferred():
+                    folder.write_failure(i, results[i])
         else:
-            if folder is not None:
-                folder.write(i, res)
             results[i] = res
+            if folder is not None:
+                with _sigint_deferred():
+                    folder.write(i, res)
         hb.finished(i, running())
 
     try:
