@@ -236,12 +236,14 @@ def add_parser(subparsers: Any) -> None:
                     "130 interrupted (the finished records stay).")
     s.add_argument("--cluster", default=None,
                    help="pollux, sia-64 or sia-<64k> (default sia-64); gandiva-100 (default of gandiva policies), "
-                        "gandiva-100-homogeneous, ...; synergy policies run on their workload's cluster by default")
+                        "gandiva-100-homogeneous, ...; hived: three-tenant (default), tiny, example; synergy policies "
+                        "run on their workload's cluster by default")
     s.add_argument("--workload", default="saturn/1", help="comma-separated: saturn/1, a whole set (pollux), or CSV paths; "
-                   "synergy/static|dynamic|test|philly[:jobs=N][:jph=X]; gandiva/synthetic[:jobs=N:interarrival=S]")
+                   "synergy/static|dynamic|test|philly[:jobs=N][:jph=X]; gandiva/synthetic[:jobs=N:interarrival=S]; "
+                   "hived/synthetic[:jobs=N...]")
     s.add_argument("--policy", default="sia", help="comma-separated: sia, tiresias, fifo, pollux, pollux-exact, "
                    "pollux-unaware, gavel; synergy[:queue/method] (e.g. synergy:las/opt); gandiva[:variant] (e.g. "
-                   "gandiva:off); a registered name; or your own module:Class[:key=value]")
+                   "gandiva:off); hived[:variant] (e.g. hived:quota); a registered name; or your own module:Class[:key=value]")
     s.add_argument("--placer", default=None, metavar="SPEC",
                    help="where jobs go on the cluster: sia (default), packing, or module:Class[:key=value]")
     s.add_argument("--admission", default=None, metavar="SPEC",
