@@ -89,7 +89,7 @@ def _num(v: Any, scale: float = 1.0, fmt: str = ".2f") -> str:
 
 def _table(rows: list[dict[str, Any]]) -> str:
     """Two tables, one time unit each: the results (hours) and the policy's time per round (milliseconds)."""
-    head = ["policy", "workload", "seed", "finished", "avg JCT", "p99 JCT", "makespan", "GPU time"]
+    head = ["policy", "workload", "seed", "finished", "avg JCT", "p99 JCT", "makespan", "GPU-hours"]
     lines = ["results (times in hours)", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     h = 1 / 3600
     for r in rows:
