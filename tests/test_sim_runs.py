@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -116,6 +117,14 @@ def _tmpfs(where: Path, size: str, *, read_only: bool = False) -> Iterator[Path]
         yield where
     finally:
         subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+def _cli_schema() -> Any:
+    import jsonschema
+
+    from schedopt import schemas
+
+    return jsonschema.Draft202012Validator(schemas.load("cli"))
 
 
 needs_proc = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to find the workers")
@@ -320,20 +329,24 @@ def test_sigint_inside_a_policy_solve_stops_at_once_keeping_finished_records(sma
     5 s, the three records readable."""
     out = tmp_path / "runs"
     p = subprocess.Popen(_cli("--workload", f"{small_csv},saturn/1", "--policy", "fifo,sia", "--cluster", "sia-64",
-                              "--workers", "1", "-o", str(out), "--progress", "off"),
+                              "--workers", "1", "-o", str(out), "--progress", "off", "--json"),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
     try:
         _wait_for(lambda: len(list(out.glob("*.jsonl"))) >= 3, 60, "three records")
         time.sleep(0.5)  # sia on saturn/1: solving, round after round
         t0 = time.monotonic()
         p.send_signal(signal.SIGINT)
-        _, err = p.communicate(timeout=10)
+        stdout, err = p.communicate(timeout=10)
         took = time.monotonic() - t0
     finally:
         p.kill()
     assert p.returncode == 130 and took < 5, (p.returncode, took, err)
-    assert "3 of 4 simulations finished" in err and "Traceback" not in err
+    assert "Traceback" not in err
+    doc = json.loads(stdout)
+    _cli_schema().validate(doc)
+    assert (doc["exit_code"], doc["interrupted"], doc["simulations"], doc["total"]) == (130, True, 3, 4)
     names = sorted(f.name for f in out.glob("*.jsonl"))
+    assert sorted(doc["records"]) == names
     assert names == ["fifo__saturn-1__seed0.jsonl", "fifo__small__seed0.jsonl", "sia__small__seed0.jsonl"]
     assert [len(read_record(out / n).jcts()) for n in names] == [160, 12, 12]
     assert len(list(csv.DictReader((out / "summary.csv").open()))) == 3
