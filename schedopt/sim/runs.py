@@ -360,7 +360,9 @@ class _LocalPool:
 
     def _spawn(self) -> tuple[Any, Any]:
         a, b = self.ctx.Pipe()
-        p = self.ctx.Process(target=_worker_main, args=(b, os.getpid()), daemon=True, name="schedopt-sim-worker")
+        # not daemonic: a policy may start processes of its own (daemonic processes may not); the worker dies with
+        # this process anyway (PR_SET_PDEATHSIG), and stop() / close() end it
+        p = self.ctx.Process(target=_worker_main, args=(b, os.getpid()), daemon=False, name="schedopt-sim-worker")
         p.start()
         b.close()
         return p, a
