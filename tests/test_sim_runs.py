@@ -9,6 +9,7 @@ import contextlib
 import csv
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -505,10 +506,13 @@ def test_heartbeat_names_running_simulations_before_any_finishes(capsys: pytest.
 
 
 def test_heartbeat_from_pool_workers(small_csv: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The bar (as on a terminal: progress=True), redrawn in place with each running simulation's rounds,
+    simulated time and jobs finished, read from the pool workers' status files."""
     items = tasks(["fifo"], [small_csv, "pollux/1"], [0], cluster="pollux", round_seconds=30)
-    run_tasks(items, workers=2, heartbeat=0.1)
+    run_tasks(items, workers=2, progress=True)
     err = capsys.readouterr().err
-    assert "fifo on pollux/1 seed 0: round " in err and "/160 jobs finished" in err
+    assert err.count("\r\x1b[2K[") >= 2 and "] 2/2 " in err
+    assert re.search(r"fifo on pollux/1 seed 0 r\d+ [\d.]+ (h|min) \d+/160", err), err[-400:]
 
 
 # ------------------------------------------------------------------------------------------------ the command
