@@ -142,6 +142,15 @@ def _failure_doc(f: SimFailure) -> dict[str, Any]:
     return {"simulation": _label(f.task), "error": f.error}
 
 
+def _record_file(out: Path, r: Any) -> str:
+    """The file name of ``r``'s record in ``out`` (``<name>.jsonl``, or ``<name>__<hash>.jsonl`` when two tasks of
+    the sweep shared a name)."""
+    base = record_name(r)
+    if (out / f"{base}.jsonl").exists():
+        return f"{base}.jsonl"
+    return next((p.name for p in sorted(out.glob(f"{base}__*.jsonl"))), f"{base}.jsonl")
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     from .metrics import summary_row
     from .runs import run_tasks
@@ -172,7 +181,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.json:
         emit(document("simulate", code, output=out, interrupted=interrupted, simulations=len(done),
                       total=len(items), failed=[_failure_doc(f) for f in failed],
-                      records=[record_name(r) + ".jsonl" for r in done] if out else [], summaries=rows))
+                      records=[_record_file(Path(out), r) for r in done] if out else [], summaries=rows))
         return code
     if rows:
         print(_table(rows))
