@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import InputError
+from ..results import Limit
 from ..sia import Cluster, Config, Placement
 from ..sia.check import config_shape_ok
 from .jobs import ESTIMATORS, JobModel, JobState, goodput_estimate
@@ -339,6 +340,9 @@ def simulate(
         dt, dc = time.perf_counter() - t0, time.process_time() - c0
         if not isinstance(decision, Decision):
             raise InputError(f"policy[{pname}].decide", type(decision).__name__, "must return a Decision")
+        if decision.answer is not None and decision.answer.termination.limit is Limit.INTERRUPTED:
+            # a solver's own Ctrl-C handling returned its incumbent: the user asked to stop, so stop the simulation
+            raise KeyboardInterrupt(f"policy {pname}'s solve was interrupted in round {k}")
         requests = decision.requests or {}
         if decision.nodes is not None and (decision.allocation is not None or requests):
             raise InputError(f"policy[{pname}].decision", "nodes and allocation/requests",

@@ -12,17 +12,16 @@ otherwise (``progress=True`` forces the bar, ``False`` silences it).
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from ..bench.progress import Progress
 from ..errors import InputError
 from .engine import Observer
 from .metrics import SimResult
 from .registry import system_for
+from .runs import SimFailure, run_tasks
 
 if TYPE_CHECKING:
     from .policies.base import Policy
@@ -80,47 +79,6 @@ def tasks(policies: Iterable[str | Policy], workloads: Iterable[str], seeds: Ite
     return out
 
 
-def _run_all(items: Sequence[SimTask], executor: Any, workers: int | None, progress: bool | None) -> list[SimResult]:
-    """The one executor layer: serial, a local process pool, or the caller's executor."""
-    n = len(items)
-    bar = Progress(n, progress, interval=30.0)
-
-    def tick(done: int) -> None:
-        bar.update("simulate_many", advance=done - bar.done)
-        if done == n:
-            bar.close()
-
-    if executor is None and (workers == 1 or n <= 1):
-        out = []
-        for k, t in enumerate(items):
-            out.append(run_task(t))
-            tick(k + 1)
-        return out
-    own = executor is None
-    pool = cf.ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1) if own else executor
-    try:
-        if hasattr(pool, "submit"):
-            futs = [pool.submit(run_task, t) for t in items]
-            index = {id(f): k for k, f in enumerate(futs)}
-            results: list[SimResult | None] = [None] * n
-            done = 0
-            pending = list(futs)
-            while pending:
-                f = pending.pop(0)
-                results[index[id(f)]] = f.result()
-                done += 1
-                tick(done)
-            return [r for r in results if r is not None]
-        if hasattr(pool, "map"):
-            out = list(pool.map(run_task, items))
-            tick(n)
-            return out
-        raise InputError("executor", type(pool).__name__, "needs submit(fn, *args) -> future, or map(fn, items)")
-    finally:
-        if own:
-            pool.shutdown()
-
-
 def simulate_many(
     policies: Iterable[str | Policy] | str,
     workloads: Iterable[str] | str,
@@ -138,13 +96,20 @@ def simulate_many(
     executor: Any = None,
     workers: int | None = None,
     progress: bool | None = None,
-) -> list[SimResult]:
+    output_dir: str | os.PathLike[str] | None = None,
+    resume: bool = False,
+    on_error: Literal["raise", "record"] = "raise",
+) -> list[SimResult | SimFailure]:
     """Simulate every (policy, workload, seed); results in that order. ``policies``: registered names or specs
     (``sia:backend=highs``, ``mymod:MyPolicy``) or policy objects (pickled to workers, copied per simulation).
     ``executor``: None (a local process pool of ``workers`` processes, default the CPU count; ``workers=1`` runs
     here), a ``concurrent.futures`` executor, a Dask ``distributed.Client``, or a pool with ``map``.
     ``policy_params``: parameters for every policy, or a mapping policy name -> parameters. ``estimator``:
-    ``"bootstrap"`` (default) or ``"oracle"``; ``placer``, ``admission``: see :func:`~schedopt.sim.engine.simulate`."""
+    ``"bootstrap"`` (default) or ``"oracle"``; ``placer``, ``admission``: see :func:`~schedopt.sim.engine.simulate`.
+    ``output_dir``: write each record the moment its simulation finishes (atomically, with ``summary.csv``);
+    ``resume``: skip the tasks whose record there is whole; ``on_error="record"``: a failing simulation becomes a
+    :class:`~schedopt.sim.runs.SimFailure` in its place while the others go on (default: the first failure stops the
+    sweep at once). The executor layer is :func:`schedopt.sim.runs.run_tasks`."""
     pols = [policies] if isinstance(policies, str) else list(policies)
     wls = [workloads] if isinstance(workloads, str) else list(workloads)
     if not pols or not wls:
@@ -152,4 +117,5 @@ def simulate_many(
     items = tasks(pols, wls, seeds, cluster=cluster, job_model=job_model, round_seconds=round_seconds,
                   policy_params=dict(policy_params or {}), charge_policy_time=charge_policy_time, max_time=max_time,
                   estimator=estimator, placer=placer, admission=admission)
-    return _run_all(items, executor, workers, progress)
+    return run_tasks(items, executor=executor, workers=workers, progress=progress, output_dir=output_dir,
+                     resume=resume, on_error=on_error)
