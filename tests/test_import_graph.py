@@ -134,6 +134,9 @@ def test_the_benchmark_and_the_simulator_share_a_neutral_progress_module(graph: 
 
     assert FromBench is Progress
     assert not any(b.startswith("schedopt.bench") for b in graph.successors("schedopt.progress"))
+    # the simulator reaches no part of the benchmark harness (it used to import its progress bar)
+    sim_to_bench = sorted((a, b) for a, b in graph.edges if a.startswith("schedopt.sim") and b.startswith("schedopt.bench"))
+    assert not sim_to_bench, sim_to_bench
 
 
 def test_the_deprecated_readers_still_work_with_a_warning(tmp_path: Path) -> None:

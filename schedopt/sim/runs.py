@@ -56,8 +56,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..bench.progress import Progress
 from ..errors import InputError, SchedoptError
+from ..progress import Progress
 from .metrics import SimResult, summary_row
 from .records import (
     _full,
@@ -210,7 +210,7 @@ def _hours(s: float) -> str:
 
 
 class _Heartbeat:
-    """The sweep's progress: :class:`~schedopt.bench.progress.Progress` for the overall count, plus the state of
+    """The sweep's progress: :class:`~schedopt.progress.Progress` for the overall count, plus the state of
     every running simulation (from the status files, or this process's own observer when running serially)."""
 
     def __init__(self, items: Sequence[Any], progress: bool | None, interval: float, done: int,
@@ -285,9 +285,10 @@ class _Heartbeat:
 
 # ------------------------------------------------------------------------------------------------ one task
 def _call(task: Any, observer: Callable[[int, float, int, int], None] | None) -> SimResult:
-    from .sweep import run_task
+    # what sweep.run_task does, without importing sweep (which imports this module): the task's family runs it
+    from .registry import system_for
 
-    return run_task(task, observer=observer)
+    return system_for(task.policy).run(task, observer)
 
 
 def _execute(task: Any, status_path: str | None = None) -> SimResult | _Failed:
