@@ -24,6 +24,7 @@ from typing import Protocol, runtime_checkable
 
 from ..errors import InputError
 from ..sia import Cluster, Config, Placement, place
+from ..sia.spec import JobId
 from .policies.base import JobView
 from .registry import register_admission, register_placer
 
@@ -129,8 +130,8 @@ class PackingPlacer:
         node_type = {nid: t.name for t in cluster.gpu_types for nid in cluster.node_ids(t.name)}
         free = {nid: t.gpus_per_node for t in cluster.gpu_types for nid in cluster.node_ids(t.name)}
         held: dict[str, set[int]] = {n: set(gs) for n, gs in occupied.items()}
-        for n, gs in held.items():
-            free[n] -= len(gs)
+        for n, taken in held.items():
+            free[n] -= len(taken)
         reqs = {j: _as_request(j, w) for j, w in want.items()}
         out_nodes: dict[str, dict[str, int]] = {}
         if previous is not None:  # keep jobs whose request their current GPUs still satisfy
@@ -149,13 +150,13 @@ class PackingPlacer:
         for jid, r in reqs.items():
             if jid in out_nodes or r.gpus <= 0:
                 continue
-            types = [r.gpu_type] if r.gpu_type is not None else list(cluster.type_names)
-            avail = {t: sum(f for n, f in free.items() if node_type[n] == t) for t in types}
-            ok = [t for t in types if avail.get(t, 0) >= r.gpus]
+            wanted = [r.gpu_type] if r.gpu_type is not None else list(cluster.type_names)
+            avail = {t: sum(f for n, f in free.items() if node_type[n] == t) for t in wanted}
+            ok = [t for t in wanted if avail.get(t, 0) >= r.gpus]
             if not ok:
                 unplaced.append(jid)
                 continue
-            t = max(ok, key=lambda x: (avail[x], -types.index(x)))
+            t = max(ok, key=lambda x: (avail[x], -wanted.index(x)))
             got: dict[str, int] = {}
             need = r.gpus
             while need > 0:
@@ -169,8 +170,10 @@ class PackingPlacer:
         if previous is not None:
             kept_prev = Placement(assignments={j: s for j, s in previous.assignments.items() if j in out_nodes},
                                   configs={})
-        assignments = assign_gpus(cluster, out_nodes, kept_prev, {n: sorted(g) for n, g in occupied.items()})
-        configs = {j: Config(len(m), sum(m.values()), node_type[next(iter(m))]) for j, m in out_nodes.items()}
+        gpus = assign_gpus(cluster, out_nodes, kept_prev, {n: sorted(g) for n, g in occupied.items()})
+        assignments: dict[JobId, list[tuple[str, tuple[int, ...]]]] = {j: s for j, s in gpus.items()}
+        configs: dict[JobId, Config] = {j: Config(len(m), sum(m.values()), node_type[next(iter(m))])
+                                        for j, m in out_nodes.items()}
         return Placement(assignments=assignments, configs=configs, unplaced=tuple(unplaced))
 
 
@@ -182,7 +185,7 @@ class SiaPlacer:
 
     def place(self, cluster: Cluster, want: Mapping[str, Config | GpuRequest], previous: Placement | None,
               pinned: Sequence[str] = ()) -> Placement:
-        configs = {j: w for j, w in want.items() if isinstance(w, Config)}
+        configs: dict[JobId, Config] = {j: w for j, w in want.items() if isinstance(w, Config)}
         reqs = {j: w for j, w in want.items() if not isinstance(w, Config)}
         prev_c = None
         if previous is not None:
