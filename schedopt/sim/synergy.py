@@ -431,6 +431,8 @@ class SynergyPolicy:
     running job's (GPUs, CPUs, GB, throughput, proportional throughput) in the round's ``info`` (for checking)."""
 
     adaptive = False
+    #: Decision.rate may exceed 1 (throughput over proportional throughput): no bound for hopeless_jobs (issue 25)
+    max_rate = math.inf
 
     def __init__(self, servers: Sequence[Server], jobs: Mapping[str, SynergyJob], *, queue: str = "fifo",
                  method: str = "tune", meta: Mapping[str, SynergyTraceJob] | None = None,
