@@ -12,6 +12,7 @@ bit (the policy's wall time is recorded, and only enters the simulation with ``c
 from __future__ import annotations
 
 import math
+import numbers
 import sys
 import time
 from collections.abc import Mapping
@@ -103,7 +104,7 @@ def _from_nodes(cluster: Cluster, pname: str, nodes: Mapping[str, Mapping[str, i
         for nid, g in m.items():
             if nid not in ntype:
                 raise InputError(f"{who}[{nid}]", g, "names no node of the cluster")
-            if isinstance(g, bool) or int(g) != g or g < 0:
+            if isinstance(g, bool) or not isinstance(g, numbers.Real) or not math.isfinite(g) or int(g) != g or g < 0:
                 raise InputError(f"{who}[{nid}]", g, "must be a GPU count >= 0")
             if g:
                 mm[nid] = int(g)

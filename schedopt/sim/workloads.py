@@ -16,6 +16,7 @@ import json
 import math
 import numbers
 import warnings
+from collections.abc import Mapping, Set
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -109,7 +110,7 @@ class Workload:
     def __post_init__(self) -> None:
         _name(self.name, "Workload.name")
         jobs = self.jobs
-        if isinstance(jobs, (str, bytes, WorkloadJob)) or not hasattr(jobs, "__iter__"):
+        if isinstance(jobs, (str, bytes, WorkloadJob, Mapping, Set)) or not hasattr(jobs, "__iter__"):
             raise InputError(f"Workload({self.name!r}).jobs", type(jobs).__name__,
                              "must be a sequence of schedopt.sim.WorkloadJob")
         jobs = tuple(jobs)
