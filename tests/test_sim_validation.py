@@ -16,8 +16,17 @@ import pytest
 from schedopt.errors import InputError
 from schedopt.goodput import JobGoodputModel, ThroughputParams
 from schedopt.sia import Cluster, Config, GpuType
-from schedopt.sim import Decision, JobModel, Workload, WorkloadJob, get_policy, load_workload, read_jsonl, simulate
-from schedopt.sim import limits
+from schedopt.sim import (
+    Decision,
+    JobModel,
+    Workload,
+    WorkloadJob,
+    get_policy,
+    limits,
+    load_workload,
+    read_jsonl,
+    simulate,
+)
 from schedopt.sim.feasibility import HopelessJobWarning, hopeless_jobs, min_seconds
 from schedopt.sim.jobs import Application
 from schedopt.sim.workloads import UnsortedWorkloadWarning, read_workload
@@ -107,9 +116,9 @@ def test_workers_and_strict_booleans() -> None:
     for bad in (0, -1, 1025, 1.5, "2", True, math.nan):
         with pytest.raises(InputError):
             limits.check_workers(bad)
-    table = {True: True, False: False, "no": False, "No ": False, "yes": True, "TRUE": True, "false": False,
-             "1": True, "0": False, 1: True, 0: False, np.bool_(True): True}
-    for text, want in table.items():
+    table = [(True, True), (False, False), ("no", False), ("No ", False), ("yes", True), ("TRUE", True),
+             ("false", False), ("1", True), ("0", False), (1, True), (0, False), (np.bool_(True), True)]
+    for text, want in table:
         assert limits.parse_bool(text, "backfill") is want, text
     for bad in ("n", "off", "", "nope", 2, None, math.nan, [], "truee"):
         with pytest.raises(InputError, match="backfill"):
