@@ -20,6 +20,8 @@ import numbers
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
 from ..errors import InputError
 
 __all__ = [
@@ -247,7 +249,7 @@ def parse_bool(value: Any, field: str) -> bool:
     NaN are not) is an :class:`InputError`. (``bool("no")`` is True: this is the function to use instead.)"""
     if isinstance(value, bool):
         return value
-    if type(value).__name__ == "bool_":  # numpy.bool_ without importing numpy
+    if isinstance(value, np.bool_):
         return bool(value)
     if isinstance(value, numbers.Integral) and int(value) in (0, 1):
         return bool(int(value))
@@ -265,6 +267,6 @@ def check_flag(value: Any, field: str, *, allow_none: bool = False) -> bool | No
     a Python argument is a mistake, not a choice (the command line parses its texts with :func:`parse_bool`)."""
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or type(value).__name__ == "bool_":
+    if isinstance(value, (bool, np.bool_)):
         return bool(value)
     raise InputError(field, value, "must be True or False" + (" (or None)" if allow_none else ""))
