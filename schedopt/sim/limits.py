@@ -179,8 +179,8 @@ def check_seeds(values: Any, field: str = "seeds", *, limit: int = MAX_TASKS) ->
             out.append(check_seed(v, f"{field}[{k}]"))
     if not out:
         raise InputError(field, values, "names no seed")
-    if len(set(out)) != len(out):
-        dup = next(s for k, s in enumerate(out) if s in out[:k])
+    dup = _first_repeat(out)
+    if dup is not None:
         raise InputError(field, dup, "names a seed twice (a sweep would run the same simulation twice)")
     return out
 
@@ -213,10 +213,19 @@ def parse_seeds(text: str, field: str = "--seeds", *, limit: int = MAX_TASKS) ->
     out = [s for lo, hi in spans for s in range(lo, hi + 1)]
     if not out:
         raise InputError(field, text, "names no seed")
-    if len(set(out)) != len(out):
-        dup = next(s for k, s in enumerate(out) if s in out[:k]) if len(out) < 5000 else "?"
+    dup = _first_repeat(out)
+    if dup is not None:
         raise InputError(field, text, f"names seed {dup} twice")
     return out
+
+
+def _first_repeat(values: list[int]) -> int | None:
+    seen: set[int] = set()
+    for v in values:
+        if v in seen:
+            return v
+        seen.add(v)
+    return None
 
 
 def check_tasks(n_policies: int, n_workloads: int, n_seeds: int, field: str = "seeds", *,
