@@ -44,6 +44,8 @@ def _name(v: Any, field: str) -> str:
 
 
 def _time(v: Any, field: str) -> float:
+    if type(v) is float and 0.0 <= v <= MAX_ARRIVAL_SECONDS:  # the common case, without the ABC checks below
+        return v
     if isinstance(v, bool) or not isinstance(v, numbers.Real):
         raise InputError(field, v, "must be a number of seconds")
     try:
@@ -58,6 +60,8 @@ def _time(v: Any, field: str) -> float:
 
 
 def _count(v: Any, field: str, hi: int, what: str) -> int:
+    if type(v) is int and 1 <= v <= hi:  # the common case, without the ABC checks below
+        return v
     if isinstance(v, bool) or not isinstance(v, numbers.Real):
         raise InputError(field, v, f"must be a positive integer ({what})")
     if isinstance(v, numbers.Integral):
@@ -177,10 +181,13 @@ def _cell(v: str | None, field: str, kind: str) -> Any:
         if not t:
             raise InputError(field, v, "must be a non-empty text")
         return t
-    try:
-        x = float(t)
-    except ValueError:
-        raise InputError(field, v, "must be a number") from None
+    if kind != "time" and t.isdigit() and t.isascii() and len(t) < 12:  # the common case: a plain integer
+        x: float = int(t)
+    else:
+        try:
+            x = float(t)
+        except ValueError:
+            raise InputError(field, v, "must be a number") from None
     if kind == "time":
         return _time(x, field)
     return _count(x, field, MAX_REPLICAS if kind == "replicas" else MAX_BATCH_SIZE,
