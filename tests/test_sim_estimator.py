@@ -85,7 +85,7 @@ def test_estimator_is_checked_and_recorded() -> None:
     with pytest.raises(InputError, match="estimator"):
         simulate(Cluster((GpuType("g", 4, 1),)), w, _Grow(), job_model=JM, estimator="truth")
     res = simulate(Cluster((GpuType("g", 4, 1),)), w, _Grow(), job_model=JM, max_time=60.0)
-    assert res.meta["estimator"] == "bootstrap"
+    assert res.meta.estimator == "bootstrap"
 
 
 def test_bootstrap_is_deterministic_and_differs_from_the_oracle() -> None:
@@ -103,7 +103,7 @@ def test_sim_task_carries_the_estimator() -> None:
     t = SimTask("fifo", "pollux/1", cluster="pollux", max_time=600.0)
     assert t.estimator == "bootstrap"
     res = run_task(SimTask("fifo", "pollux/1", cluster="pollux", max_time=600.0, estimator="oracle"))
-    assert res.meta["estimator"] == "oracle"
+    assert res.meta.estimator == "oracle"
 
 
 # ---------------------------------------------------------------------------------------------------- pinning

@@ -434,6 +434,7 @@ class PolluxPolicy(_Memory):
     """
 
     name = "pollux"
+    adaptive = True
 
     def __init__(self, *, population: int = 100, generations: int = 100, seed: int = 0, p: float = P_FAIRNESS,
                  restart_delay: float = RESTART_DELAY_S, max_replicas: int = MAX_REPLICAS,
@@ -542,6 +543,7 @@ class PolluxExactPolicy(_Memory):
     """
 
     name = "pollux-exact"
+    adaptive = True
 
     def __init__(self, *, backend: str | None = "mckp", time_limit: float | None = None, mip_rel_gap: float = 1e-6,
                  p: float = P_FAIRNESS, restart_delay: float = RESTART_DELAY_S,
