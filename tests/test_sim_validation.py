@@ -111,16 +111,21 @@ def test_seeds_are_integers_in_0_to_2_32_and_a_huge_range_is_refused_without_bui
 
 
 def test_workers_and_strict_booleans() -> None:
-    """issue 25: backfill="no" turned backfill on (bool("no") is True); parse_bool takes true/false/yes/no/1/0 only."""
+    """issue 25: backfill="no" turned backfill on (bool("no") is True); parse_bool takes true/false/yes/no/on/off/1/0
+    only (registry.parse_bool, which policy options use, is the same function)."""
+    from schedopt.sim import registry
+
+    assert registry.parse_bool is limits.parse_bool
     assert limits.check_workers(None) is None and limits.check_workers(8) == 8 and limits.check_workers(1024) == 1024
     for bad in (0, -1, 1025, 1.5, "2", True, math.nan):
         with pytest.raises(InputError):
             limits.check_workers(bad)
     table = [(True, True), (False, False), ("no", False), ("No ", False), ("yes", True), ("TRUE", True),
-             ("false", False), ("1", True), ("0", False), (1, True), (0, False), (np.bool_(True), True)]
+             ("false", False), ("1", True), ("0", False), (1, True), (0, False), (np.bool_(True), True),
+             ("off", False), ("ON", True)]
     for text, want in table:
         assert limits.parse_bool(text, "backfill") is want, text
-    for bad in ("n", "off", "", "nope", 2, None, math.nan, [], "truee"):
+    for bad in ("n", "", "nope", 2, None, math.nan, [], "truee", 1.0):
         with pytest.raises(InputError, match="backfill"):
             limits.parse_bool(bad, "backfill")
 

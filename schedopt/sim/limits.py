@@ -248,14 +248,14 @@ def check_workers(value: Any, field: str = "workers", *, allow_none: bool = True
     return w
 
 
-_TRUE = frozenset({"true", "1", "yes"})
-_FALSE = frozenset({"false", "0", "no"})
+_TRUE = frozenset({"true", "1", "yes", "on"})
+_FALSE = frozenset({"false", "0", "no", "off"})
 
 
 def parse_bool(value: Any, field: str) -> bool:
-    """A strict boolean: ``True`` / ``False`` (or numpy's), the integers 0 and 1, or the texts true / false / 1 / 0 /
-    yes / no in any case and surrounding space; anything else (``"no "`` is fine, ``"n"``, ``"off"``, ``2``, ``None``,
-    NaN are not) is an :class:`InputError`. (``bool("no")`` is True: this is the function to use instead.)"""
+    """A strict boolean: ``True`` / ``False`` (or numpy's), the integers 0 and 1, or the texts true / false, yes / no,
+    on / off, 1 / 0 in any case and surrounding space; anything else (``"n"``, ``"2"``, ``2``, ``None``, NaN) is an
+    :class:`InputError` naming ``field``. (``bool("no")`` is True: this is the function to use instead.)"""
     if isinstance(value, bool):
         return value
     if isinstance(value, np.bool_):
@@ -268,7 +268,7 @@ def parse_bool(value: Any, field: str) -> bool:
             return True
         if t in _FALSE:
             return False
-    raise InputError(field, value, "must be true or false (true/false, yes/no or 1/0)")
+    raise InputError(field, value, "must be a boolean (true/false, yes/no, on/off, 1/0)")
 
 
 def check_flag(value: Any, field: str, *, allow_none: bool = False) -> bool | None:
