@@ -240,6 +240,7 @@ def test_an_impossible_job_is_said_before_the_run_and_carried_in_the_result() ->
     assert "L (needs >= 80 s from 0 s)" in msg and "X (arrives at 35 s, after the cap)" in msg
     assert res.hopeless == ("L", "X")
     assert {j.id: j.finish for j in res.jobs}["L"] is None
+    assert res.meta.capped and res.meta.unfinished == 3  # and the cap, reached, is said too
     back = read_jsonl(res.to_jsonl())
     assert back.hopeless == ("L", "X") and back.jobs == res.jobs
     with warnings.catch_warnings():

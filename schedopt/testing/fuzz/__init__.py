@@ -40,7 +40,14 @@ from .documents import (
 )
 from .entries import KNAPSACK_OPTIMUM, CliExit, entry_points, lies
 from .runner import Case, EntryPoint, FuzzTimeout, Outcome, all_cases, cases, run_case, time_limit
-from .sim import WORKLOAD_FILE_CASES, honest_result, run_workload_file_case, sim_entries
+from .sim import (
+    WORKLOAD_FILE_CASES,
+    honest_result,
+    run_invariants,
+    run_workload_file_case,
+    sim_entries,
+    small_workloads,
+)
 
 __all__ = [
     "CATALOG",
@@ -72,8 +79,10 @@ __all__ = [
     "run_case",
     "run_document_case",
     "run_file_case",
+    "run_invariants",
     "run_workload_file_case",
     "sim_entries",
+    "small_workloads",
     "survey",
     "time_limit",
 ]

@@ -18,10 +18,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hypothesis import strategies as st
+
 from .catalog import Bad
 from .runner import Case, EntryPoint, Outcome, run_case
 
-__all__ = ["WORKLOAD_FILE_CASES", "honest_result", "run_workload_file_case", "sim_entries"]
+__all__ = ["WORKLOAD_FILE_CASES", "honest_result", "run_invariants", "run_workload_file_case", "sim_entries",
+           "small_workloads"]
 
 _MAX_TIME = 600.0
 
@@ -56,7 +59,7 @@ def honest_result(res: Any, workload: Any = None, max_time: float | None = _MAX_
         bad = [j.id for j in res.jobs if j.arrival != want[j.id]]
         if bad:
             return f"job {bad[0]} recorded arriving at {res.jobs[ids.index(bad[0])].arrival}, not {want[bad[0]]}"
-    R = float(res.meta.get("round_seconds", 60.0))
+    R = float(res.meta.round_seconds)
     end = max((r.time for r in res.rounds), default=0.0) + R
     for j in res.jobs:
         if not math.isfinite(j.arrival) or j.arrival < 0:
@@ -249,3 +252,66 @@ def run_workload_file_case(label: str, timeout: float = 5.0) -> Outcome:
         status = "raw"  # a good file refused is a failure too
         detail = f"a readable file refused: {detail}"
     return Outcome(status, "sim.load_workload", case, detail, out.seconds)
+
+
+# ---------------------------------------------------------------------------------------------- valid random runs
+#: the usual global batch of each zoo application (the Sia artifacts' workloads)
+ZOO_BATCH = {"bert": 48, "deepspeech2": 80, "cifar10": 512, "yolov3": 32, "ncf": 32768}
+
+
+@st.composite
+def small_workloads(draw: st.DrawFn, max_jobs: int = 6, max_arrival: int = 600,
+                    replicas: tuple[int, ...] = (1, 2, 4, 8)) -> Any:
+    """A valid :class:`~schedopt.sim.Workload` of 1..``max_jobs`` zoo jobs, arriving in 0..``max_arrival`` s, drawn
+    in any order (the Workload sorts them; its warning is silenced here), built directly rather than filtered."""
+    import warnings
+
+    from ... import sim
+
+    n = draw(st.integers(1, max_jobs))
+    jobs = []
+    for k in range(n):
+        app = draw(st.sampled_from(sorted(ZOO_BATCH)))
+        jobs.append(sim.WorkloadJob(f"{app}-{k}", float(draw(st.integers(0, max_arrival))), app,
+                                    draw(st.sampled_from(list(replicas))), ZOO_BATCH[app]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return sim.Workload("random", tuple(jobs))
+
+
+def run_invariants(res: Any, workload: Any, cluster: Any, job_model: str, *, adaptive: bool,
+                   max_time: float) -> list[str]:
+    """What is wrong with a simulation's records (empty when nothing is), checked from the records alone: each job
+    recorded once with its workload arrival; started no earlier than it arrived; finished at most once, after it
+    started, within the last round, holding GPUs until then and not after; a finished job's JCT at least its ideal
+    time (:func:`schedopt.sim.feasibility.min_seconds`); no hopeless job finished; no GPU type over-committed at
+    any segment start."""
+    from ...sim.feasibility import min_seconds
+
+    bad: list[str] = []
+    why = honest_result(res, workload, max_time)
+    if why:
+        bad.append(why)
+    spec = {j.name: j for j in workload.jobs}
+    R = float(res.meta.round_seconds)
+    for j in res.jobs:
+        if any(s > e for s, e, _, _ in j.segments):
+            bad.append(f"{j.id}: a segment ends before it starts")
+        if j.finish is None:
+            continue
+        if j.finish > max_time + R + 1e-6:
+            bad.append(f"{j.id}: finishes at {j.finish} after the cap {max_time} + a round")
+        if not j.segments or max(e for _, e, _, _ in j.segments) != j.finish:
+            bad.append(f"{j.id}: its last segment does not end at its finish {j.finish}")
+        w = spec[j.id]
+        ideal = min_seconds(cluster, j.application, w.num_replicas, w.batch_size, job_model, adaptive=adaptive)
+        if j.jct is not None and j.jct < ideal - 1e-6:
+            bad.append(f"{j.id}: JCT {j.jct} < its ideal time {ideal}")
+        if j.id in res.hopeless:
+            bad.append(f"{j.id}: said hopeless, yet it finished at {j.finish}")
+    for t in sorted({s for j in res.jobs for s, _, _, _ in j.segments}):
+        for ty in cluster.type_names:
+            held = sum(g for j in res.jobs for s, e, tt, g in j.segments if tt == ty and s <= t < e)
+            if held > cluster[ty].total_gpus + 1e-9:
+                bad.append(f"t={t}: {held} {ty} GPUs held > {cluster[ty].total_gpus}")
+    return bad
