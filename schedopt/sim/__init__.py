@@ -21,6 +21,7 @@ from typing import Any as _Any
 from .engine import DEFAULT_ROUND_SECONDS, simulate
 from .jobs import POLLUX, SIA, JobModel, goodput_estimate
 from .metrics import JobRecord, RoundRecord, SimMeta, SimResult, queue_length, read_jsonl, summarize, utilization
+from .metrics import summaries as summaries  # one row per simulation (pandas); see also SimResult.to_dataframe
 from .policies import Decision, JobView, Policy, RoundState, get_policy
 from .registry import (
     SimSystem,

@@ -4,6 +4,7 @@
   Pollux clusters with the Sia/Pollux job models and the shipped workloads; placement and admission are roles.
 * ``synergy`` (:class:`SynergySystem`): ``synergy[:<queue>/<method>]`` on Synergy's CPU/memory-aware servers.
 * ``gandiva`` (:class:`GandivaSystem`): ``gandiva[:<variant>]`` with packing, migration and time slicing.
+* ``hived`` (:class:`HivedSystem`): ``hived`` and ``hived:quota``, tenants with virtual clusters of cells.
 
 Each family states its own default cluster and round length here, once.
 """
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from .metrics import SimResult
     from .sweep import SimTask
 
-__all__ = ["ElasticSystem", "GandivaSystem", "SynergySystem"]
+__all__ = ["ElasticSystem", "GandivaSystem", "HivedSystem", "SynergySystem"]
 
 
 def _no_roles(family: str, task: SimTask) -> None:
@@ -138,5 +139,42 @@ class GandivaSystem:
         return type(res)(res.meta.replace(system=self.name), res.jobs, res.rounds, res.hopeless)
 
 
-for _s in (ElasticSystem(), SynergySystem(), GandivaSystem()):
+class HivedSystem:
+    """HiveD's multi-tenant family (:mod:`schedopt.sim.hived`): ``hived`` (the buddy cell allocator) and
+    ``hived:quota`` (the quota-only baseline), event-driven (no rounds)."""
+
+    name = "hived"
+    default_round_seconds = 0.0  # event-driven: a task's round_seconds must stay None
+
+    @property
+    def default_cluster(self) -> str | None:
+        from .hived.workload import DEFAULT_CLUSTER
+
+        return DEFAULT_CLUSTER
+
+    def cluster_presets(self) -> Sequence[str]:
+        from .hived.workload import CLUSTER_PRESETS
+
+        return list(CLUSTER_PRESETS)
+
+    def owns(self, policy: str) -> bool:
+        return parse_spec(policy).name.split(":", 1)[0] == "hived"
+
+    def policy_names(self) -> Sequence[str]:
+        from .hived.run import POLICIES
+
+        return list(POLICIES)
+
+    def takes_solver_options(self, policy: str) -> bool:
+        return False
+
+    def run(self, task: SimTask, observer: Observer | None = None) -> SimResult:
+        from .hived.run import run_task
+
+        _no_roles("hived", task)
+        res = run_task(task, observer)
+        return type(res)(res.meta.replace(system=self.name), res.jobs, res.rounds)
+
+
+for _s in (ElasticSystem(), SynergySystem(), GandivaSystem(), HivedSystem()):
     register_system(_s, replace=True)

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from .jobs import JobState
     from .policies.base import Decision
 
-__all__ = ["JSONValue", "JobRecord", "RoundRecord", "SimMeta", "SimResult", "queue_length", "read_jsonl", "summarize",
-           "utilization"]
+__all__ = ["JSONValue", "JobRecord", "RoundRecord", "SimMeta", "SimResult", "queue_length", "read_jsonl", "summaries",
+           "summarize", "summary_row", "utilization"]
 
 #: a JSON value (what a record's family-specific details may hold)
 JSONValue: TypeAlias = "str | int | float | bool | Sequence[JSONValue] | Mapping[str, JSONValue] | None"
@@ -228,6 +228,12 @@ class SimResult:
             lines.append(json.dumps({"hopeless": list(self.hopeless)}))
         return "\n".join(lines) + "\n"
 
+    def to_dataframe(self) -> Any:
+        """One row per job (a ``pandas.DataFrame``): id, application, arrival, start, finish, jct (seconds; missing
+        for a job that did not start / finish), restarts, requested_gpus, batch_size and ``gpu_seconds_<type>`` per
+        GPU type. Needs pandas (``pip install pandas``)."""
+        return _frame(_job_rows(self))
+
     def jobs_csv(self) -> str:
         out = io.StringIO()
         w = csv.writer(out, lineterminator="\n")
@@ -353,3 +359,58 @@ def summarize(result: SimResult) -> dict[str, Any]:
         "policy_cpu_s_median": _pct(pc, 50),
         "policy_cpu_s_p95": _pct(pc, 95),
     }
+
+
+# ------------------------------------------------------------------ tables (pandas): to_dataframe, summaries
+def _meta_get(meta: Any, key: str, default: Any = None) -> Any:
+    """``meta.<key>`` of a typed meta record, else ``meta.get(key)`` of a mapping."""
+    v = _MISSING if isinstance(meta, dict) else getattr(meta, key, _MISSING)
+    if v is _MISSING:
+        v = meta.get(key, default) if isinstance(meta, dict) else default
+    return v
+
+
+_MISSING = object()
+
+
+def _job_rows(result: SimResult) -> list[dict[str, Any]]:
+    types = sorted({s[2] for j in result.jobs for s in j.segments})
+    rows = []
+    for j in result.jobs:
+        gs = j.gpu_seconds
+        rows.append({"id": j.id, "application": j.application, "arrival": j.arrival, "start": j.start,
+                     "finish": j.finish, "jct": j.jct, "restarts": j.restarts, "requested_gpus": j.requested_gpus,
+                     "batch_size": j.batch_size, **{f"gpu_seconds_{t}": gs.get(t, 0.0) for t in types}})
+    return rows
+
+
+def _frame(rows: list[dict[str, Any]]) -> Any:
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ImportError("schedopt.sim tables need pandas, which is not installed: pip install pandas "
+                          "(or pip install 'schedopt[pandas]')") from None
+    columns: dict[str, None] = {}
+    for r in rows:
+        columns.update(dict.fromkeys(r))
+    return pd.DataFrame.from_records(rows, columns=list(columns))
+
+
+def summary_row(result: SimResult) -> dict[str, Any]:
+    """:func:`summarize` as one flat row with the run's seed, cluster preset, round length, job model and estimator
+    (``gpu_hours_by_type`` becomes ``gpu_hours_<type>`` columns)."""
+    s = summarize(result)
+    by_type = s.pop("gpu_hours_by_type", {}) or {}
+    row: dict[str, Any] = {"policy": s.pop("policy"), "workload": s.pop("workload"),
+                           "seed": _meta_get(result.meta, "seed", 0)}
+    for k in ("cluster_preset", "round_seconds", "job_model", "estimator"):
+        row[k] = _meta_get(result.meta, k)
+    row.update(s)
+    row.update({f"gpu_hours_{t}": v for t, v in by_type.items()})
+    return row
+
+
+def summaries(results: Iterable[SimResult]) -> Any:
+    """One row per simulation (a ``pandas.DataFrame`` of :func:`summary_row`): policy, workload, seed, the run's
+    settings and every summary figure in flat columns (times in seconds, GPU time in hours). Needs pandas."""
+    return _frame([summary_row(r) for r in results])
