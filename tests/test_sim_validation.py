@@ -373,3 +373,28 @@ def test_sia_place_refuses_a_3_gpu_allocation_on_one_node_for_a_job_not_named_ri
     sol = prob.solve("highs")
     assert sol.allocation["r"] == Config(1, 3, "t4")
     assert sol.place().unplaced == ()
+
+
+def test_a_record_with_hopeless_jobs_validates_against_the_schema_and_reads_back(tmp_path: Path) -> None:
+    """The 'hopeless' line of a record is in schedopt/schemas/sim_record.schema.json, inside the end marker's
+    checksum, and read back by records.read_record."""
+    import json
+
+    import jsonschema
+
+    from schedopt import schemas
+    from schedopt.sim import records
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = simulate(TOY_CLUSTER, _toy(("L", 0.0, "long")), get_policy("fifo"), job_model=TOY, round_seconds=10,
+                       max_time=30)
+    text = records.record_text(res, {"policy": "fifo", "workload": "toy"})
+    v = jsonschema.Draft202012Validator(schemas.load("sim_record"))
+    lines = [json.loads(line) for line in text.splitlines()]
+    for d in lines:
+        v.validate(d)
+    assert {"hopeless": ["L"]} in lines
+    p = tmp_path / "r.jsonl"
+    p.write_text(text)
+    assert records.check_record(p) is None and records.read_record(p).hopeless == ("L",)
