@@ -171,10 +171,7 @@ def sim_entries() -> list[EntryPoint]:
                     "estimator": "choice", "job_model": "choice?"}, accept=many_accept),
         EntryPoint("sim.cluster_preset", preset, lambda: {"name": "sia-64"}, {"name": "known_name"}),
         EntryPoint("cli simulate", cli_simulate, lambda: {"seeds": "0", "round_seconds": 60},
-                   {"seeds": "seeds", "round_seconds": "round_seconds", "workers": "count"},
-                   # slow until the command line calls schedopt.sim.limits: '--seeds 0-100000000' builds 10**8 seeds
-                   # inside one C call (12 s) that the time limit cannot interrupt (issue 25)
-                   slow=True),
+                   {"seeds": "seeds", "round_seconds": "round_seconds", "workers": "count"}),
     ]
 
 
