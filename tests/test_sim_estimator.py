@@ -155,7 +155,6 @@ def test_a_kept_configuration_is_never_restarted_by_the_placer() -> None:
 
 def test_cli_estimator_flag(tmp_path: Path) -> None:
     import argparse
-    import json
 
     from schedopt.sim.cli import add_parser
 
@@ -167,7 +166,8 @@ def test_cli_estimator_flag(tmp_path: Path) -> None:
     a = parser.parse_args(["simulate", "--workload", str(p), "--policy", "sia", "--estimator", "oracle",
                            "--workers", "1", "-o", str(tmp_path / "runs")])
     assert a.func(a) == 0
-    meta = json.loads((tmp_path / "runs" / "sia__head__seed0.jsonl").read_text().splitlines()[0])
-    assert meta["meta"]["estimator"] == "oracle"
+    from schedopt.sim.records import read_record
+
+    assert read_record(tmp_path / "runs" / "sia__head__seed0.jsonl").meta.estimator == "oracle"
     with pytest.raises(SystemExit):
         parser.parse_args(["simulate", "--workload", str(p), "--estimator", "truth"])

@@ -89,7 +89,7 @@ def _num(v: Any, scale: float = 1.0, fmt: str = ".2f") -> str:
 
 def _table(rows: list[dict[str, Any]]) -> str:
     """Two tables, one time unit each: the results (hours) and the policy's time per round (milliseconds)."""
-    head = ["policy", "workload", "seed", "finished", "avg JCT", "p99 JCT", "makespan", "GPU time"]
+    head = ["policy", "workload", "seed", "finished", "avg JCT", "p99 JCT", "makespan", "GPU-hours"]
     lines = ["results (times in hours)", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     h = 1 / 3600
     for r in rows:
@@ -142,6 +142,15 @@ def _failure_doc(f: SimFailure) -> dict[str, Any]:
     return {"simulation": _label(f.task), "error": f.error}
 
 
+def _record_file(out: Path, r: Any) -> str:
+    """The file name of ``r``'s record in ``out`` (``<name>.jsonl``, or ``<name>__<hash>.jsonl`` when two tasks of
+    the sweep shared a name)."""
+    base = record_name(r)
+    if (out / f"{base}.jsonl").exists():
+        return f"{base}.jsonl"
+    return next((p.name for p in sorted(out.glob(f"{base}__*.jsonl"))), f"{base}.jsonl")
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     from .metrics import summary_row
     from .runs import run_tasks
@@ -151,8 +160,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     items = _tasks(args)
     out = args.output
     try:
+        # in_process=False: simulations run in worker processes (one with --workers 1) that Ctrl-C stops at once,
+        # even inside a solver, and that die with this command
         results = run_tasks(items, workers=args.workers, progress=_progress(args), output_dir=out,
-                            resume=args.resume, on_error=args.on_error, heartbeat=args.progress_every)
+                            resume=args.resume, on_error=args.on_error, heartbeat=args.progress_every,
+                            in_process=False)
         interrupted = False
     except SweepInterrupted as exc:
         results, interrupted = exc.results, True
@@ -169,7 +181,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.json:
         emit(document("simulate", code, output=out, interrupted=interrupted, simulations=len(done),
                       total=len(items), failed=[_failure_doc(f) for f in failed],
-                      records=[record_name(r) + ".jsonl" for r in done] if out else [], summaries=rows))
+                      records=[_record_file(Path(out), r) for r in done] if out else [], summaries=rows))
         return code
     if rows:
         print(_table(rows))
@@ -233,12 +245,14 @@ def add_parser(subparsers: Any) -> None:
                     "130 interrupted (the finished records stay).")
     s.add_argument("--cluster", default=None,
                    help="pollux, sia-64 or sia-<64k> (default sia-64); gandiva-100 (default of gandiva policies), "
-                        "gandiva-100-homogeneous, ...; synergy policies run on their workload's cluster by default")
+                        "gandiva-100-homogeneous, ...; hived: three-tenant (default), tiny, example; synergy policies "
+                        "run on their workload's cluster by default")
     s.add_argument("--workload", default="saturn/1", help="comma-separated: saturn/1, a whole set (pollux), or CSV paths; "
-                   "synergy/static|dynamic|test|philly[:jobs=N][:jph=X]; gandiva/synthetic[:jobs=N:interarrival=S]")
+                   "synergy/static|dynamic|test|philly[:jobs=N][:jph=X]; gandiva/synthetic[:jobs=N:interarrival=S]; "
+                   "hived/synthetic[:jobs=N...]")
     s.add_argument("--policy", default="sia", help="comma-separated: sia, tiresias, fifo, pollux, pollux-exact, "
                    "pollux-unaware, gavel; synergy[:queue/method] (e.g. synergy:las/opt); gandiva[:variant] (e.g. "
-                   "gandiva:off); a registered name; or your own module:Class[:key=value]")
+                   "gandiva:off); hived[:variant] (e.g. hived:quota); a registered name; or your own module:Class[:key=value]")
     s.add_argument("--placer", default=None, metavar="SPEC",
                    help="where jobs go on the cluster: sia (default), packing, or module:Class[:key=value]")
     s.add_argument("--admission", default=None, metavar="SPEC",

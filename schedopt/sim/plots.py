@@ -79,14 +79,17 @@ def jct_cdf_figure(results: Sequence[SimResult]) -> Any:
         by: dict[str, list[SimResult]] = {}
         for r in rs:
             by.setdefault(str(_meta(r, "policy")), []).append(r)
+        every = [x for r in rs for x in r.jcts().values() if x > 0]
+        log = bool(every) and max(every) > 20 * min(every)  # a log axis only over more than a decade or so
         for pol, prs in sorted(by.items()):
             a = np.sort(np.asarray([x for r in prs for x in r.jcts().values()], dtype=float)) / 3600.0
             if a.size:
                 ax.step(a, np.arange(1, a.size + 1) / a.size, where="post",
                         label=f"{pol}, {_seeds(prs)} (avg {a.mean():.2f} h)")
-        ax.set_xscale("log")
+        if log:
+            ax.set_xscale("log")
         ax.set_title(f"JCT CDF: workload {workload} on cluster {cluster}")
-        ax.set_xlabel("job completion time (hours, log scale)")
+        ax.set_xlabel("job completion time (hours, log scale)" if log else "job completion time (hours)")
         ax.set_ylabel("fraction of jobs")
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
@@ -143,6 +146,10 @@ def _save(fig: Any, path: str | Path) -> Path:
     out = Path(path)
     try:
         fig.savefig(out)
+    except OSError as exc:  # a full disk, a read-only folder: a named input error, not a traceback
+        from .records import output_error
+
+        raise output_error(out, exc) from None
     finally:
         plt.close(fig)
     return out

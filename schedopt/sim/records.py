@@ -16,8 +16,8 @@ folder (``.<name>.tmp-<pid>``, never matching ``*.jsonl``) that is flushed, fsyn
 (``os.replace``), so a reader sees either the old file, or the whole new one -- never a part.
 
 **Determinism.** Identical inputs give byte-identical records except in the fields of :data:`WALL_CLOCK_FIELDS`
-(the policy's wall and CPU time per round, the solver's phase timings, and any ``seconds`` a policy reports in its
-round ``info``), and so the end marker's checksum. :func:`mask_wall_clock` blanks exactly those, so two records of
+(the policy's wall and CPU time per round, the solver's phase timings, any ``seconds`` a policy reports in its
+round ``info``, and a family's total policy time in the meta, HiveD's), and so the end marker's checksum. :func:`mask_wall_clock` blanks exactly those, so two records of
 the same task compare equal byte for byte. (With ``charge_policy_time=True`` the policy's wall time enters the
 simulation itself, and nothing after the first re-allocation is reproducible.)
 """
@@ -59,6 +59,7 @@ RECORD_VERSION = 1
 #: The fields of a record that are wall-clock measurements (they differ between identical runs), as
 #: ``<line kind>.<path>``; a trailing ``.*`` means every key under it. Everything else is deterministic.
 WALL_CLOCK_FIELDS: tuple[str, ...] = (
+    "meta.policy_seconds_total",
     "round.policy_seconds",
     "round.policy_cpu_seconds",
     "round.answer.timings.*",
@@ -173,7 +174,8 @@ def _problem(text: str) -> str | None:
     except (ValueError, AttributeError):
         end = None
     if not isinstance(end, dict):
-        return "has no end marker: cut short (a run killed while writing, a full disk) or not a schedopt record"
+        return ("has no end marker: cut short (a run killed while writing, a full disk), written by a schedopt "
+                "older than checked records (run it again), or not a simulation record")
     body += "\n"
     if hashlib.sha256(body.encode()).hexdigest() != end.get("sha256"):
         return "fails its checksum (torn or edited after it was written)"

@@ -3,7 +3,8 @@
 
 :func:`run_tasks` runs a list of tasks (:class:`~schedopt.sim.sweep.SimTask`) on
 
-* nothing (``executor=None`` and ``workers=1``, or a single task): one after the other in this process;
+* nothing (``executor=None`` and ``workers=1``, or a single task; ``in_process=False`` sends these to a pool of
+  ``workers`` processes too): one after the other in this process;
 * a local pool of ``workers`` processes of our own (``executor=None``; default the CPU count). Its workers die with
   this process (``PR_SET_PDEATHSIG`` on Linux, a parent watch elsewhere), ignore a terminal's Ctrl-C (this process
   decides), and are killed at once when the sweep stops: on Ctrl-C, and on the first failing task;
@@ -351,7 +352,7 @@ class _LocalPool:
 
         methods = mp.get_all_start_methods()
         # fork is fast and safe in a single-threaded process; with threads about (a Dask client, a notebook), spawn
-        self.ctx = mp.get_context("fork" if "fork" in methods and threading.active_count() == 1 else "spawn")
+        self.ctx: Any = mp.get_context("fork" if "fork" in methods and threading.active_count() == 1 else "spawn")
         self.n = n
         self.workers: list[tuple[Any, Any]] = []  # (process, connection)
         self.busy: dict[int, int] = {}  # worker slot -> task index
@@ -359,12 +360,28 @@ class _LocalPool:
 
     def _spawn(self) -> tuple[Any, Any]:
         a, b = self.ctx.Pipe()
-        p = self.ctx.Process(target=_worker_main, args=(b, os.getpid()), daemon=True, name="schedopt-sim-worker")
+        # not daemonic: a policy may start processes of its own (daemonic processes may not); the worker dies with
+        # this process anyway (PR_SET_PDEATHSIG), and stop() / close() end it
+        p = self.ctx.Process(target=_worker_main, args=(b, os.getpid()), daemon=False, name="schedopt-sim-worker")
         p.start()
         b.close()
         return p, a
 
+    def _warm(self, work: list[tuple[int, Any, str | None]]) -> None:
+        """Import here, once, what every simulation imports on first use (the families, their policies): forked
+        workers inherit it instead of each importing it anew (8 workers on 2 cores: 7 s before their first round)."""
+        if self.ctx.get_start_method() != "fork":
+            return
+        from .registry import iter_names, policy_entry
+
+        with contextlib.suppress(Exception):
+            list(iter_names())
+        for p in {t.policy for _, t, _ in work if isinstance(getattr(t, "policy", None), str)}:
+            with contextlib.suppress(Exception):
+                policy_entry(p).load()
+
     def submit(self, work: list[tuple[int, Any, str | None]]) -> None:
+        self._warm(work)
         self.queue = list(work)
         while len(self.workers) < min(self.n, len(self.queue)):
             self.workers.append(self._spawn())
@@ -411,8 +428,9 @@ class _LocalPool:
         for r in ready:
             if r in conns:
                 slot = conns[r]
+                conn: Any = r
                 try:
-                    out.append(r.recv())
+                    out.append(conn.recv())
                 except (EOFError, OSError):
                     continue  # the worker died without answering: its sentinel says so
                 free.add(slot)
@@ -576,6 +594,34 @@ def summary_csv(rows: Sequence[Mapping[str, Any]]) -> str:
     return out.getvalue()
 
 
+@contextlib.contextmanager
+def _sigint_deferred() -> Any:
+    """Hold a Ctrl-C that comes while a finished simulation's record is written (a fraction of a second) and raise
+    it after: the record is kept, whole."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) in (
+            None, signal.SIG_IGN):
+        yield
+        return
+    got: list[int] = []
+    old = signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+    if got:
+        raise KeyboardInterrupt
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
 class _Folder:
     """The output folder of a sweep: records as they finish, ``summary.csv`` rewritten with each."""
 
@@ -597,7 +643,13 @@ class _Folder:
         self.rows: dict[int, dict[str, Any]] = {}
 
     def resume(self) -> list[tuple[int, SimResult]]:
-        """The tasks with a whole record of the same task in the folder (read back); bad files named and redone."""
+        """The tasks with a whole record of the same task in the folder (read back); bad files named and redone;
+        temporary files of killed runs removed."""
+        for tmp in self.dir.glob(".*.tmp-*"):
+            pid = tmp.name.rpartition("-")[2]
+            if pid.isdigit() and not _pid_alive(int(pid)):
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
         found: list[tuple[int, SimResult]] = []
         free = list(range(len(self.items)))
         for p in sorted(self.dir.glob("*.jsonl")):
@@ -631,7 +683,7 @@ class _Folder:
         name = self.names.get(i) or self._name(i, record_name(result))
         path = write_record(self.dir / name, result, self.items[i])
         self.names[i] = name
-        failed = self.dir / (name.removesuffix(".jsonl") + ".failed.json")
+        failed = self._failure_path(i)  # an earlier run's failure of this task, redone now
         if failed.exists():
             with contextlib.suppress(OSError):
                 failed.unlink()
@@ -639,15 +691,16 @@ class _Folder:
         self._summary()
         return path
 
-    def write_failure(self, i: int, f: SimFailure) -> Path:
+    def _failure_path(self, i: int) -> Path:
         t = self.items[i]
         pol = getattr(t, "policy", "task")
+        wl = str(getattr(t, "workload", ""))
         base = "__".join(_safe(x) for x in (pol if isinstance(pol, str) else type(pol).__name__,
-                                            Path(str(getattr(t, "workload", ""))).stem
-                                            if str(getattr(t, "workload", "")).lower().endswith(".csv")
-                                            else getattr(t, "workload", "")))
-        path = self.dir / f"{base}__seed{getattr(t, 'seed', 0)}.failed.json"
-        return atomic_write_text(path, json.dumps(f.to_dict(), indent=1) + "\n")
+                                            Path(wl).stem if wl.lower().endswith(".csv") else wl))
+        return self.dir / f"{base}__seed{getattr(t, 'seed', 0)}.failed.json"
+
+    def write_failure(self, i: int, f: SimFailure) -> Path:
+        return atomic_write_text(self._failure_path(i), json.dumps(f.to_dict(), indent=1) + "\n")
 
     def _summary(self) -> None:
         atomic_write_text(self.dir / "summary.csv", summary_csv([self.rows[k] for k in sorted(self.rows)]),
@@ -665,10 +718,16 @@ def run_tasks(
     resume: bool = False,
     on_error: Literal["raise", "record"] = "raise",
     heartbeat: float = 30.0,
-) -> list[Any]:
+    in_process: bool | None = None,
+) -> list[SimResult | SimFailure]:
     """Run every task; results in task order (:class:`~schedopt.sim.metrics.SimResult`, or :class:`SimFailure`
     where a task failed with ``on_error="record"``). See the module's documentation for executors, the output
-    folder, ``resume``, failures, the heartbeat and Ctrl-C."""
+    folder, ``resume``, failures, the heartbeat and Ctrl-C.
+
+    ``in_process`` (no ``executor`` only): None runs here when ``workers=1`` or there is one task, else on our pool;
+    False always uses our pool (``workers`` processes, default the CPU count), so that Ctrl-C stops a simulation at
+    once even inside a policy's solve (a solver's own Ctrl-C handling returns its incumbent and lets the simulation
+    go on) -- what ``schedopt simulate`` does; True runs everything here, one after the other."""
     items = list(tasks)
     if on_error not in ON_ERROR:
         raise InputError("on_error", on_error, f"must be one of {list(ON_ERROR)}")
@@ -700,24 +759,28 @@ def run_tasks(
             results[i] = SimFailure(items[i], f"{res.type}: {res.message}", res.traceback)
             log.warning("simulation %s failed: %s", _label(items[i]), results[i].error)
             if folder is not None:
-                folder.write_failure(i, results[i])
+                with _sigint_deferred():
+                    folder.write_failure(i, results[i])
         else:
-            if folder is not None:
-                folder.write(i, res)
             results[i] = res
+            if folder is not None:
+                with _sigint_deferred():
+                    folder.write(i, res)
         hb.finished(i, running())
 
     try:
-        if executor is None and (workers == 1 or len(todo) <= 1):
+        serial = bool(in_process) if in_process is not None else (workers == 1 or len(todo) <= 1)
+        if executor is None and serial:
             for i in todo:
+                one: SimResult | _Failed
                 try:
-                    res: Any = _call(items[i], hb.observer(i))
+                    one = _call(items[i], hb.observer(i))
                 except Exception as exc:
-                    res = _Failed.of(exc)
+                    one = _Failed.of(exc)
                     if on_error == "raise":  # here, the original exception with its traceback
                         exc.results = list(results)  # type: ignore[attr-defined]
                         raise
-                finish(i, res, list)
+                finish(i, one, list)
         elif todo:
             driver: Any = _LocalPool(workers or os.cpu_count() or 1) if executor is None else _Foreign(executor, hb)
             try:
@@ -736,4 +799,4 @@ def run_tasks(
         raise SweepInterrupted(results, len(items), output_dir) from None
     finally:
         hb.close()
-    return results
+    return results  # every entry set: a result, or a failure kept with on_error="record"
