@@ -12,6 +12,7 @@ bit (the policy's wall time is recorded, and only enters the simulation with ``c
 from __future__ import annotations
 
 import math
+import numbers
 import sys
 import time
 import warnings
@@ -23,8 +24,10 @@ from ..errors import InputError
 from ..results import Limit
 from ..sia import Cluster, Config, Placement
 from ..sia.check import config_shape_ok
+from .feasibility import hopeless_jobs
 from .jobs import ESTIMATORS, JobModel, JobState, goodput_estimate
 from .jobs import job_model as get_job_model
+from .limits import check_flag, check_max_time, check_round_seconds, check_rounds, default_stop
 from .metrics import JobRecord, RoundRecord, SimMeta, SimResult
 from .policies.base import Decision, JobView, Policy, RoundState
 from .registry import make_admission, make_placer, role_name
@@ -116,7 +119,7 @@ def _from_nodes(cluster: Cluster, pname: str, nodes: Mapping[str, Mapping[str, i
         for nid, g in m.items():
             if nid not in ntype:
                 raise InputError(f"{who}[{nid}]", g, "names no node of the cluster")
-            if isinstance(g, bool) or int(g) != g or g < 0:
+            if isinstance(g, bool) or not isinstance(g, numbers.Real) or not math.isfinite(g) or int(g) != g or g < 0:
                 raise InputError(f"{who}[{nid}]", g, "must be a GPU count >= 0")
             if g:
                 mm[nid] = int(g)
@@ -271,10 +274,22 @@ def simulate(
         raise InputError("cluster", type(cluster).__name__, "must be a schedopt.sia.Cluster")
     if not isinstance(workload, Workload):
         raise InputError("workload", type(workload).__name__, "must be a schedopt.sim.Workload")
-    if not (isinstance(round_seconds, (int, float)) and round_seconds > 0):
-        raise InputError("round_seconds", round_seconds, "must be a number > 0")
     if not callable(getattr(policy, "decide", None)):
         raise InputError("policy", type(policy).__name__, "must have decide(state) -> Decision")
+    # -- input bounds, one rule for simulate / simulate_many / the CLI (schedopt.sim.limits; issue 25) --
+    round_seconds = check_round_seconds(round_seconds)
+    max_time = check_max_time(max_time)
+    adaptive = check_flag(adaptive, "adaptive", allow_none=True)
+    charge_policy_time = bool(check_flag(charge_policy_time, "charge_policy_time"))
+    progress = check_flag(progress, "progress", allow_none=True)
+    if not isinstance(label, str):
+        raise InputError("label", label, "must be a text")
+    if not isinstance(job_model, (str, JobModel)):
+        raise InputError("job_model", job_model, "must be 'pollux', 'sia' or a schedopt.sim.JobModel")
+    if not isinstance(estimator, str):
+        raise InputError("estimator", estimator, f"must be one of {list(ESTIMATORS)}")
+    check_rounds(default_stop(workload) if max_time is None else max_time, round_seconds)
+    # -- end of input bounds --
     jm = get_job_model(job_model)
     if estimator not in ESTIMATORS:
         raise InputError("estimator", estimator, f"must be one of {list(ESTIMATORS)}")
@@ -300,6 +315,11 @@ def simulate(
         if rs is not None and rs[0] > biggest:
             raise InputError(f"workload.jobs[{k}].num_replicas", rs[0],
                              f"no GPU type of the cluster has that many GPUs (largest: {biggest})")
+    # -- hopeless jobs: said before the run, carried in the result (schedopt.sim.feasibility; issue 25) --
+    stop_at = default_stop(workload) if max_time is None else float(max_time)
+    hopeless = tuple(hopeless_jobs(cluster, workload, jm, stop_at, adaptive=adaptive, round_seconds=float(round_seconds),
+                                   max_rate=float(getattr(policy, "max_rate", 1.0))))
+    # -- end of hopeless jobs --
     last = max((j.arrival for j in jobs), default=0.0)
     stop = last + 60 * 86400.0 if max_time is None else float(max_time)
     bar = _Progress(progress, len(jobs), label or f"{pname} on {workload.name}")
@@ -430,7 +450,8 @@ def simulate(
     rej = set(rejected)
     for j in jobs:
         j.rejected = j.id in rej
-    return SimResult(meta=meta, jobs=tuple(JobRecord.of(j) for j in jobs), rounds=tuple(rounds))
+    return SimResult(meta=meta, jobs=tuple(JobRecord.of(j) for j in jobs), rounds=tuple(rounds),
+                     hopeless=hopeless)
 
 
 def _admit(adm: Admission, cluster: Cluster, pending: list[JobState], active: dict[str, JobState],

@@ -65,7 +65,7 @@ class ElasticSystem:
                        progress=False, observer=observer, placer=task.placer, admission=task.admission)
         name = task.policy if isinstance(task.policy, str) else res.meta.policy
         return type(res)(res.meta.replace(policy=name, seed=task.seed, cluster_preset=cluster, system=self.name,
-                                          policy_params=dict(task.policy_params)), res.jobs, res.rounds)
+                                          policy_params=dict(task.policy_params)), res.jobs, res.rounds, res.hopeless)
 
 
 class SynergySystem:
@@ -98,7 +98,7 @@ class SynergySystem:
         if task.round_seconds is None:
             task = dataclasses.replace(task, round_seconds=self.default_round_seconds)
         res = run_task(task, observer)
-        return type(res)(res.meta.replace(system=self.name), res.jobs, res.rounds)
+        return type(res)(res.meta.replace(system=self.name), res.jobs, res.rounds, res.hopeless)
 
 
 class GandivaSystem:
@@ -136,7 +136,7 @@ class GandivaSystem:
         if task.round_seconds is None:
             task = dataclasses.replace(task, round_seconds=self.default_round_seconds)
         res = run_task(task, observer)
-        return type(res)(res.meta.replace(system=self.name), res.jobs, res.rounds)
+        return type(res)(res.meta.replace(system=self.name), res.jobs, res.rounds, res.hopeless)
 
 
 class HivedSystem:

@@ -203,6 +203,9 @@ class SimResult:
     meta: SimMeta
     jobs: tuple[JobRecord, ...]
     rounds: tuple[RoundRecord, ...]
+    #: ids of the jobs that could not finish before the time cap even alone on their best configuration, found
+    #: before the run (:func:`schedopt.sim.feasibility.hopeless_jobs`; issue 25)
+    hopeless: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.meta, SimMeta):
@@ -221,6 +224,8 @@ class SimResult:
         lines = [json.dumps({"meta": self.meta.to_dict()})]
         lines += [json.dumps({"job": j.to_dict()}) for j in self.jobs]
         lines += [json.dumps({"round": r.to_dict()}) for r in self.rounds]
+        if self.hopeless:  # issue 25: written only when there are some (older records stay byte-identical)
+            lines.append(json.dumps({"hopeless": list(self.hopeless)}))
         return "\n".join(lines) + "\n"
 
     def to_dataframe(self) -> Any:
@@ -250,6 +255,7 @@ def read_jsonl(text: str) -> SimResult:
     """The :class:`SimResult` written by :meth:`SimResult.to_jsonl`."""
     meta: dict[str, Any] = {}
     jobs, rounds = [], []
+    hopeless: tuple[str, ...] = ()
     for line in text.splitlines():
         if not line.strip():
             continue
@@ -262,7 +268,9 @@ def read_jsonl(text: str) -> SimResult:
             r = d["round"]
             rounds.append(RoundRecord(r["index"], r["time"], r["policy_seconds"], r["active"], r["answer"], r["info"],
                                       r.get("policy_cpu_seconds", math.nan)))
-    return SimResult(meta, tuple(jobs), tuple(rounds))
+        elif "hopeless" in d:
+            hopeless = tuple(str(x) for x in d["hopeless"])
+    return SimResult(meta, tuple(jobs), tuple(rounds), hopeless)
 
 
 def utilization(result: SimResult, step: float | None = None) -> tuple[np.ndarray, np.ndarray]:

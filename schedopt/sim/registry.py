@@ -28,6 +28,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 from ..errors import InputError
+from .limits import parse_bool  # the simulator's one strict boolean parser (issue 25); importable from here too
 
 if TYPE_CHECKING:
     from .engine import Observer
@@ -61,20 +62,6 @@ __all__ = [
 
 #: a policy option's value as written in a spec or passed from Python
 OptionValue = bool | int | float | str | None
-
-_TRUE, _FALSE = {"true", "yes", "1", "on"}, {"false", "no", "0", "off"}
-
-
-def parse_bool(value: object, field_name: str) -> bool:
-    """A strict boolean: a bool, 0/1, or one of true/false/yes/no/on/off (any case); anything else is refused."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-        return value.strip().lower() in _TRUE
-    raise InputError(field_name, value, "must be a boolean (true/false, yes/no, 1/0)")
-
 
 def _literal(text: str) -> OptionValue:
     """``key=value`` text to a value: booleans stay strings here (the factory's annotation decides), numbers are

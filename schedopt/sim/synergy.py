@@ -403,7 +403,7 @@ def run_task(task: SimTask, observer: Observer | None = None) -> SimResult:
                            **params)
     meta = res.meta.replace(policy=f"synergy:{queue}-{method}", workload=task.workload, trace=trace.workload.name,
                             seed=task.seed, cluster_preset=preset, policy_params=params)
-    return SimResult(meta, res.jobs, res.rounds)
+    return SimResult(meta, res.jobs, res.rounds, res.hopeless)
 
 
 # ---------------------------------------------------------------------------------------------- the policy
@@ -432,6 +432,8 @@ class SynergyPolicy:
     running job's (GPUs, CPUs, GB, throughput, proportional throughput) in the round's ``info`` (for checking)."""
 
     adaptive = False
+    #: Decision.rate may exceed 1 (throughput over proportional throughput): no bound for hopeless_jobs (issue 25)
+    max_rate = math.inf
 
     def __init__(self, servers: Sequence[Server], jobs: Mapping[str, SynergyJob], *, queue: str = "fifo",
                  method: str = "tune", meta: Mapping[str, SynergyTraceJob] | None = None,
@@ -509,7 +511,7 @@ def simulate_synergy(trace: SynergyTrace, servers: Sequence[Server] | None = Non
                    adaptive=False, charge_policy_time=charge_policy_time, max_time=max_time, progress=progress,
                    label=f"{pol.name} on {trace.workload.name}", observer=observer)
     meta = res.meta.replace(queue=queue, method=method, servers=[[s.gpus, s.cpus, s.mem_gb] for s in sv])
-    return SimResult(meta=meta, jobs=res.jobs, rounds=res.rounds)
+    return SimResult(meta=meta, jobs=res.jobs, rounds=res.rounds, hopeless=res.hopeless)
 
 
 def compare(trace: SynergyTrace, servers: Sequence[Server] | None = None, *, queues: Sequence[str] = ("fifo",),

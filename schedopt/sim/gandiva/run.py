@@ -79,7 +79,8 @@ def simulate_gandiva(trace: GandivaTrace, cluster: Cluster | None = None, mechan
                    label=label or f"gandiva on {trace.workload.name}", observer=observer)
     meta = res.meta.replace(mechanisms={k: getattr(mech, k) for k in MECHANISMS}, counts=dict(pol.counts),
                             gpu_accounting="physical: a packed GPU's time is split equally between its two jobs")
-    return SimResult(meta=meta, jobs=share_packed_gpus(res.jobs, pol.shared), rounds=res.rounds)
+    return SimResult(meta=meta, jobs=share_packed_gpus(res.jobs, pol.shared), rounds=res.rounds,
+                     hopeless=res.hopeless)
 
 
 def ablation(trace: GandivaTrace, cluster: Cluster | None = None, *, base: Mechanisms | None = None,
@@ -133,4 +134,4 @@ def run_task(task: Any, observer: Observer | None = None) -> SimResult:
                            label=f"{task.policy} on {task.workload}", observer=observer, **params)
     meta = res.meta.replace(policy=task.policy, workload=task.workload, seed=task.seed, cluster_preset=cname,
                             policy_params=params)
-    return SimResult(meta, res.jobs, res.rounds)
+    return SimResult(meta, res.jobs, res.rounds, res.hopeless)

@@ -354,7 +354,7 @@ def run_task(task: Any, observer: Observer | None = None) -> SimResult:
                          **dict(task.policy_params))
     meta = res.meta.replace(policy=task.policy, workload=task.workload, seed=task.seed, cluster_preset=cname,
                             policy_params=dict(task.policy_params))
-    return SimResult(meta, res.jobs, res.rounds)
+    return SimResult(meta, res.jobs, res.rounds, res.hopeless)
 
 
 def compare(trace: HivedTrace, **params: Any) -> dict[str, SimResult]:
