@@ -13,9 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import SchedoptError
 from .catalog import MISSING
-from .runner import EntryPoint
+from .runner import CliExit, EntryPoint
 
 
 # ------------------------------------------------------------------ the catalog of entry points
@@ -481,10 +480,6 @@ def _goodput_entries() -> list[EntryPoint]:
                    {k: "nonneg_float" for k in ("alpha_c", "beta_c", "alpha_n", "beta_n", "alpha_r", "beta_r")}
                    | {"gamma": "pos_float"}),
     ]
-
-
-class CliExit(SchedoptError):
-    """The command line answered with a message and a non-zero exit status (a usage error or a named error)."""
 
 
 def _cli_entries() -> list[EntryPoint]:

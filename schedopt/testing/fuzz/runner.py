@@ -64,6 +64,12 @@ class Outcome:
         return f"{self.status:6s} {where} -> {self.detail}"
 
 
+class CliExit(SchedoptError):
+    """The command line answered with a message and a non-zero exit status (a usage error or a named error).
+    (Here, beside the runner both entry modules import, so that the simulator's entries need not import the
+    solver side's: tests/test_import_graph.py.)"""
+
+
 class FuzzTimeout(BaseException):  # a BaseException, so that no `except Exception` swallows it
     """Raised inside a call that overran its time limit."""
 

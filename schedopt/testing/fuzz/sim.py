@@ -21,7 +21,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from .catalog import Bad
-from .runner import Case, EntryPoint, Outcome, run_case
+from .runner import Case, CliExit, EntryPoint, Outcome, run_case
 
 __all__ = ["WORKLOAD_FILE_CASES", "honest_result", "run_invariants", "run_workload_file_case", "sim_entries",
            "small_workloads"]
@@ -150,8 +150,6 @@ def sim_entries() -> list[EntryPoint]:
         except SystemExit as exc:  # argparse's usage error
             code = exc.code if isinstance(exc.code, int) else 2
         if code:
-            from .entries import CliExit
-
             raise CliExit(f"exit {code}: {err.getvalue().strip()[-200:]}")
         return out.getvalue()
 
