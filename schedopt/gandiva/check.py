@@ -103,13 +103,13 @@ def check_packing(
             bad.append(V(f"assignment[{jid}]", "unknown job"))
             continue
         try:  # a slot out of the cluster or not a pair of integers (1.5 is no GPU index) is a violation (issue 25)
-            s = state.slot(s, f"assignment[{jid}]")
+            slot = state.slot(s, f"assignment[{jid}]")
         except InputError as exc:
             bad.append(V(f"assignment[{jid}]", f"{s!r} {exc.message}"))
             continue
-        if tuple(s) not in idle:
-            bad.append(V(f"assignment[{jid}]", f"on GPU {s}, which is not idle"))
-        on[tuple(s)].append(jid)
+        if slot not in idle:
+            bad.append(V(f"assignment[{jid}]", f"on GPU {slot}, which is not idle"))
+        on[slot].append(jid)
     if set(packing.assignment) & set(packing.unplaced):
         bad.append(V("unplaced", "a job is both placed and unplaced"))
     if set(packing.assignment) | set(packing.unplaced) != set(by_id):

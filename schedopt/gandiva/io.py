@@ -202,7 +202,7 @@ def from_data(data: dict[str, Any]) -> GandivaInstance:
         q = f"{p}.profiles"
         _no_unknown_keys(prof_d, PROFILE_KEYS, q)
         try:
-            profiles = Profiles(
+            profiles = Profiles.from_values(
                 tuple(_list(prof_d, "types", q)),
                 _list(prof_d, "solo_throughput", q),
                 _list(prof_d, "utilization", q),

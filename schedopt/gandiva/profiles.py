@@ -74,6 +74,13 @@ class Profiles:
             raise InputError(f"profiles.factor[{i}][{j}]", float(f[i, j]), "must be in [0, 1]")
         object.__setattr__(self, "factor", f)
 
+    @classmethod
+    def from_values(cls, types: Any, solo_throughput: Any, utilization: Any, memory: Any, factor: Any) -> Profiles:
+        """A table from plain values (lists, JSON): each array is read (and checked, naming its field) as numbers."""
+        return cls(types, _real_array(solo_throughput, "profiles.solo_throughput"),
+                   _real_array(utilization, "profiles.utilization"), _real_array(memory, "profiles.memory"),
+                   _real_array(factor, "profiles.factor"))
+
     def index(self, job_type: str, path: str = "job_type") -> int:
         try:
             return self.types.index(job_type)

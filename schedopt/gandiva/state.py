@@ -76,10 +76,14 @@ class GandivaJob:
 
 
 def _num(path: str, v: object, *, lo: float = 0.0, lo_open: bool = False, hi: float = math.inf) -> float:
-    ok = not isinstance(v, bool) and isinstance(v, (int, float, np.integer, np.floating))
-    if not ok or not math.isfinite(float(v) if abs(v) < 1e300 else math.inf):  # type: ignore[arg-type]
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
         raise InputError(path, v, "must be a finite number")
-    f = float(v)
+    try:
+        f = float(v)
+    except OverflowError:  # an int beyond float's range
+        f = math.inf
+    if not math.isfinite(f) or abs(f) >= 1e300:
+        raise InputError(path, v, "must be a finite number")
     if f < lo or (lo_open and f <= lo) or f > hi:
         rng = f"{'(' if lo_open else '['}{lo}, {hi}]"
         raise InputError(path, v, f"must be in {rng}")

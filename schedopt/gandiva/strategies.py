@@ -22,7 +22,7 @@ def profiles(draw: Any, min_types: int = 1, max_types: int = 4) -> Profiles:
     f = np.array([[draw(grid) for _ in range(n)] for _ in range(n)])
     mem = [draw(st.integers(1, 9)) / 10 for _ in range(n)]
     util = [draw(st.integers(1, 10)) / 10 for _ in range(n)]
-    return Profiles(tuple(f"t{i}" for i in range(n)), [1.0] * n, util, mem, f)
+    return Profiles.from_values(tuple(f"t{i}" for i in range(n)), [1.0] * n, util, mem, f)
 
 
 @st.composite

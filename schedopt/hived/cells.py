@@ -381,8 +381,8 @@ class PhysicalCluster:
         # a node whose address was inferred is named by its full address
         self.node_names: dict[str, list[int]] = {}
         self._node_label = node_label
-        for cid in np.flatnonzero(self.node_cell == np.arange(n)):
-            self.node_names.setdefault(node_label[cid], []).append(int(cid))
+        for node_cid in np.flatnonzero(self.node_cell == np.arange(n)).tolist():
+            self.node_names.setdefault(node_label[node_cid], []).append(node_cid)
         seen: dict[tuple[str, int], int] = {}
         for j, leaf in enumerate(leaf_cells):
             key = (node_label[self.node_cell[leaf]], int(self.gpu_index[j]))

@@ -161,8 +161,8 @@ def generate_configs(
         if t.nodes == 0:
             continue
         single = 1 << np.arange(t.max_partial.bit_length(), dtype=np.int64)
-        cap = node_cap.get(t.name)
-        top = t.nodes if cap is None else min(t.nodes, int(cap))
+        node_limit = node_cap.get(t.name)
+        top = t.nodes if node_limit is None else min(t.nodes, int(node_limit))
         multi_n = np.arange(2, top + 1, dtype=np.int64)
         nn.append(np.concatenate([np.ones_like(single), multi_n]))
         ng.append(np.concatenate([single, multi_n * t.gpus_per_node]))

@@ -19,14 +19,17 @@ power of two, ``virtual_node_capacity``) rows exclude. So every allocation of th
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
 from ..errors import InputError
 from .configs import shape_error
 from .spec import Cluster, Config, JobId, config_parts, is_pow2, pow2_blocks, virtual_bins
+
+K = TypeVar("K", bound=Hashable)  #: a job's key while placing: its id, or an item's position
 
 __all__ = ["Placement", "place"]
 
@@ -269,10 +272,10 @@ def _place_empty(cluster: Cluster, jobs: list[tuple[JobId, Config]]) -> tuple[di
             owner.append(k)
     keyed = [(i, c) for i, (_, c) in enumerate(items)]
     got, failed_items = _place_items(cluster, keyed)
-    bad = {owner[i] for i in failed_items}  # type: ignore[index]
+    bad = {owner[i] for i in failed_items}
     merged: dict[int, dict[str, set[int]]] = {}
     for i, slots in got.items():
-        k = owner[i]  # type: ignore[index]
+        k = owner[i]
         if k in bad:
             continue
         per = merged.setdefault(k, {})
@@ -283,7 +286,7 @@ def _place_empty(cluster: Cluster, jobs: list[tuple[JobId, Config]]) -> tuple[di
     return assignments, failed
 
 
-def _place_items(cluster: Cluster, jobs: list[tuple[JobId, Config]]) -> tuple[dict[JobId, list[Slot]], list[JobId]]:
+def _place_items(cluster: Cluster, jobs: Sequence[tuple[K, Config]]) -> tuple[dict[K, list[Slot]], list[K]]:
     """Place ``jobs`` on an empty cluster with array arithmetic; the same result as the greedy grid placer
     (:class:`_Grid`, multi-node configurations first taking the last whole nodes, then partial configurations
     largest first, best fit into the fullest virtual node, ties to the lowest node and then the earlier virtual
@@ -357,7 +360,7 @@ def _place_items(cluster: Cluster, jobs: list[tuple[JobId, Config]]) -> tuple[di
     failed = [jobs[i][0] for i in order[~placed[order]].tolist()]
     node_ids = {t.name: [f"{t.name}-{k}" for k in range(t.nodes)] for t in cluster.gpu_types}
     spans: dict[tuple[int, int], tuple[int, ...]] = {}
-    assignments: dict[JobId, list[Slot]] = {}
+    assignments: dict[K, list[Slot]] = {}
     for (jid, c), n0, g0, p in zip(jobs, node0.tolist(), gpu0.tolist(), partial.tolist()):
         if n0 < 0:
             continue
@@ -401,10 +404,10 @@ def place(
         raise InputError("rigid", rigid, "must be a collection of job ids")
     jobs = _check_jobs(cluster, allocation, frozenset(rigid))
     if previous is None:
-        assignments, failed = _place_empty(cluster, jobs)
+        fresh, failed = _place_empty(cluster, jobs)
         return Placement(
-            assignments=assignments,
-            configs={jid: c for jid, c in jobs if jid in assignments},
+            assignments=fresh,
+            configs={jid: c for jid, c in jobs if jid in fresh},
             unplaced=tuple(failed),
         )
     slot_of = {jid: k for k, (jid, _) in enumerate(jobs)}
@@ -434,8 +437,8 @@ def place(
                     break
                 cells.append((t, k, list(gpus)))
             if okay:
-                for t, k, gpus in cells:
-                    grid.occ[t][k, gpus] = slot_of[jid]
+                for t, k, idx in cells:
+                    grid.occ[t][k, idx] = slot_of[jid]
                 kept.add(jid)
         queue = sorted((jid for jid, _ in jobs if jid not in kept), key=lambda j: _order_key(conf[j], cluster))
         cost = {slot_of[j]: (1.0 if j in kept else 1e-3) for j, _ in jobs}

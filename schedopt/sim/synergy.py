@@ -303,7 +303,7 @@ _WORKLOAD_HELP = ("valid: synergy/philly[:jobs=N][:jph=X][:split=I-L-S] (the gen
                   "synergy/file:PATH (a trace file in the published format)")
 
 
-def parse_synergy_policy(policy: str) -> tuple[str, str]:
+def parse_synergy_policy(policy: object) -> tuple[str, str]:
     """``synergy`` or ``synergy:<variant>`` -> (queue, method). The variant is ``<queue>/<method>`` (``-`` also
     separates), or one queue or one method name alone; the missing part defaults to ``fifo`` / ``tune``."""
     head, _, variant = str(policy).partition(":")

@@ -60,7 +60,8 @@ class Mechanisms:
         """These mechanisms with ``name`` turned off."""
         if name not in MECHANISMS:
             raise InputError("mechanism", name, f"unknown; have {', '.join(MECHANISMS)}")
-        return replace(self, **{name: None if name in ("packing", "migration") else False})
+        off: dict[str, Any] = {name: None if name in ("packing", "migration") else False}
+        return replace(self, **off)
 
 
 # ---------------------------------------------------------------------------------------------- the truth

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...errors import InputError
@@ -94,9 +94,11 @@ def ablation(trace: GandivaTrace, cluster: Cluster | None = None, *, base: Mecha
     for label, mech in configs:
         res = simulate_gandiva(trace, cluster, mech, **kw)
         s = res.summary()
+        counts = res.meta.details["counts"]
+        if not isinstance(counts, Mapping):  # the family always writes a mapping here
+            raise TypeError(f"meta.details['counts'] is a {type(counts).__name__}, not a mapping")
         rows.append({"config": label, "avg_jct_s": s["avg_jct_s"], "makespan_s": s["makespan_s"],
-                     "gpu_hours": s["gpu_hours"], "finished": s["finished"], "jobs": s["jobs"],
-                     **res.meta.details["counts"]})
+                     "gpu_hours": s["gpu_hours"], "finished": s["finished"], "jobs": s["jobs"], **counts})
     off = rows[-1]
     for r in rows:
         r["jct_vs_off_pct"] = 100.0 * (r["avg_jct_s"] / off["avg_jct_s"] - 1.0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import signal
 import sys
@@ -151,7 +152,7 @@ def run_case(entry: EntryPoint, case: Case | None, timeout: float = 5.0) -> Outc
 def cases(entry: EntryPoint, field_name: str | None = None, *, generated: bool = False) -> st.SearchStrategy[Case]:
     """Cases for one field of ``entry`` (or any of its fields)."""
     names = [field_name] if field_name else list(entry.fields)
-    return st.one_of(*[bad_values(entry.fields[f], generated=generated).map(lambda b, f=f: Case(f, b)) for f in names])
+    return st.one_of(*[bad_values(entry.fields[f], generated=generated).map(functools.partial(Case, f)) for f in names])
 
 
 def all_cases(entry: EntryPoint, field_name: str | None = None, *, only_core: bool = False) -> list[Case]:

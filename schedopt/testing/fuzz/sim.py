@@ -231,7 +231,7 @@ def run_workload_file_case(label: str, timeout: float = 5.0) -> Outcome:
             return sim.load_workload(path)
 
         out = run_case(EntryPoint("sim.load_workload", lambda: load(), dict, {}), None, timeout)
-        got = None
+        got: Any = None
         if out.status == "ok":
             got = load()
     case = Case("path", Bad(label, None, reject=expect == "named"))
