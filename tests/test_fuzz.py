@@ -49,36 +49,9 @@ def _x(reason: str) -> pytest.MarkDecorator:
 
 # What fails today (issue 20), found by this file's own cases; the first failing values of each field, the
 # test's message lists all. Regenerate after fixes: python -m schedopt.testing.fuzz (or run with --runxfail).
-KNOWN: dict[tuple[str, str], str] = {
-    # issue 25: simulate_many and the CLI do not call schedopt.sim.limits yet (sweep.py / sim/cli.py, owned elsewhere):
-    # seeds 1.5 / -1 / 2**64 accepted, range(10**8) hangs; round_seconds 0 runs with 60 s; workers -1 / 0 / 2**64
-    # accepted; job_model [] accepted. Remove each line when its field calls the limits.
-    ("sim.simulate_many", "seeds"): "seeds unchecked (check_seeds / check_tasks)",
-    ("sim.simulate_many", "round_seconds"): "round_seconds 0 runs with 60 s (check_round_seconds)",
-    ("sim.simulate_many", "workers"): "workers unchecked (check_workers)",
-    ("sim.simulate_many", "job_model"): "job_model [] accepted",
-    ("cli simulate", "workers"): "--workers 2**64 accepted (check_workers: 1..1024)",
-}
-DOCUMENT_KNOWN: dict[tuple[str, str], str] = {
-    # issue 25: simulate_many and the CLI do not call schedopt.sim.limits yet (sweep.py / sim/cli.py, owned elsewhere):
-    # seeds 1.5 / -1 / 2**64 accepted, range(10**8) hangs; round_seconds 0 runs with 60 s; workers -1 / 0 / 2**64
-    # accepted; job_model [] accepted. Remove each line when its field calls the limits.
-    ("sim.simulate_many", "seeds"): "seeds unchecked (check_seeds / check_tasks)",
-    ("sim.simulate_many", "round_seconds"): "round_seconds 0 runs with 60 s (check_round_seconds)",
-    ("sim.simulate_many", "workers"): "workers unchecked (check_workers)",
-    ("sim.simulate_many", "job_model"): "job_model [] accepted",
-    ("cli simulate", "workers"): "--workers 2**64 accepted (check_workers: 1..1024)",
-}
-FILE_KNOWN: dict[tuple[str, str], str] = {
-    # issue 25: simulate_many and the CLI do not call schedopt.sim.limits yet (sweep.py / sim/cli.py, owned elsewhere):
-    # seeds 1.5 / -1 / 2**64 accepted, range(10**8) hangs; round_seconds 0 runs with 60 s; workers -1 / 0 / 2**64
-    # accepted; job_model [] accepted. Remove each line when its field calls the limits.
-    ("sim.simulate_many", "seeds"): "seeds unchecked (check_seeds / check_tasks)",
-    ("sim.simulate_many", "round_seconds"): "round_seconds 0 runs with 60 s (check_round_seconds)",
-    ("sim.simulate_many", "workers"): "workers unchecked (check_workers)",
-    ("sim.simulate_many", "job_model"): "job_model [] accepted",
-    ("cli simulate", "workers"): "--workers 2**64 accepted (check_workers: 1..1024)",
-}
+KNOWN: dict[tuple[str, str], str] = {}
+DOCUMENT_KNOWN: dict[tuple[str, str], str] = {}
+FILE_KNOWN: dict[tuple[str, str], str] = {}
 
 
 # Entry points whose valid input fails for a reason outside issue 20 (their every case then fails too).

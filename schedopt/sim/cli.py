@@ -44,6 +44,15 @@ log = logging.getLogger(__name__)
 #: the most seeds one ``--seeds`` may name (a typo such as 0-100000000 is refused, not materialized)
 MAX_SEEDS = 100_000
 
+def _workers(text: str) -> int:
+    """``--workers``: an integer in 1..MAX_WORKERS (schedopt.sim.limits; issue 25)."""
+    from .limits import check_workers
+
+    w = check_workers(positive_int(text), "--workers", allow_none=False)
+    assert w is not None
+    return w
+
+
 def parse_seeds(text: str) -> list[int]:
     """``"0-3"`` -> [0, 1, 2, 3]; ``"0,2,5"`` -> [0, 2, 5]; at most :data:`MAX_SEEDS` seeds, each >= 0."""
     spans: list[tuple[int, int]] = []
@@ -267,7 +276,7 @@ def add_parser(subparsers: Any) -> None:
     s.add_argument("--estimator", choices=("bootstrap", "oracle"), default="bootstrap",
                    help="what the policy sees of a job's throughput: Sia's online estimate (bootstrap from 1-GPU "
                         "profiles, refitted as the job runs; default) or the true model (oracle)")
-    s.add_argument("--workers", type=positive_int, default=1, help="simulations at once (processes; default 1)")
+    s.add_argument("--workers", type=_workers, default=1, help="simulations at once (processes; default 1)")
     s.add_argument("--progress", choices=("auto", "on", "off"), default="auto",
                    help="progress on stderr: on forces the bar, off silences it, auto draws the bar on a terminal and "
                         "otherwise writes a block every --progress-every seconds (each running simulation with its "

@@ -60,7 +60,8 @@ class ElasticSystem:
         pol = make_policy(task.policy, task.policy_params, seed=task.seed)
         jm = task.job_model or default_job_model(cluster)
         res = simulate(cluster_preset(cluster), load_workload(task.workload), pol,
-                       round_seconds=task.round_seconds or self.default_round_seconds, job_model=jm,
+                       round_seconds=self.default_round_seconds if task.round_seconds is None else task.round_seconds,
+                       job_model=jm,
                        charge_policy_time=task.charge_policy_time, estimator=task.estimator, max_time=task.max_time,
                        progress=False, observer=observer, placer=task.placer, admission=task.admission)
         name = task.policy if isinstance(task.policy, str) else res.meta.policy

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import InputError
 from .engine import Observer
+from .limits import check_max_time, check_round_seconds, check_seeds, check_tasks, check_workers
 from .metrics import SimResult
 from .registry import system_for
 from .runs import SimFailure, run_tasks
@@ -114,6 +115,13 @@ def simulate_many(
     wls = [workloads] if isinstance(workloads, str) else list(workloads)
     if not pols or not wls:
         raise InputError("policies" if not pols else "workloads", [], "must name at least one")
+    seeds = check_seeds(seeds)  # schedopt.sim.limits: the same rules as simulate's and the CLI's
+    check_tasks(len(pols), len(wls), len(seeds))
+    round_seconds = None if round_seconds is None else check_round_seconds(round_seconds)
+    max_time = check_max_time(max_time)
+    workers = check_workers(workers)
+    if job_model is not None and job_model not in ("pollux", "sia"):
+        raise InputError("job_model", job_model, "must be 'pollux', 'sia' or None (the cluster preset's)")
     items = tasks(pols, wls, seeds, cluster=cluster, job_model=job_model, round_seconds=round_seconds,
                   policy_params=dict(policy_params or {}), charge_policy_time=charge_policy_time, max_time=max_time,
                   estimator=estimator, placer=placer, admission=admission)
