@@ -115,7 +115,7 @@ def _from_nodes(cluster: Cluster, pname: str, nodes: Mapping[str, Mapping[str, i
         who = f"policy[{pname}].nodes[{jid}]"
         if jid not in active:
             raise InputError(who, dict(m), "names no active job")
-        mm = {}
+        mm: dict[str, int] = {}
         for nid, g in m.items():
             if nid not in ntype:
                 raise InputError(f"{who}[{nid}]", g, "names no node of the cluster")
@@ -146,7 +146,7 @@ def _from_nodes(cluster: Cluster, pname: str, nodes: Mapping[str, Mapping[str, i
             raise InputError(who, host, "must name a job placed by `nodes`")
         _check_counts(who, active[guest], configs[host].n_gpus)
         assignments[guest], configs[guest] = assignments[host], configs[host]
-    return Placement(assignments=assignments, configs=configs)
+    return Placement(assignments={j: s for j, s in assignments.items()}, configs={j: c for j, c in configs.items()})
 
 
 def _from_allocation(cluster: Cluster, pname: str, alloc: Mapping[str, Config | None],
@@ -200,9 +200,9 @@ def _from_allocation(cluster: Cluster, pname: str, alloc: Mapping[str, Config | 
     # (Sia: jobs in checkpoint-restore are non-preemptible, `preserve_ckpt_allocs`)
     pinned = [jid for jid, c in chosen.items() if active[jid].restart_left > 0 and active[jid].config == c]
     pl = placer.place(cluster, chosen, prev, pinned)
-    bad = [j for j in pl.unplaced if isinstance(chosen.get(j), Config)]
+    bad = [(j, w) for j in pl.unplaced if isinstance(j, str) and isinstance(w := chosen.get(j), Config)]
     if bad:
-        raise InputError(f"policy[{pname}].allocation[{bad[0]}]", chosen[bad[0]].label,  # type: ignore[union-attr]
+        raise InputError(f"policy[{pname}].allocation[{bad[0][0]}]", bad[0][1].label,
                          f"cannot be placed on the cluster next to the other jobs (placer {placer.name})")
     _check_placement(cluster, pname, placer, chosen, pl)
     return pl, len(pl.unplaced)
@@ -216,7 +216,7 @@ def _check_placement(cluster: Cluster, pname: str, placer: Placer, chosen: Mappi
     seen: set[tuple[str, int]] = set()
     for jid, slots in pl.assignments.items():
         who = f"placer[{placer.name}].assignments[{jid}]"
-        want = chosen.get(jid)
+        want = chosen.get(jid) if isinstance(jid, str) else None  # the simulator's job ids are strings
         if want is None:
             raise InputError(who, slots, f"places a job policy {pname} did not ask to place")
         n = 0
