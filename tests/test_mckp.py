@@ -631,3 +631,20 @@ def test_ctrl_c_stops_the_cp_sat_residual_sub_solve_too() -> None:
     assert (reason, limit, has, below_bound) == ("feasible", "interrupted", "True", "True"), run.stdout
     assert "interrupted" in residual, residual  # the stop reached the residual solve itself
     assert run.waited < 2.5 and float(seconds) < 6
+
+
+def test_default_kick_budget_scales_with_the_aggregated_columns() -> None:
+    """The tiny integrality-gap model (bound 5, optimum 4: the kicks run): the default budget is 10 us per
+    aggregated column (not 30 ms); an explicit kick_seconds is kept as given; the answer is the optimum 4 either way."""
+    from schedopt.mckp.solver import KICK_SECONDS_PER_COLUMN
+
+    m = schedopt.LinearModel("gap", sense="maximize")
+    m.add_variables("x", 3, kind="binary")
+    m.add_constraints("gpu_capacity", {"x": [[2, 2, 2]]}, upper=5)
+    m.set_objective({"x": [2, 2, 2]})
+    r = schedopt.solve(m, "mckp")
+    assert KICK_SECONDS_PER_COLUMN == 1e-5
+    assert r.stats["kick_budget_seconds"] == pytest.approx(1e-5 * r.stats["aggregated_columns"])
+    assert r.objective == pytest.approx(4.0) and r.termination.reason is TerminationReason.OPTIMAL
+    r2 = schedopt.solve(m, "mckp", kick_seconds=0.02)
+    assert r2.stats["kick_budget_seconds"] == 0.02 and r2.objective == pytest.approx(4.0)

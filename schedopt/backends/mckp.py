@@ -3,7 +3,7 @@ solver for the one-configuration-per-job family; the algorithm and its public AP
 
 Backend options (``schedopt.solve(model, "mckp", exact=..., ...)``) are the fields of
 :class:`schedopt.mckp.MckpOptions`, checked by name and type: ``exact`` (default True), ``local_search`` (True),
-``kick_seconds`` (0.03; 0.005 when ``mip_rel_gap < 1e-5``), ``kicks`` (40), ``kick_size`` (3),
+``kick_seconds`` (0.03; 0.005 when ``mip_rel_gap < 1e-5``; at most 10 us per aggregated column), ``kicks`` (40), ``kick_size`` (3),
 ``residual_backend`` ("cpsat" when OR-Tools is installed, else "highs"), ``residual_form`` ("auto"),
 ``max_dual_iterations`` (500), ``dual_tolerance`` (1e-10), ``core_columns`` (2000). ``mip_rel_gap=None`` means 1e-4
 (HiGHS's default). The residual problems of the exact mode are solved through the ``sub_solve`` callable that
