@@ -69,8 +69,9 @@ class MckpBackend(Backend):
         solver = MckpSolver(st, mip_rel_gap=params.mip_rel_gap, time_limit=params.time_limit, seed=params.seed,
                             threads=params.threads, warm_start=params.warm_start, options=opts,
                             sub_solve=params.sub_solve, verbose=params.verbose, t_start=t0)
-        # Ctrl-C sets the solver's stop flag (run_interruptible): it ends at its next check with the incumbent
-        out, interrupted = run_interruptible(solver.run, solver.stop)
+        # Ctrl-C sets the solver's stop flag (run_interruptible): it ends at its next check with the incumbent; its
+        # loop is Python, so it runs in place (no worker thread; its CP-SAT / HiGHS residual gets one)
+        out, interrupted = run_interruptible(solver.run, solver.stop, in_place=True)
         t2 = time.perf_counter()
         x = st.full_solution(out.choice) if out.choice is not None else None
         reason, limit = out.termination.reason, out.termination.limit
