@@ -7,7 +7,8 @@ import importlib.util
 import math
 import signal
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -68,7 +69,7 @@ class SolveParams:
         return math.inf if self.time_limit is None else float(self.time_limit)
 
 
-class _StopScope:
+class StopScope:
     """The stops of the solves running in one interruptible call's worker thread: a SIGINT in the main thread calls
     the outer solve's stop and every nested solve's (a CP-SAT residual inside mckp, ...)."""
 
@@ -96,10 +97,40 @@ class _StopScope:
             self._stops.remove(stop)
 
 
-_THREAD = threading.local()  #: ``scope``: the _StopScope of the interruptible call this worker thread runs
+_THREAD = threading.local()  #: ``scope``: the StopScope of the interruptible call this worker thread runs
 
 
-def _in_worker(call: Callable[[], Any], scope: _StopScope) -> Any:
+@contextmanager
+def nested_stop_scope() -> Iterator[StopScope]:
+    """Run the ``with`` body under a fresh stop scope in this thread: every solve nested in it
+    (:func:`run_interruptible`) registers its stop there, so ``scope.cancel()`` from any thread stops just those
+    solves (mckp's race: HiGHS on the whole model won, its residual solve is stopped), while a cancel of the
+    enclosing scope (a Ctrl-C) still reaches them."""
+    parent: StopScope | None = getattr(_THREAD, "scope", None)
+    scope = StopScope()
+    if parent is not None:
+        parent.push(scope.cancel)
+    _THREAD.scope = scope
+    try:
+        yield scope
+    finally:
+        _THREAD.scope = parent
+        if parent is not None:
+            parent.pop(scope.cancel)
+
+
+def run_in_scope(scope: StopScope, call: Callable[[], Any]) -> Any:
+    """``call()`` with ``scope`` as this thread's stop scope (for a thread started to run a cancellable solve:
+    ``scope.cancel()`` from another thread stops the solves nested in ``call``)."""
+    old = getattr(_THREAD, "scope", None)
+    _THREAD.scope = scope
+    try:
+        return call()
+    finally:
+        _THREAD.scope = old
+
+
+def _in_worker(call: Callable[[], Any], scope: StopScope) -> Any:
     """``call()`` in a worker thread whose nested solves join ``scope``, while this (main) thread waits in Python,
     where the SIGINT handler installed by the caller can run."""
     box: dict[str, Any] = {}
@@ -141,7 +172,7 @@ def run_interruptible(call: Callable[[], Any], stop: Callable[[], None], *,
     reports ``interrupted``; a stop that came before it started is passed on at once. Any other thread (no signal
     handler can be installed there) runs ``call()`` directly."""
     main = threading.current_thread() is threading.main_thread()
-    scope: _StopScope | None = getattr(_THREAD, "scope", None)
+    scope: StopScope | None = getattr(_THREAD, "scope", None)
     if scope is not None:  # nested: in a worker thread, or in the main thread inside an in-place call
         scope.push(stop)
         try:
@@ -155,7 +186,7 @@ def run_interruptible(call: Callable[[], Any], stop: Callable[[], None], *,
     if old is None:  # a handler installed from C: leave it alone
         return call(), False
     hit = threading.Event()
-    outer = _StopScope()
+    outer = StopScope()
     outer.push(stop)
 
     def on_sigint(signum: int, frame: Any) -> None:

@@ -166,7 +166,9 @@ class ResidualClosure:
         if self.backend == "cpsat":
             # CP-SAT also stops at an absolute gap (default 1e-4 in objective units): make it match ours
             extra["absolute_gap_limit"] = 1e-9 * max(1.0, abs(const))
-        r = self.sub_solve(sub, self.backend, time_limit=time_limit, mip_rel_gap=self.gap_tol, threads=self.threads,
+        # half our gap: the sub-solver measures its gap its own way (CP-SAT on a scaled integer objective), and its
+        # proof at the full gap sometimes left ours just outside (FEASIBLE where HiGHS proves OPTIMAL)
+        r = self.sub_solve(sub, self.backend, time_limit=time_limit, mip_rel_gap=self.gap_tol / 2, threads=self.threads,
                            seed=self.seed, warm_start=start, **extra)
         if not r.has_solution:
             return r, None

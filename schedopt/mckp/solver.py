@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -24,6 +25,9 @@ __all__ = ["MckpOptions", "MckpOutcome", "MckpSolver"]
 
 log = logging.getLogger("schedopt.mckp")
 
+#: the least delay (seconds) before the race backend starts (``MckpOptions.race_delay=None``)
+RACE_DELAY_MIN = 0.05
+
 #: the default kick budget per aggregated column (seconds): 0.03 s from 3,000 columns up
 KICK_SECONDS_PER_COLUMN = 1e-5
 
@@ -36,7 +40,12 @@ class MckpOptions:
     proof and only shrink the residual problem), and at most :data:`KICK_SECONDS_PER_COLUMN` per aggregated column
     (a small instance goes to its cheap residual solve instead). ``residual_backend=None``: CP-SAT when OR-Tools is installed,
     else HiGHS; ``residual_form``: ``"auto"`` (integer counts for CP-SAT, binaries per member otherwise),
-    ``"integer"`` or ``"binary"``."""
+    ``"integer"`` or ``"binary"``. ``race_backend``: when the exact mode (core and residual steps) is still running
+    ``race_delay`` seconds after it began (None: as long as the solve has taken so far, at least
+    :data:`RACE_DELAY_MIN`), this backend solves the whole model in a second thread, warm-started from the
+    incumbent, and the first proof wins (the other solve is stopped): a bound on how much slower than that backend
+    mckp can be on a structure hard for its exact mode (tied coefficients); None: no race. Needs the model
+    (``MckpSolver(model=...)``; the backend passes it)."""
 
     exact: bool = True
     local_search: bool = True
@@ -48,6 +57,8 @@ class MckpOptions:
     max_dual_iterations: int = 500
     dual_tolerance: float = 1e-10
     core_columns: int = 2000
+    race_backend: str | None = "highs"
+    race_delay: float | None = None
 
     @classmethod
     def known(cls) -> tuple[str, ...]:
@@ -71,14 +82,14 @@ class MckpOptions:
                     raise InputError(f"options.{name}", v, "must be a positive integer" if name != "kicks"
                                      else "must be a non-negative integer")
                 vals[name] = int(v)
-            elif name in ("kick_seconds", "dual_tolerance"):
-                if v is None and name == "kick_seconds":
+            elif name in ("kick_seconds", "dual_tolerance", "race_delay"):
+                if v is None and name in ("kick_seconds", "race_delay"):
                     vals[name] = None
                     continue
                 if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                     raise InputError(f"options.{name}", v, "must be a finite non-negative number")
                 vals[name] = float(v)
-            elif name == "residual_backend":
+            elif name in ("residual_backend", "race_backend"):
                 if v is not None and not isinstance(v, str):
                     raise InputError(f"options.{name}", v, "must be a backend name or None")
                 vals[name] = v
@@ -111,8 +122,9 @@ class MckpSolver:
     def __init__(self, st: MckpStructure, *, mip_rel_gap: float | None = 1e-6, time_limit: float | None = None,
                  seed: int = 0, threads: int = 1, warm_start: np.ndarray | None = None,
                  options: MckpOptions | None = None, sub_solve: Callable[..., SolveResult] | None = None,
-                 verbose: bool = False, t_start: float | None = None) -> None:
+                 verbose: bool = False, t_start: float | None = None, model: Any = None) -> None:
         self.st = st
+        self.model = model  # the LinearModel ``st`` was analysed from: the race backend solves it whole
         self.opts = options or MckpOptions()
         self.gap_tol = 1e-4 if mip_rel_gap is None else float(mip_rel_gap)
         self.seed = seed
@@ -121,6 +133,7 @@ class MckpSolver:
         self.sub_solve = sub_solve
         self.verbose = verbose
         t0 = time.perf_counter() if t_start is None else t_start
+        self.t_start = t0
         self.deadline = t0 + (math.inf if time_limit is None else float(time_limit))
         self.sign = 1.0 if st.maximize else -1.0
         self.stats: dict[str, Any] = dict(st.stats)
@@ -137,6 +150,7 @@ class MckpSolver:
         self.bestg = np.zeros(0)
         self.stopped = False  # set by stop(): end at the next check with the incumbent, Limit.INTERRUPTED
         self._dual_run: LagrangianDual | None = None
+        self._race_run: _Racer | None = None
 
     # ---------------------------------------------------------------- helpers
     def time_left(self) -> float:
@@ -154,6 +168,8 @@ class MckpSolver:
         proven bound, reported INTERRUPTED. Safe to call from a signal handler."""
         self.stopped = True
         self.deadline = -math.inf
+        if self._race_run is not None:
+            self._race_run.cancel()
         if self._dual_run is not None:
             self._dual_run.deadline = -math.inf
         repairer = getattr(self, "repairer", None)
@@ -394,6 +410,64 @@ class MckpSolver:
             return self._end(T.FEASIBLE, Limit.OTHER, "no sub-solver given for the exact mode: repaired solution "
                              "with its bound", self.UB)
         closure = self._closure()
+        racer = self._racer()
+        if racer is None:
+            return self.exact_steps(closure)
+        return self._race(closure, racer)
+
+    # ---------------------------------------------------------------- the race
+    def _racer(self) -> _Racer | None:
+        rb = self.opts.race_backend
+        if rb is None or self.model is None or self.sub_solve is None or not self.st.fits(self.choice):
+            return None
+        delay = self.opts.race_delay
+        if delay is None:
+            delay = max(RACE_DELAY_MIN, time.perf_counter() - self.t_start)
+        left = self.time_left()
+        if left <= delay:
+            return None
+        ws = self.st.full_solution(self.choice)
+        return _Racer(self.sub_solve, self.model, rb, delay, dict(
+            time_limit=None if math.isinf(left) else max(left - delay, 1e-3), mip_rel_gap=self.gap_tol / 2,
+            threads=self.threads, seed=self.seed, warm_start=ws))
+
+    def _race(self, closure: ResidualClosure, racer: _Racer) -> MckpOutcome:
+        """The exact steps here, the race backend on the whole model in its thread; the first proof wins."""
+        from ..backends.base import nested_stop_scope
+
+        racer.check = lambda x: self._warm_choice(x) is not None
+        self._race_run = racer
+        if self.stopped:
+            racer.cancel()
+        with nested_stop_scope() as scope:
+            racer.on_proof = scope.cancel  # a proof from the racer stops the exact steps' sub-solves
+            racer.start()
+            out = self.exact_steps(closure)
+        won = racer.won
+        racer.cancel()
+        racer.join()
+        self.stats["race_backend"] = racer.backend
+        self.stats["race_started"] = racer.started
+        if not won:
+            if racer.result is not None:
+                self.stats["race_status"] = str(racer.result.termination)
+            return out
+        r = racer.result
+        assert r is not None and r.x is not None
+        ch = self._warm_choice(r.x)
+        assert ch is not None  # racer.won checked it
+        self.adopt(ch)
+        bound = min(self.UB, self.sign * r.bound) if not math.isnan(r.bound) else self.UB
+        self.stats["race_status"] = str(r.termination)
+        self.stats["fallback"] = f"{racer.backend} on the whole model"
+        if self.within(bound, self.LB):
+            return self._end(TerminationReason.OPTIMAL, None, f"{racer.backend} on the whole model won the race",
+                             max(bound, self.LB))
+        return out
+
+    def exact_steps(self, closure: ResidualClosure) -> MckpOutcome:
+        """The core step (when many options are close) and the residual step: the exact mode's end."""
+        T = TerminationReason
         self.core_step(closure)
         if "core" in self.phases:
             if self.within(self.UB, self.LB):
@@ -403,3 +477,50 @@ class MckpSolver:
         elif self.stopped:
             return self._end(T.FEASIBLE, Limit.INTERRUPTED, "stopped before the residual step", self.UB)
         return self.residual_step(closure)
+
+
+class _Racer:
+    """The race backend's solve of the whole model in a daemon thread, started after ``delay`` seconds unless
+    cancelled first; ``won`` once it holds a proof (OPTIMAL, a solution that maps onto the structure's choice)."""
+
+    def __init__(self, sub_solve: Callable[..., SolveResult], model: Any, backend: str, delay: float,
+                 params: dict[str, Any]) -> None:
+        from ..backends.base import StopScope
+
+        self.sub_solve, self.model, self.backend, self.delay, self.params = sub_solve, model, backend, delay, params
+        self.scope = StopScope()
+        self._cancelled = threading.Event()
+        self.result: SolveResult | None = None
+        self.error: BaseException | None = None
+        self.won = False
+        self.started = False
+        self.on_proof: Callable[[], None] | None = None
+        self.check: Callable[[np.ndarray], bool] = lambda x: True
+        self._thread = threading.Thread(target=self._work, name="schedopt-mckp-race", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _work(self) -> None:
+        from ..backends.base import run_in_scope
+
+        if self._cancelled.wait(self.delay):
+            return
+        self.started = True
+        try:
+            r = run_in_scope(self.scope, lambda: self.sub_solve(self.model, self.backend, **self.params))
+        except BaseException as exc:  # a failing race backend never fails the solve: mckp's own answer stands
+            self.error = exc
+            return
+        self.result = r
+        if r.termination.reason is TerminationReason.OPTIMAL and r.x is not None and self.check(r.x):
+            self.won = True
+            if self.on_proof is not None:
+                self.on_proof()
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+        self.scope.cancel()
+
+    def join(self) -> None:
+        self._thread.join()
