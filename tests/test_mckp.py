@@ -718,3 +718,29 @@ def test_race_backend_off_or_too_late_leaves_mckp_alone() -> None:
     r2 = schedopt.solve(m, "mckp")
     assert r2.objective == pytest.approx(12.0) and r2.termination.reason is TerminationReason.OPTIMAL
     assert r2.stats["race_backend"] == "highs" and "fallback" not in r2.stats
+
+
+def test_small_residual_goes_to_highs_until_cpsat_is_loaded() -> None:
+    """In a fresh process (OR-Tools not loaded): a residual of under CPSAT_MIN_COLUMNS = 200 columns goes to HiGHS
+    and a cold mckp solve of the tiny gap model never loads OR-Tools; 200 columns and up go to CP-SAT, and once
+    CP-SAT is loaded every residual does."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("ortools")
+    code = (
+        "import sys, schedopt\n"
+        "from schedopt.mckp import default_residual_backend as d\n"
+        "from schedopt.mckp.exact import CPSAT_MIN_COLUMNS\n"
+        "m = schedopt.LinearModel('gap', sense='maximize')\n"
+        "m.add_variables('x', 7, kind='binary')\n"
+        "m.add_constraints('gpu_capacity', {'x': [[2] * 7]}, upper=13)\n"
+        "m.set_objective({'x': [2] * 7})\n"
+        "r = schedopt.solve(m, 'mckp')\n"
+        "print(CPSAT_MIN_COLUMNS, d(199), d(200), d(), r.stats['residual_backend'], r.objective,\n"
+        "      'ortools.sat.python.cp_model' in sys.modules)\n"
+        "import ortools.sat.python.cp_model\n"
+        "print(d(5))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["200", "highs", "cpsat", "cpsat", "highs", "12.0", "False", "cpsat"], out

@@ -39,7 +39,7 @@ class MckpOptions:
     ``kick_seconds=None`` means 0.03 s, or 0.005 s when ``mip_rel_gap < 1e-5`` (there the kicks can seldom give a
     proof and only shrink the residual problem), and at most :data:`KICK_SECONDS_PER_COLUMN` per aggregated column
     (a small instance goes to its cheap residual solve instead). ``residual_backend=None``: CP-SAT when OR-Tools is installed,
-    else HiGHS; ``residual_form``: ``"auto"`` (integer counts for CP-SAT, binaries per member otherwise),
+    else HiGHS (HiGHS also for a residual of under 200 columns while CP-SAT is not loaded yet); ``residual_form``: ``"auto"`` (integer counts for CP-SAT, binaries per member otherwise),
     ``"integer"`` or ``"binary"``. ``race_backend``: when the exact mode (core and residual steps) is still running
     ``race_delay`` seconds after it began (None: as long as the solve has taken so far, at least
     :data:`RACE_DELAY_MIN`), this backend solves the whole model in a second thread, warm-started from the
@@ -317,8 +317,6 @@ class MckpSolver:
         assert self.sub_solve is not None
         c = ResidualClosure(self.agg, self.delta, self.bestg, self.sub_solve, backend=self.opts.residual_backend,
                             form=self.opts.residual_form, gap_tol=self.gap_tol, threads=self.threads, seed=self.seed)
-        self.stats["residual_backend"] = c.backend
-        self.stats["residual_form"] = c.form
         return c
 
     def _eps(self) -> float:
@@ -327,6 +325,8 @@ class MckpSolver:
     def _restricted(self, closure: ResidualClosure, tau: float, time_limit: float | None) -> Any:
         gam = max(self.UB - self.LB, 0.0) + self._eps()
         rs = closure.restricted(self.agg.counts(self.choice), gam, tau, time_limit)
+        self.stats["residual_backend"] = closure.backend
+        self.stats["residual_form"] = closure.form
         if rs.counts is not None:
             self.adopt(self.agg.disaggregate(rs.counts))
         return rs
