@@ -25,6 +25,9 @@ __all__ = ["MckpOptions", "MckpOutcome", "MckpSolver"]
 
 log = logging.getLogger("schedopt.mckp")
 
+#: the dual stops within this fraction of ``mip_rel_gap`` (or ``dual_tolerance``, whichever is looser)
+DUAL_GAP_FRACTION = 1e-5
+
 #: the least delay (seconds) before the race backend starts (``MckpOptions.race_delay=None``)
 RACE_DELAY_MIN = 0.05
 
@@ -213,8 +216,11 @@ class MckpSolver:
     def solve_dual(self) -> None:
         """Minimise the Lagrangian function on the classes: the bound ``UB`` and the prices."""
         t = time.perf_counter()
+        # any prices give a valid bound and a valid fixing: the dual need not be closer than a small fraction of
+        # the MIP gap (Kelley's tail at 1e-10 took 500 iterations, 0.1 s, on a 64-GPU Sia instance)
+        tol = max(self.opts.dual_tolerance, DUAL_GAP_FRACTION * self.gap_tol)
         d = LagrangianDual(self.agg.st, deadline=self.deadline, seed=self.seed,
-                           tolerance=self.opts.dual_tolerance, max_iterations=self.opts.max_dual_iterations)
+                           tolerance=tol, max_iterations=self.opts.max_dual_iterations)
         self._dual_run = d
         if self.stopped:
             d.deadline = -math.inf
@@ -279,13 +285,16 @@ class MckpSolver:
         return ch if st.fits(ch) else None
 
     def local_search(self) -> None:
-        """Exchanges of up to three bundles of moves on the aggregated counts at the final prices."""
+        """Exchanges of up to three bundles of moves on the aggregated counts at the final prices (skipped when the
+        repaired incumbent is already within ``mip_rel_gap`` of the bound: the run stops as soon as the gap is
+        closed; a 1,024-GPU preset instance within 3e-7 after the repair spent 0.1 s CPU here)."""
         agg, ast = self.agg, self.agg.st
-        if not (ast.n and self.UB - self.LB > 0 and self.opts.local_search):
+        if not (ast.n and self.UB - self.LB > 0 and self.opts.local_search) or self.within(self.UB, self.LB):
             return
         gam = self.UB - self.LB + 1e-9 * max(1.0, abs(self.UB))
+        target = self.UB - self.st.const - self.gap_tol * max(abs(self.UB), 1e-10)
         y1, nmoves = local_search(ast, agg.counts(self.choice), self.dual.lam, self.delta, self.bestg, gam,
-                                  self.deadline, stop=self._is_stopped)
+                                  self.deadline, stop=self._is_stopped, target=target)
         self.stats["local_search_moves"] = nmoves
         if nmoves:
             self.adopt(agg.disaggregate(y1))
