@@ -6,9 +6,9 @@ simulation snapshots (``tools/sia_snapshots.py``), each in the exact mode and th
         [--snapshots /tmp/sia2048_snapshots.pkl] [--backends mckp,highs] [--time-limit 120] \\
         [--out benchmarks/mckp_ties.csv]
 
-Each row: instance, mode, backend, wall and CPU seconds of ``schedopt.solve`` (one run each, a fresh copy of the
-model, backends warmed up first), termination and objective; the summary prints, per (family, mode), the worst and
-median ratio of mckp's wall time to the best backend's. Run from the repository root (``PYTHONPATH=$PWD``).
+Each row: instance, mode, backend, wall and CPU seconds of ``schedopt.solve`` (medians of ``--repeat`` runs, each
+on a fresh copy of the model, backends warmed up first), termination and objective; the summary prints, per
+(family, mode), the worst and median ratio of mckp's time to the best backend's, wall and CPU. Run from the repository root (``PYTHONPATH=$PWD``).
 """
 
 from __future__ import annotations
@@ -72,6 +72,7 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=120.0)
     ap.add_argument("--out", default=None)
     ap.add_argument("--label", default="")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per (instance, backend): medians")
     a = ap.parse_args()
     backends = a.backends.split(",")
     for b in backends:
@@ -83,9 +84,13 @@ def main() -> None:
     for fam, name, mode, build in instances(sizes, seeds, a.snapshots):
         m = build()
         for b in backends:
-            t0, c0 = time.perf_counter(), time.process_time()
-            r = schedopt.solve(m.copy(), b, mip_rel_gap=a.gap, time_limit=a.time_limit)
-            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            walls, cpus = [], []
+            for _ in range(a.repeat):
+                t0, c0 = time.perf_counter(), time.process_time()
+                r = schedopt.solve(m.copy(), b, mip_rel_gap=a.gap, time_limit=a.time_limit)
+                walls.append(time.perf_counter() - t0)
+                cpus.append(time.process_time() - c0)
+            wall, cpu = statistics.median(walls), statistics.median(cpus)
             row = {"label": a.label, "family": fam, "instance": name, "mode": mode, "backend": b,
                    "columns": m.num_cols, "wall_s": round(wall, 4), "cpu_s": round(cpu, 4),
                    "termination": r.termination.reason.name, "objective": r.objective_or_nan,
@@ -102,16 +107,20 @@ def main() -> None:
                 w.writeheader()
             w.writerows(rows)
     # summary: mckp / best backend per instance
-    by: dict[tuple[str, str, str], dict[str, float]] = {}
-    for r in rows:
-        by.setdefault((r["family"], r["mode"], r["instance"]), {})[r["backend"]] = r["wall_s"]
-    if "mckp" in backends and len(backends) > 1:
-        groups: dict[tuple[str, str], list[float]] = {}
-        for (fam, mode, _), t in by.items():
-            groups.setdefault((fam, mode), []).append(t["mckp"] / min(t.values()))
-        print("\nmckp wall / best backend's wall, per family and mode: worst, median")
-        for (fam, mode), rs in sorted(groups.items()):
-            print(f"{fam:22s} {mode:16s} worst {max(rs):6.2f}  median {statistics.median(rs):6.2f}  ({len(rs)})")
+    for key in ("wall_s", "cpu_s"):
+        by: dict[tuple[str, str, str], dict[str, float]] = {}
+        for r in rows:
+            by.setdefault((r["family"], r["mode"], r["instance"]), {})[r["backend"]] = r[key]
+        if "mckp" in backends and len(backends) > 1:
+            groups: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
+            for (fam, mode, _), t in by.items():
+                groups.setdefault((fam, mode), []).append((t["mckp"] / min(t.values()), t["mckp"], min(t.values())))
+            print(f"\nmckp / best backend ({key}, medians of {a.repeat} runs), per family and mode: worst (times), "
+                  "median ratio")
+            for (fam, mode), rs in sorted(groups.items()):
+                w = max(rs)
+                print(f"{fam:22s} {mode:16s} worst {w[0]:6.2f} ({w[1]:.3f} vs {w[2]:.3f} s)  "
+                      f"median {statistics.median(x[0] for x in rs):6.2f}  ({len(rs)})")
 
 
 if __name__ == "__main__":
