@@ -505,19 +505,19 @@ class _Racer:
         self.started = False
         self.on_proof: Callable[[], None] | None = None
         self.check: Callable[[np.ndarray], bool] = lambda x: True
-        self._thread = threading.Thread(target=self._work, name="schedopt-mckp-race", daemon=True)
+        self._task: Any = None
 
     def start(self) -> None:
-        self._thread.start()
+        from ..backends.base import submit
+
+        self._task = submit(self._work, self.scope)  # a kept worker thread: no thread start per race
 
     def _work(self) -> None:
-        from ..backends.base import run_in_scope
-
         if self._cancelled.wait(self.delay):
             return
         self.started = True
         try:
-            r = run_in_scope(self.scope, lambda: self.sub_solve(self.model, self.backend, **self.params))
+            r = self.sub_solve(self.model, self.backend, **self.params)
         except BaseException as exc:  # a failing race backend never fails the solve: mckp's own answer stands
             self.error = exc
             return
@@ -532,4 +532,5 @@ class _Racer:
         self.scope.cancel()
 
     def join(self) -> None:
-        self._thread.join()
+        if self._task is not None:
+            self._task.result()
