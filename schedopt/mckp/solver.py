@@ -449,7 +449,12 @@ class MckpSolver:
         if self.stopped:
             racer.cancel()
         with nested_stop_scope() as scope:
-            racer.on_proof = scope.cancel  # a proof from the racer stops the exact steps' sub-solves
+
+            def on_proof() -> None:  # a proof from the racer stops the exact steps' sub-solves, and their clock is
+                self.deadline = -math.inf  # up so none starts (CP-SAT ignores a stop asked before its solve)
+                scope.cancel()
+
+            racer.on_proof = on_proof
             racer.start()
             out = self.exact_steps(closure)
         won = racer.won
