@@ -130,6 +130,8 @@ class WorkerTask:
         self.error: BaseException | None = None
 
     def run(self) -> None:
+        """Run the call (``done`` is set by the worker once it is idle again, so a waiter woken by it finds the
+        worker free for its next call)."""
         _THREAD.scope = self.scope
         try:
             self.value = self.call()
@@ -137,7 +139,6 @@ class WorkerTask:
             self.error = exc
         finally:
             _THREAD.scope = None
-            self.done.set()
 
     def result(self) -> Any:
         """Wait in Python (0.05 s slices, so a SIGINT handler of this thread runs) and return the value."""
@@ -174,9 +175,13 @@ class _Workers:
 
     def _loop(self) -> None:
         while True:
-            self._tasks.get().run()
-            with self._lock:
-                self._idle += 1
+            task = self._tasks.get()
+            try:
+                task.run()
+            finally:
+                with self._lock:
+                    self._idle += 1
+                task.done.set()
 
 
 _WORKERS = _Workers()
