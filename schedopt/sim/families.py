@@ -12,7 +12,7 @@ Each family states its own default cluster and round length here, once.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
@@ -69,7 +69,32 @@ class ElasticSystem:
                                           policy_params=dict(task.policy_params)), res.jobs, res.rounds, res.hopeless)
 
 
-class SynergySystem:
+class _OwnLoopSystem:
+    """A family with its own policies, clusters and workloads that places and admits its own jobs: the common part
+    (it owns the specs whose first segment is its name, takes no solver options, fills the round length)."""
+
+    name = ""
+    default_round_seconds = 60.0
+    event_driven = False  #: no rounds: a task's round_seconds must stay None
+
+    def owns(self, policy: str) -> bool:
+        return parse_spec(policy).name.split(":", 1)[0] == self.name
+
+    def takes_solver_options(self, policy: str) -> bool:
+        return False
+
+    def _runner(self) -> Callable[[SimTask, Observer | None], SimResult]:
+        raise NotImplementedError
+
+    def run(self, task: SimTask, observer: Observer | None = None) -> SimResult:
+        _no_roles(self.name, task)
+        if task.round_seconds is None and not self.event_driven:
+            task = dataclasses.replace(task, round_seconds=self.default_round_seconds)
+        res = self._runner()(task, observer)
+        return type(res)(res.meta.replace(system=self.name), res.jobs, res.rounds, res.hopeless)
+
+
+class SynergySystem(_OwnLoopSystem):
     """Synergy's family (:mod:`schedopt.sim.synergy`)."""
 
     name = "synergy"
@@ -81,28 +106,18 @@ class SynergySystem:
 
         return list(CLUSTER_PRESETS)
 
-    def owns(self, policy: str) -> bool:
-        return parse_spec(policy).name.split(":", 1)[0] == "synergy"
-
     def policy_names(self) -> Sequence[str]:
         from .synergy import METHODS, QUEUES
 
         return ["synergy", *(f"synergy:{q}/{m}" for q in QUEUES for m in METHODS)]
 
-    def takes_solver_options(self, policy: str) -> bool:
-        return False
-
-    def run(self, task: SimTask, observer: Observer | None = None) -> SimResult:
+    def _runner(self) -> Callable[[SimTask, Observer | None], SimResult]:
         from .synergy import run_task
 
-        _no_roles("synergy", task)
-        if task.round_seconds is None:
-            task = dataclasses.replace(task, round_seconds=self.default_round_seconds)
-        res = run_task(task, observer)
-        return type(res)(res.meta.replace(system=self.name), res.jobs, res.rounds, res.hopeless)
+        return run_task
 
 
-class GandivaSystem:
+class GandivaSystem(_OwnLoopSystem):
     """Gandiva's family (:mod:`schedopt.sim.gandiva`)."""
 
     name = "gandiva"
@@ -119,33 +134,23 @@ class GandivaSystem:
 
         return list(CLUSTER_PRESETS)
 
-    def owns(self, policy: str) -> bool:
-        return parse_spec(policy).name.split(":", 1)[0] == "gandiva"
-
     def policy_names(self) -> Sequence[str]:
         from .gandiva.run import VARIANTS
 
         return ["gandiva", *(f"gandiva:{v}" for v in VARIANTS if v != "on")]
 
-    def takes_solver_options(self, policy: str) -> bool:
-        return False
-
-    def run(self, task: SimTask, observer: Observer | None = None) -> SimResult:
+    def _runner(self) -> Callable[[SimTask, Observer | None], SimResult]:
         from .gandiva.run import run_task
 
-        _no_roles("gandiva", task)
-        if task.round_seconds is None:
-            task = dataclasses.replace(task, round_seconds=self.default_round_seconds)
-        res = run_task(task, observer)
-        return type(res)(res.meta.replace(system=self.name), res.jobs, res.rounds, res.hopeless)
+        return run_task
 
 
-class HivedSystem:
+class HivedSystem(_OwnLoopSystem):
     """HiveD's multi-tenant family (:mod:`schedopt.sim.hived`): ``hived`` (the buddy cell allocator) and
     ``hived:quota`` (the quota-only baseline), event-driven (no rounds)."""
 
     name = "hived"
-    default_round_seconds = 0.0  # event-driven: a task's round_seconds must stay None
+    event_driven = True
 
     @property
     def default_cluster(self) -> str | None:
@@ -158,23 +163,15 @@ class HivedSystem:
 
         return list(CLUSTER_PRESETS)
 
-    def owns(self, policy: str) -> bool:
-        return parse_spec(policy).name.split(":", 1)[0] == "hived"
-
     def policy_names(self) -> Sequence[str]:
         from .hived.run import POLICIES
 
         return list(POLICIES)
 
-    def takes_solver_options(self, policy: str) -> bool:
-        return False
-
-    def run(self, task: SimTask, observer: Observer | None = None) -> SimResult:
+    def _runner(self) -> Callable[[SimTask, Observer | None], SimResult]:
         from .hived.run import run_task
 
-        _no_roles("hived", task)
-        res = run_task(task, observer)
-        return type(res)(res.meta.replace(system=self.name), res.jobs, res.rounds)
+        return run_task
 
 
 for _s in (ElasticSystem(), SynergySystem(), GandivaSystem(), HivedSystem()):
