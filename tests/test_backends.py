@@ -698,7 +698,7 @@ def test_solve_worker_threads_are_kept_and_reused() -> None:
     """Ten solves one after another in the main thread start at most one new worker thread (an idle one takes the
     next), each answers what the solver answers (3-binary knapsack, optimum 5), a worker runs under the task's stop
     scope and an error inside a task reaches the caller."""
-    from schedopt.backends import base
+    from schedopt import interrupt as base  # the worker pool lives in schedopt.interrupt (backends.base re-exports)
 
     m = schedopt.LinearModel("knap", sense="maximize")
     m.add_variables("x", 3, kind="binary")

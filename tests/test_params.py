@@ -61,22 +61,22 @@ def test_solve_options_are_validated_when_built_naming_the_field(field: str, val
 
 
 def test_the_backend_receives_the_options_typed_parameters(recording: RecordingHighs) -> None:
-    opts = SolveOptions(backend="highs-recording", time_limit=7.5, mip_rel_gap=0.01, threads=2, seed=3,
+    # threads stays 1: HiGHS refuses a thread count other than the one its first solve in the process used
+    opts = SolveOptions(backend="highs-recording", time_limit=7.5, mip_rel_gap=0.01, threads=1, seed=3,
                         options={"presolve": "off"})
     res = schedopt.solve(knapsack(), options=opts)
     assert res.objective == 7.0 and res.backend == "highs-recording"
     got = recording.seen[-1]
     assert isinstance(got, SolveParams)
-    assert (got.time_limit, got.mip_rel_gap, got.threads, got.seed) == (7.5, 0.01, 2, 3)
+    assert (got.time_limit, got.mip_rel_gap, got.threads, got.seed) == (7.5, 0.01, 1, 3)
     assert got.solver_options == {"presolve": "off"} and got.sub_solve is schedopt.solve
-    assert res.params == {"time_limit": 7.5, "mip_rel_gap": 0.01, "threads": 2, "seed": 3, "presolve": "off"}
+    assert res.params == {"time_limit": 7.5, "mip_rel_gap": 0.01, "threads": 1, "seed": 3, "presolve": "off"}
 
 
 def test_keywords_build_the_same_parameters(recording: RecordingHighs) -> None:
-    schedopt.solve(knapsack(), "highs-recording", time_limit=7.5, mip_rel_gap=0.01, threads=2, seed=3)
+    schedopt.solve(knapsack(), "highs-recording", time_limit=7.5, mip_rel_gap=0.01, seed=3)
     by_keywords = recording.seen[-1]
-    schedopt.solve(knapsack(), "highs-recording", options=SolveOptions(time_limit=7.5, mip_rel_gap=0.01, threads=2,
-                                                                       seed=3))
+    schedopt.solve(knapsack(), "highs-recording", options=SolveOptions(time_limit=7.5, mip_rel_gap=0.01, seed=3))
     assert recording.seen[-1] == by_keywords
 
 

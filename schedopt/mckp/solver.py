@@ -442,7 +442,7 @@ class MckpSolver:
 
     def _race(self, closure: ResidualClosure, racer: _Racer) -> MckpOutcome:
         """The exact steps here, the race backend on the whole model in its thread; the first proof wins."""
-        from ..backends.base import nested_stop_scope
+        from ..interrupt import nested_stop_scope
 
         racer.check = lambda x: self._warm_choice(x) is not None
         self._race_run = racer
@@ -499,7 +499,7 @@ class _Racer:
 
     def __init__(self, sub_solve: Callable[..., SolveResult], model: Any, backend: str, delay: float,
                  params: dict[str, Any]) -> None:
-        from ..backends.base import StopScope
+        from ..interrupt import StopScope
 
         self.sub_solve, self.model, self.backend, self.delay, self.params = sub_solve, model, backend, delay, params
         self.scope = StopScope()
@@ -513,7 +513,7 @@ class _Racer:
         self._task: Any = None
 
     def start(self) -> None:
-        from ..backends.base import submit
+        from ..interrupt import submit
 
         self._task = submit(self._work, self.scope)  # a kept worker thread: no thread start per race
 
