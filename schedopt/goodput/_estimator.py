@@ -197,8 +197,8 @@ class GoodputEstimator:
             last = self._fitted.get(t)
             # a refit starts from the last fit's gamma (and 1.0) rather than all six starting gammas
             starts = self.fit_starts if last is None else sorted({1.0, last.gamma})
-            rows = tuple((m.nodes, m.replicas, m.local_bsz, m.step_time, m.sync_time) for m in ms)
-            self._fitted[t] = _fit_rows(prof, rows, tuple(starts))
+            measured = tuple((m.nodes, m.replicas, m.local_bsz, m.step_time, m.sync_time) for m in ms)
+            self._fitted[t] = _fit_rows(prof, measured, tuple(starts))
             self._dirty.discard(t)
         return self._fitted[t]
 

@@ -349,6 +349,8 @@ def fit_throughput(
             )
             if res.fun < best_val:
                 best_val, best_theta = res.fun, full(res.x)
+    if best_theta is None:  # every start ended on a non-finite objective (degenerate measurements)
+        raise InputError("measurements", len(starts), "the throughput fit found no finite optimum from any start")
     p = _theta_to_params(best_theta)
     return ThroughputParams(**{k: getattr(p, k) for k in PARAM_NAMES})
 
