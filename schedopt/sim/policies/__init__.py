@@ -15,8 +15,8 @@ from .base import Decision, JobView, Policy, RoundState
 
 __all__ = ["POLICIES", "Decision", "JobView", "Policy", "RoundState", "get_policy"]
 
-#: policy name -> (module, class)
-POLICIES: dict[str, tuple[str, str]] = {
+#: policy name -> (module, class) or (module, class, {default constructor parameters})
+POLICIES: dict[str, tuple[Any, ...]] = {
     "fifo": ("fifo", "FifoPolicy"),
     "tiresias": ("tiresias", "TiresiasPolicy"),
     "sia": ("sia", "SiaPolicy"),
@@ -24,6 +24,11 @@ POLICIES: dict[str, tuple[str, str]] = {
     "pollux-exact": ("pollux", "PolluxExactPolicy"),
     "pollux-unaware": ("pollux_unaware", "PolluxUnawarePolicy"),
     "gavel": ("gavel", "GavelPolicy"),
+    # --- issue 29: fairness baselines (3-tuples: default constructor parameters) ---
+    "gavel:ftf": ("gavel", "GavelPolicy", {"objective": "ftf"}),
+    "gavel:makespan": ("gavel", "GavelPolicy", {"objective": "makespan"}),
+    "optimus": ("optimus", "OptimusPolicy"),
+    # --- end issue 29 ---
 }
 
 
@@ -32,7 +37,8 @@ def get_policy(name: str, **params: Any) -> Policy:
     to policies whose constructor takes it."""
     if name not in POLICIES:
         raise InputError("policy", name, f"unknown; have {', '.join(POLICIES)}")
-    mod, cls_name = POLICIES[name]
+    mod, cls_name, *defaults = POLICIES[name]
+    params = {**(defaults[0] if defaults else {}), **params}
     try:
         module = importlib.import_module(f"{__name__}.{mod}")
     except ModuleNotFoundError as exc:
