@@ -16,7 +16,7 @@ petuum/adaptdl@osdi21-artifact ``simulator/optimus.py`` (read, never copied), ev
 Optimus trains at the submitted batch size while its GPU count changes. The engine's adaptive jobs pick a
 goodput-optimal batch instead, so the policy corrects each job's true rate with ``Decision.rate`` = rate at the
 fixed batch / rate at the batch the engine picks (both from the job model at the job's current epoch). Where we
-differ from the artifact (``formulations/sim_policies.md``, Optimus section): the engine caps an adaptive job at
+differ from the artifact (``formulations/sim_baselines.md``): the engine caps an adaptive job at
 ``2 x`` the most GPUs it has held (both published simulators' Pollux/Sia cap), so Optimus ramps 1, 2, 4, ... GPUs
 where the artifact may jump; the rate correction is held over a round even when an epoch boundary inside it changes
 the engine's batch; one GPU type only (Optimus is heterogeneity-unaware, as in the Pollux setup).
