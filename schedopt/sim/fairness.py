@@ -277,5 +277,5 @@ def fairness_summary(result: SimResult) -> dict[str, float]:
     from the records (no cluster in meta, or a job model that is not a preset)."""
     try:
         return finish_time_fairness(result).summary()
-    except InputError:
+    except (InputError, KeyError, TypeError, ValueError):  # records of another simulator family (Synergy, Gandiva)
         return {"worst_rho": math.nan, "unfair_fraction": math.nan, "jain_rho": math.nan}

@@ -14,7 +14,10 @@ job ``j`` on type ``k`` at its requested GPU count (its scale factor ``s_j``), `
 
 A second LP (``efficient=True``, the default) keeps ``t >= t*`` and maximises ``sum_j sum_k (X s / prop) x``: the
 max-min optimum is rarely unique and a simplex vertex may leave GPUs idle that Gavel's interior-point solver would
-spread; the card says why. Both are :class:`~schedopt.LinearModel` s built from arrays and solved by any backend.
+spread; the card says why. The LPs are :mod:`schedopt.gavel`'s (this policy is a thin layer over
+:func:`schedopt.gavel.solve_spec`), which also gives the ``ftf`` (``gavel:ftf``) and ``makespan``
+(``gavel:makespan``) objectives: each job's remaining steps at its batch come from its application's training curve
+(:func:`remaining_steps`), its time since start is its age (``formulations/sim_baselines.md``).
 
 Rounds (``scheduler.py``, ``_update_priorities`` / ``_schedule_jobs_on_workers_helper``, as the Sia artifact's
 ``gavel.py`` runs it): every job carries the time it has run on each type (starting at half a round), each type the
