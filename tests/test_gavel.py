@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import schedopt
 from schedopt.errors import InputError
@@ -67,11 +69,16 @@ def test_ftf_matches_a_brute_force_over_the_allocations() -> None:
     rest split evenly between the symmetric j1 and j2), up to the grid's resolution, and the bound is below it."""
     spec = _three(objective="ftf", steps_remaining={"j0": 4, "j1": 1, "j2": 1}, time_since_start={"j0": 3, "j1": 0})
     ans = solve_spec(spec)
-    best = math.inf
-    for a in np.linspace(0, 1, 401):
-        for b in np.linspace(0, 1 - a, 41):
-            x = np.array([[a, b], [(1 - a) / 2, (1 - b) / 2], [(1 - a) / 2, (1 - b) / 2]])
-            best = min(best, evaluate(spec, x))
+    # vectorised grid: thr / rho of every job for every (a, b)
+    a, b = np.meshgrid(np.linspace(0, 1, 801), np.linspace(0, 1, 81), indexing="ij")
+    b = b * (1 - a)
+    X = spec.throughputs
+    thr = [X[0, 0] * a + X[0, 1] * b, X[1, 0] * (1 - a) / 2 + X[1, 1] * (1 - b) / 2]
+    thr.append(thr[1])
+    iso = (X * isolated_allocation(spec)).sum(axis=1)
+    rho = [(spec.time_since_start[j] + spec.steps_remaining[j] / np.maximum(thr[j], 1e-12))
+           / (spec.time_since_start[j] + spec.steps_remaining[j] / iso[j]) for j in range(3)]
+    best = float(np.max(rho, axis=0).min())
     assert ans.bound <= ans.objective <= best + 1e-9
     assert ans.objective == pytest.approx(best, abs=2e-3)
     assert ans.objective < 1.0  # better than the isolated split, which gives every job rho = 1
@@ -211,3 +218,44 @@ def test_bench_runs_gavel_through_its_entry_point(tmp_path: Path, monkeypatch: p
     rows = list(csv.DictReader((tmp_path / "bench.csv").open()))
     assert len(rows) == 2 and all(r["termination"] == "optimal" and not r["error"] for r in rows), rows
     assert float(rows[0]["objective"]) == pytest.approx(float(rows[1]["objective"]), rel=1e-6)
+
+
+# ------------------------------------------------------------------------------------- properties (hypothesis)
+@st.composite
+def specs(draw):  # type: ignore[no-untyped-def]
+    """Valid specs built directly: 1-3 GPU types with 1-8 GPUs, 1-6 jobs with scale factors that fit some type,
+    throughputs in (0, 10] (some zero), work and ages > 0."""
+    T = draw(st.integers(1, 3))
+    cap = [draw(st.integers(1, 8)) for _ in range(T)]
+    J = draw(st.integers(1, 6))
+    X, sf = [], []
+    for _ in range(J):
+        s = draw(st.sampled_from([1, 2, 4]))
+        row = [draw(st.sampled_from([0.0, 0.5, 1.0, 2.5, 7.0])) for _ in range(T)]
+        if not any(row):
+            row[draw(st.integers(0, T - 1))] = 1.0
+        X.append(row)
+        sf.append(s)
+    rem = [draw(st.sampled_from([10.0, 100.0, 1000.0])) for _ in range(J)]
+    tss = [draw(st.sampled_from([0.0, 50.0, 500.0])) for _ in range(J)]
+    return GavelSpec(tuple(f"t{k}" for k in range(T)), np.array(cap, float), tuple(f"j{j}" for j in range(J)),
+                     np.array(X), np.array(sf, float), steps_remaining=np.array(rem), time_since_start=np.array(tss))
+
+
+@settings(max_examples=12)
+@given(specs())
+def test_every_objective_checks_and_beats_the_isolated_split(spec: GavelSpec) -> None:
+    """Every answer passes the independent checker, and no objective does worse than the isolated allocation
+    (which is feasible): max-min and throughput at least its value, ftf and makespan at most (ftf: at most 1)."""
+    x_iso = np.where(spec.throughputs > 0, isolated_allocation(spec), 0.0)
+    for obj in ("max_min", "ftf", "makespan", "max_sum_throughput"):
+        s = spec.replace(objective=obj)
+        ans = solve_spec(s)
+        assert ans.is_optimal and check_allocation(s, ans) == []
+        iso = evaluate(s, x_iso)
+        if obj in ("ftf", "makespan"):
+            assert ans.objective <= iso * (1 + 1e-6)
+            assert ans.bound <= ans.objective * (1 + 1e-9)
+        else:
+            assert ans.objective >= iso * (1 - 1e-6)
+    assert evaluate(spec.replace(objective="ftf"), x_iso) == pytest.approx(1.0)
