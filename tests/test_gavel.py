@@ -5,7 +5,6 @@ the built models; the independent checker; the command line and the benchmark ha
 from __future__ import annotations
 
 import json
-import math
 import re
 from pathlib import Path
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -94,7 +96,7 @@ def test_optimus_greedy_minimises_the_remaining_time_when_step_times_are_convex(
     st = {(v.id, n): pol.remaining(v) * pol.step_time(v, n, "t4", 4) for v in jobs for n in range(1, 5)}
     for v in jobs:
         d = [st[v.id, n] - st[v.id, n + 1] for n in range(1, 4)]
-        assert all(x >= y - 1e-9 for x, y in zip(d, d[1:])), "not convex: the greedy claim does not apply"
+        assert all(x >= y - 1e-9 for x, y in itertools.pairwise(d)), "not convex: the greedy claim does not apply"
     best = min(((n1, n2) for n1 in range(1, 4) for n2 in range(1, 4) if n1 + n2 <= 4),
                key=lambda p: st["a", p[0]] + st["b", p[1]])
     d = pol.decide(RoundState(time=0.0, round_index=0, round_seconds=60.0, cluster=cl, jobs=tuple(jobs),
