@@ -140,3 +140,19 @@ def test_rho_cdf_figure(tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert out.exists() and out.stat().st_size > 1000
     with pytest.raises(InputError, match="rule"):
         rho_cdf([r], tmp_path / "bad.png", rule="themis")
+
+
+def test_two_types_sia_averages_times_gavel_adds_throughputs() -> None:
+    """Two types, one 2-GPU node each; on "h" the toy runs at half speed. A rigid 2-GPU "short" job alone takes
+    30 + 20 = 50 s on "g" and 30 + 40 = 70 s on "h". With a fair share of 2 GPUs (no slow-down): Sia's rule
+    averages the times weighted by GPUs, (2 x 50 + 2 x 70) / 4 = 60 s; Gavel's gives the job half of each type's
+    time (c_k / (N s) = 2 / (2 x 2)) and adds the throughputs: 1 / (0.5 / 20 + 0.5 / 40) = 26.67 s of work."""
+    app, _ = _toy_app("short", [10, 20])
+    slow = JobGoodputModel("short", {"g": ThroughputParams(1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0),
+                                     "h": ThroughputParams(2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)}, 8, 8,
+                           {"g": (1, 8), "h": (1, 8)}, (8.0,), (1.0,), (0.0,))
+    jm = JobModel("toy2", default_restart=30.0, apps={"short": (app, slow)})
+    cl = {"g": (1, 2), "h": (1, 2)}
+    assert isolated_jct("short", 0.0, 2.0, cl, jm, 60.0, adaptive=False, requested_gpus=2, batch_size=8) == 60.0
+    assert isolated_jct("short", 0.0, 2.0, cl, jm, 60.0, adaptive=False, requested_gpus=2, batch_size=8,
+                        rule="gavel") == pytest.approx(80 / 3)
