@@ -1,19 +1,19 @@
 """The fairness comparison of issue 29: average / p99 JCT, makespan, GPU-hours, worst rho, unfair fraction and
 Jain's index of rho per (policy, workload) on Sia's 64-GPU cluster, with a rho CDF.
 
-    python tools/sim_fairness_table.py --workloads saturn/1,saturn/2 --policies tiresias,gavel,gavel:ftf,sia \\
-        --out runs/fairness
+    python tools/sim_fairness_table.py --workloads "saturn/1,saturn/2,saturn/3;philly/1" \\
+        --policies sia,pollux-unaware,gavel,gavel:ftf,tiresias --out runs/fairness
 
 Each simulation's records go to ``<out>/<policy>__<workload>.jsonl`` the moment it finishes; a rerun skips the ones
-already there (resumable). Then ``<out>/fairness.md`` (the table, one row per policy: means over the workloads, and
-one row per run) and ``<out>/rho_cdf.png``. Options: --cluster (default sia-64), --estimator (default bootstrap),
---rule (isolation rule, default sia). Run from the repository root (``PYTHONPATH=$PWD`` for a worktree).
+already there (resumable; ``--only-done`` tables what is there and runs nothing). Then ``<out>/fairness.md`` (one
+row per workload group and policy: means over the group, worst rho the largest; Sia's isolation rule, and Gavel's
+in the last column) and ``<out>/rho_cdf.png`` (Sia's rule). Options: --cluster (default sia-64), --estimator
+(default bootstrap). Run from the repository root (``PYTHONPATH=$PWD`` for a worktree).
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import time
 from pathlib import Path
 
@@ -41,52 +41,59 @@ def run(policy: str, workload: str, cluster: str, estimator: str, out: Path) -> 
     return r
 
 
-def row(r: SimResult, rule: str) -> dict[str, float | str]:
-    s = r.summary()
-    f = finish_time_fairness(r, rule)
-    return {"policy": str(r.meta["policy"]), "workload": str(r.meta["workload"]), "avg_h": s["avg_jct_s"] / 3600,
-            "p99_h": s["p99_jct_s"] / 3600, "makespan_h": s["makespan_s"] / 3600, "gpu_h": s["gpu_hours"],
-            "worst_rho": f.worst, "unfair": f.unfair_fraction, "jain": f.jain,
-            "finished": f"{s['finished']}/{s['jobs']}"}
+def group_row(name: str, policy: str, rs: list[SimResult], expected: int) -> str:
+    """One table row: means over the group's runs (worst rho: the largest), Sia's rule, then Gavel's."""
+    S = [r.summary() for r in rs]
+    G = [finish_time_fairness(r, "gavel") for r in rs]
+
+    def m(k: str) -> float:
+        return float(np.mean([s[k] for s in S]))
+
+    n = f" ({len(rs)} of {expected})" if len(rs) < expected else ""
+    return (f"| {name}{n} | {policy} | {m('avg_jct_s') / 3600:.3f} | {m('p99_jct_s') / 3600:.2f} | "
+            f"{m('makespan_s') / 3600:.2f} | {m('gpu_hours'):.0f} | {max(s['worst_rho'] for s in S):.2f} | "
+            f"{100 * m('unfair_fraction'):.1f} % | {m('jain_rho'):.3f} | "
+            f"{max(g.worst for g in G):.2f} / {100 * float(np.mean([g.unfair_fraction for g in G])):.1f} % |")
 
 
-def table(rows: list[dict], title: str) -> str:
-    head = ["policy", "workload", "avg JCT (h)", "p99 JCT (h)", "makespan (h)", "GPU-h", "worst rho",
-            "unfair (rho > 1)", "Jain(rho)"]
-    lines = [f"### {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
-        lines.append("| " + " | ".join([r["policy"], r["workload"], f"{r['avg_h']:.3f}", f"{r['p99_h']:.2f}",
-                                        f"{r['makespan_h']:.2f}", f"{r['gpu_h']:.0f}", f"{r['worst_rho']:.2f}",
-                                        f"{100 * r['unfair']:.1f} %", f"{r['jain']:.3f}"]) + " |")
-    return "\n".join(lines)
+HEAD = ("| workloads | policy | avg JCT (h) | p99 JCT (h) | makespan (h) | GPU-h | worst rho | unfair (rho > 1) | "
+        "Jain(rho) | worst rho / unfair, Gavel's rule |\n|---|---|---|---|---|---|---|---|---|---|")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--workloads", default="saturn/1")
-    ap.add_argument("--policies", default="tiresias,gavel,gavel:ftf,sia,pollux-unaware")
+    ap.add_argument("--workloads", default="saturn/1",
+                    help="comma-separated; groups separated by ';' get a row each (saturn/1,saturn/2;philly/1)")
+    ap.add_argument("--policies", default="sia,pollux-unaware,gavel,gavel:ftf,tiresias")
     ap.add_argument("--cluster", default="sia-64")
     ap.add_argument("--estimator", default="bootstrap", choices=("bootstrap", "oracle"))
-    ap.add_argument("--rule", default="sia", choices=("sia", "gavel"))
+    ap.add_argument("--only-done", action="store_true", help="table the runs already on disk, run nothing")
     ap.add_argument("--out", default="runs/fairness")
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    results = [run(p, w, a.cluster, a.estimator, out) for w in a.workloads.split(",") for p in a.policies.split(",")]
-    rows = [row(r, a.rule) for r in results]
-    means = []
-    for p in a.policies.split(","):
-        mine = [r for r in rows if r["policy"] == p]
-        if mine:
-            m = {k: float(np.mean([r[k] for r in mine])) for k in ("avg_h", "p99_h", "makespan_h", "gpu_h", "unfair", "jain")}
-            m["worst_rho"] = max(r["worst_rho"] for r in mine if not math.isnan(r["worst_rho"]))
-            means.append({"policy": p, "workload": f"mean of {len(mine)}", **m})
-    text = table(means, f"means over the workloads ({a.rule} isolation; worst rho: the largest)") + "\n\n" + \
-        table(rows, "per run") + "\n"
+    groups = [[w for w in g.split(",") if w] for g in a.workloads.split(";") if g]
+    pols = [p for p in a.policies.split(",") if p]
+    runs: dict[tuple[str, str], SimResult] = {}
+    for g in groups:
+        for w in g:
+            for p in pols:
+                path = out / f"{_safe(p)}__{_safe(w)}.jsonl"
+                if a.only_done and not path.exists():
+                    continue
+                runs[p, w] = run(p, w, a.cluster, a.estimator, out)
+    lines = [HEAD]
+    for g in groups:
+        name = g[0] if len(g) == 1 else f"{g[0]} .. {g[-1]}"
+        for p in pols:
+            rs = [runs[p, w] for w in g if (p, w) in runs]
+            if rs:
+                lines.append(group_row(name, p, rs, len(g)))
+    text = "\n".join(lines) + "\n"
     (out / "fairness.md").write_text(text)
     from schedopt.sim.plots import rho_cdf
 
-    rho_cdf(results, out / "rho_cdf.png", rule=a.rule)
+    rho_cdf(list(runs.values()), out / "rho_cdf.png")
     print(text)
 
 
