@@ -156,3 +156,19 @@ def test_two_types_sia_averages_times_gavel_adds_throughputs() -> None:
     assert isolated_jct("short", 0.0, 2.0, cl, jm, 60.0, adaptive=False, requested_gpus=2, batch_size=8) == 60.0
     assert isolated_jct("short", 0.0, 2.0, cl, jm, 60.0, adaptive=False, requested_gpus=2, batch_size=8,
                         rule="gavel") == pytest.approx(80 / 3)
+
+
+def test_card_names_are_the_codes(three) -> None:  # type: ignore[no-untyped-def]
+    """formulations/fairness.md's ``## Names`` are summary keys, FairnessReport fields or functions of the module."""
+    import re
+    from pathlib import Path
+
+    import schedopt.sim.fairness as fm
+
+    text = (Path(__file__).resolve().parents[1] / "formulations" / "fairness.md").read_text()
+    names = re.findall(r"^- `([A-Za-z_][A-Za-z0-9_]*)`", text.split("## Names", 1)[1].split("\n## ", 1)[0], re.M)
+    keys = set(summarize(three)) | set(finish_time_fairness(three, jm=TOY).summary())
+    fields = set(fm.FairnessReport.__dataclass_fields__)
+    aliases = {"n_avg": "average_contention"}
+    for n in names:
+        assert n in keys or n in fields or hasattr(fm, aliases.get(n, n)), n
