@@ -72,7 +72,7 @@ def test_gavel_variants_run_in_closed_loop() -> None:
     w = Workload("saturn-1-6", load_workload("saturn/1").jobs[:6])
     for name in ("gavel:ftf", "gavel:makespan"):
         r = simulate(cluster_preset("sia-64"), w, get_policy(name), job_model="sia", estimator="oracle")
-        assert r.meta["policy"] == name and not r.meta["adaptive"]
+        assert r.meta.policy == name and not r.meta.adaptive
         assert len(r.jcts()) == 6
 
 
@@ -132,5 +132,5 @@ def test_optimus_refuses_a_heterogeneous_cluster() -> None:
 def test_optimus_runs_in_closed_loop() -> None:
     w = Workload("p1-10", load_workload("pollux/1").jobs[:10])
     r = simulate(cluster_preset("pollux"), w, get_policy("optimus"), job_model="pollux", estimator="oracle")
-    assert r.meta["adaptive"] and len(r.jcts()) == 10
+    assert r.meta.adaptive and len(r.jcts()) == 10
     assert max(s[3] for j in r.jobs for s in j.segments) > 1  # some job got more than one GPU

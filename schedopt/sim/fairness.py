@@ -245,17 +245,17 @@ class FairnessReport:
 
 def finish_time_fairness(result: SimResult, rule: str = "sia", jm: JobModel | str | None = None) -> FairnessReport:
     """rho of every finished job of ``result`` under ``rule`` (isolation from the records' meta: cluster, job
-    model, round length, whether jobs adapted). ``jm``: the job model when ``meta["job_model"]`` names none of the
+    model, round length, whether jobs adapted). ``jm``: the job model when ``meta.job_model`` names none of the
     presets (a custom :class:`~schedopt.sim.jobs.JobModel`)."""
     if rule not in RULES:
         raise InputError("rule", rule, f"must be one of {', '.join(RULES)}")
     meta = result.meta
-    cluster = {str(t): (int(v[0]), int(v[1])) for t, v in dict(meta.get("cluster", {})).items()}
+    cluster = {str(t): (int(v[0]), int(v[1])) for t, v in dict(meta.cluster or {}).items()}
     if not cluster:
         raise InputError("result.meta.cluster", None, "is needed for isolation (GPU type -> [nodes, GPUs per node])")
-    model = get_job_model(jm if jm is not None else str(meta.get("job_model", "pollux")))
-    R = float(meta.get("round_seconds", 60.0))
-    adaptive = bool(meta.get("adaptive", False))
+    model = get_job_model(jm if jm is not None else str(meta.job_model or "pollux"))
+    R = float(meta.round_seconds)
+    adaptive = bool(meta.adaptive)
     G = sum(n * g for n, g in cluster.values())
     navg = average_contention(result)
     rho, iso, share = {}, {}, {}
