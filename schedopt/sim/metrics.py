@@ -358,7 +358,17 @@ def summarize(result: SimResult) -> dict[str, Any]:
         "policy_s_total": float(sum(pt)),
         "policy_cpu_s_median": _pct(pc, 50),
         "policy_cpu_s_p95": _pct(pc, 95),
+        # --- finish-time fairness (issue 29; schedopt.sim.fairness, Sia's isolation rule) ---
+        **_fairness(result),
+        # --- end finish-time fairness ---
     }
+
+
+def _fairness(result: SimResult) -> dict[str, float]:
+    """``worst_rho``, ``unfair_fraction``, ``jain_rho`` (:func:`schedopt.sim.fairness.fairness_summary`)."""
+    from .fairness import fairness_summary
+
+    return fairness_summary(result)
 
 
 # ------------------------------------------------------------------ tables (pandas): to_dataframe, summaries

@@ -4,6 +4,7 @@
   pooled over seeds; the legend says which seeds).
 * :func:`utilization_plot` -- the fraction of GPUs held over time, one panel per (cluster, workload), one line per
   policy and seed: a rolling mean (over ``window`` seconds, default 1 h) drawn over the faint raw line.
+* :func:`rho_cdf` -- the CDF of finish-time fairness rho, one line per policy (:mod:`schedopt.sim.fairness`).
 
 Each panel's title names the cluster and the workload; both figures end where the runs' records end.
 """
@@ -19,7 +20,7 @@ import numpy as np
 from ..errors import InputError
 from .metrics import SimResult, utilization
 
-__all__ = ["cluster_label", "jct_cdf", "jct_cdf_figure", "utilization_figure", "utilization_plot"]
+__all__ = ["cluster_label", "jct_cdf", "jct_cdf_figure", "rho_cdf", "utilization_figure", "utilization_plot"]
 
 
 def _plt():  # type: ignore[no-untyped-def]
@@ -152,4 +153,33 @@ def _save(fig: Any, path: str | Path) -> Path:
         raise output_error(out, exc) from None
     finally:
         plt.close(fig)
+    return out
+
+
+# --- finish-time fairness (issue 29) ---
+def rho_cdf(results: Sequence[SimResult], path: str | Path, rule: str = "sia") -> Path:
+    """Write the CDF of finish-time fairness rho per policy (rhos pooled over workloads and seeds; a line at
+    rho = 1) to ``path``; ``rule``: the isolation rule of :func:`schedopt.sim.fairness.finish_time_fairness`."""
+    from .fairness import finish_time_fairness
+
+    plt = _plt()
+    by: dict[str, list[float]] = {}
+    for r in results:
+        by.setdefault(str(_meta(r, "policy")), []).extend(finish_time_fairness(r, rule).rho.values())
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for pol, xs in sorted(by.items()):
+        a = np.sort(np.asarray(xs))
+        if a.size:
+            ax.step(a, np.arange(1, a.size + 1) / a.size, where="post",
+                    label=f"{pol} (worst {a.max():.2f}, {np.mean(a > 1):.0%} > 1)")
+    ax.axvline(1.0, color="grey", lw=0.8, ls="--")
+    ax.set_xscale("log")
+    ax.set_xlabel(f"finish-time fairness rho ({rule} isolation, log scale)")
+    ax.set_ylabel("fraction of jobs")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out)
+    plt.close(fig)
     return out

@@ -20,6 +20,11 @@ POLICIES: dict[str, tuple[str, str] | tuple[str, str, dict[str, OptionValue]]] =
     "pollux-exact": ("pollux", "PolluxExactPolicy"),
     "pollux-unaware": ("pollux_unaware", "PolluxUnawarePolicy"),
     "gavel": ("gavel", "GavelPolicy"),
+    # --- issue 29: fairness baselines ---
+    "gavel:ftf": ("gavel", "GavelPolicy", {"objective": "ftf"}),
+    "gavel:makespan": ("gavel", "GavelPolicy", {"objective": "makespan"}),
+    "optimus": ("optimus", "OptimusPolicy"),
+    # --- end issue 29 ---
 }
 
 for _name, _entry in POLICIES.items():
