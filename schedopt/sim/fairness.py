@@ -28,7 +28,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,7 +36,9 @@ from ..errors import InputError
 from ..sia import Config
 from .jobs import JobModel, JobState
 from .jobs import job_model as get_job_model
-from .metrics import SimResult
+
+if TYPE_CHECKING:  # annotations only: metrics imports this module (its summary's fairness columns)
+    from .metrics import SimResult
 
 __all__ = ["RULES", "FairnessReport", "average_contention", "fairness_summary", "finish_time_fairness", "isolated_jct",
            "isolated_time", "jain_index"]
