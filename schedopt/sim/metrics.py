@@ -77,7 +77,7 @@ class JobRecord:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> JobRecord:
         return cls(d["id"], d["application"], d["arrival"], d["start"], d["finish"], d["restarts"],
-                   d["requested_gpus"], d["batch_size"], tuple(tuple(s) for s in d["segments"]),  # type: ignore[misc]
+                   d["requested_gpus"], d["batch_size"], tuple(tuple(s) for s in d["segments"]),
                    bool(d.get("rejected", False)))
 
 
@@ -145,7 +145,7 @@ class SimMeta:
         d["cluster"] = {t: list(v) for t, v in self.cluster.items()}
         d["policy_params"] = dict(self.policy_params)
         d.update(self.details)  # flat, as records before the typed meta were written
-        return to_jsonable(d)  # type: ignore[no-any-return]  # JSON in, JSON out
+        return to_jsonable(d)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SimMeta:
@@ -270,7 +270,7 @@ def read_jsonl(text: str) -> SimResult:
                                       r.get("policy_cpu_seconds", math.nan)))
         elif "hopeless" in d:
             hopeless = tuple(str(x) for x in d["hopeless"])
-    return SimResult(meta, tuple(jobs), tuple(rounds), hopeless)
+    return SimResult(SimMeta.from_dict(meta), tuple(jobs), tuple(rounds), hopeless)
 
 
 def utilization(result: SimResult, step: float | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -23,7 +23,7 @@ from .metrics import SimResult, utilization
 __all__ = ["cluster_label", "jct_cdf", "jct_cdf_figure", "rho_cdf", "utilization_figure", "utilization_plot"]
 
 
-def _plt():  # type: ignore[no-untyped-def]
+def _plt() -> Any:  # matplotlib.pyplot (no type information)
     try:
         import matplotlib
 

@@ -42,4 +42,4 @@ def get_policy(name: str, **params: object) -> Policy:
         from ...errors import InputError
 
         raise InputError("seed", seed, "must be an integer")
-    return make_policy(name, params, seed=seed)  # type: ignore[arg-type]  # checked int above
+    return make_policy(name, params, seed=seed)
