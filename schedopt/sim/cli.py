@@ -93,12 +93,14 @@ def _workloads(text: str) -> list[str]:
 def _num(v: Any, scale: float = 1.0, fmt: str = ".2f") -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
-    return format(v * scale, fmt)
+    pct = fmt.endswith("%")
+    return format(v * scale, fmt.rstrip("%")) + ("%" if pct else "")
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
     """Two tables, one time unit each: the results (hours) and the policy's time per round (milliseconds)."""
-    head = ["policy", "workload", "seed", "finished", "avg JCT", "p99 JCT", "makespan", "GPU-hours"]
+    head = ["policy", "workload", "seed", "finished", "avg JCT", "p99 JCT", "makespan", "GPU-hours", "worst rho",
+            "unfair"]
     lines = ["results (times in hours)", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     h = 1 / 3600
     for r in rows:
@@ -106,10 +108,12 @@ def _table(rows: list[dict[str, Any]]) -> str:
             str(r["policy"]), str(r["workload"]), str(r["seed"]),
             f"{r['finished']}/{r['jobs']}" + (" (capped)" if r.get("capped") else ""),
             _num(r["avg_jct_s"], h, ".3f"), _num(r["p99_jct_s"], h), _num(r["makespan_s"], h),
-            _num(r["gpu_hours"], 1.0, ".1f"),
+            _num(r["gpu_hours"], 1.0, ".1f"), _num(r.get("worst_rho"), 1.0, ".2f"),
+            _num(r.get("unfair_fraction"), 100.0, ".0f%"),
         ]) + " |")
     head2 = ["policy", "workload", "seed", "rounds", "median", "p95", "max"]
-    lines += ["", "policy time per round (milliseconds)", "", "| " + " | ".join(head2) + " |",
+    lines += ["", "worst rho: the largest finish-time fairness rho (shared JCT / isolated JCT, Sia's rule); unfair: the "
+              "jobs with rho > 1", "", "policy time per round (milliseconds)", "", "| " + " | ".join(head2) + " |",
               "|" + "---|" * len(head2)]
     for r in rows:
         lines.append("| " + " | ".join([
@@ -208,7 +212,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 def cmd_simulate_report(args: argparse.Namespace) -> int:
     from .metrics import summary_row
-    from .plots import jct_cdf, utilization_plot
+    from .plots import jct_cdf, rho_cdf, utilization_plot
     from .records import atomic_write_text, read_record
 
     src = Path(args.runs)
@@ -233,9 +237,11 @@ def cmd_simulate_report(args: argparse.Namespace) -> int:
     atomic_write_text(out / "summary.csv", summary_csv(rows), fsync=False)
     jct_cdf(results, out / "jct_cdf.png")
     utilization_plot(results, out / "utilization.png")
+    rho_cdf(results, out / "rho_cdf.png")
     note = f"\n\n{len(failed)} simulations failed: " + ", ".join(f.name for f in failed) if failed else ""
     atomic_write_text(out / "report.md", f"# Simulation report\n\n{len(results)} simulations from `{src}`.{note}\n\n"
-                      f"{_table(rows)}\n\n![JCT CDF](jct_cdf.png)\n\n![Utilization](utilization.png)\n", fsync=False)
+                      f"{_table(rows)}\n\n![JCT CDF](jct_cdf.png)\n\n![Utilization](utilization.png)\n\n"
+                      "![Finish-time fairness](rho_cdf.png)\n", fsync=False)
     if args.json:
         emit(document("simulate report", EXIT_OK, runs=str(src), output=str(out), simulations=len(results),
                       failed=[f.name for f in failed], summaries=rows))

@@ -90,7 +90,7 @@ ON_ERROR = ("raise", "record")
 #: :func:`~schedopt.sim.metrics.summary_row` follow in their order)
 SUMMARY_COLUMNS = ("policy", "workload", "seed", "jobs", "finished", "unfinished", "capped", "avg_jct_s",
                    "median_jct_s", "p99_jct_s", "makespan_s", "gpu_hours", "avg_restarts", "mean_utilization", "mean_queue_length", "rounds",
-                   "policy_s_median", "policy_s_p95", "policy_s_max")
+                   "policy_s_median", "policy_s_p95", "policy_s_max", "worst_rho", "unfair_fraction", "jain_rho")
 
 
 # ------------------------------------------------------------------------------------------------ outcomes
