@@ -289,3 +289,34 @@ def test_a_finished_run_is_not_capped_and_its_series_end_at_the_last_finish() ->
     assert math.isclose(res.summary()["makespan_s"], fin)
     t, _ = utilization(res)
     assert t[-1] < fin + 60.0
+
+
+def test_user_module_through_the_command_line(tmp_path: Path) -> None:
+    """`schedopt simulate --policy mymod:Class --placer ... --admission ...` in a fresh process, the module found on
+    the user's PYTHONPATH; the records name the roles and the JSON document lists them."""
+    import json
+    import os
+    import subprocess
+
+    small = _wl(("a", 0.0, "cifar10", 4, 128), ("b", 60.0, "cifar10", 2, 128), ("c", 90.0, "cifar10", 4, 128))
+    wl = tmp_path / "three.csv"
+    wl.write_text(small.to_csv())
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(USER_DIR), os.environ.get("PYTHONPATH", "")])}
+    out = tmp_path / "runs"
+    p = subprocess.run([sys.executable, "-m", "schedopt", "simulate", "--policy", "mylas:MyLAS:max_jobs=2,fifo",
+                        "--placer", "mylas:FirstFitPlacer", "--admission", "mylas:MaxActive:limit=2",
+                        "--workload", str(wl), "--cluster", "pollux", "-o", str(out), "--json"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["simulations"] == 2 and sorted(doc["records"]) == sorted(
+        ["mylas-MyLAS-max_jobs-2__three__seed0.jsonl", "fifo__three__seed0.jsonl"])
+    from schedopt.sim.records import read_record
+
+    res = read_record(out / "mylas-MyLAS-max_jobs-2__three__seed0.jsonl")
+    assert res.meta.placer == "mylas:FirstFitPlacer" and res.meta.admission == "mylas:MaxActive:limit=2"
+    assert len(res.jcts()) == 3
+    bad = subprocess.run([sys.executable, "-m", "schedopt", "simulate", "--policy", "mylas:MyLAS:max_job=2",
+                          "--workload", str(wl), "--cluster", "pollux"], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert bad.returncode == 2 and "did you mean 'max_jobs'" in bad.stderr
