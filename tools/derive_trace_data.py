@@ -60,7 +60,11 @@ def main() -> None:
             "sia": _configs(sorted((sia / "workloads" / "saturn").glob("workload-*.csv"))),
         },
     }
-    (data / "configurations.json").write_text(json.dumps(conf, indent=1) + "\n")
+    rules = ",\n".join(f'  "{r}": {{\n' + ",\n".join(f'   "{a}": {json.dumps(cs)}' for a, cs in apps.items()) + "\n  }"
+                        for r, apps in conf["rules"].items())
+    text = '{\n "sources": ' + json.dumps(conf["sources"]) + ',\n "rules": {\n' + rules + "\n }\n}"
+    assert json.loads(text) == conf
+    (data / "configurations.json").write_text(text + "\n")
     wl = ROOT / "schedopt" / "sim" / "data" / "workloads"
     sources = json.loads((wl / "sources.json").read_text())
     made = {}

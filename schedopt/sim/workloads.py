@@ -109,7 +109,8 @@ def list_workloads() -> dict[str, str]:
 
 
 def load_workload(name_or_path: str | Path) -> Workload:
-    """A shipped workload (``"saturn/1"``) or a CSV file path."""
+    """A shipped workload (``"saturn/1"``, ``"pollux@1.5/3"``) or a CSV file path; ``"<set>@<load>/<k>"`` at another
+    load and ``"FILE:load=X[:seed=K]"`` are made by :mod:`schedopt.traces.named`."""
     key = str(name_or_path)
     known = list_workloads()
     if key in known:
@@ -119,6 +120,13 @@ def load_workload(name_or_path: str | Path) -> Workload:
     p = Path(key)
     if p.is_file():
         return read_workload(p.read_text(), p.stem)
+    # --- traces (issue 28): "<set>@<load>/<k>" at any load, "FILE:load=X[:seed=K...]" (schedopt/traces/named.py) ---
+    from ..traces.named import resolve_workload
+
+    made = resolve_workload(key)
+    if made is not None:
+        return made
+    # --- end traces ---
     raise InputError("workload", key, f"is neither a file nor a shipped workload ({', '.join(list(known)[:4])}, ...)")
 
 

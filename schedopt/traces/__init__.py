@@ -13,8 +13,19 @@ trace statistics (card: ``formulations/traces.md``).
 """
 
 from .generate import RULES, GeneratedWorkload, generate, generate_workload, resample_workload
-from .readers import (FORMATS, detect_format, read_acme, read_gavel, read_helios, read_pai2020, read_pai2023,
-                      read_philly, read_philly_csv, read_trace, read_workload_trace)
+from .readers import (
+                      FORMATS,
+                      detect_format,
+                      read_acme,
+                      read_gavel,
+                      read_helios,
+                      read_pai2020,
+                      read_pai2023,
+                      read_philly,
+                      read_philly_csv,
+                      read_trace,
+                      read_workload_trace,
+)
 from .stats import TraceStats, trace_stats
 from .trace import Trace, TraceJob
 

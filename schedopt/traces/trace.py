@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..errors import InputError
 
-__all__ = ["Trace", "TraceJob", "RowErrors", "parse_time"]
+__all__ = ["RowErrors", "Trace", "TraceJob", "parse_time"]
 
 _EPOCH = datetime(1970, 1, 1)
 
