@@ -13,6 +13,7 @@ import gzip
 import io
 import json
 import math
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -33,6 +34,11 @@ def _open(path: PathLike) -> IO[str]:
     if p.suffix == ".gz":
         return io.TextIOWrapper(gzip.open(p, "rb"), encoding="utf-8", newline="")
     return open(p, encoding="utf-8", newline="")
+
+
+def _i(text: str) -> str:
+    """Users, VCs, states and types repeat across millions of rows: one string object each (``sys.intern``)."""
+    return sys.intern(text)
 
 
 def _none(text: str | None) -> bool:
@@ -197,8 +203,8 @@ def _philly_job(k: int, rec: Any, errors: RowErrors) -> TraceJob | None:
         run += t1 - t0
     duration = run if attempts and finished else None
     status = str(rec["status"]) if finished else "Running"
-    return TraceJob(job_id, submit, gpus, duration, str(rec.get("user", "")), str(rec.get("vc", "")), "", status,
-                    "", None, k)
+    return TraceJob(job_id, submit, gpus, duration, _i(str(rec.get("user", ""))), _i(str(rec.get("vc", ""))), "",
+                    _i(status), "", None, k)
 
 
 def read_philly(path: PathLike, *, skip_bad: bool = False, name: str | None = None) -> Trace:
@@ -219,7 +225,7 @@ def iter_philly_csv(path: PathLike, errors: RowErrors) -> Iterator[TraceJob]:
             continue
         ok3, g = _field(errors, k, "num_gpus", r[c["num_gpus"]], _gpus, "a whole number", nonneg=True)
         if ok3:
-            yield TraceJob(str(k - 2), t, g, d, "", r[c["cluster"]] if "cluster" in c else "", "", "", "", None, k)
+            yield TraceJob(str(k - 2), t, g, d, "", _i(r[c["cluster"]]) if "cluster" in c else "", "", "", "", None, k)
 
 
 def read_philly_csv(path: PathLike, *, skip_bad: bool = False, name: str | None = None) -> Trace:
@@ -243,8 +249,9 @@ def _slurm_rows(path: PathLike, errors: RowErrors, required: tuple[str, ...], vc
                         nonneg=True)
         if not ok3 or not errors.unique(k, "job_id", job_id):
             continue
-        app = r[c["type"]] if "type" in c else ""
-        yield TraceJob(job_id, t, g, d, r[c["user"]], r[c["vc"]] if vc else "", "", r[c["state"]], app, None, k)
+        app = _i(r[c["type"]]) if "type" in c else ""
+        yield TraceJob(job_id, t, g, d, _i(r[c["user"]]), _i(r[c["vc"]]) if vc else "", "", _i(r[c["state"]]), app,
+                       None, k)
 
 
 def read_helios(path: PathLike, *, skip_bad: bool = False, name: str | None = None) -> Trace:
@@ -270,7 +277,8 @@ PAI_MACHINE = ("machine", "gpu_type", "cap_cpu", "cap_mem", "cap_gpu")
 
 
 def _pai_tasks(path: PathLike, errors: RowErrors) -> dict[str, list[Any]]:
-    """job_name -> [GPU percent, first task start, last task end, GPU types]."""
+    """job_name -> [GPU percent, first task start, last task end, GPU types joined by '|'] (a small list per job:
+    this map is what a 1-million-job PAI read holds besides the jobs; entries are dropped as the job table uses them)."""
     out: dict[str, list[Any]] = {}
     terr = RowErrors(path, errors.skip_bad)
     for k, r, c in _Csv(path, PAI_TASK, terr, header=PAI_TASK).rows():
@@ -285,15 +293,19 @@ def _pai_tasks(path: PathLike, errors: RowErrors) -> dict[str, list[Any]]:
         if s is not None and e is not None and e < s:
             terr.bad(k, "end_time", e, f"is before start_time {s} (a negative duration)")
             continue
-        a = out.setdefault(r[c["job_name"]], [0.0, None, None, set()])
         gp = (inst or 1.0) * (pg or 0.0)
+        gt = _i(r[c["gpu_type"]]) if gp > 0 and not _none(r[c["gpu_type"]]) else ""
+        a = out.get(r[c["job_name"]])
+        if a is None:
+            out[r[c["job_name"]]] = [gp, s, e, gt]
+            continue
         a[0] += gp
         if s is not None:
             a[1] = s if a[1] is None else min(a[1], s)
         if e is not None:
             a[2] = e if a[2] is None else max(a[2], e)
-        if gp > 0 and not _none(r[c["gpu_type"]]):
-            a[3].add(r[c["gpu_type"]])
+        if gt and gt not in a[3].split("|"):
+            a[3] = _i("|".join(sorted({*a[3].split("|"), gt} - {""})))
     errors.skipped.extend((k, f"{path}: {m}") for k, m in terr.skipped)
     return out
 
@@ -331,14 +343,14 @@ def read_pai2020(path: PathLike, *, skip_bad: bool = False, name: str | None = N
                 continue
             if not err.unique(k, "job_name", job_id):
                 continue
-            a = tasks.get(job_id)
+            a = tasks.pop(job_id, None)
             if a is None:
                 gpus, dur, types = 0, (None if e is None else e - t), ""
             else:
                 gpus = math.ceil(a[0] / 100.0 - 1e-9)
                 dur = a[2] - a[1] if a[1] is not None and a[2] is not None else None
-                types = "|".join(sorted(a[3]))
-            yield TraceJob(job_id, t, gpus, dur, r[c["user"]], "", types, r[c["status"]], "", None, k)
+                types = a[3]
+            yield TraceJob(job_id, t, gpus, dur, _i(r[c["user"]]), "", _i(types), _i(r[c["status"]]), "", None, k)
 
     return err.trace(name or d.name, "pai2020", jobs(), day_offset_s=8 * 3600.0, capacity=capacity)
 
@@ -384,7 +396,7 @@ def read_pai2023(path: PathLike, *, skip_bad: bool = False, name: str | None = N
             if not err.unique(k, "name", job_id):
                 continue
             spec = "" if _none(r[c["gpu_spec"]]) else r[c["gpu_spec"]]
-            yield TraceJob(job_id, t, g, dur, "", "", spec, r[c["pod_phase"]], "", None, k)
+            yield TraceJob(job_id, t, g, dur, "", "", _i(spec), _i(r[c["pod_phase"]]), "", None, k)
 
     return err.trace(name or Path(path).stem, "pai2023", jobs(), capacity=capacity)
 
@@ -414,7 +426,7 @@ def iter_gavel(path: PathLike, errors: RowErrors) -> Iterator[TraceJob]:
             ok2, w = _field(errors, k, "total_steps", r["total_steps"], parse_seconds, "a step count", nonneg=True)
             ok3, g = _field(errors, k, "scale_factor", r["scale_factor"], _gpus, "a whole number", nonneg=True)
             if ok1 and ok2 and ok3:
-                yield TraceJob(str(k - 1), t, g, None, "", "", "", "", r["job_type"], w, k)
+                yield TraceJob(str(k - 1), t, g, None, "", "", "", "", _i(r["job_type"]), w, k)
 
 
 def read_gavel(path: PathLike, *, skip_bad: bool = False, name: str | None = None) -> Trace:
