@@ -356,3 +356,13 @@ def test_card_names_match_the_code():
         assert f"`{fmt}`" in text, fmt
     for n in names:
         assert n in fields or hasattr(traces, n), n
+
+
+def test_importing_traces_does_not_import_sim():
+    """schedopt.sim re-exports generate_workload; were schedopt.traces to import schedopt.sim at import time, importing
+    schedopt.traces first would hit a partially initialised module (the cycle this pins)."""
+    import subprocess
+    import sys
+
+    code = "import sys, schedopt.traces; assert 'schedopt.sim' not in sys.modules, sorted(sys.modules)"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT)})

@@ -28,13 +28,15 @@ import json
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import InputError
-from ..sim.workloads import Workload, WorkloadJob
 from .trace import Trace
+
+if TYPE_CHECKING:  # imported where used: schedopt.sim may re-export generate_workload, so no import cycle here
+    from ..sim.workloads import Workload
 
 __all__ = ["CLASSES", "CONFIGURATIONS", "RULES", "GeneratedWorkload", "JobOrigin", "generate", "generate_workload",
            "resample_workload"]
@@ -175,6 +177,8 @@ def generate(trace: Trace, *, jobs: int = 160, load: float = 1.0, window_h: floa
             cfg = bcfg[int(bert_rng.integers(len(bcfg)))]
         recs.append((float(times[int(i)]), app, cfg, j, gh, cls))
     recs.sort(key=lambda r: r[0])
+    from ..sim.workloads import Workload, WorkloadJob
+
     wjobs, origins = [], []
     for k, (t, app, cfg, j, gh, cls) in enumerate(recs):
         nm = f"{app}-{k}"
@@ -204,6 +208,8 @@ def resample_workload(workload: Workload, *, load: float, seed: int = 0, name: s
     n = _check(max(1, len(workload)), load, 1.0, "pollux")
     if not workload.jobs:
         raise InputError("workload", workload.name, "has no jobs to resample")
+    from ..sim.workloads import Workload, WorkloadJob
+
     rng = np.random.default_rng(seed)
     src = workload.jobs
     pick = rng.integers(len(src), size=n)
