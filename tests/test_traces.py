@@ -366,3 +366,32 @@ def test_importing_traces_does_not_import_sim():
 
     code = "import sys, schedopt.traces; assert 'schedopt.sim' not in sys.modules, sorted(sys.modules)"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT)})
+
+
+def test_simulate_command_takes_a_trace_file_with_options(capsys):
+    spec = f"{D / 'helios_cluster_log.csv'}:rule=sia:start_h=0:window_h=2:jobs=3:seed=1"
+    assert main(["simulate", "--cluster", "pollux", "--workload", spec, "--policy", "fifo", "--progress", "off"]) == 0
+    assert "| fifo | helios_cluster_log@1 | 0 | 3/3 |" in capsys.readouterr().out
+
+
+def test_generation_invariants_hold_for_any_seed_and_load():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    trace = _synthetic()
+
+    @settings(max_examples=20, deadline=None, derandomize=True)
+    @given(seed=st.integers(0, 2**31), load=st.floats(0.05, 1.2), rule=st.sampled_from(traces.RULES))
+    def check(seed, load, rule):
+        g = traces.generate(trace, jobs=100, load=load, seed=seed, rule=rule, start_h=2.0 if rule == "pollux" else 0.0)
+        w = g.workload
+        assert len(w) == max(1, round(100 * load)) == len(g.origins)
+        assert [j.time for j in w.jobs] == sorted(j.time for j in w.jobs)
+        assert all(0 <= j.time < 8 * 3600 for j in w.jobs)
+        assert len({o.trace_job for o in g.origins}) == len(w)  # without replacement
+        for j, o in zip(w.jobs, g.origins, strict=True):
+            assert (j.num_replicas, j.batch_size) in CONFIGURATIONS[rule][j.application]
+            assert o.size_class == ("small" if o.trace_gpu_hours < 1 else "medium" if o.trace_gpu_hours < 10
+                                    else "large" if o.trace_gpu_hours < 100 else "xl")
+
+    check()
