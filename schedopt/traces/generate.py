@@ -157,8 +157,10 @@ def generate(trace: Trace, *, jobs: int = 160, load: float = 1.0, window_h: floa
         pool.append(j)
         times.append(t)
     if len(pool) < n:
+        hint = ("; the trace gives no run times (Gavel's are in steps) and both rules class jobs by GPU-hours"
+                if counts["no_duration"] == len(trace) else "")
         raise InputError("jobs", n, f"the trace has only {len(pool)} eligible jobs in the window ({counts} left out); "
-                         "lower jobs or load, or widen window_h")
+                         f"lower jobs or load, or widen window_h{hint}")
     rng = np.random.default_rng(seed)
     bert_rng = np.random.default_rng([seed, 1])  # its own stream, as in both artifacts: bert draws move nothing else
     pick = rng.choice(len(pool), size=n, replace=False)
