@@ -395,3 +395,10 @@ def test_generation_invariants_hold_for_any_seed_and_load():
                                     else "large" if o.trace_gpu_hours < 100 else "xl")
 
     check()
+
+
+def test_stats_of_a_trace_without_run_times_say_so():
+    st = traces.trace_stats(traces.read_gavel(D / "gavel_msr.trace"), cluster_gpus=64)
+    assert st.gpu_hours is None and st.offered_load is None and st.duration_s == {}
+    assert st.size_mix["1"] == 1 and st.size_mix["3-4"] == 1
+    assert "no run times in this trace" in st.format_text() and "offered load on" not in st.format_text()

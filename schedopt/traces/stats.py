@@ -24,7 +24,8 @@ class TraceStats:
     ``span_h``: first to last GPU-job submission. ``arrival_rate_per_h``: GPU jobs / span. ``size_mix``: GPU-job
     counts by requested GPUs (``"3-4"``-style bins). ``duration_s``: quantiles of known run times.
     ``class_mix``: GPU jobs by Pollux's GPU-time classes (small < 1 GPU-h <= medium < 10 <= large < 100 <= xl).
-    ``offered_load``: GPU-hours asked / (cluster GPUs x span), when a cluster was given. ``pollux_pool``: the jobs
+    ``gpu_hours``: over jobs with a known run time (None when none has one). ``offered_load``: GPU-hours asked /
+    (cluster GPUs x span), when a cluster was given and run times are known. ``pollux_pool``: the jobs
     Pollux's generator samples from (60 s <= duration, < 1000 GPU-h, time of day in ``[2 h, 10 h)``) by class.
     """
 
@@ -39,7 +40,7 @@ class TraceStats:
     size_mix: dict[str, int]
     duration_s: dict[str, float]
     class_mix: dict[str, int]
-    gpu_hours: float
+    gpu_hours: float | None
     cluster_gpus: int | None
     offered_load: float | None
     pollux_pool: dict[str, int]
@@ -55,13 +56,17 @@ class TraceStats:
         g = max(self.gpu_jobs, 1)
         lines.append("size mix (GPUs: jobs, share): " + ", ".join(
             f"{k}: {v} ({100 * v / g:.1f}%)" for k, v in self.size_mix.items() if v))
-        known = sum(self.class_mix.values()) or 1
-        lines.append("GPU-time classes (Pollux: small <1, medium <10, large <100, xl >=100 GPU-h): " + ", ".join(
-            f"{k}: {v} ({100 * v / known:.1f}%)" for k, v in self.class_mix.items()))
+        known = sum(self.class_mix.values())
+        if known:
+            lines.append("GPU-time classes (Pollux: small <1, medium <10, large <100, xl >=100 GPU-h): " + ", ".join(
+                f"{k}: {v} ({100 * v / known:.1f}%)" for k, v in self.class_mix.items()))
+        else:
+            lines.append("no run times in this trace: GPU-hours, classes and offered load are unknown")
         if self.duration_s:
             d = self.duration_s
             lines.append("duration s: " + ", ".join(f"{k} {v:.0f}" for k, v in d.items()))
-        lines.append(f"GPU-hours {self.gpu_hours:.1f}")
+        if self.gpu_hours is not None:
+            lines.append(f"GPU-hours {self.gpu_hours:.1f}")
         if self.cluster_gpus is not None and self.offered_load is not None:
             lines.append(f"offered load on {self.cluster_gpus} GPUs: {self.offered_load:.3f} "
                          "(GPU-hours asked / (GPUs x span))")
@@ -91,8 +96,9 @@ def trace_stats(trace: Trace, cluster_gpus: int | None = None) -> TraceStats:
     dq = ({"mean": float(durs.mean()), **{f"p{q}": float(np.percentile(durs, q)) for q in (10, 50, 90, 99)},
            "max": float(durs.max())} if len(durs) else {})
     classes = Counter(_size_class(j.gpus * j.duration_s / 3600.0) for j in gj if j.duration_s is not None)
-    gpu_h = float(sum(j.gpus * j.duration_s for j in gj if j.duration_s is not None) / 3600.0)
-    load = gpu_h / (cluster_gpus * span_h) if cluster_gpus and span_h > 0 else None
+    gpu_h = (float(sum(j.gpus * j.duration_s for j in gj if j.duration_s is not None) / 3600.0) if len(durs)
+             else None)
+    load = gpu_h / (cluster_gpus * span_h) if gpu_h is not None and cluster_gpus and span_h > 0 else None
     pool = Counter(_size_class(j.gpus * j.duration_s / 3600.0) for j in gj
                    if j.duration_s is not None and j.duration_s >= 60 and j.gpus * j.duration_s < 1000 * 3600
                    and 2 * 3600 <= trace.time_of_day_s(j) < 10 * 3600)
