@@ -307,7 +307,7 @@ def test_cli_convert_then_simulate(tmp_path, capsys):
     w = sim.load_workload(out)  # the provenance columns ride along; read_workload reads the standard five
     assert len(w) == 3
     rows = out.read_text().splitlines()
-    assert rows[0].endswith("trace_job,trace_row,trace_gpus,trace_gpu_hours,size_class")
+    assert rows[0].endswith("trace_job,trace_row,trace_gpus,trace_gpu_hours,size_class,trace_application")
     # seed 1 draws 3 of the 4 eligible GPU jobs (1425511-13 from 18:41, 1425515 at +1.3 h; 1425514 has no GPU)
     assert {r.split(",")[5] for r in rows[1:]} == {"1425511", "1425512", "1425515"}
     res = sim.simulate(sim.cluster_preset("pollux"), w, sim.get_policy("fifo"), job_model="pollux")
@@ -381,7 +381,7 @@ def test_generation_invariants_hold_for_any_seed_and_load():
     trace = _synthetic()
 
     @settings(max_examples=20, deadline=None, derandomize=True)
-    @given(seed=st.integers(0, 2**31), load=st.floats(0.05, 1.2), rule=st.sampled_from(traces.RULES))
+    @given(seed=st.integers(0, 2**31), load=st.floats(0.05, 1.2), rule=st.sampled_from(("pollux", "sia")))
     def check(seed, load, rule):
         g = traces.generate(trace, jobs=100, load=load, seed=seed, rule=rule, start_h=2.0 if rule == "pollux" else 0.0)
         w = g.workload
@@ -402,3 +402,21 @@ def test_stats_of_a_trace_without_run_times_say_so():
     assert st.gpu_hours is None and st.offered_load is None and st.duration_s == {}
     assert st.size_mix["1"] == 1 and st.size_mix["3-4"] == 1
     assert "no run times in this trace" in st.format_text() and "offered load on" not in st.format_text()
+
+
+def test_names_rule_maps_gavel_job_types(tmp_path, capsys):
+    g = traces.generate(traces.read_gavel(D / "gavel_physical.trace"), jobs=2, seed=0, rule="names")
+    # Transformer -> bert on the trace's 2 GPUs, batch 12 x 2; Recommendation -> ncf, 1 GPU, batch 256; times kept
+    assert [(j.application, j.num_replicas, j.batch_size, j.time) for j in g.workload.jobs] == [
+        ("bert", 2, 24, 0.0), ("ncf", 1, 256, 120.0)]
+    assert [o.trace_application for o in g.origins] == ["Transformer (batch size 128)",
+                                                         "Recommendation (batch size 8192)"]
+    msr = traces.generate(traces.read_gavel(D / "gavel_msr.trace"), jobs=1, rule="names")
+    assert msr.meta["left_out"] == {"no_gpus": 0, "unmapped_application": 0, "outside_window": 1}  # at 101 h
+    with pytest.raises(InputError, match="unknown applications"):
+        traces.generate(traces.read_gavel(D / "gavel_msr.trace"), jobs=1, rule="names", app_map={"LM": "gpt9"})
+    out = tmp_path / "g.csv"
+    assert main(["trace", "convert", str(D / "gavel_physical.trace"), "-o", str(out), "--rule", "names", "--jobs", "1",
+                 "--app-map", "Recommendation=cifar10"]) == 0
+    assert sim.load_workload(out).jobs[0].application == "cifar10"
+    assert json.loads(Path(str(out) + ".meta.json").read_text())["app_map"] == {"Recommendation": "cifar10"}

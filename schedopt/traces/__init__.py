@@ -9,10 +9,10 @@ trace statistics (card: ``formulations/traces.md``).
 * Readers (streamed, bad rows named by file, row and field): :func:`read_philly`, :func:`read_philly_csv`,
   :func:`read_helios`, :func:`read_pai2020`, :func:`read_pai2023`, :func:`read_acme`, :func:`read_gavel`,
   :func:`read_workload_trace`; :func:`read_trace` picks one by :data:`FORMATS` name or by the file's layout.
-* :func:`generate_workload` (Pollux's and Sia's rules), :func:`trace_stats`.
+* :func:`generate_workload` (Pollux's and Sia's rules, or by model name), :func:`trace_stats`.
 """
 
-from .generate import RULES, GeneratedWorkload, generate, generate_workload, resample_workload
+from .generate import DEFAULT_APP_MAP, RULES, GeneratedWorkload, generate, generate_workload, resample_workload
 from .readers import (
                       FORMATS,
                       detect_format,
@@ -30,6 +30,7 @@ from .stats import TraceStats, trace_stats
 from .trace import Trace, TraceJob
 
 __all__ = [
+    "DEFAULT_APP_MAP",
     "FORMATS",
     "RULES",
     "GeneratedWorkload",

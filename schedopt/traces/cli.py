@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..errors import InputError
 from .generate import RULES, generate
 from .readers import FORMATS, read_trace
 from .stats import plot_stats, trace_stats
@@ -64,8 +65,14 @@ def cmd_trace_stats(args: argparse.Namespace) -> int:
 
 def cmd_trace_convert(args: argparse.Namespace) -> int:
     trace = _read(args)
+    app_map = None
+    if args.app_map:
+        try:
+            app_map = dict(kv.split("=", 1) for kv in args.app_map.split(","))
+        except ValueError:
+            raise InputError("--app-map", args.app_map, "must look like 'ResNet-18=cifar10,LM=deepspeech2'") from None
     g = generate(trace, jobs=args.jobs, load=args.load, window_h=args.window_h, seed=args.seed, rule=args.rule,
-                 start_h=args.start_h, name=Path(args.output).stem)
+                 start_h=args.start_h, name=Path(args.output).stem, app_map=app_map)
     g.meta["skipped_rows"] = len(trace.skipped)
     out = g.write(args.output)
     apps: dict[str, int] = {}
@@ -98,10 +105,13 @@ def add_parser(subparsers: Any) -> None:
     c.add_argument("--jobs", type=int, default=160, help="jobs at load 1.0 (default 160)")
     c.add_argument("--load", type=float, default=1.0, help="job-count multiplier over the same window (default 1.0)")
     c.add_argument("--window-h", type=float, default=8.0, help="arrival window in hours (default 8)")
-    c.add_argument("--start-h", type=float, default=2.0, help="window start: hour of day (pollux) or hours after the "
-                   "first submission (sia); default 2")
+    c.add_argument("--start-h", type=float, default=None, help="window start: hour of day (pollux) or hours after "
+                   "the first submission (sia, names); default 2 (pollux, sia) or 0 (names)")
     c.add_argument("--seed", type=int, default=0)
-    c.add_argument("--rule", choices=RULES, default="pollux", help="whose generator to follow (default pollux)")
+    c.add_argument("--rule", choices=RULES, default="pollux", help="pollux or sia (map by GPU-time class, the "
+                   "artifacts' generators) or names (map the trace's model names; default pollux)")
+    c.add_argument("--app-map", default=None, help="rule names: model-name prefix=application pairs, e.g. "
+                   "'ResNet-18=cifar10,LM=deepspeech2' (default: Gavel's job types, formulations/traces.md)")
     c.set_defaults(func=cmd_trace_convert)
     s = sub.add_parser("stats", help="arrival rate, size and duration distributions, offered load",
                        description="Statistics of a trace, and a figure with --plot.")
