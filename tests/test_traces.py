@@ -420,3 +420,14 @@ def test_names_rule_maps_gavel_job_types(tmp_path, capsys):
                  "--app-map", "Recommendation=cifar10"]) == 0
     assert sim.load_workload(out).jobs[0].application == "cifar10"
     assert json.loads(Path(str(out) + ".meta.json").read_text())["app_map"] == {"Recommendation": "cifar10"}
+
+
+def test_source_record_reads_the_row_back():
+    tr = traces.read_helios(D / "helios_cluster_log.csv")
+    assert traces.source_record(tr, tr.jobs[1]).startswith("1425512,uVMrF,vchbv,4,")
+    ph = traces.read_philly(D / "philly_cluster_job_log.json")
+    assert json.loads(traces.source_record(ph, ph.jobs[2]))["jobid"] == "application_1506638472019_20002"
+    pai = traces.read_pai2020(D / "pai2020")
+    assert traces.source_record(pai, pai.jobs[2]) == "j3,inst3,u1,Running,300.0,"
+    gz = shipped_trace()
+    assert traces.source_record(gz, gz.jobs[0]) == "2017-10-09 07:01:55,66.0,1,66.0,11cb48"

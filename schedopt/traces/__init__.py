@@ -25,6 +25,7 @@ from .readers import (
                       read_philly_csv,
                       read_trace,
                       read_workload_trace,
+                      source_record,
 )
 from .stats import TraceStats, trace_stats
 from .trace import Trace, TraceJob
@@ -50,5 +51,6 @@ __all__ = [
     "read_trace",
     "read_workload_trace",
     "resample_workload",
+    "source_record",
     "trace_stats",
 ]

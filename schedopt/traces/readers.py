@@ -22,7 +22,7 @@ from ..errors import InputError
 from .trace import RowErrors, Trace, TraceJob, parse_seconds, parse_time
 
 __all__ = ["FORMATS", "detect_format", "read_acme", "read_gavel", "read_helios", "read_pai2020", "read_pai2023",
-           "read_philly", "read_philly_csv", "read_trace", "read_workload_trace"]
+           "read_philly", "read_philly_csv", "read_trace", "read_workload_trace", "source_record"]
 
 PathLike = str | Path
 
@@ -497,3 +497,25 @@ def read_trace(path: PathLike, format: str | None = None, *, skip_bad: bool = Fa
     if fmt not in _READERS:
         raise InputError("format", fmt, f"must be one of {', '.join(FORMATS)}")
     return _READERS[fmt](path, skip_bad=skip_bad, name=name)
+
+
+def source_record(trace: Trace, job: TraceJob) -> str:
+    """The raw record ``job`` was read from (a CSV or ``.trace`` line; a Philly job re-encoded as JSON), read back
+    from ``trace.source`` on demand so a million-row trace does not hold its text. For ``pai2020`` it is the job
+    table's line (the task rows it joins are the lines with the same ``job_name`` in ``pai_task_table.csv``)."""
+    import itertools
+
+    if job.row < 1:
+        raise InputError("job.row", job.row, "this job has no source row")
+    path = Path(trace.source)
+    if trace.format == "pai2020" and path.is_dir():
+        path = path / "pai_job_table.csv"
+    with _open(path) as f:
+        if trace.format == "philly":
+            rec = next(itertools.islice(_json_array(f), job.row - 1, None), None)
+            text = None if rec is None else json.dumps(rec)
+        else:
+            text = next(itertools.islice(f, job.row - 1, None), None)
+    if text is None:
+        raise InputError("job.row", job.row, f"is past the end of {path}")
+    return text.rstrip("\r\n")
