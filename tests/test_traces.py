@@ -281,6 +281,7 @@ def test_named_workloads_at_every_load():
     r = sim.load_workload("newtrace@0.5/1")  # no source trace shipped: resampled from newtrace/1
     assert len(r) == 480 and {j.application for j in r.jobs} <= {j.application for j in sim.load_workload("newtrace/1").jobs}
     assert sim.load_workload("saturn@1.0/2").jobs == sim.load_workload("saturn/2").jobs
+    assert sim.load_workload("pollux@1.0/4").jobs == sim.load_workload("pollux/4").jobs  # the artifact's, not a draw
     with pytest.raises(InputError, match="no shipped set"):
         sim.load_workload("nosuch@1.5/1")
 

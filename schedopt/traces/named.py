@@ -60,16 +60,15 @@ def resolve_workload(key: str) -> Workload | None:
     m = _NAMED.fullmatch(key)
     if m:
         s, load, k = m["set"], _float("workload.load", m["load"]), int(m["k"])
+        base = f"{s}/{k}"
+        if load == 1.0 and base in list_workloads():
+            return Workload(key, load_workload(base).jobs)
         if s in SOURCE_TRACES:
             trace, rule = SOURCE_TRACES[s]
             return generate(shipped_trace(trace), jobs=160, load=load, window_h=8.0, seed=k, rule=rule,
                             name=key).workload
-        base = f"{s}/{k}"
         if base in list_workloads():
-            w = load_workload(base)
-            if load == 1.0:
-                return Workload(key, w.jobs)
-            return resample_workload(w, load=load, seed=k, name=key)
+            return resample_workload(load_workload(base), load=load, seed=k, name=key)
         raise InputError("workload", key, f"names no shipped set {s!r} with a workload {k} (see list_workloads())")
     path, sep, rest = key.partition(":")
     if not sep or not Path(path).exists():
