@@ -65,6 +65,18 @@ def table(rows: list[dict[str, str]]) -> str:
             pub = statistics.mean(PUBLISHED[pol][load][k - 1] for k in ks)
             out.append(f"| {load} | {pol} | {','.join(map(str, ks))} | {ours:.0f} | {pub:.0f} | {ours / pub:.3f} | "
                        f"{statistics.mean(PUBLISHED[pol][load]):.0f} |")
+    out += ["", "| load | workloads with both | pollux below tiresias, ours | published, same workloads | published, all 8 |",
+            "|---|---|---|---|---|"]
+    for load in ("0.5", "1.0", "1.5", "2.0"):
+        po, ti = by.get(("pollux", load), {}), by.get(("tiresias", load), {})
+        ks = sorted(set(po) & set(ti))
+        if not ks:
+            continue
+        ours = 1 - statistics.mean(po[k] for k in ks) / statistics.mean(ti[k] for k in ks)
+        pub = 1 - (statistics.mean(PUBLISHED["pollux"][load][k - 1] for k in ks)
+                   / statistics.mean(PUBLISHED["tiresias"][load][k - 1] for k in ks))
+        pub8 = 1 - statistics.mean(PUBLISHED["pollux"][load]) / statistics.mean(PUBLISHED["tiresias"][load])
+        out.append(f"| {load} | {','.join(map(str, ks))} | {100 * ours:.1f} % | {100 * pub:.1f} % | {100 * pub8:.1f} % |")
     return "\n".join(out)
 
 
