@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import itertools
 import json
 import math
 import sys
@@ -59,35 +60,25 @@ class _Csv:
             first = next(reader, None)
             if first is None:
                 return
-            start = 2
+            pending: list[list[str]] = []
             if self.header is None:
                 hdr = [c.strip() for c in first]
-                pending: list[list[str]] = []
             else:  # a header-less table (PAI 2020 ships its headers apart); a first line equal to it is skipped
                 hdr = list(self.header)
-                pending = [] if [c.strip() for c in first] == hdr else [first]
-                start = 2 if not pending else 1
+                if [c.strip() for c in first] != hdr:
+                    pending = [first]
             missing = [c for c in self.required if c not in hdr]
             if missing:
                 raise InputError(f"{self.path}:row 1.columns", hdr, f"missing {', '.join(missing)}")
-            idx = {c: hdr.index(c) for c in hdr}
+            idx = {c: i for i, c in reversed(list(enumerate(hdr)))}  # a repeated column name: its first
             n = len(hdr)
-            k = start
-            for rec in [*pending] if pending else []:
-                if len(rec) < n:
-                    self.errors.bad(k, "columns", len(rec), f"has {len(rec)} fields, the header {n}")
-                else:
-                    yield k, rec, idx
-                k += 1
-            for rec in reader:
+            for k, rec in enumerate(itertools.chain(pending, reader), start=1 if pending else 2):
                 if not rec:
-                    k += 1
                     continue
                 if len(rec) < n:
                     self.errors.bad(k, "columns", len(rec), f"has {len(rec)} fields, the header {n}")
                 else:
                     yield k, rec, idx
-                k += 1
 
 
 def _field(errors: RowErrors, row: int, name: str, text: str, parse: Callable[[str], Any],
@@ -503,8 +494,6 @@ def source_record(trace: Trace, job: TraceJob) -> str:
     """The raw record ``job`` was read from (a CSV or ``.trace`` line; a Philly job re-encoded as JSON), read back
     from ``trace.source`` on demand so a million-row trace does not hold its text. For ``pai2020`` it is the job
     table's line (the task rows it joins are the lines with the same ``job_name`` in ``pai_task_table.csv``)."""
-    import itertools
-
     if job.row < 1:
         raise InputError("job.row", job.row, "this job has no source row")
     path = Path(trace.source)
