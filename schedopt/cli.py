@@ -520,6 +520,27 @@ def _fail(command: str, code: int, exc: BaseException | None, message: str, as_j
     return code
 
 
+class _StderrHandler(logging.Handler):
+    """``schedopt: message`` on whatever ``sys.stderr`` is when the record comes (tests and notebooks swap it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(f"schedopt: {record.getMessage()}\n")
+        except Exception:
+            self.handleError(record)
+
+
+def _configure_logging(verbose: bool) -> None:
+    """Only the ``schedopt`` logger gets our handler (INFO with --verbose, else WARNING); other libraries' lines are
+    not printed as ours, and Dask's and Ray's INFO chatter is raised to WARNING unless --verbose."""
+    ours = logging.getLogger("schedopt")
+    if not any(isinstance(h, _StderrHandler) for h in ours.handlers):
+        ours.addHandler(_StderrHandler())
+    ours.setLevel(logging.INFO if verbose else logging.WARNING)
+    for name in ("distributed", "ray"):
+        logging.getLogger(name).setLevel(logging.INFO if verbose else logging.WARNING)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _Parser.json_errors = "--json" in argv
@@ -530,8 +551,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         command = args.command
     as_json = bool(getattr(args, "json", False))
-    logging.basicConfig(level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
-                        format="schedopt: %(message)s", stream=sys.stderr)
+    _configure_logging(bool(getattr(args, "verbose", False)))
     # Ctrl-C must stop a long `schedopt solve` on scipy / pyomo too, which have no cancel hook: their solves run in a
     # child process Ctrl-C kills (+23-67 ms per solve). Not for bench, whose timings it would distort.
     in_child = set_in_child_default(True) if command == "solve" else None

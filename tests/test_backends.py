@@ -692,3 +692,27 @@ def test_filtered_stderr_keeps_other_lines(capfd: pytest.CaptureFixture[str]) ->
     with filtered_stderr(re.compile("noise")):
         os.write(2, b"noise line\nkept line\n")
     assert capfd.readouterr().err == "kept line\n"
+
+
+def test_solve_worker_threads_are_kept_and_reused() -> None:
+    """Ten solves one after another in the main thread start at most one new worker thread (an idle one takes the
+    next), each answers what the solver answers (3-binary knapsack, optimum 5), a worker runs under the task's stop
+    scope and an error inside a task reaches the caller."""
+    from schedopt.backends import base
+
+    m = schedopt.LinearModel("knap", sense="maximize")
+    m.add_variables("x", 3, kind="binary")
+    m.add_constraints("cap", {"x": [[2, 3, 4]]}, upper=5)
+    m.set_objective({"x": [2, 3, 4]})
+    before = base._WORKERS.started
+    objs = [schedopt.solve(m, "highs").objective for _ in range(10)]
+    assert objs == [pytest.approx(5.0)] * 10
+    assert base._WORKERS.started - before <= 1
+    scope = base.StopScope()
+    assert base.submit(lambda: base._THREAD.scope is scope, scope).result() is True
+
+    def boom() -> None:
+        raise ValueError("inside the worker")
+
+    with pytest.raises(ValueError, match="inside the worker"):
+        base.submit(boom).result()

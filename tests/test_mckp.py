@@ -631,3 +631,116 @@ def test_ctrl_c_stops_the_cp_sat_residual_sub_solve_too() -> None:
     assert (reason, limit, has, below_bound) == ("feasible", "interrupted", "True", "True"), run.stdout
     assert "interrupted" in residual, residual  # the stop reached the residual solve itself
     assert run.waited < 2.5 and float(seconds) < 6
+
+
+def test_default_kick_budget_scales_with_the_aggregated_columns() -> None:
+    """The tiny integrality-gap model (bound 5, optimum 4: the kicks run): the default budget is 10 us per
+    aggregated column (not 30 ms); an explicit kick_seconds is kept as given; the answer is the optimum 4 either way."""
+    from schedopt.mckp.solver import KICK_SECONDS_PER_COLUMN
+
+    m = schedopt.LinearModel("gap", sense="maximize")
+    m.add_variables("x", 3, kind="binary")
+    m.add_constraints("gpu_capacity", {"x": [[2, 2, 2]]}, upper=5)
+    m.set_objective({"x": [2, 2, 2]})
+    r = schedopt.solve(m, "mckp")
+    assert KICK_SECONDS_PER_COLUMN == 1e-5
+    assert r.stats["kick_budget_seconds"] == pytest.approx(1e-5 * r.stats["aggregated_columns"])
+    assert r.objective == pytest.approx(4.0) and r.termination.reason is TerminationReason.OPTIMAL
+    r2 = schedopt.solve(m, "mckp", kick_seconds=0.02)
+    assert r2.stats["kick_budget_seconds"] == 0.02 and r2.objective == pytest.approx(4.0)
+
+
+def _gap_model(n: int = 7) -> schedopt.LinearModel:
+    """n jobs of value 2 needing 2 GPUs, on 2n - 1 GPUs (the LP takes n - 0.5 jobs; the optimum is n - 1 jobs):
+    the Lagrangian bound never closes the gap, so mckp reaches its exact steps."""
+    m = schedopt.LinearModel("gap", sense="maximize")
+    m.add_variables("x", n, kind="binary")
+    m.add_constraints("gpu_capacity", {"x": [[2] * n]}, upper=2 * n - 1)
+    m.set_objective({"x": [2] * n})
+    return m
+
+
+def test_race_backend_wins_when_the_residual_is_slow_and_the_residual_is_stopped() -> None:
+    """The exact steps' residual solve is held until the race is decided (a real CP-SAT solve started late, as a
+    slow residual would be): HiGHS on the whole model (race_delay 0) proves the optimum 12 first, its answer is
+    taken with its bound (the held residual, released by the proof, meets a cancelled scope: a CP-SAT stop
+    requested before its solve; this tiny one still ends OPTIMAL, which an interrupt leaves standing)."""
+    import threading
+
+    from schedopt.backends.base import SolveParams
+    from schedopt.backends.mckp import MckpBackend
+
+    m = _gap_model()
+    held = threading.Event()
+    seen: list[str] = []
+
+    def sub_solve(model: schedopt.LinearModel, backend: str, **kw: object) -> schedopt.SolveResult:
+        if model.name == "mckp_residual":
+            held.wait(30)  # released when the racer's proof arrives (or after 30 s: the test then fails below)
+        r = schedopt.solve(model, backend, **kw)
+        seen.append(f"{model.name}:{r.termination.limit}")
+        return r
+
+    import schedopt.mckp.solver as ms
+
+    start = ms._Racer.start
+
+    def start_and_release(self: ms._Racer) -> None:
+        proof = self.on_proof
+
+        def on_proof() -> None:
+            assert proof is not None
+            proof()
+            held.set()
+
+        self.on_proof = on_proof
+        start(self)
+
+    ms._Racer.start = start_and_release  # type: ignore[method-assign]
+    try:
+        params = SolveParams(mip_rel_gap=1e-4, options={"race_delay": 0.0, "kick_seconds": 0.0},
+                             sub_solve=sub_solve)
+        r = MckpBackend().solve(m, params)
+    finally:
+        ms._Racer.start = start  # type: ignore[method-assign]
+    assert r.termination.reason is TerminationReason.OPTIMAL and r.objective == pytest.approx(12.0)
+    assert r.bound == pytest.approx(12.0, abs=1e-3)
+    assert r.stats["fallback"] == "highs on the whole model" and r.stats["race_started"] is True
+    assert seen[0] == "gap:None" and seen[1].startswith("mckp_residual"), seen  # the race finished first
+
+
+def test_race_backend_off_or_too_late_leaves_mckp_alone() -> None:
+    """race_backend=None: no race; the default delay (>= 0.05 s) on a model mckp proves in milliseconds: the race
+    never starts. Both answers are the optimum 12 with mckp's own proof."""
+    m = _gap_model()
+    r = schedopt.solve(m, "mckp", race_backend=None)
+    assert r.objective == pytest.approx(12.0) and "race_backend" not in r.stats
+    r2 = schedopt.solve(m, "mckp")
+    assert r2.objective == pytest.approx(12.0) and r2.termination.reason is TerminationReason.OPTIMAL
+    assert r2.stats["race_backend"] == "highs" and "fallback" not in r2.stats
+
+
+def test_small_residual_goes_to_highs_until_cpsat_is_loaded() -> None:
+    """In a fresh process (OR-Tools not loaded): a residual of under CPSAT_MIN_COLUMNS = 200 columns goes to HiGHS
+    and a cold mckp solve of the tiny gap model never loads OR-Tools; 200 columns and up go to CP-SAT, and once
+    CP-SAT is loaded every residual does."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("ortools")
+    code = (
+        "import sys, schedopt\n"
+        "from schedopt.mckp import default_residual_backend as d\n"
+        "from schedopt.mckp.exact import CPSAT_MIN_COLUMNS\n"
+        "m = schedopt.LinearModel('gap', sense='maximize')\n"
+        "m.add_variables('x', 7, kind='binary')\n"
+        "m.add_constraints('gpu_capacity', {'x': [[2] * 7]}, upper=13)\n"
+        "m.set_objective({'x': [2] * 7})\n"
+        "r = schedopt.solve(m, 'mckp')\n"
+        "print(CPSAT_MIN_COLUMNS, d(199), d(200), d(), r.stats['residual_backend'], r.objective,\n"
+        "      'ortools.sat.python.cp_model' in sys.modules)\n"
+        "import ortools.sat.python.cp_model\n"
+        "print(d(5))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["200", "highs", "cpsat", "cpsat", "highs", "12.0", "False", "cpsat"], out

@@ -135,7 +135,7 @@ def test_rigid_6_gpus_on_8_gpu_node_blocks_4_plus_2() -> None:
     nodes plus a 4-GPU job fill 16 GPUs and place from empty (the blocks may sit on different nodes)."""
     cl = Cluster([GpuType("a", 8, 2)])
     alloc = {"r1": Config(1, 6, "a"), "r2": Config(1, 6, "a"), "s": Config(1, 4, "a")}
-    pl = place(cl, alloc)
+    pl = place(cl, alloc, rigid=["r1", "r2"])  # rigid shapes only for jobs named rigid (issue 25)
     assert pl.unplaced == () and check_placement(cl, alloc, pl) == []
     jobs = [Job("r1", kind="rigid", rigid_gpus=6), Job("r2", kind="rigid", rigid_gpus=6), Job("s", min_gpus=4, max_gpus=4)]
     prob = SiaProblem(cl, jobs, lambda j, c: float(c.n_gpus), settings=SiaSettings(rigid_any_count=True))
@@ -263,7 +263,7 @@ def test_brute_force_with_every_knob_on(seed: int) -> None:
             assert sol.objective == pytest.approx(best, abs=1e-7), (b, form)
             assert check_allocation(prob, sol.allocation) == []
             assert objective_value(prob, sol.allocation) == pytest.approx(best, abs=1e-7)
-            pl = place(prob.cluster, sol.allocation)
+            pl = place(prob.cluster, sol.allocation, rigid=[j.id for j in prob.jobs if j.kind == "rigid"])
             assert pl.unplaced == () and check_placement(prob.cluster, sol.allocation, pl) == []
 
 
@@ -291,10 +291,10 @@ def test_rigid_shapes_keep_their_gpus_with_a_previous_placement() -> None:
     around them; everything checks."""
     cl = Cluster([GpuType("a", 8, 3)])
     first = {"r": Config(2, 12, "a"), "q": Config(1, 6, "a"), "s": Config(1, 2, "a")}
-    pl1 = place(cl, first)
+    pl1 = place(cl, first, rigid=first)
     assert pl1.unplaced == () and check_placement(cl, first, pl1) == []
     second = {**first, "s": Config(1, 4, "a"), "n": Config(1, 1, "a")}
-    pl2 = place(cl, second, pl1)
+    pl2 = place(cl, second, pl1, rigid=second)
     assert pl2.unplaced == () and check_placement(cl, second, pl2) == []
     assert sorted(pl2["r"]) == sorted(pl1["r"]) and sorted(pl2["q"]) == sorted(pl1["q"]) and pl2.evicted == ()
 
@@ -320,5 +320,5 @@ def test_every_checked_allocation_with_rigid_shapes_places_from_empty(data: st.D
         alloc[f"j{i}"] = c
     prob = SiaProblem(cl, jobs, lambda j, c: 1.0, settings=SiaSettings(rigid_any_count=True))
     assume(check_allocation(prob, alloc) == [])
-    pl = place(cl, alloc)
+    pl = place(cl, alloc, rigid=alloc)
     assert pl.unplaced == () and check_placement(cl, alloc, pl) == []

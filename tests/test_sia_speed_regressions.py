@@ -151,7 +151,7 @@ def test_placement_from_empty_equals_greedy_grid_reference(data) -> None:
         alloc = {**alloc, **data.draw(overfull(cl))}
         keys = data.draw(st.permutations(list(alloc)))
         alloc = {k: alloc[k] for k in keys}
-    pl = place(cl, alloc)
+    pl = place(cl, alloc, rigid=alloc)  # the drawn shapes include rigid ones (issue 25)
     want, unplaced = reference_place(cl, alloc)
     assert list(pl.items()) == list(want.items())
     assert pl.unplaced == unplaced and pl.evicted == ()

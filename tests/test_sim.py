@@ -345,7 +345,7 @@ def test_records_round_trip_through_jsonl() -> None:
     res = simulate(TOY_CLUSTER, Workload("toy", (WorkloadJob("A", 0.0, "short", 2, 8),)), get_policy("fifo"),
                    job_model=TOY)
     back = read_jsonl(res.to_jsonl())
-    assert back.jobs == res.jobs and back.meta["policy"] == "fifo"
+    assert back.jobs == res.jobs and back.meta.policy == "fifo"
     assert summarize(back) == summarize(res)
     assert res.jobs_csv().splitlines()[1] == "A,short,0.0,0.0,50.0,50.0,0,2,8,100.0"
 
@@ -444,4 +444,4 @@ def test_charge_policy_time_delays_the_changed_jobs() -> None:
     charged = simulate(TOY_CLUSTER, w, Slow(), job_model=TOY, charge_policy_time=True)
     assert plain.jobs[0].finish == 50.0
     assert 50.2 <= charged.jobs[0].finish <= 60.0
-    assert charged.rounds[0].policy_seconds >= 0.2 and charged.meta["charge_policy_time"] is True
+    assert charged.rounds[0].policy_seconds >= 0.2 and charged.meta.charge_policy_time is True

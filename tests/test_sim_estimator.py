@@ -85,7 +85,7 @@ def test_estimator_is_checked_and_recorded() -> None:
     with pytest.raises(InputError, match="estimator"):
         simulate(Cluster((GpuType("g", 4, 1),)), w, _Grow(), job_model=JM, estimator="truth")
     res = simulate(Cluster((GpuType("g", 4, 1),)), w, _Grow(), job_model=JM, max_time=60.0)
-    assert res.meta["estimator"] == "bootstrap"
+    assert res.meta.estimator == "bootstrap"
 
 
 def test_bootstrap_is_deterministic_and_differs_from_the_oracle() -> None:
@@ -103,7 +103,7 @@ def test_sim_task_carries_the_estimator() -> None:
     t = SimTask("fifo", "pollux/1", cluster="pollux", max_time=600.0)
     assert t.estimator == "bootstrap"
     res = run_task(SimTask("fifo", "pollux/1", cluster="pollux", max_time=600.0, estimator="oracle"))
-    assert res.meta["estimator"] == "oracle"
+    assert res.meta.estimator == "oracle"
 
 
 # ---------------------------------------------------------------------------------------------------- pinning
@@ -155,7 +155,6 @@ def test_a_kept_configuration_is_never_restarted_by_the_placer() -> None:
 
 def test_cli_estimator_flag(tmp_path: Path) -> None:
     import argparse
-    import json
 
     from schedopt.sim.cli import add_parser
 
@@ -167,7 +166,8 @@ def test_cli_estimator_flag(tmp_path: Path) -> None:
     a = parser.parse_args(["simulate", "--workload", str(p), "--policy", "sia", "--estimator", "oracle",
                            "--workers", "1", "-o", str(tmp_path / "runs")])
     assert a.func(a) == 0
-    meta = json.loads((tmp_path / "runs" / "sia__head__seed0.jsonl").read_text().splitlines()[0])
-    assert meta["meta"]["estimator"] == "oracle"
+    from schedopt.sim.records import read_record
+
+    assert read_record(tmp_path / "runs" / "sia__head__seed0.jsonl").meta.estimator == "oracle"
     with pytest.raises(SystemExit):
         parser.parse_args(["simulate", "--workload", str(p), "--estimator", "truth"])

@@ -68,7 +68,7 @@ def test_better_fit_migration_hand_computed():
     assert res.jcts() == pytest.approx({"a": 120.0, "b": 658.48}, abs=0.01)
     gs = {j.id: j.gpu_seconds for j in res.jobs}
     assert gs["b"] == pytest.approx({"p40": 120.0, "p100": 538.48}, abs=0.01)
-    assert res.meta["counts"]["type_moves"] == 1 and res.meta["counts"]["migrations"] == 1
+    assert res.meta.details["counts"]["type_moves"] == 1 and res.meta.details["counts"]["migrations"] == 1
     # without migration b stays on the P40: 600 / 0.596 = 1006.7 s
     off = simulate_gandiva(tr, TWO, Mechanisms().without("migration"))
     assert off.jcts()["b"] == pytest.approx(600 / (2.6194694 / 4.3947748), rel=1e-4)
@@ -132,11 +132,11 @@ def test_simulate_many_serial_equals_process_pool():
     kw = {"seeds": [0, 1], "cluster": "gandiva-12", "progress": False}
     serial = simulate_many(*args, workers=1, **kw)
     pool = simulate_many(*args, workers=2, **kw)
-    assert [r.meta["policy"] for r in serial] == ["gandiva", "gandiva", "gandiva:off", "gandiva:off"]
+    assert [r.meta.policy for r in serial] == ["gandiva", "gandiva", "gandiva:off", "gandiva:off"]
     assert [r.jobs for r in serial] == [r.jobs for r in pool]
     assert [r.meta for r in serial] == [r.meta for r in pool]
     on, off = serial[0].summary(), serial[2].summary()
-    assert on["finished"] == off["finished"] == 16 and serial[0].meta["cluster"] == {"p100": [2, 4], "p40": [1, 4]}
+    assert on["finished"] == off["finished"] == 16 and serial[0].meta.cluster == {"p100": (2, 4), "p40": (1, 4)}
 
 
 @pytest.mark.slow

@@ -119,7 +119,7 @@ def test_exact_packing_and_defragmentation_as_decision_steps():
     tr = gandiva_workload(jobs, cl)
     res = simulate_gandiva(tr, cl, Mechanisms(packing="exact", migration="exact"), time_limit=2.0)
     assert len(res.jcts()) == len(jobs)
-    assert res.meta["counts"]["packs"] == 1  # pack_exact paired two time-sliced jobs once
+    assert res.meta.details["counts"]["packs"] == 1  # pack_exact paired two time-sliced jobs once
 
 
 def test_switches_and_bad_input():

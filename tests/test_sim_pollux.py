@@ -348,4 +348,4 @@ def test_engine_runs_the_policy_to_completion(name):
     params = {"population": 10, "generations": 3} if name == "pollux" else {}
     r = sim.simulate(cl, w, get_policy(name, **params), job_model="sia", progress=False)
     assert all(j.finish is not None for j in r.jobs)
-    assert r.meta["policy"] == name
+    assert r.meta.policy == name

@@ -176,4 +176,4 @@ def test_engine_runs_it_to_completion():
     r = sim.simulate(MIXED, w, get_policy("pollux-unaware", population=20, generations=5), job_model="sia",
                      progress=False)
     assert all(j.finish is not None for j in r.jobs)
-    assert r.meta["policy"] == "pollux-unaware" and r.meta["adaptive"] is True
+    assert r.meta.policy == "pollux-unaware" and r.meta.adaptive is True

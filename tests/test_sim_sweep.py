@@ -15,8 +15,8 @@ from schedopt.sim.sweep import SimTask, run_task, simulate_many
 
 def test_simulate_many_order_and_meta(small_csv: str) -> None:
     res = simulate_many(["fifo", "tiresias"], [small_csv], seeds=[0, 1], cluster="pollux", workers=1)
-    assert [(r.meta["policy"], r.meta["seed"]) for r in res] == [("fifo", 0), ("fifo", 1), ("tiresias", 0), ("tiresias", 1)]
-    assert all(r.meta["job_model"] == "pollux" and r.meta["gpus"] == 64 for r in res)
+    assert [(r.meta.policy, r.meta.seed) for r in res] == [("fifo", 0), ("fifo", 1), ("tiresias", 0), ("tiresias", 1)]
+    assert all(r.meta.job_model == "pollux" and r.meta.gpus == 64 for r in res)
     assert res[0].jobs == res[1].jobs  # deterministic policies: the seed changes nothing
     assert all(len(r.jcts()) == 12 for r in res)
 
@@ -40,7 +40,7 @@ def test_dask_local_cluster_equals_local(small_csv: str) -> None:
 
 def test_run_task_is_a_plain_function(small_csv: str) -> None:
     r = run_task(SimTask("fifo", small_csv, cluster="pollux"))
-    assert r.meta["policy"] == "fifo" and r.meta["cluster_preset"] == "pollux"
+    assert r.meta.policy == "fifo" and r.meta.cluster_preset == "pollux"
 
 
 def test_parse_seeds() -> None:

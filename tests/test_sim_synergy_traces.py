@@ -71,8 +71,8 @@ def test_hand_computed_deployment_format_trace(tmp_path: Path, method: str, jcts
     path.write_text(HAND)
     res = run_task(SimTask(f"synergy:fifo/{method}", f"synergy/file:{path}", cluster="deployment"))
     assert res.jcts() == pytest.approx(jcts)
-    assert res.meta["policy"] == f"synergy:fifo-{method}" and res.meta["cluster_preset"] == "deployment"
-    assert res.meta["gpus"] == 32 and res.meta["round_seconds"] == 300.0
+    assert res.meta.policy == f"synergy:fifo-{method}" and res.meta.cluster_preset == "deployment"
+    assert res.meta.gpus == 32 and res.meta.round_seconds == 300.0
     direct = simulate_synergy(read_synergy_trace(HAND), [Server(8, 24.0, 500.0)], method=method)
     assert direct.jcts() == pytest.approx(jcts)  # one server is enough: the same JCTs
     static = read_synergy_trace(HAND, static=True)
@@ -125,8 +125,8 @@ def test_policy_and_workload_names() -> None:
 
 def test_run_task_fields() -> None:
     r = run_task(SimTask("synergy", "synergy/test"))
-    assert r.meta["policy"] == "synergy:fifo-tune" and r.meta["cluster_preset"] == "default" and r.meta["gpus"] == 128
-    assert r.meta["workload"] == "synergy/test" and len(r.jcts()) == 8
+    assert r.meta.policy == "synergy:fifo-tune" and r.meta.cluster_preset == "default" and r.meta.gpus == 128
+    assert r.meta.workload == "synergy/test" and len(r.jcts()) == 8
     with pytest.raises(InputError, match="cluster") as e:
         run_task(SimTask("synergy", "synergy/test", cluster="sia-64"))
     assert "deployment" in e.value.message
@@ -135,7 +135,7 @@ def test_run_task_fields() -> None:
     with pytest.raises(InputError, match=r"policy_params\.backend"):
         run_task(SimTask("synergy", "synergy/test", policy_params={"backend": "highs"}))
     r60 = run_task(SimTask("synergy:fifo/proportional", "synergy/test", round_seconds=60.0))
-    assert r60.meta["round_seconds"] == 60.0
+    assert r60.meta.round_seconds == 60.0
     # test_trace arrives at 0.1-0.6 s: with 60 s rounds every job starts at 60 s, with 300 s rounds at 300 s
     first = run_task(SimTask("synergy:fifo/proportional", "synergy/test"))
     assert {j.start for j in r60.jobs} == {60.0} and {j.start for j in first.jobs} == {300.0}
@@ -184,7 +184,7 @@ def test_agrees_with_the_published_simulator_on_the_static_trace() -> None:
 
 
 def _records(results: list) -> list:
-    return [(r.meta["policy"], r.meta["seed"], [j.to_dict() for j in r.jobs], [dict(x.info) for x in r.rounds])
+    return [(r.meta.policy, r.meta.seed, [j.to_dict() for j in r.jobs], [dict(x.info) for x in r.rounds])
             for r in results]
 
 
@@ -195,7 +195,7 @@ def test_simulate_many_serial_equals_process_pool() -> None:
     serial = simulate_many(pols, "synergy/philly:jobs=12:jph=12", workers=1, progress=False, **kw)
     pooled = simulate_many(pols, "synergy/philly:jobs=12:jph=12", workers=2, progress=False, **kw)
     assert _records(serial) == _records(pooled)
-    assert [r.meta["policy"] for r in serial] == ["synergy:fifo-proportional"] * 2 + ["synergy:fifo-tune"] * 2
+    assert [r.meta.policy for r in serial] == ["synergy:fifo-proportional"] * 2 + ["synergy:fifo-tune"] * 2
     assert serial[0].jcts() != serial[1].jcts()  # the seed draws another trace
     assert all(len(r.rounds) <= 2 * 86400 / 300 + 1 for r in serial)
 

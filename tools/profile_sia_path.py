@@ -34,7 +34,7 @@ def run_once(inst, backend: str, gap: float) -> dict[str, float]:
     sol = SiaSolution(problem=prob, model=m, result=res, backend=backend)
     alloc = sol.allocation
     t4 = time.perf_counter()
-    pl = place(inst.cluster, alloc)
+    pl = place(inst.cluster, alloc, rigid=[j.id for j in inst.jobs if j.kind == "rigid"])
     t5 = time.perf_counter()
     assert pl.unplaced == ()
     return {"problem": t1 - t0, "goodput": pt.goodput_seconds, "build": t2 - t1, "solve": t3 - t2,
@@ -66,7 +66,7 @@ def main() -> None:
         work = {
             "problem": lambda: inst.problem().valid_pairs(),
             "build": lambda: prob.build(),
-            "place": lambda: place(inst.cluster, alloc),
+            "place": lambda: place(inst.cluster, alloc, rigid=[j.id for j in inst.jobs if j.kind == "rigid"]),
         }[args.profile]
         pr = cProfile.Profile()
         pr.enable()

@@ -66,8 +66,8 @@ def env() -> str:
 def row_of(p: str, r: sim.SimResult, cluster: str, params: dict) -> dict:
     s = r.summary()
     # wall times on a shared machine: see policy_cpu_ms_* for the simulating process's CPU time
-    return {"policy": p, "workload": r.meta["workload"], "cluster": cluster,
-            "params": json.dumps(params, sort_keys=True), "estimator": r.meta.get("estimator", ""), "jobs": s["jobs"],
+    return {"policy": p, "workload": r.meta.workload, "cluster": cluster,
+            "params": json.dumps(params, sort_keys=True), "estimator": r.meta.estimator, "jobs": s["jobs"],
             "finished": s["finished"], "avg_jct_s": round(s["avg_jct_s"], 1),
             "p99_jct_s": round(s["p99_jct_s"], 1), "makespan_s": round(s["makespan_s"], 1),
             "gpu_hours": round(s["gpu_hours"], 2), "avg_restarts": round(s["avg_restarts"], 3),
@@ -207,7 +207,7 @@ def main() -> None:
                                  job_model="sia", estimator=a.estimator, progress=True)
                 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
                 s = r.summary()
-                rows.append({"workload": wl, "cluster": cl, "gpus": r.meta["gpus"], "jobs": s["jobs"], "backend": backend,
+                rows.append({"workload": wl, "cluster": cl, "gpus": r.meta.gpus, "jobs": s["jobs"], "backend": backend,
                              "estimator": a.estimator,
                              "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "rounds": s["rounds"],
                              "policy_cpu_ms_median": round(s["policy_cpu_s_median"] * 1e3, 2),

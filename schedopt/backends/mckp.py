@@ -3,9 +3,10 @@ solver for the one-configuration-per-job family; the algorithm and its public AP
 
 Backend options (``schedopt.solve(model, "mckp", exact=..., ...)``) are the fields of
 :class:`schedopt.mckp.MckpOptions`, checked by name and type: ``exact`` (default True), ``local_search`` (True),
-``kick_seconds`` (0.03; 0.005 when ``mip_rel_gap < 1e-5``), ``kicks`` (40), ``kick_size`` (3),
+``kick_seconds`` (0.03; 0.005 when ``mip_rel_gap < 1e-5``; at most 10 us per aggregated column), ``kicks`` (40), ``kick_size`` (3),
 ``residual_backend`` ("cpsat" when OR-Tools is installed, else "highs"), ``residual_form`` ("auto"),
-``max_dual_iterations`` (500), ``dual_tolerance`` (1e-10), ``core_columns`` (2000). ``mip_rel_gap=None`` means 1e-4
+``max_dual_iterations`` (500), ``dual_tolerance`` (1e-10), ``core_columns`` (2000), ``race_backend`` ("highs"),
+``race_delay`` (None: the time taken so far, at least 0.05 s). ``mip_rel_gap=None`` means 1e-4
 (HiGHS's default). The residual problems of the exact mode are solved through the ``sub_solve`` callable that
 :func:`schedopt.solve` hands over in :class:`SolveParams` (this module imports no dispatcher).
 """
@@ -68,9 +69,10 @@ class MckpBackend(Backend):
         t1 = time.perf_counter()
         solver = MckpSolver(st, mip_rel_gap=params.mip_rel_gap, time_limit=params.time_limit, seed=params.seed,
                             threads=params.threads, warm_start=params.warm_start, options=opts,
-                            sub_solve=params.sub_solve, verbose=params.verbose, t_start=t0)
-        # Ctrl-C sets the solver's stop flag (run_interruptible): it ends at its next check with the incumbent
-        out, interrupted = run_interruptible(solver.run, solver.stop)
+                            sub_solve=params.sub_solve, verbose=params.verbose, t_start=t0, model=model)
+        # Ctrl-C sets the solver's stop flag (run_interruptible): it ends at its next check with the incumbent; its
+        # loop is Python, so it runs in place (no worker thread; its CP-SAT / HiGHS residual gets one)
+        out, interrupted = run_interruptible(solver.run, solver.stop, in_place=True)
         t2 = time.perf_counter()
         x = st.full_solution(out.choice) if out.choice is not None else None
         reason, limit = out.termination.reason, out.termination.limit

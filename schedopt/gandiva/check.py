@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InputError
 from ..problem import Violation, assert_valid
 from .migration import Defragmentation
 from .packing import Packing
@@ -100,6 +101,11 @@ def check_packing(
     for jid, s in packing.assignment.items():
         if jid not in by_id:
             bad.append(V(f"assignment[{jid}]", "unknown job"))
+            continue
+        try:  # a slot out of the cluster or not a pair of integers (1.5 is no GPU index) is a violation (issue 25)
+            s = state.slot(s, f"assignment[{jid}]")
+        except InputError as exc:
+            bad.append(V(f"assignment[{jid}]", f"{s!r} {exc.message}"))
             continue
         if tuple(s) not in idle:
             bad.append(V(f"assignment[{jid}]", f"on GPU {s}, which is not idle"))

@@ -18,6 +18,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -243,16 +244,29 @@ class ClusterState:
         return all(len(self._gpu_jobs[n][g]) == 1 for n, g in self.slots[job_id])
 
     # ----------------------------------------------------------- updates
+    def slot(self, s: Any, field: str = "slot") -> Slot:
+        """``s`` as a (node, gpu) pair of this cluster: two integers (numpy's too; not bools, not fractions such
+        as 1.5, which ``int()`` would have truncated to another GPU) naming an existing GPU; else an
+        :class:`InputError` naming ``field`` (issue 25)."""
+        try:
+            pair = tuple(s)
+        except TypeError:
+            raise InputError(field, s, "must be a (node, gpu) pair of integers") from None
+        if len(pair) != 2 or any(isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer))
+                                 for v in pair):
+            raise InputError(field, s, "must be a (node, gpu) pair of integers")
+        n, g = int(pair[0]), int(pair[1])
+        if not (0 <= n < len(self.nodes)) or not (0 <= g < self.nodes[n].gpus):
+            raise InputError(field, s, f"names no GPU of this cluster ({len(self.nodes)} nodes)")
+        return n, g
+
     def _check_slots(self, job_id: str, slots: Sequence[Slot]) -> list[Slot]:
         out = []
         for i, s in enumerate(slots):
             try:
-                n, g = (int(v) for v in s)
-            except (TypeError, ValueError):
-                raise InputError(f"slots[{i}]", s, "must be a (node, gpu) pair") from None
-            if not (0 <= n < len(self.nodes)) or not (0 <= g < self.nodes[n].gpus):
-                raise InputError(f"slots[{i}]", s, f"names no GPU of this cluster (job {job_id})")
-            out.append((n, g))
+                out.append(self.slot(s, f"slots[{i}]"))
+            except InputError as exc:
+                raise InputError(exc.field, exc.value, f"{exc.message} (job {job_id})") from None
         if len(set(out)) != len(out):
             raise InputError("slots", list(slots), f"lists a GPU twice (job {job_id})")
         if not out:
@@ -322,12 +336,13 @@ class ClusterState:
 
     def pack(self, node: int, gpu: int) -> None:
         """Mark a GPU holding exactly two jobs as space-shared (both run, with interference)."""
+        node, gpu = self.slot((node, gpu), "gpu")
         if len(self._gpu_jobs[node][gpu]) != 2:
             raise InputError("gpu", (node, gpu), f"holds {len(self._gpu_jobs[node][gpu])} jobs; packing needs two")
         self.packed.add((node, gpu))
 
     def unpack(self, node: int, gpu: int) -> None:
-        self.packed.discard((node, gpu))
+        self.packed.discard(self.slot((node, gpu), "gpu"))
 
     def copy(self) -> ClusterState:
         other = ClusterState.__new__(ClusterState)

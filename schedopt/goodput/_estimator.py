@@ -77,6 +77,20 @@ def _profile_params(b: tuple[float, ...], t: tuple[float, ...]) -> ThroughputPar
     return ThroughputParams(max(float(a), f), max(float(c), f), NET_PRIOR * f, NET_PRIOR * f, f, f, 1.0)
 
 
+@lru_cache(maxsize=16384)
+def _fit_rows(prof: tuple[tuple[float, float], ...], rows: tuple[tuple[int, int, float, float, float], ...],
+              starts: tuple[float, ...]) -> ThroughputParams:
+    """:func:`fit_throughput` of a type's profile rows plus its measured rows, kept per process: the fit is a
+    function of exactly these arguments, so estimators that hold the same rows on a type (a simulator's jobs of one
+    application with the same history on that type, or the same job after a measurement on another type) share
+    one fit instead of refitting."""
+    return fit_throughput(
+        [1] * len(prof) + [m[0] for m in rows], [1] * len(prof) + [m[1] for m in rows],
+        [b for b, _ in prof] + [m[2] for m in rows], [s for _, s in prof] + [m[3] for m in rows],
+        [0.0] * len(prof) + [m[4] for m in rows], gamma_starts=starts,
+    )
+
+
 def _model_profiles(model: JobGoodputModel, n_points: int = 12) -> dict[str, list[tuple[float, float]]]:
     """1-GPU profiles of every type of ``model``: its ``seed_1gpu`` rows when it carries them (the zoo's models do),
     else its own 1-GPU step times over a log grid of local batches within the type's limits."""
@@ -183,11 +197,8 @@ class GoodputEstimator:
             last = self._fitted.get(t)
             # a refit starts from the last fit's gamma (and 1.0) rather than all six starting gammas
             starts = self.fit_starts if last is None else sorted({1.0, last.gamma})
-            self._fitted[t] = fit_throughput(
-                [1] * len(prof) + [m.nodes for m in ms], [1] * len(prof) + [m.replicas for m in ms],
-                [b for b, _ in prof] + [m.local_bsz for m in ms], [s for _, s in prof] + [m.step_time for m in ms],
-                [0.0] * len(prof) + [m.sync_time for m in ms], gamma_starts=starts,
-            )
+            rows = tuple((m.nodes, m.replicas, m.local_bsz, m.step_time, m.sync_time) for m in ms)
+            self._fitted[t] = _fit_rows(prof, rows, tuple(starts))
             self._dirty.discard(t)
         return self._fitted[t]
 

@@ -39,6 +39,10 @@ __all__ = [
 #: GPUs, took 26 s to build and 12 s more to allocate over); 2**16 GPUs build in about a second, 30 times the
 #: largest published HiveD cluster.
 MAX_GPUS = 2**16
+#: The most levels a chain may have (top to leaf). Published HiveD configs have 3 to 6 (rack, node, socket, PCIe
+#: switch, GPU); the cap keeps every walk of the hierarchy short (issue 25's fuzz built a chain thousands of levels
+#: deep, which raised RecursionError: the builder now walks without recursion, and a chain this deep is refused).
+MAX_LEVELS = 64
 
 
 @dataclass(frozen=True)
@@ -117,8 +121,23 @@ class PhysicalCellSpec:
 
     @classmethod
     def from_dict(cls, d: Any, path: str) -> PhysicalCellSpec:
+        """The spec of a hivedscheduler-style dict and its ``cellChildren``, read without recursion (a config nested
+        deeper than Python's recursion limit is read like any other; issue 25)."""
+        root = cls()
+        stack: list[tuple[Any, str, PhysicalCellSpec]] = [(d, path, root)]
+        while stack:
+            item, where, out = stack.pop()
+            kids = cls._fields_from(item, where, out)
+            if kids:
+                out.children = [cls() for _ in kids]
+                stack.extend((c, f"{where}.cellChildren[{i}]", out.children[i]) for i, c in enumerate(kids))
+        return root
+
+    @staticmethod
+    def _fields_from(d: Any, path: str, out: PhysicalCellSpec) -> list[Any]:
+        """Fill ``out`` from the mapping ``d`` (one level); return its children's raw entries."""
         if d is None:
-            return cls()
+            return []
         if not isinstance(d, Mapping):
             raise InputError(path, d, "must be a mapping with cellType / cellAddress / pinnedCellId / cellChildren")
         unknown = set(d) - {"cellType", "cellAddress", "pinnedCellId", "cellChildren"}
@@ -138,8 +157,8 @@ class PhysicalCellSpec:
         ch = d.get("cellChildren")
         if ch is not None and not isinstance(ch, list):
             raise InputError(f"{path}.cellChildren", ch, "must be a list")
-        children = [cls.from_dict(c, f"{path}.cellChildren[{i}]") for i, c in enumerate(ch or [])] or None
-        return cls(ct, None if addr is None or addr == "" else str(addr), pin, children)
+        out.cell_type, out.address, out.pinned_id = ct, None if addr is None or addr == "" else str(addr), pin
+        return list(ch or [])
 
 
 def _build_chains(cell_types: Mapping[str, CellType], tops: Iterable[str], path: str) -> dict[str, Chain]:
@@ -155,6 +174,9 @@ def _build_chains(cell_types: Mapping[str, CellType], tops: Iterable[str], path:
                 raise InputError(f"cellTypes.{names[-1]}.childCellType", nxt, "forms a cycle")
             seen.add(nxt)
             names.append(nxt)
+            if len(names) > MAX_LEVELS:
+                raise InputError(f"{path}.cellType", top,
+                                 f"chain {top!r} has more than hived.MAX_LEVELS = {MAX_LEVELS} levels")
         names.reverse()  # leaf first
         node = [i + 1 for i, t in enumerate(names) if t in cell_types and cell_types[t].is_node_level]
         if len(node) != 1:
@@ -250,8 +272,9 @@ class PhysicalCluster:
         leaf_count = [0]
         out_specs: list[PhysicalCellSpec] = []
 
-        def rec(spec: PhysicalCellSpec, chain: Chain, ci: int, k: int, par: int, default: int, prefix: str,
-                node: int, path: str) -> PhysicalCellSpec:
+        def visit(spec: PhysicalCellSpec, chain: Chain, ci: int, k: int, par: int, default: int, prefix: str,
+                  node: int, path: str, holder: list[PhysicalCellSpec]) -> list[tuple[Any, ...]]:
+            """Add one cell (preorder id), append its output spec to ``holder``; return its children's frames."""
             tname = chain.types[k]
             if spec.cell_type is not None and spec.cell_type != tname:
                 raise InputError(f"{path}.cellType", spec.cell_type, f"must be {tname!r} (the child type here)")
@@ -277,6 +300,8 @@ class PhysicalCluster:
             if par >= 0:
                 children[par].append(cid)
             out = PhysicalCellSpec(tname, loc, spec.pinned_id, None)
+            holder.append(out)
+            frames: list[tuple[Any, ...]] = []
             if k == 1:
                 try:
                     gi = int(loc)
@@ -295,18 +320,25 @@ class PhysicalCluster:
                     )
                 base = 0 if k == chain.node_level else default
                 out.children = []
-                for i in range(n):
-                    child = kids[i] if kids else PhysicalCellSpec()
-                    out.children.append(
-                        rec(child, chain, ci, k - 1, cid, base * n + i, full + "/", node, f"{path}.cellChildren[{i}]")
-                    )
-            end[cid] = len(level)
-            return out
+                frames = [(kids[i] if kids else PhysicalCellSpec(), chain, ci, k - 1, cid, base * n + i, full + "/", node,
+                           f"{path}.cellChildren[{i}]", out.children) for i in range(n)]
+            return [("end", cid), *frames]
 
+        # a depth-first walk with an explicit stack (no recursion, whatever the chain's depth; issue 25): a frame is
+        # a cell to visit or ("end", id), which closes the cell's subtree once every descendant has its id
         for i, s in enumerate(specs):
             chain = self.chains[s.cell_type]  # type: ignore[index]
             ci = self.chain_names.index(chain.name)
-            out_specs.append(rec(s, chain, ci, chain.levels, -1, i, "", -1, f"physicalCells[{i}]"))
+            stack: list[tuple[Any, ...]] = [(s, chain, ci, chain.levels, -1, i, "", -1, f"physicalCells[{i}]", out_specs)]
+            while stack:
+                f = stack.pop()
+                if f[0] == "end":
+                    end[f[1]] = len(level)
+                    continue
+                got = visit(*f)
+                # children are visited in order, then the parent's end: push them reversed, the end first
+                stack.append(got[0])
+                stack.extend(reversed(got[1:]))
 
         n = len(level)
         self.n_cells = n

@@ -9,6 +9,7 @@ when called through it: this module imports no dispatcher).
 from __future__ import annotations
 
 import importlib.util
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,9 +24,21 @@ from .aggregate import Aggregate
 __all__ = ["ResidualClosure", "RestrictedSolve", "default_residual_backend"]
 
 
-def default_residual_backend() -> str:
-    """CP-SAT when OR-Tools is installed (measured much faster on the aggregated residual), else HiGHS."""
-    return "cpsat" if importlib.util.find_spec("ortools") is not None else "highs"
+#: residual problems with fewer columns go to HiGHS while CP-SAT is not loaded yet (``residual_backend=None``)
+CPSAT_MIN_COLUMNS = 200
+
+
+def default_residual_backend(columns: int | None = None) -> str:
+    """CP-SAT when OR-Tools is installed (measured much faster on the aggregated residual), else HiGHS. With
+    ``columns`` (the residual's size): HiGHS for a residual of fewer than :data:`CPSAT_MIN_COLUMNS` columns while
+    CP-SAT is not loaded in this process yet, so that a cold small solve does not pay OR-Tools' first load (about
+    0.3-1 s; a 64-GPU ``schedopt solve`` took 1.3 s of which 0.08 s was the solve), and HiGHS solves such a residual
+    in milliseconds too (saturn/1's 303 residuals of at most 67 columns: the same CPU time within noise)."""
+    if importlib.util.find_spec("ortools") is None:
+        return "highs"
+    if columns is not None and columns < CPSAT_MIN_COLUMNS and "ortools.sat.python.cp_model" not in sys.modules:
+        return "highs"
+    return "cpsat"
 
 
 @dataclass(frozen=True)
@@ -53,11 +66,17 @@ class ResidualClosure:
         self.delta = delta
         self.bestg = bestg
         self.sub_solve = sub_solve
-        self.backend = backend or default_residual_backend()
-        self.form = ("integer" if self.backend == "cpsat" else "binary") if form == "auto" else form
+        self.auto = backend is None  # chosen per residual by its size (default_residual_backend(columns))
+        self.form_option = form
+        self._choose(backend or default_residual_backend())
         self.gap_tol = gap_tol
         self.threads = threads
         self.seed = seed
+
+    def _choose(self, backend: str) -> None:
+        self.backend = backend
+        form = self.form_option
+        self.form = ("integer" if self.backend == "cpsat" else "binary") if form == "auto" else form
 
     def restricted(self, y_inc: np.ndarray, gam: float, tau: float, time_limit: float | None) -> RestrictedSolve:
         """Solve the aggregated problem restricted to the options within ``tau`` of their class's best (the
@@ -88,6 +107,8 @@ class ResidualClosure:
         cap = ast.cap - ast.usage(np.flatnonzero(y_fixed), y_fixed[y_fixed > 0])
         const = float(ast.value @ y_fixed) + ast.const
         del agg
+        if self.auto:
+            self._choose(default_residual_backend(int(res_cols.size)))
         r, y = self.residual(res_cols, ub, og, lo_rows, mult[og], cap, const, y_inc[res_cols], time_limit)
         counts = None
         if y is not None:
@@ -166,7 +187,9 @@ class ResidualClosure:
         if self.backend == "cpsat":
             # CP-SAT also stops at an absolute gap (default 1e-4 in objective units): make it match ours
             extra["absolute_gap_limit"] = 1e-9 * max(1.0, abs(const))
-        r = self.sub_solve(sub, self.backend, time_limit=time_limit, mip_rel_gap=self.gap_tol, threads=self.threads,
+        # half our gap: the sub-solver measures its gap its own way (CP-SAT on a scaled integer objective), and its
+        # proof at the full gap sometimes left ours just outside (FEASIBLE where HiGHS proves OPTIMAL)
+        r = self.sub_solve(sub, self.backend, time_limit=time_limit, mip_rel_gap=self.gap_tol / 2, threads=self.threads,
                            seed=self.seed, warm_start=start, **extra)
         if not r.has_solution:
             return r, None

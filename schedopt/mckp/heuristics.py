@@ -159,7 +159,7 @@ _KEY = np.random.default_rng(12345).uniform(1.0, 2.0, MAX_KNAPSACK_ROWS)
 
 def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.ndarray, bestg: np.ndarray, gam: float,
                  deadline: float = math.inf, max_rounds: int = 500, kmax: int = 2,
-                 stop: Callable[[], bool] | None = None) -> tuple[np.ndarray, int]:
+                 stop: Callable[[], bool] | None = None, target: float = math.inf) -> tuple[np.ndarray, int]:
     """Improve the integer counts ``y`` of the aggregated structure ``a`` (``a.mult`` members per class) by compound
     exchanges that keep every knapsack row within capacity; returns (counts, exchanges applied).
 
@@ -170,7 +170,8 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
     best moves of one group (``k <= kmax``, a source used ``n`` times gives up to ``n`` copies), with weight change
     ``k D``. An exchange is one bundle, or a bundle with a positive gain plus any other bundle, whose total weight
     change fits the slack: e.g. a job leaving an 8-GPU option (``D = (-8, 0, 4)``) paid by two ``(4, 0, -2)`` moves.
-    The best exchange (largest value gain) is applied, until none gains, ``deadline`` passes or ``stop()`` is true."""
+    The best exchange (largest value gain) is applied, until none gains, ``deadline`` passes, ``stop()`` is true or
+    the value reaches ``target`` (the caller's bound less its gap: nothing left to prove)."""
     K = a.K
     mult = a.mult if a.mult is not None else np.ones(a.G, dtype=np.int64)
     y = y.astype(np.int64).copy()
@@ -188,7 +189,7 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
     tstart = np.r_[0, np.cumsum(tcnt)[:-1]]
     done = 0
     for _ in range(max_rounds):
-        if time.perf_counter() > deadline or (stop is not None and stop()):
+        if time.perf_counter() > deadline or (stop is not None and stop()) or float(a.value @ y) >= target:
             break
         used = np.flatnonzero(y > 0)
         none_cnt = mult - (np.add.reduceat(y, a.starts) if a.n else 0)

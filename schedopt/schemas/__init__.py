@@ -1,4 +1,5 @@
-"""JSON Schemas of schedopt's file formats: ``instance`` (instance files) and ``cli`` (``--json`` output)."""
+"""JSON Schemas of schedopt's file formats: ``instance`` (instance files), ``cli`` (``--json`` output) and
+``sim_record`` (one line of a simulation record, :mod:`schedopt.sim.records`)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ from typing import Any
 
 __all__ = ["NAMES", "load"]
 
-NAMES = ("instance", "cli")
+NAMES = ("instance", "cli", "sim_record")
 
 
 def load(name: str) -> dict[str, Any]:
-    """The JSON Schema ``name`` (``"instance"`` or ``"cli"``) as a dict."""
+    """The JSON Schema ``name`` (one of :data:`NAMES`) as a dict."""
     from ..errors import InputError
 
     if name not in NAMES:

@@ -44,7 +44,7 @@ def sia_decode(problem: Any, result: Any) -> Any:
 def sia_place(problem: Any, allocation: Any) -> Any:
     from . import place
 
-    return place(problem.cluster, allocation)
+    return place(problem.cluster, allocation, rigid=[j.id for j in problem.jobs if getattr(j, "kind", None) == "rigid"])
 
 
 def sia_jobs(instance: Any) -> int:

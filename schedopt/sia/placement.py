@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError
+from .configs import shape_error
 from .spec import Cluster, Config, JobId, config_parts, is_pow2, pow2_blocks, virtual_bins
 
 __all__ = ["Placement", "place"]
@@ -198,8 +199,12 @@ def _order_key(c: Config, cluster: Cluster) -> tuple[int, int]:
     return (0 if multi else 1, -c.n_gpus)
 
 
-def _check_jobs(cluster: Cluster, allocation: Mapping[JobId, Config | None]) -> list[tuple[JobId, Config]]:
-    """The placed jobs (configuration not None), validated; each distinct configuration is checked once."""
+def _check_jobs(cluster: Cluster, allocation: Mapping[JobId, Config | None],
+                rigid: Collection[JobId] = ()) -> list[tuple[JobId, Config]]:
+    """The placed jobs (configuration not None), validated against the configuration rules (a power of two on one
+    node, or whole nodes; a rigid job's ``ceil(g / R)``-node shape only for the jobs named in ``rigid``)."""
+    if not isinstance(allocation, Mapping):
+        raise InputError("allocation", type(allocation).__name__, "must map job ids to a Config or None")
     by_name = {t.name: t for t in cluster.gpu_types}
     jobs = [(jid, c) for jid, c in allocation.items() if c is not None]
     ok: set[int] = set()  # ids of checked Config objects (the allocation holds them, so ids stay unique here)
@@ -211,13 +216,18 @@ def _check_jobs(cluster: Cluster, allocation: Mapping[JobId, Config | None]) -> 
         t = by_name.get(c.gpu_type)
         if t is None:
             raise InputError(f"allocation[{jid}].gpu_type", c.gpu_type, "is not a GPU type of the cluster")
-        partial = c.n_nodes == 1 and c.n_gpus <= t.max_partial and is_pow2(c.n_gpus)
-        rigid_shape = c.n_gpus % t.gpus_per_node != 0 and c.n_nodes == -(-c.n_gpus // t.gpus_per_node)
-        if not partial and not rigid_shape and c.n_gpus != c.n_nodes * t.gpus_per_node:
+        if shape_error(cluster, c) is None:
+            ok.add(id(c))
+            continue
+        why = shape_error(cluster, c, rigid_shape=True)
+        if why is not None:
             raise InputError(f"allocation[{jid}]", c.label,
                              "must be a power of two on one node, whole nodes "
                              f"({t.gpus_per_node} GPUs each), or a rigid shape of ceil(GPUs / {t.gpus_per_node}) nodes")
-        ok.add(id(c))
+        if jid not in rigid:  # issue 25: no configuration of an elastic job has this shape
+            raise InputError(f"allocation[{jid}]", c.label,
+                             "is a rigid job's shape (not a power of two on one node, not whole nodes), and the job "
+                             "is not named in rigid=")
     return jobs
 
 
@@ -373,15 +383,23 @@ def place(
     previous: Placement | Mapping[JobId, list[Slot]] | None = None,
     *,
     pinned: Collection[JobId] = (),
+    rigid: Collection[JobId] = (),
 ) -> Placement:
     """Map every chosen configuration onto node ids (``<type>-<k>``) and GPU indices.
 
     With ``previous`` (a :class:`Placement` or a mapping job id -> slots), jobs whose configuration is unchanged
-    keep their GPUs; ``pinned`` jobs (e.g. non-preemptible ones) are never evicted.
+    keep their GPUs; ``pinned`` jobs (e.g. non-preemptible ones) are never evicted. Every configuration must be a
+    configuration of the cluster (:func:`~schedopt.sia.check.config_shape_ok`: a power of two on one node, or whole
+    nodes) or, for the jobs named in ``rigid``, a rigid job's shape (``ceil(g / R)`` nodes, e.g. 3 GPUs on one 4-GPU
+    node). A rigid shape given to a job not named there is an :class:`InputError` (issue 25: ``place`` accepted a
+    3-GPU allocation on one node that no configuration of an elastic job allows; :meth:`SiaSolution.place` names
+    the problem's rigid jobs itself).
     """
     if not isinstance(cluster, Cluster):
         raise InputError("cluster", type(cluster).__name__, "must be a Cluster")
-    jobs = _check_jobs(cluster, allocation)
+    if isinstance(rigid, str) or not isinstance(rigid, Collection):
+        raise InputError("rigid", rigid, "must be a collection of job ids")
+    jobs = _check_jobs(cluster, allocation, frozenset(rigid))
     if previous is None:
         assignments, failed = _place_empty(cluster, jobs)
         return Placement(

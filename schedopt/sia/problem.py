@@ -300,7 +300,8 @@ class SiaSolution(Answer):
         """Place the allocation on nodes and GPUs (keeping unchanged jobs of ``previous`` where they are)."""
         from .placement import place
 
-        self.placement = place(self.problem.cluster, self.allocation, previous)
+        rigid = [j.id for j in self.problem.jobs if getattr(j, "kind", None) == "rigid"]
+        self.placement = place(self.problem.cluster, self.allocation, previous, rigid=rigid)
         return self.placement
 
     def check(self) -> list[Violation]:

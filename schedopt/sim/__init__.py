@@ -6,31 +6,81 @@
 >>> res.summary()["avg_jct_s"]                                                        # doctest: +SKIP
 
 * :func:`simulate` (the engine), :class:`SimResult` with per-job / per-round records, :func:`summarize`.
-* :func:`get_policy`: ``fifo``, ``tiresias``, ``sia``, ``pollux``, ``pollux-exact``, ``gavel``.
+* :func:`get_policy`: ``fifo``, ``tiresias``, ``sia``, ``pollux``, ``pollux-exact``, ``pollux-unaware``, ``gavel``,
+  a spec (``sia:backend=highs``) or a user's ``module:Class``; :func:`register_policy` adds one (or the entry-point
+  group ``schedopt.policies``).
+* Roles (:mod:`schedopt.sim.roles`): a :class:`Placer` (``sia``, ``packing``) and an :class:`Admission` rule
+  (``accept-all``, ``queue-cap``, ``gpu-cap``), registered like policies; families (:class:`SimSystem`:
+  elastic, Synergy, Gandiva) in :mod:`schedopt.sim.registry`.
 * Workloads (:func:`load_workload`, :func:`list_workloads`) and clusters (:func:`cluster_preset`).
 * :func:`simulate_many`: sweeps over policies x workloads x seeds on a process pool or a Dask client.
 """
 
-from .engine import ADAPTIVE_POLICIES, simulate
+from typing import Any as _Any
+
+from .engine import DEFAULT_ROUND_SECONDS, simulate
 from .jobs import POLLUX, SIA, JobModel, goodput_estimate
-from .metrics import JobRecord, RoundRecord, SimResult, queue_length, read_jsonl, summarize, utilization
+from .metrics import JobRecord, RoundRecord, SimMeta, SimResult, queue_length, read_jsonl, summarize, utilization
+from .metrics import summaries as summaries  # one row per simulation (pandas); see also SimResult.to_dataframe
 from .policies import Decision, JobView, Policy, RoundState, get_policy
-from .sweep import SimTask, simulate_many
+from .registry import (
+    SimSystem,
+    make_policy,
+    parse_spec,
+    policies,
+    register_admission,
+    register_placer,
+    register_policy,
+    register_system,
+    system_for,
+    systems,
+)
+from .roles import (
+    ACCEPT,
+    DEFER,
+    REJECT,
+    AcceptAll,
+    Admission,
+    AdmissionState,
+    GpuCap,
+    GpuRequest,
+    PackingPlacer,
+    Placer,
+    QueueCap,
+    SiaPlacer,
+    Verdict,
+)
+from .sweep import SimTask, run_task, simulate_many
 from .workloads import Workload, WorkloadJob, cluster_preset, list_workloads, load_workload, read_workload
 
 __all__ = [
-    "ADAPTIVE_POLICIES",
+    "ACCEPT",
+    "DEFAULT_ROUND_SECONDS",
+    "DEFER",
     "POLLUX",
+    "REJECT",
     "SIA",
+    "AcceptAll",
+    "Admission",
+    "AdmissionState",
     "Decision",
+    "GpuCap",
+    "GpuRequest",
     "JobModel",
     "JobRecord",
     "JobView",
+    "PackingPlacer",
+    "Placer",
     "Policy",
+    "QueueCap",
     "RoundRecord",
     "RoundState",
+    "SiaPlacer",
+    "SimMeta",
     "SimResult",
+    "SimSystem",
     "SimTask",
+    "Verdict",
     "Workload",
     "WorkloadJob",
     "cluster_preset",
@@ -38,11 +88,30 @@ __all__ = [
     "goodput_estimate",
     "list_workloads",
     "load_workload",
+    "make_policy",
+    "parse_spec",
+    "policies",
     "queue_length",
     "read_jsonl",
     "read_workload",
+    "register_admission",
+    "register_placer",
+    "register_policy",
+    "register_system",
+    "run_task",
     "simulate",
     "simulate_many",
     "summarize",
+    "system_for",
+    "systems",
     "utilization",
 ]
+
+
+def __getattr__(name: str) -> _Any:
+    if name == "ADAPTIVE_POLICIES":
+        from . import engine
+
+        return engine.ADAPTIVE_POLICIES
+    raise AttributeError(name)
+

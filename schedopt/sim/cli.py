@@ -3,47 +3,76 @@
 ``add_parser(subparsers)`` registers::
 
     schedopt simulate --cluster sia-64 --workload saturn/1,saturn/2 --policy sia,tiresias --seeds 0-3 -o runs/
+    schedopt simulate --workload saturn --policy sia --seeds 0-9 -o runs/ --resume      # after a kill or Ctrl-C
     schedopt simulate report runs/ -o report/
 
-Each simulation is written to ``<output>/<policy>__<workload>__seed<k>.jsonl`` (records) and a summary row to
-``<output>/summary.csv``; the report writes ``summary.csv``, ``report.md``, ``jct_cdf.png`` and
-``utilization.png``. A workload is a shipped name (``saturn/1``), a whole shipped set (``saturn``) or a CSV path.
+Each simulation is written the moment it finishes (atomically, with a checksummed end marker: see
+:mod:`schedopt.sim.records`) to ``<output>/<policy>__<workload>__seed<k>.jsonl``, and ``<output>/summary.csv``
+grows by a row with each. ``--resume`` skips the simulations whose record is there and whole, and redoes the rest
+(cut-short files included). Ctrl-C keeps what finished and exits 130. The report writes ``summary.csv``,
+``report.md``, ``jct_cdf.png`` and ``utilization.png``; a record that is empty, cut short or torn is named and the
+report refused (exit 2). ``--json`` prints one document (schemas ``schedopt.cli.simulate`` and
+``schedopt.cli.simulate_report``). A workload is a shipped name (``saturn/1``), a whole shipped set (``saturn``) or
+a CSV path.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import io
+import logging
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
+from ..cli_support import (
+    EXIT_INTERRUPTED,
+    EXIT_NO_SOLUTION,
+    EXIT_OK,
+    document,
+    emit,
+    positive_float,
+    positive_int,
+)
 from ..errors import InputError
+from .runs import SimFailure, SweepInterrupted, record_name, summary_csv
 
-__all__ = ["add_parser", "cmd_simulate", "cmd_simulate_report", "parse_seeds"]
+__all__ = ["MAX_SEEDS", "add_parser", "cmd_simulate", "cmd_simulate_report", "parse_seeds"]
 
-_SUMMARY_COLS = ["policy", "workload", "seed", "jobs", "finished", "avg_jct_s", "median_jct_s", "p99_jct_s",
-                 "makespan_s", "gpu_hours", "avg_restarts", "mean_utilization", "mean_queue_length", "rounds",
-                 "policy_s_median", "policy_s_p95", "policy_s_max"]
+log = logging.getLogger(__name__)
+
+#: the most seeds one ``--seeds`` may name (a typo such as 0-100000000 is refused, not materialized)
+MAX_SEEDS = 100_000
+
+def _workers(text: str) -> int:
+    """``--workers``: an integer in 1..MAX_WORKERS (schedopt.sim.limits; issue 25)."""
+    from .limits import check_workers
+
+    w = check_workers(positive_int(text), "--workers", allow_none=False)
+    assert w is not None
+    return w
 
 
 def parse_seeds(text: str) -> list[int]:
-    """``"0-3"`` -> [0, 1, 2, 3]; ``"0,2,5"`` -> [0, 2, 5]."""
-    out: list[int] = []
-    try:
-        for part in text.split(","):
-            part = part.strip()
-            if "-" in part:
-                a, b = part.split("-")
-                out.extend(range(int(a), int(b) + 1))
-            elif part:
-                out.append(int(part))
-    except ValueError:
-        raise InputError("--seeds", text, "must look like 0-3 or 0,1,2") from None
-    if not out:
+    """``"0-3"`` -> [0, 1, 2, 3]; ``"0,2,5"`` -> [0, 2, 5]; at most :data:`MAX_SEEDS` seeds, each >= 0."""
+    spans: list[tuple[int, int]] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        a, dash, b = part.partition("-")
+        try:
+            lo = int(a)
+            hi = int(b) if dash else lo
+        except ValueError:
+            raise InputError("--seeds", text, "must look like 0-3 or 0,1,2 (seeds >= 0)") from None
+        if hi < lo:
+            raise InputError("--seeds", text, f"the range {part} is empty (write low-high)")
+        spans.append((lo, hi))
+    if not spans:
         raise InputError("--seeds", text, "names no seed")
-    return out
+    if sum(hi - lo + 1 for lo, hi in spans) > MAX_SEEDS:
+        raise InputError("--seeds", text, f"names more than {MAX_SEEDS} seeds")
+    return [s for lo, hi in spans for s in range(lo, hi + 1)]
 
 
 def _workloads(text: str) -> list[str]:
@@ -61,47 +90,49 @@ def _workloads(text: str) -> list[str]:
     return out
 
 
-def _safe(name: Any) -> str:
-    """A file-name-safe form of a policy or workload name (``synergy:fifo/tune`` -> ``synergy-fifo-tune``)."""
-    return "".join(c if c.isalnum() or c in "._-" else "-" for c in str(name))
-
-
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return "" if math.isnan(v) else f"{v:.6g}"
-    return str(v)
-
-
-def _summary_csv(rows: list[dict[str, Any]]) -> str:
-    out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
-    w.writerow(_SUMMARY_COLS)
-    for r in rows:
-        w.writerow([_fmt(r.get(c, "")) for c in _SUMMARY_COLS])
-    return out.getvalue()
-
-
-def _row(res: Any) -> dict[str, Any]:
-    s = res.summary()
-    s["seed"] = res.meta.get("seed", 0)
-    return s
+def _num(v: Any, scale: float = 1.0, fmt: str = ".2f") -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    pct = fmt.endswith("%")
+    return format(v * scale, fmt.rstrip("%")) + ("%" if pct else "")
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
-    head = ["policy", "workload", "seed", "finished", "avg JCT (h)", "p99 JCT (h)", "makespan (h)", "GPU-h",
-            "policy ms (median / p95)"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    """Two tables, one time unit each: the results (hours) and the policy's time per round (milliseconds)."""
+    head = ["policy", "workload", "seed", "finished", "avg JCT", "p99 JCT", "makespan", "GPU-hours", "worst rho",
+            "unfair"]
+    lines = ["results (times in hours)", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    h = 1 / 3600
     for r in rows:
         lines.append("| " + " | ".join([
-            str(r["policy"]), str(r["workload"]), str(r["seed"]), f"{r['finished']}/{r['jobs']}",
-            f"{r['avg_jct_s'] / 3600:.3f}", f"{r['p99_jct_s'] / 3600:.2f}", f"{r['makespan_s'] / 3600:.2f}",
-            f"{r['gpu_hours']:.1f}", f"{r['policy_s_median'] * 1e3:.1f} / {r['policy_s_p95'] * 1e3:.1f}",
+            str(r["policy"]), str(r["workload"]), str(r["seed"]),
+            f"{r['finished']}/{r['jobs']}" + (" (capped)" if r.get("capped") else ""),
+            _num(r["avg_jct_s"], h, ".3f"), _num(r["p99_jct_s"], h), _num(r["makespan_s"], h),
+            _num(r["gpu_hours"], 1.0, ".1f"), _num(r.get("worst_rho"), 1.0, ".2f"),
+            _num(r.get("unfair_fraction"), 100.0, ".0f%"),
+        ]) + " |")
+    head2 = ["policy", "workload", "seed", "rounds", "median", "p95", "max"]
+    lines += ["", "worst rho: the largest finish-time fairness rho (shared JCT / isolated JCT, Sia's rule); unfair: the "
+              "jobs with rho > 1", "", "policy time per round (milliseconds)", "", "| " + " | ".join(head2) + " |",
+              "|" + "---|" * len(head2)]
+    for r in rows:
+        lines.append("| " + " | ".join([
+            str(r["policy"]), str(r["workload"]), str(r["seed"]), str(r["rounds"]),
+            _num(r["policy_s_median"], 1e3, ".1f"), _num(r["policy_s_p95"], 1e3, ".1f"),
+            _num(r["policy_s_max"], 1e3, ".1f"),
         ]) + " |")
     return "\n".join(lines)
 
 
-def cmd_simulate(args: argparse.Namespace) -> int:
-    from .sweep import simulate_many
+def _progress(args: argparse.Namespace) -> bool | None:
+    if getattr(args, "json", False) and args.progress == "auto":
+        return None
+    return {"auto": None, "on": True, "off": False}[args.progress]
+
+
+def _tasks(args: argparse.Namespace) -> list[Any]:
+    from .registry import system_for
+    from .sweep import tasks
 
     params: dict[str, Any] = {}
     if args.backend:
@@ -109,78 +140,171 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.time_limit is not None:
         params["time_limit"] = args.time_limit
     pols = [p.strip() for p in args.policy.split(",") if p.strip()]
-    per_policy = {p: (params if p in ("sia", "pollux-exact", "gavel") else {}) for p in pols}
-    results = simulate_many(pols, _workloads(args.workload), parse_seeds(args.seeds), cluster=args.cluster,
-                            job_model=args.job_model, round_seconds=args.round_seconds, policy_params=per_policy,
-                            charge_policy_time=args.charge_policy_time, estimator=args.estimator,
-                            workers=args.workers,
-                            progress={"auto": None, "on": True, "off": False}[args.progress])
-    rows = [_row(r) for r in results]
-    if args.output:
-        out = Path(args.output)
-        out.mkdir(parents=True, exist_ok=True)
-        for r in results:
-            name = "__".join(_safe(x) for x in (r.meta["policy"], r.meta["workload"])) + f"__seed{r.meta.get('seed', 0)}"
-            (out / f"{name}.jsonl").write_text(r.to_jsonl())
-        (out / "summary.csv").write_text(_summary_csv(rows))
-    print(_table(rows))
-    if args.output:
-        print(f"wrote {len(results)} simulations to {args.output}")
-    return 0
+    if not pols:
+        raise InputError("--policy", args.policy, "names no policy")
+    per_policy = {p: (params if params and system_for(p).takes_solver_options(p) else {}) for p in pols}
+    return tasks(pols, _workloads(args.workload), parse_seeds(args.seeds), cluster=args.cluster,
+                 job_model=args.job_model, round_seconds=args.round_seconds, policy_params=per_policy,
+                 charge_policy_time=args.charge_policy_time, estimator=args.estimator, placer=args.placer,
+                 admission=args.admission)
+
+
+def _failure_doc(f: SimFailure) -> dict[str, Any]:
+    from .runs import _label
+
+    return {"simulation": _label(f.task), "error": f.error}
+
+
+def _record_file(out: Path, r: Any) -> str:
+    """The file name of ``r``'s record in ``out`` (``<name>.jsonl``, or ``<name>__<hash>.jsonl`` when two tasks of
+    the sweep shared a name)."""
+    base = record_name(r)
+    if (out / f"{base}.jsonl").exists():
+        return f"{base}.jsonl"
+    return next((p.name for p in sorted(out.glob(f"{base}__*.jsonl"))), f"{base}.jsonl")
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from .metrics import summary_row
+    from .runs import run_tasks
+
+    if args.resume and not args.output:
+        raise InputError("--resume", True, "needs -o/--output: the folder to resume")
+    items = _tasks(args)
+    out = args.output
+    try:
+        # in_process=False: simulations run in worker processes (one with --workers 1) that Ctrl-C stops at once,
+        # even inside a solver, and that die with this command
+        results = run_tasks(items, workers=args.workers, progress=_progress(args), output_dir=out,
+                            resume=args.resume, on_error=args.on_error, heartbeat=args.progress_every,
+                            in_process=False)
+        interrupted = False
+    except SweepInterrupted as exc:
+        results, interrupted = exc.results, True
+    except Exception as exc:  # a failing simulation: say what was kept, then the error (exit code by its kind)
+        kept = [r for r in getattr(exc, "results", []) if r is not None and not isinstance(r, SimFailure)]
+        if out:
+            print(f"schedopt simulate: {len(kept)} of {len(items)} simulations finished before the failure; their "
+                  f"records are in {out}", file=sys.stderr)
+        raise
+    done = [r for r in results if r is not None and not isinstance(r, SimFailure)]
+    failed = [r for r in results if isinstance(r, SimFailure)]
+    rows = [summary_row(r) for r in done]
+    code = EXIT_INTERRUPTED if interrupted else (EXIT_NO_SOLUTION if failed else EXIT_OK)
+    if args.json:
+        emit(document("simulate", code, output=out, interrupted=interrupted, simulations=len(done),
+                      total=len(items), failed=[_failure_doc(f) for f in failed],
+                      records=[_record_file(Path(out), r) for r in done] if out else [], summaries=rows))
+        return code
+    if rows:
+        print(_table(rows))
+    for f in failed:
+        print(f"schedopt simulate: {_failure_doc(f)['simulation']} failed: {f.error}", file=sys.stderr)
+    if interrupted:
+        where = f"; their records are in {out}" if out else " (no -o: nothing written)"
+        print(f"schedopt simulate: interrupted: {len(done)} of {len(items)} simulations finished{where}",
+              file=sys.stderr)
+    elif out:
+        print(f"wrote {len(done)} simulations to {out}" + (f" ({len(failed)} failed: see *.failed.json)"
+                                                          if failed else ""))
+    return code
 
 
 def cmd_simulate_report(args: argparse.Namespace) -> int:
-    from .metrics import read_jsonl
-    from .plots import jct_cdf, utilization_plot
+    from .metrics import summary_row
+    from .plots import jct_cdf, rho_cdf, utilization_plot
+    from .records import atomic_write_text, read_record
 
     src = Path(args.runs)
+    if not src.is_dir():
+        raise InputError("runs", str(src), "is not a folder" if src.exists() else "does not exist")
     files = sorted(src.glob("*.jsonl"))
+    failed = sorted(src.glob("*.failed.json"))
     if not files:
-        raise InputError("runs", str(src), "holds no .jsonl simulation records")
-    results = [read_jsonl(f.read_text()) for f in files]
-    rows = [_row(r) for r in results]
+        raise InputError("runs", str(src), "holds no .jsonl simulation records" +
+                         (f" ({len(failed)} failed simulations: *.failed.json)" if failed else ""))
+    results = [read_record(f) for f in files]  # a bad file: RecordError naming it (exit 2)
+    rows = [summary_row(r) for r in results]
     out = Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.csv").write_text(_summary_csv(rows))
+    if out.exists() and not out.is_dir():
+        raise InputError("--output", str(out), "is a file, not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        from .records import output_error
+
+        raise output_error(out, exc) from None
+    atomic_write_text(out / "summary.csv", summary_csv(rows), fsync=False)
     jct_cdf(results, out / "jct_cdf.png")
     utilization_plot(results, out / "utilization.png")
-    (out / "report.md").write_text(f"# Simulation report\n\n{len(results)} simulations from `{src}`.\n\n{_table(rows)}\n\n"
-                                   "![JCT CDF](jct_cdf.png)\n\n![Utilization](utilization.png)\n")
+    rho_cdf(results, out / "rho_cdf.png")
+    note = f"\n\n{len(failed)} simulations failed: " + ", ".join(f.name for f in failed) if failed else ""
+    atomic_write_text(out / "report.md", f"# Simulation report\n\n{len(results)} simulations from `{src}`.{note}\n\n"
+                      f"{_table(rows)}\n\n![JCT CDF](jct_cdf.png)\n\n![Utilization](utilization.png)\n\n"
+                      "![Finish-time fairness](rho_cdf.png)\n", fsync=False)
+    if args.json:
+        emit(document("simulate report", EXIT_OK, runs=str(src), output=str(out), simulations=len(results),
+                      failed=[f.name for f in failed], summaries=rows))
+        return EXIT_OK
     print(_table(rows))
     print(f"wrote the report to {out}")
-    return 0
+    return EXIT_OK
 
 
 def add_parser(subparsers: Any) -> None:
     """Register ``simulate`` (and its ``report`` action) on the main parser's subparsers."""
     s = subparsers.add_parser(
         "simulate", help="replay job traces under scheduling policies (see also: simulate report)",
-        description="Simulate policies x workloads x seeds; 'schedopt simulate report RUNS -o DIR' builds the report.")
+        description="Simulate policies x workloads x seeds; 'schedopt simulate report RUNS -o DIR' builds the report. "
+                    "Exit codes: 0 every simulation ran, 1 some failed (--on-error record), 2 bad input, "
+                    "130 interrupted (the finished records stay).")
     s.add_argument("--cluster", default=None,
                    help="pollux, sia-64 or sia-<64k> (default sia-64); gandiva-100 (default of gandiva policies), "
-                        "gandiva-100-homogeneous, ...; synergy policies run on their workload's cluster by default")
+                        "gandiva-100-homogeneous, ...; hived: three-tenant (default), tiny, example; synergy policies "
+                        "run on their workload's cluster by default")
     s.add_argument("--workload", default="saturn/1", help="comma-separated: saturn/1, a whole set (pollux), or CSV paths; "
-                   "synergy/static|dynamic|test|philly[:jobs=N][:jph=X]; gandiva/synthetic[:jobs=N:interarrival=S]")
+                   "synergy/static|dynamic|test|philly[:jobs=N][:jph=X]; gandiva/synthetic[:jobs=N:interarrival=S]; "
+                   "hived/synthetic[:jobs=N...]")
     s.add_argument("--policy", default="sia", help="comma-separated: sia, tiresias, fifo, pollux, pollux-exact, "
-                   "pollux-unaware, gavel; synergy[:queue/method] (e.g. synergy:las/opt); gandiva[:variant] (e.g. gandiva:off)")
+                   "pollux-unaware, gavel; synergy[:queue/method] (e.g. synergy:las/opt); gandiva[:variant] (e.g. "
+                   "gandiva:off); hived[:variant] (e.g. hived:quota); a registered name; or your own module:Class[:key=value]")
+    s.add_argument("--placer", default=None, metavar="SPEC",
+                   help="where jobs go on the cluster: sia (default), packing, or module:Class[:key=value]")
+    s.add_argument("--admission", default=None, metavar="SPEC",
+                   help="which arriving jobs are let in: accept-all (default), queue-cap:limit=N, gpu-cap:max_gpus=N, or "
+                        "module:Class[:key=value]")
     s.add_argument("--seeds", default="0", help="e.g. 0-3 or 0,1")
-    s.add_argument("--round-seconds", type=float, default=None, help="default: 60 (synergy policies: 300)")
+    s.add_argument("--round-seconds", type=positive_float, default=None, help="default: 60 (synergy policies: 300)")
     s.add_argument("--job-model", default=None, choices=["pollux", "sia"], help="default: pollux on the pollux cluster, else sia")
     s.add_argument("--backend", default=None, help="solver backend of model-based policies (sia: mckp, highs, cpsat, ...)")
-    s.add_argument("--time-limit", type=float, default=None, help="solver time limit per round (seconds)")
+    s.add_argument("--time-limit", type=positive_float, default=None, help="solver time limit per round (seconds)")
     s.add_argument("--charge-policy-time", action="store_true", help="delay re-allocated jobs by the policy's wall time")
     s.add_argument("--estimator", choices=("bootstrap", "oracle"), default="bootstrap",
                    help="what the policy sees of a job's throughput: Sia's online estimate (bootstrap from 1-GPU "
                         "profiles, refitted as the job runs; default) or the true model (oracle)")
-    s.add_argument("--workers", type=int, default=1, help="simulations at once (processes)")
+    s.add_argument("--workers", type=_workers, default=1, help="simulations at once (processes; default 1)")
     s.add_argument("--progress", choices=("auto", "on", "off"), default="auto",
                    help="progress on stderr: on forces the bar, off silences it, auto draws the bar on a terminal and "
-                        "otherwise writes a plain line every 30 s and at the end")
-    s.add_argument("-o", "--output", default=None, help="folder for the records (.jsonl) and summary.csv")
+                        "otherwise writes a block every --progress-every seconds (each running simulation with its "
+                        "rounds, simulated time and jobs finished) and one at the end")
+    s.add_argument("--progress-every", type=positive_float, default=30.0, metavar="SECONDS",
+                   help="seconds between progress blocks when stderr is not a terminal (default 30)")
+    s.add_argument("-o", "--output", default=None,
+                   help="folder for the records (.jsonl, each written as it finishes) and summary.csv")
+    s.add_argument("--resume", action="store_true",
+                   help="skip the simulations whose record in -o is whole; redo the others (cut-short ones included)")
+    s.add_argument("--on-error", choices=("raise", "record"), default="raise",
+                   help="a failing simulation: stop the sweep at once (raise, default) or write <name>.failed.json "
+                        "and go on (record; exit code 1 at the end)")
+    s.add_argument("--json", action="store_true", help="print one JSON object (schema schedopt.cli.simulate)")
+    s.add_argument("--verbose", action="store_true", help="log lines of schedopt at INFO, and of Dask / Ray")
     s.set_defaults(func=cmd_simulate)
     sub = s.add_subparsers(dest="simulate_action", required=False, metavar="{report}")
     r = sub.add_parser("report", help="summary table and figures from a folder of records",
-                       description="Build summary.csv, report.md, jct_cdf.png and utilization.png.")
+                       description="Build summary.csv, report.md, jct_cdf.png and utilization.png. A record that is "
+                                   "empty, cut short or torn is named and refused (exit 2).")
     r.add_argument("runs", help="folder written by schedopt simulate -o")
     r.add_argument("-o", "--output", required=True, help="output folder")
+    r.add_argument("--json", action="store_true", help="print one JSON object (schema schedopt.cli.simulate_report)")
+    r.add_argument("--verbose", action="store_true", help="log lines of schedopt at INFO")
     r.set_defaults(func=cmd_simulate_report)

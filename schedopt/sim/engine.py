@@ -12,25 +12,43 @@ bit (the policy's wall time is recorded, and only enters the simulation with ``c
 from __future__ import annotations
 
 import math
+import numbers
 import sys
 import time
-from collections.abc import Mapping
+import warnings
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
 from ..errors import InputError
-from ..sia import Cluster, Config, Placement, place
+from ..results import Limit
+from ..sia import Cluster, Config, Placement
 from ..sia.check import config_shape_ok
+from .feasibility import hopeless_jobs
 from .jobs import ESTIMATORS, JobModel, JobState, goodput_estimate
 from .jobs import job_model as get_job_model
-from .metrics import JobRecord, RoundRecord, SimResult
+from .limits import check_flag, check_max_time, check_round_seconds, check_rounds, default_stop
+from .metrics import JobRecord, RoundRecord, SimMeta, SimResult
 from .policies.base import Decision, JobView, Policy, RoundState
+from .registry import make_admission, make_placer, role_name
+from .roles import ACCEPT, REJECT, AcceptAll, Admission, AdmissionState, GpuRequest, Placer, Verdict, assign_gpus
 from .workloads import Workload
 
-__all__ = ["ADAPTIVE_POLICIES", "simulate"]
+__all__ = ["DEFAULT_ROUND_SECONDS", "Observer", "simulate"]
 
-#: policies that adapt GPUs and batch size (the others run the workload's requests as rigid jobs)
-ADAPTIVE_POLICIES = frozenset({"sia", "pollux", "pollux-exact", "pollux-unaware"})
+#: ``observer(rounds_done, sim_time_s, jobs_finished, jobs_total)``, called after every round
+Observer = Callable[[int, float, int, int], None]
+
+#: the elastic engine's round (Sia's and Pollux's scheduling interval); each family states its own
+DEFAULT_ROUND_SECONDS = 60.0
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ADAPTIVE_POLICIES":
+        warnings.warn("schedopt.sim.ADAPTIVE_POLICIES is deprecated: a policy says it is adaptive with its "
+                      "`adaptive` attribute", DeprecationWarning, stacklevel=2)
+        return frozenset({"sia", "pollux", "pollux-exact", "pollux-unaware"})
+    raise AttributeError(name)
 
 
 class _Progress:
@@ -101,7 +119,7 @@ def _from_nodes(cluster: Cluster, pname: str, nodes: Mapping[str, Mapping[str, i
         for nid, g in m.items():
             if nid not in ntype:
                 raise InputError(f"{who}[{nid}]", g, "names no node of the cluster")
-            if isinstance(g, bool) or int(g) != g or g < 0:
+            if isinstance(g, bool) or not isinstance(g, numbers.Real) or not math.isfinite(g) or int(g) != g or g < 0:
                 raise InputError(f"{who}[{nid}]", g, "must be a GPU count >= 0")
             if g:
                 mm[nid] = int(g)
@@ -119,26 +137,7 @@ def _from_nodes(cluster: Cluster, pname: str, nodes: Mapping[str, Mapping[str, i
             users = sorted(j for j, m in want.items() if nid in m)
             raise InputError(f"policy[{pname}].nodes", {nid: g},
                              f"node {nid} holds {ntype[nid][1]} GPUs; jobs {', '.join(users)} ask for {g}")
-    occ: dict[str, list[str | None]] = {nid: [None] * ntype[nid][1] for nid in used}
-    assignments: dict[str, list[tuple[str, tuple[int, ...]]]] = {}
-    moving = []
-    for jid, mm in want.items():
-        prev = previous.assignments.get(jid) if previous is not None else None
-        if prev is not None and {n: len(g) for n, g in prev} == mm:
-            for n, gs in prev:
-                for g in gs:
-                    occ[n][g] = jid
-            assignments[jid] = [(n, tuple(gs)) for n, gs in prev]
-        else:
-            moving.append(jid)
-    for jid in moving:
-        slots = []
-        for n, g in sorted(want[jid].items()):
-            free = [k for k, o in enumerate(occ[n]) if o is None][:g]
-            for k in free:
-                occ[n][k] = jid
-            slots.append((n, tuple(free)))
-        assignments[jid] = slots
+    assignments = assign_gpus(cluster, want, previous)
     for guest, host in (colocate or {}).items():  # packing: the guest shares the host's GPUs
         who = f"policy[{pname}].colocate[{guest}]"
         if guest not in active or guest in want:
@@ -150,11 +149,13 @@ def _from_nodes(cluster: Cluster, pname: str, nodes: Mapping[str, Mapping[str, i
     return Placement(assignments=assignments, configs=configs)
 
 
-def _from_allocation(cluster: Cluster, pname: str, alloc: Mapping[str, Config | None], active: dict[str, JobState],
-                     previous: Placement | None) -> Placement:
-    """Validate a configuration per job and place it with Sia's placer (unchanged jobs keep their GPUs)."""
+def _from_allocation(cluster: Cluster, pname: str, alloc: Mapping[str, Config | None],
+                     requests: Mapping[str, GpuRequest | int], active: dict[str, JobState],
+                     previous: Placement | None, placer: Placer) -> tuple[Placement, int]:
+    """Validate a configuration or a GPU request per job and place them with ``placer`` (unchanged jobs keep their
+    GPUs). A configuration that cannot be placed is an error; a request that cannot be placed waits (counted)."""
     used = dict.fromkeys(cluster.type_names, 0)
-    chosen: dict[str, Config] = {}
+    chosen: dict[str, Config | GpuRequest] = {}
     for jid, c in alloc.items():
         who = f"policy[{pname}].allocation[{jid}]"
         if jid not in active:
@@ -169,6 +170,24 @@ def _from_allocation(cluster: Cluster, pname: str, alloc: Mapping[str, Config | 
         _check_counts(who, active[jid], c.n_gpus)
         used[c.gpu_type] += c.n_gpus
         chosen[jid] = c
+    for jid, r in requests.items():
+        who = f"policy[{pname}].requests[{jid}]"
+        if jid not in active:
+            raise InputError(who, r, "names no active job")
+        if jid in chosen:
+            raise InputError(who, r, "the job has a configuration in `allocation` too")
+        if isinstance(r, int) and not isinstance(r, bool):
+            r = GpuRequest(r)
+        if not isinstance(r, GpuRequest) or isinstance(r.gpus, bool) or not isinstance(r.gpus, int) or r.gpus < 0:
+            raise InputError(who, r, "must be a GpuRequest(gpus >= 0, gpu_type) or a GPU count")
+        if r.gpu_type is not None and r.gpu_type not in used:
+            raise InputError(f"{who}.gpu_type", r.gpu_type, f"names no GPU type of the cluster ({list(used)})")
+        if r.gpus == 0:
+            continue
+        _check_counts(who, active[jid], r.gpus)
+        if r.gpu_type is not None:
+            used[r.gpu_type] += r.gpus
+        chosen[jid] = r
     for t in cluster.type_names:
         if used[t] > cluster[t].total_gpus:
             raise InputError(f"policy[{pname}].allocation", {t: used[t]},
@@ -180,11 +199,42 @@ def _from_allocation(cluster: Cluster, pname: str, alloc: Mapping[str, Config | 
     # a job inside its checkpoint-restore delay that keeps its configuration is never the one moved for another
     # (Sia: jobs in checkpoint-restore are non-preemptible, `preserve_ckpt_allocs`)
     pinned = [jid for jid, c in chosen.items() if active[jid].restart_left > 0 and active[jid].config == c]
-    pl = place(cluster, chosen, prev, pinned=pinned)
-    if pl.unplaced:
-        raise InputError(f"policy[{pname}].allocation[{pl.unplaced[0]}]", chosen[pl.unplaced[0]].label,
-                         "cannot be placed on the cluster next to the other jobs")
-    return pl
+    pl = placer.place(cluster, chosen, prev, pinned)
+    bad = [j for j in pl.unplaced if isinstance(chosen.get(j), Config)]
+    if bad:
+        raise InputError(f"policy[{pname}].allocation[{bad[0]}]", chosen[bad[0]].label,  # type: ignore[union-attr]
+                         f"cannot be placed on the cluster next to the other jobs (placer {placer.name})")
+    _check_placement(cluster, pname, placer, chosen, pl)
+    return pl, len(pl.unplaced)
+
+
+def _check_placement(cluster: Cluster, pname: str, placer: Placer, chosen: Mapping[str, Config | GpuRequest],
+                     pl: Placement) -> None:
+    """A placer is user code too: its placement must give each job what it asked for, on one GPU type, within
+    every node's GPUs, with no GPU given twice."""
+    ntype = _node_types(cluster)
+    seen: set[tuple[str, int]] = set()
+    for jid, slots in pl.assignments.items():
+        who = f"placer[{placer.name}].assignments[{jid}]"
+        want = chosen.get(jid)
+        if want is None:
+            raise InputError(who, slots, f"places a job policy {pname} did not ask to place")
+        n = 0
+        for nid, gs in slots:
+            if nid not in ntype:
+                raise InputError(who, nid, "names no node of the cluster")
+            for g in gs:
+                if not (0 <= g < ntype[nid][1]) or (nid, g) in seen:
+                    raise InputError(who, (nid, g), "is not a free GPU of the node")
+                seen.add((nid, g))
+            n += len(gs)
+        types = {ntype[nid][0] for nid, gs in slots if gs}
+        wt = want.gpu_type
+        if n != (want.n_gpus if isinstance(want, Config) else want.gpus) or len(types) != 1 or (
+                wt is not None and types != {wt}):
+            raise InputError(who, slots, f"does not give the job what it asked for ({want})")
+        if jid not in pl.configs:
+            raise InputError(f"placer[{placer.name}].configs", jid, "has no configuration for a placed job")
 
 
 def simulate(
@@ -192,7 +242,7 @@ def simulate(
     workload: Workload,
     policy: Policy,
     *,
-    round_seconds: float = 60.0,
+    round_seconds: float = DEFAULT_ROUND_SECONDS,
     job_model: str | JobModel = "pollux",
     adaptive: bool | None = None,
     charge_policy_time: bool = False,
@@ -200,32 +250,58 @@ def simulate(
     max_time: float | None = None,
     progress: bool | None = None,
     label: str = "",
+    observer: Observer | None = None,
+    placer: Placer | str | None = None,
+    admission: Admission | str | None = None,
 ) -> SimResult:
     """Replay ``workload`` on ``cluster`` under ``policy``; per-job and per-round records in a :class:`SimResult`.
 
     ``job_model``: ``"pollux"`` or ``"sia"`` (:data:`~schedopt.sim.jobs.POLLUX` / :data:`~schedopt.sim.jobs.SIA`,
     restart delays and calibration) or a :class:`~schedopt.sim.jobs.JobModel`. ``adaptive``: whether jobs adapt GPUs
-    and batch size (default: the policy's ``adaptive`` attribute, else whether its name is in
-    :data:`ADAPTIVE_POLICIES`). ``charge_policy_time``: every job whose placement changes also waits the policy's
+    and batch size (default: the policy's ``adaptive`` attribute, else False: the workload's requests run as rigid
+    jobs). ``charge_policy_time``: every job whose placement changes also waits the policy's
     wall time of that round (capped at the round). ``estimator``: what the policy sees of each adaptive job's
     throughput (:func:`~schedopt.sim.jobs.goodput_estimate`): ``"bootstrap"`` (default; Sia's online estimate from
-    1-GPU profiles, refitted to the configurations the job has run on) or ``"oracle"`` (the true model). ``max_time``: stop there (unfinished jobs keep ``finish=None``;
-    default: last arrival + 60 days). ``progress``: a progress line on stderr (default: only on a terminal).
+    1-GPU profiles, refitted to the configurations the job has run on) or ``"oracle"`` (the true model).
+    ``max_time``: stop there (default: last arrival + 60 days); a run that stops with unfinished jobs warns and says
+    so in its meta (``capped``, ``unfinished``, ``end_time``). ``progress``: a progress line on stderr (default: only
+    on a terminal). ``observer``: called after every round as ``observer(rounds_done, sim_time_s, jobs_finished,
+    jobs_total)`` (heartbeats of sweeps; it must not raise). ``placer``: maps configurations and GPU requests onto
+    GPUs (:class:`~schedopt.sim.roles.Placer`, a registered name; default ``sia``). ``admission``: accepts, defers or
+    rejects arriving jobs (:class:`~schedopt.sim.roles.Admission`, a registered name; default ``accept-all``).
     """
     if not isinstance(cluster, Cluster):
         raise InputError("cluster", type(cluster).__name__, "must be a schedopt.sia.Cluster")
     if not isinstance(workload, Workload):
         raise InputError("workload", type(workload).__name__, "must be a schedopt.sim.Workload")
-    if not (isinstance(round_seconds, (int, float)) and round_seconds > 0):
-        raise InputError("round_seconds", round_seconds, "must be a number > 0")
     if not callable(getattr(policy, "decide", None)):
         raise InputError("policy", type(policy).__name__, "must have decide(state) -> Decision")
+    # -- input bounds, one rule for simulate / simulate_many / the CLI (schedopt.sim.limits; issue 25) --
+    round_seconds = check_round_seconds(round_seconds)
+    max_time = check_max_time(max_time)
+    adaptive = check_flag(adaptive, "adaptive", allow_none=True)
+    charge_policy_time = bool(check_flag(charge_policy_time, "charge_policy_time"))
+    progress = check_flag(progress, "progress", allow_none=True)
+    if not isinstance(label, str):
+        raise InputError("label", label, "must be a text")
+    if not isinstance(job_model, (str, JobModel)):
+        raise InputError("job_model", job_model, "must be 'pollux', 'sia' or a schedopt.sim.JobModel")
+    if not isinstance(estimator, str):
+        raise InputError("estimator", estimator, f"must be one of {list(ESTIMATORS)}")
+    check_rounds(default_stop(workload) if max_time is None else max_time, round_seconds)
+    # -- end of input bounds --
     jm = get_job_model(job_model)
     if estimator not in ESTIMATORS:
         raise InputError("estimator", estimator, f"must be one of {list(ESTIMATORS)}")
+    plc = make_placer(placer) if placer is None or isinstance(placer, str) else placer
+    adm = make_admission(admission) if admission is None or isinstance(admission, str) else admission
+    if not callable(getattr(plc, "place", None)):
+        raise InputError("placer", type(plc).__name__, "must have place(cluster, want, previous, pinned)")
+    if not callable(getattr(adm, "admit", None)):
+        raise InputError("admission", type(adm).__name__, "must have admit(job, state) -> Verdict")
     pname = str(getattr(policy, "name", type(policy).__name__))
     if adaptive is None:
-        adaptive = bool(getattr(policy, "adaptive", pname in ADAPTIVE_POLICIES))
+        adaptive = bool(getattr(policy, "adaptive", False))
     R = float(round_seconds)
     jobs = [JobState(w.name, w.application, w.time, w.num_replicas, w.batch_size, adaptive, jm, estimator=estimator)
             for w in workload.jobs]
@@ -239,23 +315,43 @@ def simulate(
         if rs is not None and rs[0] > biggest:
             raise InputError(f"workload.jobs[{k}].num_replicas", rs[0],
                              f"no GPU type of the cluster has that many GPUs (largest: {biggest})")
+    # -- hopeless jobs: said before the run, carried in the result (schedopt.sim.feasibility; issue 25) --
+    stop_at = default_stop(workload) if max_time is None else float(max_time)
+    hopeless = tuple(hopeless_jobs(cluster, workload, jm, stop_at, adaptive=adaptive, round_seconds=float(round_seconds),
+                                   max_rate=float(getattr(policy, "max_rate", 1.0))))
+    # -- end of hopeless jobs --
     last = max((j.arrival for j in jobs), default=0.0)
     stop = last + 60 * 86400.0 if max_time is None else float(max_time)
     bar = _Progress(progress, len(jobs), label or f"{pname} on {workload.name}")
     rounds: list[RoundRecord] = []
     placement: Placement | None = None
     active: dict[str, JobState] = {}
+    pending: list[JobState] = []  # arrived, not yet admitted (the admission rule deferred them)
+    accept_all = isinstance(adm, AcceptAll)
+    rejected: list[str] = []
     nxt, done, k = 0, 0, 0
     t = 0.0
+    capped = False
     while done < len(jobs):
         t = k * R
         if t > stop:
+            capped = True
             break
         while nxt < len(jobs) and jobs[nxt].arrival <= t:
-            active[jobs[nxt].id] = jobs[nxt]
+            pending.append(jobs[nxt])
             nxt += 1
+        if pending:
+            if accept_all:
+                for j in pending:
+                    active[j.id] = j
+                pending = []
+            else:
+                done += _admit(adm, cluster, pending, active, rejected, t)
         if not active:  # idle: jump to the first round at or after the next arrival
-            k = max(k + 1, math.ceil(jobs[nxt].arrival / R))
+            if pending or nxt >= len(jobs):
+                k += 1
+            else:
+                k = max(k + 1, math.ceil(jobs[nxt].arrival / R))
             continue
         state = RoundState(time=t, round_index=k, round_seconds=R, cluster=cluster,
                            jobs=tuple(_view(j, t) for j in active.values()), placement=placement)
@@ -264,14 +360,21 @@ def simulate(
         dt, dc = time.perf_counter() - t0, time.process_time() - c0
         if not isinstance(decision, Decision):
             raise InputError(f"policy[{pname}].decide", type(decision).__name__, "must return a Decision")
-        if decision.allocation is not None and decision.nodes is not None:
-            raise InputError(f"policy[{pname}].decision", "allocation and nodes", "give one of them, not both")
+        if decision.answer is not None and decision.answer.termination.limit is Limit.INTERRUPTED:
+            # a solver's own Ctrl-C handling returned its incumbent: the user asked to stop, so stop the simulation
+            raise KeyboardInterrupt(f"policy {pname}'s solve was interrupted in round {k}")
+        requests = decision.requests or {}
+        if decision.nodes is not None and (decision.allocation is not None or requests):
+            raise InputError(f"policy[{pname}].decision", "nodes and allocation/requests",
+                             "give node maps, or configurations and GPU requests, not both")
+        waiting = 0
         if decision.nodes is not None:
             placement = _from_nodes(cluster, pname, decision.nodes, active, placement, decision.colocate)
         else:
             if decision.colocate:
                 raise InputError(f"policy[{pname}].colocate", dict(decision.colocate), "needs a `nodes` decision")
-            placement = _from_allocation(cluster, pname, decision.allocation or {}, active, placement)
+            placement, waiting = _from_allocation(cluster, pname, decision.allocation or {}, requests, active,
+                                                  placement, plc)
         extra = min(dt, R) if charge_policy_time else 0.0
         rates, restarts = decision.rate or {}, decision.restart or {}
         for hook, vals in (("rate", rates), ("restart", restarts)):
@@ -310,19 +413,69 @@ def simulate(
         if finished:
             placement = Placement(assignments={j: s for j, s in placement.assignments.items() if j in active},
                                   configs={j: c for j, c in placement.configs.items() if j in active})
-        rounds.append(RoundRecord.of(k, t, dt, len(state.jobs), decision, dc))
+        rec = RoundRecord.of(k, t, dt, len(state.jobs), decision, dc)
+        if waiting:
+            rec = RoundRecord(rec.index, rec.time, rec.policy_seconds, rec.active, rec.answer,
+                              {**rec.info, "unplaced_requests": waiting}, rec.policy_cpu_seconds)
+        rounds.append(rec)
         bar.update(t + R, done)
+        if observer is not None:
+            observer(len(rounds), t + R, done, len(jobs))
         k += 1
     bar.close(t, done)
-    meta: dict[str, Any] = {
-        "policy": pname,
-        "workload": workload.name,
-        "cluster": {t.name: [t.nodes, t.gpus_per_node] for t in cluster.gpu_types},
-        "gpus": cluster.num_gpus,
-        "round_seconds": R,
-        "job_model": jm.name,
-        "adaptive": adaptive,
-        "charge_policy_time": charge_policy_time,
-        "estimator": estimator,
-    }
-    return SimResult(meta=meta, jobs=tuple(JobRecord.of(j) for j in jobs), rounds=tuple(rounds))
+    finishes = [j.finish for j in jobs if j.finish is not None]
+    unfinished = sum(1 for j in jobs if j.finish is None and j.id not in rejected)
+    end_time = (rounds[-1].time + R) if capped and rounds else max(finishes, default=0.0)
+    if capped and unfinished:
+        warnings.warn(f"simulation {label or f'{pname} on {workload.name}'} stopped at its time cap "
+                      f"(t = {stop / 3600:.4g} h) with {unfinished} of {len(jobs)} jobs unfinished",
+                      RuntimeWarning, stacklevel=2)
+    meta = SimMeta(
+        policy=pname,
+        workload=workload.name,
+        cluster={t.name: (t.nodes, t.gpus_per_node) for t in cluster.gpu_types},
+        gpus=cluster.num_gpus,
+        round_seconds=R,
+        job_model=jm.name,
+        adaptive=adaptive,
+        charge_policy_time=charge_policy_time,
+        estimator=estimator,
+        placer=role_name(plc, placer if placer is not None else "sia"),
+        admission=role_name(adm, admission if admission is not None else "accept-all"),
+        capped=capped and unfinished > 0,
+        unfinished=unfinished,
+        rejected=len(rejected),
+        end_time=float(end_time),
+    )
+    rej = set(rejected)
+    for j in jobs:
+        j.rejected = j.id in rej
+    return SimResult(meta=meta, jobs=tuple(JobRecord.of(j) for j in jobs), rounds=tuple(rounds),
+                     hopeless=hopeless)
+
+
+def _admit(adm: Admission, cluster: Cluster, pending: list[JobState], active: dict[str, JobState],
+           rejected: list[str], t: float) -> int:
+    """Ask ``adm`` about every pending job in arrival order; move the accepted to ``active`` (in place). Returns the
+    number rejected now (they count as done)."""
+    views = [_view(j, t) for j in active.values()]
+    queued = sum(1 for j in active.values() if not j.nodes)
+    keep: list[JobState] = []
+    n_rej = 0
+    for j in pending:
+        v = _view(j, t)
+        verdict = adm.admit(v, AdmissionState(time=t, cluster=cluster, admitted=tuple(views), queued=queued))
+        if not isinstance(verdict, Verdict):
+            raise InputError(f"admission[{getattr(adm, 'name', type(adm).__name__)}].admit[{j.id}]", verdict,
+                             "must return a schedopt.sim.roles.Verdict (ACCEPT, DEFER or REJECT)")
+        if verdict is ACCEPT:
+            active[j.id] = j
+            views.append(v)
+            queued += 1
+        elif verdict is REJECT:
+            rejected.append(j.id)
+            n_rej += 1
+        else:
+            keep.append(j)
+    pending[:] = keep
+    return n_rej

@@ -380,12 +380,19 @@ def _online_throughput(jm: JobModel, app: str, seen: tuple[tuple[str, int, int, 
     same history share one fit."""
     m = jm.truth(app)
     est = GoodputEstimator(m, fit_starts=FIT_STARTS)
-    for t, n, r, b in seen:
-        p = m.params[t]
-        step = float(p.step_time(n, r, b))
-        sync = min(max(step - float(p.compute_time(b)), 0.0), step * (1 - 1e-9))
-        est.observe(t, n, r, b, step, sync)
+    for key in seen:
+        est.observe(*key, *_measured(jm, app, key))
     return est.estimate()
+
+
+@lru_cache(maxsize=65536)
+def _measured(jm: JobModel, app: str, key: tuple[str, int, int, int]) -> tuple[float, float]:
+    """(step time, sync time) the job measures at ``key`` = (gpu type, nodes, GPUs, local batch): the truth's, kept
+    per configuration (every estimate of a job's history repeats its earlier configurations)."""
+    t, n, r, b = key
+    p = jm.truth(app).params[t]
+    step = float(p.step_time(n, r, b))
+    return step, min(max(step - float(p.compute_time(b)), 0.0), step * (1 - 1e-9))
 
 
 @lru_cache(maxsize=65536)

@@ -2,133 +2,86 @@
 
 Runs on a local process pool by default, or on any executor passed in: a ``concurrent.futures`` executor or a Dask
 ``distributed.Client`` (anything with ``submit`` returning futures), or a pool with ``map`` only (``multiprocessing``
-or Ray's ``ray.util.multiprocessing.Pool``). Each task is a :class:`SimTask` (plain, picklable); each result a
-:class:`~schedopt.sim.metrics.SimResult` whose ``meta`` names the task. Results come back in task order and are the
-same on every executor (the simulation is deterministic). Progress: a bar on a terminal,
-a plain line every 30 s otherwise (``progress=True`` forces the bar, ``False`` silences it).
+or Ray's ``ray.util.multiprocessing.Pool``). Each task is a :class:`SimTask` (plain, picklable: a policy is a
+registered name, a ``module:Class`` spec or a policy object); each result a :class:`~schedopt.sim.metrics.SimResult`
+whose ``meta`` names the task. The family that runs a task is found in :mod:`schedopt.sim.registry`
+(:func:`~schedopt.sim.registry.system_for`), never by a string here. Results come back in task order and are the
+same on every executor (the simulation is deterministic). Progress: a bar on a terminal, a plain line every 30 s
+otherwise (``progress=True`` forces the bar, ``False`` silences it).
 """
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from ..bench.progress import Progress
 from ..errors import InputError
-from .engine import simulate
+from .engine import Observer
+from .limits import check_max_time, check_round_seconds, check_seeds, check_tasks, check_workers
 from .metrics import SimResult
-from .policies import get_policy
-from .workloads import cluster_preset, default_job_model, load_workload
+from .registry import system_for
+from .runs import SimFailure, run_tasks
 
-__all__ = ["SYSTEMS", "SimTask", "run_task", "simulate_many", "system_of", "tasks"]
+if TYPE_CHECKING:
+    from .policies.base import Policy
+    from .roles import Admission, Placer
+
+__all__ = ["SimTask", "run_task", "simulate_many", "tasks"]
 
 
 @dataclass(frozen=True)
 class SimTask:
-    """One simulation: names only (a shipped workload or a CSV path, a cluster preset), so it pickles anywhere."""
+    """One simulation: names (a shipped workload or a CSV path, a cluster preset) and specs, so it pickles
+    anywhere. ``policy``: a registered name or spec (``sia:backend=highs``, ``synergy:las/opt``,
+    ``mymod:MyPolicy:k=3``) or a policy object (copied per simulation)."""
 
-    policy: str
+    policy: str | Policy
     workload: str
     seed: int = 0
-    cluster: str | None = None  #: None: the system's default (``sia-64`` for the elastic policies)
+    cluster: str | None = None  #: None: the family's default (``sia-64`` for the elastic policies)
     job_model: str | None = None  #: None: the cluster preset's (``pollux`` for ``pollux``, else ``sia``)
-    round_seconds: float | None = None  #: None: the system's default (60 s; Synergy 300 s)
+    round_seconds: float | None = None  #: None: the family's default (60 s; Synergy 300 s)
     policy_params: Mapping[str, Any] = field(default_factory=dict)
     charge_policy_time: bool = False
     max_time: float | None = None
     estimator: str = "bootstrap"  #: what the policy sees of a job's throughput (``simulate(estimator=...)``)
+    placer: str | Placer | None = None  #: None: the family's (Sia's placer on the elastic engine)
+    admission: str | Admission | None = None  #: None: accept every job at arrival
+
+    @property
+    def policy_name(self) -> str:
+        """The policy as records name it: the spec, or the object's ``name``."""
+        return self.policy if isinstance(self.policy, str) else str(getattr(self.policy, "name",
+                                                                            type(self.policy).__name__))
 
 
-#: Systems with their own cluster, workload and policy types on the same engine: a policy named ``<system>`` or
-#: ``<system>:<variant>`` is run by that module's ``run_task(task) -> SimResult``, which resolves the task's cluster
-#: (None: the system's default), workload and policy names itself.
-SYSTEMS: dict[str, str] = {"gandiva": "schedopt.sim.gandiva", "synergy": "schedopt.sim.synergy"}
+def run_task(task: SimTask, observer: Observer | None = None) -> SimResult:
+    """Run one :class:`SimTask` on its family (top-level, so process pools and Dask workers can import it)."""
+    if not isinstance(task, SimTask):
+        raise InputError("task", type(task).__name__, "must be a schedopt.sim.SimTask")
+    return system_for(task.policy).run(task, observer)
 
 
-def system_of(policy: str) -> str | None:
-    """The system that runs ``policy`` (a key of :data:`SYSTEMS`), or None for the elastic engine's policies."""
-    head = policy.split(":", 1)[0]
-    return head if head in SYSTEMS else None
-
-
-def run_task(task: SimTask) -> SimResult:
-    """Run one :class:`SimTask` (top-level, so process pools and Dask workers can import it)."""
-    system = system_of(task.policy)
-    if system is not None:
-        import importlib
-
-        runner = importlib.import_module(SYSTEMS[system]).run_task
-        return runner(task)  # type: ignore[no-any-return]
-    cluster = task.cluster or "sia-64"
-    pol = get_policy(task.policy, seed=task.seed, **dict(task.policy_params))
-    jm = task.job_model or default_job_model(cluster)
-    res = simulate(cluster_preset(cluster), load_workload(task.workload), pol,
-                   round_seconds=task.round_seconds or 60.0,
-                   job_model=jm, charge_policy_time=task.charge_policy_time, estimator=task.estimator,
-                   max_time=task.max_time, progress=False)
-    meta = {**res.meta, "seed": task.seed, "cluster_preset": cluster, "policy_params": dict(task.policy_params)}
-    return SimResult(meta, res.jobs, res.rounds)
-
-
-def tasks(policies: Iterable[str], workloads: Iterable[str], seeds: Iterable[int] = (0,), **common: Any) -> list[SimTask]:
+def tasks(policies: Iterable[str | Policy], workloads: Iterable[str], seeds: Iterable[int] = (0,),
+          **common: Any) -> list[SimTask]:
     """The task list policies x workloads x seeds (``common``: the other :class:`SimTask` fields;
     ``policy_params`` may map a policy name to its parameters)."""
     pp = common.pop("policy_params", None) or {}
+    per_policy = bool(pp) and all(isinstance(v, Mapping) for v in pp.values())
     out = []
     for p in policies:
-        params = pp.get(p, {}) if all(isinstance(v, Mapping) for v in pp.values()) else pp
+        key = p if isinstance(p, str) else None
+        params = (pp.get(key, {}) if key is not None else {}) if per_policy else pp
         for w in workloads:
             for s in seeds:
                 out.append(SimTask(policy=p, workload=w, seed=int(s), policy_params=dict(params), **common))
     return out
 
 
-def _run_all(items: Sequence[SimTask], executor: Any, workers: int | None, progress: bool | None) -> list[SimResult]:
-    """The one executor layer: serial, a local process pool, or the caller's executor."""
-    n = len(items)
-    bar = Progress(n, progress, interval=30.0)
-
-    def tick(done: int) -> None:
-        bar.update("simulate_many", advance=done - bar.done)
-        if done == n:
-            bar.close()
-
-    if executor is None and (workers == 1 or n <= 1):
-        out = []
-        for k, t in enumerate(items):
-            out.append(run_task(t))
-            tick(k + 1)
-        return out
-    own = executor is None
-    pool = cf.ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1) if own else executor
-    try:
-        if hasattr(pool, "submit"):
-            futs = [pool.submit(run_task, t) for t in items]
-            index = {id(f): k for k, f in enumerate(futs)}
-            results: list[SimResult | None] = [None] * n
-            done = 0
-            pending = list(futs)
-            while pending:
-                f = pending.pop(0)
-                results[index[id(f)]] = f.result()
-                done += 1
-                tick(done)
-            return [r for r in results if r is not None]
-        if hasattr(pool, "map"):
-            out = list(pool.map(run_task, items))
-            tick(n)
-            return out
-        raise InputError("executor", type(pool).__name__, "needs submit(fn, *args) -> future, or map(fn, items)")
-    finally:
-        if own:
-            pool.shutdown()
-
-
 def simulate_many(
-    policies: Iterable[str] | str,
+    policies: Iterable[str | Policy] | str,
     workloads: Iterable[str] | str,
     seeds: Iterable[int] = (0,),
     *,
@@ -139,22 +92,38 @@ def simulate_many(
     charge_policy_time: bool = False,
     max_time: float | None = None,
     estimator: str = "bootstrap",
+    placer: str | Placer | None = None,
+    admission: str | Admission | None = None,
     executor: Any = None,
     workers: int | None = None,
     progress: bool | None = None,
-) -> list[SimResult]:
-    """Simulate every (policy, workload, seed); results in that order. ``executor``: None (a local process pool of
-    ``workers`` processes, default the CPU count; ``workers=1`` runs here), a ``concurrent.futures`` executor, a
-    Dask ``distributed.Client``, or a pool with ``map``. ``policy_params``: parameters for every policy, or a
-    mapping policy name -> parameters. ``estimator``: ``"bootstrap"`` (default) or ``"oracle"``, see
-    :func:`~schedopt.sim.engine.simulate`."""
+    output_dir: str | os.PathLike[str] | None = None,
+    resume: bool = False,
+    on_error: Literal["raise", "record"] = "raise",
+) -> list[SimResult | SimFailure]:
+    """Simulate every (policy, workload, seed); results in that order. ``policies``: registered names or specs
+    (``sia:backend=highs``, ``mymod:MyPolicy``) or policy objects (pickled to workers, copied per simulation).
+    ``executor``: None (a local process pool of ``workers`` processes, default the CPU count; ``workers=1`` runs
+    here), a ``concurrent.futures`` executor, a Dask ``distributed.Client``, or a pool with ``map``.
+    ``policy_params``: parameters for every policy, or a mapping policy name -> parameters. ``estimator``:
+    ``"bootstrap"`` (default) or ``"oracle"``; ``placer``, ``admission``: see :func:`~schedopt.sim.engine.simulate`.
+    ``output_dir``: write each record the moment its simulation finishes (atomically, with ``summary.csv``);
+    ``resume``: skip the tasks whose record there is whole; ``on_error="record"``: a failing simulation becomes a
+    :class:`~schedopt.sim.runs.SimFailure` in its place while the others go on (default: the first failure stops the
+    sweep at once). The executor layer is :func:`schedopt.sim.runs.run_tasks`."""
     pols = [policies] if isinstance(policies, str) else list(policies)
     wls = [workloads] if isinstance(workloads, str) else list(workloads)
     if not pols or not wls:
         raise InputError("policies" if not pols else "workloads", [], "must name at least one")
+    seeds = check_seeds(seeds)  # schedopt.sim.limits: the same rules as simulate's and the CLI's
+    check_tasks(len(pols), len(wls), len(seeds))
+    round_seconds = None if round_seconds is None else check_round_seconds(round_seconds)
+    max_time = check_max_time(max_time)
+    workers = check_workers(workers)
+    if job_model is not None and job_model not in ("pollux", "sia"):
+        raise InputError("job_model", job_model, "must be 'pollux', 'sia' or None (the cluster preset's)")
     items = tasks(pols, wls, seeds, cluster=cluster, job_model=job_model, round_seconds=round_seconds,
                   policy_params=dict(policy_params or {}), charge_policy_time=charge_policy_time, max_time=max_time,
-                  estimator=estimator)
-    return _run_all(items, executor, workers, progress)
-
-
+                  estimator=estimator, placer=placer, admission=admission)
+    return run_tasks(items, executor=executor, workers=workers, progress=progress, output_dir=output_dir,
+                     resume=resume, on_error=on_error)

@@ -48,6 +48,7 @@ from .policies.base import Decision, RoundState
 from .workloads import Workload, WorkloadJob
 
 if TYPE_CHECKING:
+    from .engine import Observer
     from .sweep import SimTask
 
 __all__ = [
@@ -374,7 +375,7 @@ def parse_synergy_workload(workload: str, seed: int = 0) -> tuple[SynergyTrace, 
     raise InputError("workload", workload, f"unknown Synergy workload; {_WORKLOAD_HELP}")
 
 
-def run_task(task: SimTask) -> SimResult:
+def run_task(task: SimTask, observer: Observer | None = None) -> SimResult:
     """Run one :class:`~schedopt.sim.sweep.SimTask` whose policy is ``synergy[:<variant>]`` (what
     :func:`schedopt.sim.simulate_many` and ``schedopt simulate`` call). ``task.cluster``: a name of
     :data:`CLUSTER_PRESETS` (None: the cluster the workload was run on in the published configs: ``static_trace``
@@ -398,11 +399,11 @@ def run_task(task: SimTask) -> SimResult:
                          "unknown; Synergy policies take use_speedup and promote")
     res = simulate_synergy(trace, synergy_servers(preset), queue=queue, method=method,
                            round_seconds=300.0 if task.round_seconds is None else float(task.round_seconds),
-                           charge_policy_time=task.charge_policy_time, max_time=task.max_time, **params)
-    meta = dict(res.meta)
-    meta.update(policy=f"synergy:{queue}-{method}", workload=task.workload, trace=trace.workload.name,
-                seed=task.seed, cluster_preset=preset, policy_params=params)
-    return SimResult(meta, res.jobs, res.rounds)
+                           charge_policy_time=task.charge_policy_time, max_time=task.max_time, observer=observer,
+                           **params)
+    meta = res.meta.replace(policy=f"synergy:{queue}-{method}", workload=task.workload, trace=trace.workload.name,
+                            seed=task.seed, cluster_preset=preset, policy_params=params)
+    return SimResult(meta, res.jobs, res.rounds, res.hopeless)
 
 
 # ---------------------------------------------------------------------------------------------- the policy
@@ -431,6 +432,8 @@ class SynergyPolicy:
     running job's (GPUs, CPUs, GB, throughput, proportional throughput) in the round's ``info`` (for checking)."""
 
     adaptive = False
+    #: Decision.rate may exceed 1 (throughput over proportional throughput): no bound for hopeless_jobs (issue 25)
+    max_rate = math.inf
 
     def __init__(self, servers: Sequence[Server], jobs: Mapping[str, SynergyJob], *, queue: str = "fifo",
                  method: str = "tune", meta: Mapping[str, SynergyTraceJob] | None = None,
@@ -496,7 +499,7 @@ class SynergyPolicy:
 def simulate_synergy(trace: SynergyTrace, servers: Sequence[Server] | None = None, *, queue: str = "fifo",
                      method: str = "tune", round_seconds: float = 300.0, progress: bool | None = False,
                      charge_policy_time: bool = False, max_time: float | None = None,
-                     **policy_kw: Any) -> SimResult:
+                     observer: Observer | None = None, **policy_kw: Any) -> SimResult:
     """Run ``trace`` on ``servers`` (default: Synergy's 16 x (8 GPUs, 24 CPUs, 500 GB)) under
     :class:`SynergyPolicy` on the :mod:`schedopt.sim` engine; 300 s rounds as the published simulator
     (``charge_policy_time``, ``max_time``: as :func:`schedopt.sim.simulate`)."""
@@ -506,10 +509,9 @@ def simulate_synergy(trace: SynergyTrace, servers: Sequence[Server] | None = Non
     pol = SynergyPolicy(sv, trace.jobs, queue=queue, method=method, meta=trace.meta, **policy_kw)
     res = simulate(synergy_cluster(sv), trace.workload, pol, round_seconds=round_seconds, job_model=trace.job_model,
                    adaptive=False, charge_policy_time=charge_policy_time, max_time=max_time, progress=progress,
-                   label=f"{pol.name} on {trace.workload.name}")
-    meta = dict(res.meta)
-    meta.update(queue=queue, method=method, servers=[[s.gpus, s.cpus, s.mem_gb] for s in sv])
-    return SimResult(meta=meta, jobs=res.jobs, rounds=res.rounds)
+                   label=f"{pol.name} on {trace.workload.name}", observer=observer)
+    meta = res.meta.replace(queue=queue, method=method, servers=[[s.gpus, s.cpus, s.mem_gb] for s in sv])
+    return SimResult(meta=meta, jobs=res.jobs, rounds=res.rounds, hopeless=res.hopeless)
 
 
 def compare(trace: SynergyTrace, servers: Sequence[Server] | None = None, *, queues: Sequence[str] = ("fifo",),

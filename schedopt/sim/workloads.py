@@ -9,26 +9,80 @@ rigid policies use). Shipped sets (sources in ``data/workloads/sources.json``): 
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import json
 import math
+import numbers
+import warnings
+from collections.abc import Mapping, Set
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError
 from ..sia import Cluster, GpuType
 from .jobs import applications
+from .limits import MAX_ARRIVAL_SECONDS, MAX_BATCH_SIZE, MAX_REPLICAS, MAX_WORKLOAD_JOBS
 
-__all__ = ["CLUSTERS", "Workload", "WorkloadJob", "cluster_preset", "list_workloads", "load_workload", "read_workload"]
+__all__ = ["CLUSTERS", "UnsortedWorkloadWarning", "Workload", "WorkloadJob", "cluster_preset", "decode_workload_bytes",
+           "list_workloads", "load_workload", "read_workload"]
 
 _COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
 
 
+class UnsortedWorkloadWarning(UserWarning):
+    """A :class:`Workload` was given its jobs out of arrival order: they were sorted (stable) for the engine."""
+
+
+def _name(v: Any, field: str) -> str:
+    if not isinstance(v, str) or not v.strip():
+        raise InputError(field, v, "must be a non-empty text")
+    return v
+
+
+def _time(v: Any, field: str) -> float:
+    if type(v) is float and 0.0 <= v <= MAX_ARRIVAL_SECONDS:  # the common case, without the ABC checks below
+        return v
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise InputError(field, v, "must be a number of seconds")
+    try:
+        x = float(v)
+    except OverflowError:
+        raise InputError(field, v, "must be a finite number of seconds") from None
+    if not math.isfinite(x) or x < 0:
+        raise InputError(field, v, "must be a finite number of seconds >= 0")
+    if x > MAX_ARRIVAL_SECONDS:
+        raise InputError(field, v, f"must be <= MAX_ARRIVAL_SECONDS = {MAX_ARRIVAL_SECONDS:g} s (ten years)")
+    return x
+
+
+def _count(v: Any, field: str, hi: int, what: str) -> int:
+    if type(v) is int and 1 <= v <= hi:  # the common case, without the ABC checks below
+        return v
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise InputError(field, v, f"must be a positive integer ({what})")
+    if isinstance(v, numbers.Integral):
+        k = int(v)
+    else:
+        x = float(v)
+        if not math.isfinite(x) or x != int(x):
+            raise InputError(field, v, f"must be a positive integer ({what})")
+        k = int(x)
+    if not 1 <= k <= hi:
+        raise InputError(field, v, f"must be an integer in 1..{hi} ({what})")
+    return k
+
+
 @dataclass(frozen=True)
 class WorkloadJob:
-    """One submitted job."""
+    """One submitted job, checked when made: ``name`` and ``application`` non-empty texts; ``time`` (arrival, s) a
+    finite number in [0, MAX_ARRIVAL_SECONDS]; ``num_replicas`` (GPUs asked for) an integer in 1..MAX_REPLICAS;
+    ``batch_size`` an integer in 1..MAX_BATCH_SIZE (integral floats and numpy numbers are normalized). Whether the
+    application is known is checked where the job model is (:func:`~schedopt.sim.simulate`,
+    :func:`read_workload`): a custom :class:`~schedopt.sim.JobModel` may bring its own."""
 
     name: str
     time: float
@@ -36,13 +90,52 @@ class WorkloadJob:
     num_replicas: int
     batch_size: int
 
+    def __post_init__(self) -> None:
+        who = f"WorkloadJob({self.name!r})" if isinstance(self.name, str) else "WorkloadJob"
+        _name(self.name, f"{who}.name")
+        object.__setattr__(self, "time", _time(self.time, f"{who}.time"))
+        _name(self.application, f"{who}.application")
+        object.__setattr__(self, "num_replicas", _count(self.num_replicas, f"{who}.num_replicas", MAX_REPLICAS, "GPUs"))
+        object.__setattr__(self, "batch_size", _count(self.batch_size, f"{who}.batch_size", MAX_BATCH_SIZE,
+                                                      "global batch size"))
+
 
 @dataclass(frozen=True)
 class Workload:
-    """An arrival list (jobs sorted by time, then by their order in the file)."""
+    """An arrival list, checked when made (from a file or in Python): ``name`` a non-empty text; ``jobs`` a sequence
+    of at most MAX_WORKLOAD_JOBS :class:`WorkloadJob` with unique names, stored as a tuple sorted by arrival time
+    (stable: ties keep their order). Jobs given out of order are sorted with an :class:`UnsortedWorkloadWarning`,
+    never run in the given order (the engine admits jobs in list order, so a job arriving at t = 0 listed after one
+    arriving at t = 3600 would otherwise start late)."""
 
     name: str
     jobs: tuple[WorkloadJob, ...]
+
+    def __post_init__(self) -> None:
+        _name(self.name, "Workload.name")
+        jobs = self.jobs
+        if isinstance(jobs, (str, bytes, WorkloadJob, Mapping, Set)) or not hasattr(jobs, "__iter__"):
+            raise InputError(f"Workload({self.name!r}).jobs", type(jobs).__name__,
+                             "must be a sequence of schedopt.sim.WorkloadJob")
+        jobs = tuple(jobs)
+        if len(jobs) > MAX_WORKLOAD_JOBS:
+            raise InputError(f"Workload({self.name!r}).jobs", len(jobs), f"must hold at most {MAX_WORKLOAD_JOBS:,} jobs")
+        seen: dict[str, int] = {}
+        for k, j in enumerate(jobs):
+            if not isinstance(j, WorkloadJob):
+                raise InputError(f"Workload({self.name!r}).jobs[{k}]", type(j).__name__, "must be a schedopt.sim.WorkloadJob")
+            if j.name in seen:
+                raise InputError(f"Workload({self.name!r}).jobs[{k}].name", j.name,
+                                 f"is the name of jobs[{seen[j.name]}] too: job names must be unique")
+            seen[j.name] = k
+        if any(jobs[k].time > jobs[k + 1].time for k in range(len(jobs) - 1)):
+            k = next(k for k in range(len(jobs) - 1) if jobs[k].time > jobs[k + 1].time)
+            warnings.warn(f"Workload {self.name!r}: jobs are not sorted by arrival (jobs[{k}] {jobs[k].name!r} at "
+                          f"{jobs[k].time:g} s before jobs[{k + 1}] {jobs[k + 1].name!r} at {jobs[k + 1].time:g} s); "
+                          "sorted them by arrival time", UnsortedWorkloadWarning, stacklevel=3)
+            order = sorted(range(len(jobs)), key=lambda i: (jobs[i].time, i))
+            jobs = tuple(jobs[i] for i in order)
+        object.__setattr__(self, "jobs", jobs)
 
     def __len__(self) -> int:
         return len(self.jobs)
@@ -56,40 +149,96 @@ class Workload:
         return out.getvalue()
 
 
-def _num(field: str, v: str, kind: type) -> float:
+_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
+         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+
+
+def decode_workload_bytes(data: bytes, source: str = "workload") -> str:
+    """The text of a workload file in any common encoding: a byte-order mark names it (UTF-8, UTF-16 or UTF-32,
+    either order); else UTF-8; else Latin-1 (every byte is a character) -- except data holding NUL bytes, which no
+    text CSV holds (UTF-16 without a mark, a binary file): an :class:`InputError` naming ``source``."""
+    for bom, enc in _BOMS:
+        if data.startswith(bom):
+            try:
+                return data.decode(enc)
+            except UnicodeDecodeError as exc:
+                raise InputError(source, data[:20], f"starts with a {enc} byte-order mark but is not {enc}: {exc.reason} "
+                                 f"at byte {exc.start}") from None
+    if b"\x00" in data:
+        raise InputError(source, data[:20], "holds NUL bytes: not a text CSV (UTF-16 without a byte-order mark, or a "
+                         "binary file); save it as UTF-8")
     try:
-        x = float(v)
-    except (TypeError, ValueError):
-        raise InputError(field, v, "must be a number") from None
-    if not math.isfinite(x) or x < 0:
-        raise InputError(field, v, "must be a finite number >= 0")
-    if kind is int:
-        if x != int(x) or x < 1:
-            raise InputError(field, v, "must be a positive integer")
-        return int(x)
-    return x
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
 
 
-def read_workload(text: str, name: str = "workload") -> Workload:
-    """Parse the CSV text of a workload (checked: columns, numbers, known applications, unique names)."""
-    rows = list(csv.DictReader(io.StringIO(text)))
-    if not rows:
-        raise InputError(f"{name}", text[:40], "has no job rows")
-    missing = [c for c in _COLUMNS if c not in rows[0]]
+def _cell(v: str | None, field: str, kind: str) -> Any:
+    if v is None:
+        raise InputError(field, None, "is missing (the row has fewer fields than the header)")
+    t = v.strip()
+    if kind == "text":
+        if not t:
+            raise InputError(field, v, "must be a non-empty text")
+        return t
+    if kind != "time" and t.isdigit() and t.isascii() and len(t) < 12:  # the common case: a plain integer
+        x: float = int(t)
+    else:
+        try:
+            x = float(t)
+        except ValueError:
+            raise InputError(field, v, "must be a number") from None
+    if kind == "time":
+        return _time(x, field)
+    return _count(x, field, MAX_REPLICAS if kind == "replicas" else MAX_BATCH_SIZE,
+                  "GPUs" if kind == "replicas" else "global batch size")
+
+
+def read_workload(text: str | bytes, name: str = "workload", *, source: str | None = None) -> Workload:
+    """Parse the CSV text (or bytes, any encoding: :func:`decode_workload_bytes`) of a workload: any line ending
+    (``\\n``, ``\\r\\n``, ``\\r``), the columns ``name,time,application,num_replicas,batch_size`` (others are
+    ignored), every row checked (numbers and their bounds, known applications, unique names). A bad row is an
+    :class:`InputError` naming the source (``source``, default ``name``), the row's line and the column:
+    ``saturn.csv:7.time``. Rows out of arrival order are sorted, as the published artifacts' readers do."""
+    src = source or name
+    if isinstance(text, (bytes, bytearray)):
+        text = decode_workload_bytes(bytes(text), src)
+    if not isinstance(text, str):
+        raise InputError(src, type(text).__name__, "must be the CSV text of a workload")
+    text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    if "\x00" in text:
+        raise InputError(src, text[:20], "holds NUL characters: not a text CSV")
+    try:
+        reader = csv.DictReader(io.StringIO(text))
+        header = [h.strip() if isinstance(h, str) else h for h in (reader.fieldnames or [])]
+        reader.fieldnames = header
+        rows = [(reader.line_num, r) for r in reader]
+    except csv.Error as exc:
+        raise InputError(src, text[:40], f"is not a readable CSV: {exc}") from None
+    if not header:
+        raise InputError(src, text[:40], "is empty: expected a header line name,time,application,num_replicas,batch_size")
+    missing = [c for c in _COLUMNS if c not in header]
     if missing:
-        raise InputError(f"{name}.columns", sorted(rows[0]), f"missing {', '.join(missing)}")
+        raise InputError(f"{src}.columns", header, f"missing {', '.join(missing)}")
+    rows = [(ln, r) for ln, r in rows if any((v or "").strip() for k, v in r.items() if k is not None)]
+    if not rows:
+        raise InputError(src, text[:40], "has no job rows")
     apps = applications()
-    jobs, seen = [], set()
-    for k, r in enumerate(rows):
-        p = f"{name}.jobs[{k}]"
-        if r["application"] not in apps:
-            raise InputError(f"{p}.application", r["application"], f"unknown; have {sorted(apps)}")
-        if not r["name"] or r["name"] in seen:
-            raise InputError(f"{p}.name", r["name"], "must be a non-empty unique name")
-        seen.add(r["name"])
-        jobs.append(WorkloadJob(r["name"], float(_num(f"{p}.time", r["time"], float)), r["application"],
-                                int(_num(f"{p}.num_replicas", r["num_replicas"], int)),
-                                int(_num(f"{p}.batch_size", r["batch_size"], int))))
+    jobs, seen = [], {}
+    for line, r in rows:
+        p = f"{src}:{line}"
+        if r.get(None):
+            raise InputError(f"{p}", r[None], f"has more fields than the header's {len(header)}")
+        jname = _cell(r["name"], f"{p}.name", "text")
+        app = _cell(r["application"], f"{p}.application", "text")
+        if app not in apps:
+            raise InputError(f"{p}.application", app, f"unknown; have {sorted(apps)}")
+        if jname in seen:
+            raise InputError(f"{p}.name", jname, f"is used by line {seen[jname]} too: job names must be unique")
+        seen[jname] = line
+        jobs.append(WorkloadJob(jname, _cell(r["time"], f"{p}.time", "time"), app,
+                                _cell(r["num_replicas"], f"{p}.num_replicas", "replicas"),
+                                _cell(r["batch_size"], f"{p}.batch_size", "batch")))
     order = sorted(range(len(jobs)), key=lambda i: (jobs[i].time, i))
     return Workload(name, tuple(jobs[i] for i in order))
 
@@ -111,7 +260,11 @@ def list_workloads() -> dict[str, str]:
 def load_workload(name_or_path: str | Path) -> Workload:
     """A shipped workload (``"saturn/1"``, ``"pollux@1.5/3"``) or a CSV file path; ``"<set>@<load>/<k>"`` at another
     load and ``"FILE:load=X[:seed=K]"`` are made by :mod:`schedopt.traces.named`."""
+    if not isinstance(name_or_path, (str, Path)) or not str(name_or_path).strip():
+        raise InputError("workload", name_or_path, "must name a shipped workload ('saturn/1') or a CSV file")
     key = str(name_or_path)
+    if "\x00" in key:
+        raise InputError("workload", key, "must not hold NUL characters")
     known = list_workloads()
     if key in known:
         s, k = key.split("/")
@@ -119,7 +272,13 @@ def load_workload(name_or_path: str | Path) -> Workload:
         return read_workload(text, key)
     p = Path(key)
     if p.is_file():
-        return read_workload(p.read_text(), p.stem)
+        try:
+            data = p.read_bytes()
+        except OSError as exc:
+            raise InputError("workload", key, f"cannot be read: {exc.strerror or exc}") from None
+        return read_workload(data, p.stem or "workload", source=str(p))
+    if p.exists():
+        raise InputError("workload", key, "is not a regular file (a folder?)")
     # --- traces (issue 28): "<set>@<load>/<k>" at any load, "FILE:load=X[:seed=K...]" (schedopt/traces/named.py) ---
     from ..traces.named import resolve_workload
 
@@ -141,9 +300,11 @@ _DEFAULT_JOB_MODEL = {"pollux": "pollux"}
 
 def cluster_preset(name: str) -> Cluster:
     """``"pollux"``, ``"sia-64"`` or ``"sia-<64 k>"`` (e.g. ``"sia-2048"``: node counts times k)."""
+    if not isinstance(name, str):
+        raise InputError("cluster", name, "must be a cluster preset name ('pollux', 'sia-64', 'sia-<multiple of 64>')")
     if name in CLUSTERS:
         return CLUSTERS[name]
-    if name.startswith("sia-") and name[4:].isdigit():
+    if name.startswith("sia-") and name[4:].isdigit() and name[4:].isascii() and len(name) < 16:
         g = int(name[4:])
         if g >= 64 and g % 64 == 0:
             k = g // 64

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from ...errors import InputError
 from ...gandiva import (
@@ -122,6 +122,8 @@ class GandivaPolicy:
     better_fit: float = 1.25
     name: str = "gandiva"
     adaptive: bool = False
+    #: Decision.rate may exceed 1 (a grown job runs held / requested faster): no bound for hopeless_jobs (issue 25)
+    max_rate: ClassVar[float] = math.inf
 
     def __post_init__(self) -> None:
         if not isinstance(self.mechanisms, Mechanisms):

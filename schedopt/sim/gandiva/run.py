@@ -6,13 +6,16 @@ import dataclasses
 import itertools
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import InputError
 from ...sia import Cluster
 from ..metrics import JobRecord, SimResult
 from .policy import MECHANISMS, GandivaPolicy, Mechanisms
 from .workload import CLUSTER_PRESETS, DEFAULT_CLUSTER, GandivaTrace, gandiva_preset, synthetic_trace
+
+if TYPE_CHECKING:
+    from ..engine import Observer
 
 __all__ = ["POLICY_PARAMS", "VARIANTS", "ablation", "run_task", "share_packed_gpus", "simulate_gandiva"]
 
@@ -61,7 +64,8 @@ def share_packed_gpus(jobs: Sequence[JobRecord], shared: Iterable[tuple[float, f
 
 def simulate_gandiva(trace: GandivaTrace, cluster: Cluster | None = None, mechanisms: Mechanisms | None = None,
                      *, round_seconds: float = 60.0, progress: bool | None = False, charge_policy_time: bool = False,
-                     max_time: float | None = None, label: str = "", **policy_kw: Any) -> SimResult:
+                     max_time: float | None = None, label: str = "", observer: Observer | None = None,
+                     **policy_kw: Any) -> SimResult:
     """Run ``trace`` on ``cluster`` (default :func:`~schedopt.sim.gandiva.gandiva_preset` ``()``: 50 P100 + 50
     P40) under :class:`GandivaPolicy` with ``mechanisms`` (default: all on) on the :mod:`schedopt.sim` engine; 60 s
     rounds = Gandiva's time slice. The records count physical GPU time (:func:`share_packed_gpus`)."""
@@ -72,12 +76,11 @@ def simulate_gandiva(trace: GandivaTrace, cluster: Cluster | None = None, mechan
     pol = GandivaPolicy(trace.jobs, mech, trace.priorities, speeds=trace.speeds, **policy_kw)
     res = simulate(cl, trace.workload, pol, round_seconds=round_seconds, job_model=trace.job_model,
                    adaptive=False, progress=progress, charge_policy_time=charge_policy_time, max_time=max_time,
-                   label=label or f"gandiva on {trace.workload.name}")
-    meta = dict(res.meta)
-    meta["mechanisms"] = {k: getattr(mech, k) for k in MECHANISMS}
-    meta["counts"] = dict(pol.counts)
-    meta["gpu_accounting"] = "physical: a packed GPU's time is split equally between its two jobs"
-    return SimResult(meta=meta, jobs=share_packed_gpus(res.jobs, pol.shared), rounds=res.rounds)
+                   label=label or f"gandiva on {trace.workload.name}", observer=observer)
+    meta = res.meta.replace(mechanisms={k: getattr(mech, k) for k in MECHANISMS}, counts=dict(pol.counts),
+                            gpu_accounting="physical: a packed GPU's time is split equally between its two jobs")
+    return SimResult(meta=meta, jobs=share_packed_gpus(res.jobs, pol.shared), rounds=res.rounds,
+                     hopeless=res.hopeless)
 
 
 def ablation(trace: GandivaTrace, cluster: Cluster | None = None, *, base: Mechanisms | None = None,
@@ -93,7 +96,7 @@ def ablation(trace: GandivaTrace, cluster: Cluster | None = None, *, base: Mecha
         s = res.summary()
         rows.append({"config": label, "avg_jct_s": s["avg_jct_s"], "makespan_s": s["makespan_s"],
                      "gpu_hours": s["gpu_hours"], "finished": s["finished"], "jobs": s["jobs"],
-                     **res.meta["counts"]})
+                     **res.meta.details["counts"]})
     off = rows[-1]
     for r in rows:
         r["jct_vs_off_pct"] = 100.0 * (r["avg_jct_s"] / off["avg_jct_s"] - 1.0)
@@ -101,7 +104,7 @@ def ablation(trace: GandivaTrace, cluster: Cluster | None = None, *, base: Mecha
     return rows
 
 
-def run_task(task: Any) -> SimResult:
+def run_task(task: Any, observer: Observer | None = None) -> SimResult:
     """Run one :class:`schedopt.sim.sweep.SimTask` whose policy is ``gandiva`` or ``gandiva:<variant>``
     (:data:`VARIANTS`): ``cluster`` a name of :data:`~schedopt.sim.gandiva.CLUSTER_PRESETS` (None:
     ``gandiva-100``), ``workload`` ``gandiva/synthetic[:key=value...]`` drawn with ``seed``
@@ -128,7 +131,7 @@ def run_task(task: Any) -> SimResult:
     trace = synthetic_trace(task.workload, task.seed, cluster)
     res = simulate_gandiva(trace, cluster, VARIANTS[key], round_seconds=R,
                            charge_policy_time=task.charge_policy_time, max_time=task.max_time,
-                           label=f"{task.policy} on {task.workload}", **params)
-    meta = {**res.meta, "policy": task.policy, "workload": task.workload, "seed": task.seed,
-            "cluster_preset": cname, "policy_params": params}
-    return SimResult(meta, res.jobs, res.rounds)
+                           label=f"{task.policy} on {task.workload}", observer=observer, **params)
+    meta = res.meta.replace(policy=task.policy, workload=task.workload, seed=task.seed, cluster_preset=cname,
+                            policy_params=params)
+    return SimResult(meta, res.jobs, res.rounds, res.hopeless)

@@ -1,22 +1,18 @@
 """Scheduling policies for :mod:`schedopt.sim` (interface in :mod:`schedopt.sim.policies.base`).
 
-:func:`get_policy` builds one by name: ``fifo``, ``tiresias``, ``sia`` here; ``pollux``, ``pollux-exact``,
-``pollux-unaware`` and ``gavel`` from their modules, imported only when asked for.
+The built-in policies of the elastic engine are registered in :mod:`schedopt.sim.registry` from :data:`POLICIES`
+(imported only when asked for); :func:`get_policy` builds one by name, spec (``sia:backend=highs``) or ``module:Class``.
 """
 
 from __future__ import annotations
 
-import importlib
-import inspect
-from typing import Any
-
-from ...errors import InputError
+from ..registry import OptionValue, make_policy, register_policy
 from .base import Decision, JobView, Policy, RoundState
 
 __all__ = ["POLICIES", "Decision", "JobView", "Policy", "RoundState", "get_policy"]
 
-#: policy name -> (module, class)
-POLICIES: dict[str, tuple[str, str]] = {
+#: the built-in policies: name -> (module, class) or (module, class, default options)
+POLICIES: dict[str, tuple[str, str] | tuple[str, str, dict[str, OptionValue]]] = {
     "fifo": ("fifo", "FifoPolicy"),
     "tiresias": ("tiresias", "TiresiasPolicy"),
     "sia": ("sia", "SiaPolicy"),
@@ -24,26 +20,26 @@ POLICIES: dict[str, tuple[str, str]] = {
     "pollux-exact": ("pollux", "PolluxExactPolicy"),
     "pollux-unaware": ("pollux_unaware", "PolluxUnawarePolicy"),
     "gavel": ("gavel", "GavelPolicy"),
+    # --- issue 29: fairness baselines ---
+    "gavel:ftf": ("gavel", "GavelPolicy", {"objective": "ftf"}),
+    "gavel:makespan": ("gavel", "GavelPolicy", {"objective": "makespan"}),
+    "optimus": ("optimus", "OptimusPolicy"),
+    # --- end issue 29 ---
 }
 
+for _name, _entry in POLICIES.items():
+    register_policy(_name, f"{__name__}.{_entry[0]}:{_entry[1]}", defaults=_entry[2] if len(_entry) > 2 else None,
+                    replace=True)
 
-def get_policy(name: str, **params: Any) -> Policy:
-    """A fresh policy object (policies keep state between rounds: use one per simulation). ``seed`` is passed only
-    to policies whose constructor takes it."""
-    if name not in POLICIES:
-        raise InputError("policy", name, f"unknown; have {', '.join(POLICIES)}")
-    mod, cls_name = POLICIES[name]
-    try:
-        module = importlib.import_module(f"{__name__}.{mod}")
-    except ModuleNotFoundError as exc:
-        raise InputError("policy", name, f"is not available in this installation ({exc})") from None
-    cls = getattr(module, cls_name)
-    sig = inspect.signature(cls)
-    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values())
-    if not takes_any:
-        if "seed" in params and "seed" not in sig.parameters:
-            params = {k: v for k, v in params.items() if k != "seed"}
-        bad = [k for k in params if k not in sig.parameters]
-        if bad:
-            raise InputError(f"policy[{name}].{bad[0]}", params[bad[0]], f"is not a parameter of {cls_name}")
-    return cls(**params)  # type: ignore[no-any-return]
+
+def get_policy(name: str, **params: object) -> Policy:
+    """A fresh policy object (policies keep state between rounds: use one per simulation) from a registered name or
+    spec (``sia``, ``sia:backend=highs``, ``gavel:ftf``, ``mymod:MyPolicy:k=3``). ``params`` are checked against the
+    policy's declared parameters (an unknown one is refused, naming the closest known one) and converted to their
+    types; ``seed`` is passed only to policies whose constructor takes it."""
+    seed = params.pop("seed", None)
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        from ...errors import InputError
+
+        raise InputError("seed", seed, "must be an integer")
+    return make_policy(name, params, seed=seed)  # type: ignore[arg-type]  # checked int above

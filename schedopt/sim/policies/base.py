@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from schedopt.goodput import JobGoodputModel
 from schedopt.problem import Answer
 from schedopt.sia import Cluster, Config, Placement
+
+if TYPE_CHECKING:
+    from schedopt.sim.roles import GpuRequest
 
 __all__ = ["Decision", "JobView", "Policy", "RoundState"]
 
@@ -54,13 +57,17 @@ class RoundState:
 
 @dataclass(frozen=True)
 class Decision:
-    """A policy's answer for one round: ``allocation`` (a configuration per job; the engine places it) or ``nodes``
-    (job id -> {node id: GPUs}; policies with their own placer). Jobs missing from either are queued."""
+    """A policy's answer for one round: ``allocation`` (a configuration per job) and/or ``requests`` (a
+    :class:`~schedopt.sim.roles.GpuRequest` or a GPU count per job: a rigid request of any size), which the
+    simulation's placer maps onto GPUs; or ``nodes`` (job id -> {node id: GPUs}; policies with their own placer).
+    Jobs missing from all are queued."""
 
     # either a configuration per job (the engine places it with schedopt.sia.place, keeping unchanged jobs),
     allocation: Mapping[str, Config | None] | None = None
     # or an explicit node-level placement: job id -> {node id: GPUs} (Pollux, Gavel place themselves)
     nodes: Mapping[str, Mapping[str, int]] | None = None
+    # or a GPU count (and optionally a type) per job, placed by the placer: any size the cluster can host
+    requests: Mapping[str, GpuRequest | int] | None = None
     answer: Answer | None = None     # the solver's answer (termination, objective, bound, timings) when a model was solved
     info: Mapping[str, Any] = field(default_factory=dict)
     # optional GPU-sharing hooks (Gandiva; default: none): with ``nodes``, guest job id -> host job id, the guest runs
@@ -72,7 +79,9 @@ class Decision:
 
 
 class Policy(Protocol):
-    """A scheduling policy: ``decide`` is called once per round."""
+    """A scheduling policy: ``decide`` is called once per round. A policy whose jobs adapt their GPU count and batch
+    size says so with a class attribute ``adaptive = True`` (default False: jobs run rigidly as the workload asks);
+    its constructor's keyword parameters are its options (``--policy name:key=value``)."""
 
     name: str
 

@@ -7,9 +7,8 @@ with the most free GPUs (:class:`~schedopt.sim.policies.rigid.TypeBudget`).
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..policies.base import Decision, RoundState
+from ..registry import parse_bool
 from .rigid import TypeBudget, requested
 
 __all__ = ["FifoPolicy"]
@@ -21,8 +20,8 @@ class FifoPolicy:
     name = "fifo"
     adaptive = False
 
-    def __init__(self, backfill: bool = False, seed: int | None = None, **_: Any) -> None:
-        self.backfill = bool(backfill)
+    def __init__(self, backfill: bool = False, seed: int | None = None) -> None:
+        self.backfill = parse_bool(backfill, "policy[fifo].backfill")
 
     def decide(self, state: RoundState) -> Decision:
         b = TypeBudget(state)

@@ -14,7 +14,10 @@ job ``j`` on type ``k`` at its requested GPU count (its scale factor ``s_j``), `
 
 A second LP (``efficient=True``, the default) keeps ``t >= t*`` and maximises ``sum_j sum_k (X s / prop) x``: the
 max-min optimum is rarely unique and a simplex vertex may leave GPUs idle that Gavel's interior-point solver would
-spread; the card says why. Both are :class:`~schedopt.LinearModel` s built from arrays and solved by any backend.
+spread; the card says why. The LPs are :mod:`schedopt.gavel`'s (this policy is a thin layer over
+:func:`schedopt.gavel.solve_spec`), which also gives the ``ftf`` (``gavel:ftf``) and ``makespan``
+(``gavel:makespan``) objectives: each job's remaining steps at its batch come from its application's training curve
+(:func:`remaining_steps`), its time since start is its age (``formulations/sim_baselines.md``).
 
 Rounds (``scheduler.py``, ``_update_priorities`` / ``_schedule_jobs_on_workers_helper``, as the Sia artifact's
 ``gavel.py`` runs it): every job carries the time it has run on each type (starting at half a round), each type the
@@ -33,19 +36,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from ...errors import InputError
+from ...gavel import GavelSpec, build, normalized_weights, solve_spec
 from ...model import LinearModel
-from ...problem import Answer
+from ...problem import Answer, SolveOptions
 from ...results import SolveResult, Termination, TerminationReason, Timings
 from ...sia import Cluster
 from .base import Decision, JobView, RoundState
 
-__all__ = ["OBJECTIVES", "ROUND_SECONDS", "GavelAnswer", "GavelLP", "GavelPolicy", "build_gavel_lp", "gavel_throughputs"]
+__all__ = ["OBJECTIVES", "ROUND_SECONDS", "GavelAnswer", "GavelLP", "GavelPolicy", "build_gavel_lp", "gavel_throughputs",
+           "remaining_steps"]
 
-#: the LP objectives: Gavel's heterogeneity-aware max-min fairness, and max_sum_throughput_perf (Sia's Gavel runs)
-OBJECTIVES = ("max_min", "max_sum_throughput")
+#: the LP objectives (:mod:`schedopt.gavel`): Gavel's heterogeneity-aware max-min fairness, max_sum_throughput_perf
+#: (Sia's Gavel runs), finish-time fairness and minimum makespan
+OBJECTIVES = ("max_min", "max_sum_throughput", "ftf", "makespan")
 #: Gavel's own round (seconds): the Sia artifact runs Gavel with ``--interval 360`` (``run_experiment.sh``)
 ROUND_SECONDS = 360.0
 
@@ -100,6 +105,31 @@ def gavel_throughputs(cluster: Cluster, jobs: tuple[JobView, ...] | list[JobView
     return X, sf
 
 
+def remaining_steps(v: JobView) -> float:
+    """Optimizer steps ``v`` still needs at its batch size (Gavel's ``num_steps_remaining``; the Sia artifact's
+    ``get_gavel_job_info`` reads them from the application's validation curve): per remaining epoch, its
+    scale-invariant progress divided by the statistical gain of the batch (the job model's own rule)."""
+    from ..jobs import application
+
+    try:
+        app = application(v.application)
+    except InputError:
+        raise InputError(f"jobs[{v.id}].application", v.application,
+                         "has no shipped training curve, so its remaining steps are unknown") from None
+    done = float(v.progress) * app.target
+    scale = float(v.batch_size) / float(v.estimate.init_batch)
+    total, prev = 0.0, 0.0
+    for e in range(app.epochs):
+        end = float(app.progress[e])
+        if end > done:
+            sqr, var = app.grad_stats(float(v.batch_size), e)
+            den = var / scale + sqr
+            gain = (var + sqr) / den if den > 0 else 1.0
+            total += (end - max(prev, done)) / max(gain, 1e-12)
+        prev = end
+    return max(total, 1e-9)
+
+
 @dataclass(frozen=True, eq=False)
 class GavelLP:
     """The max-min LP of one round and its inverse map: ``rows`` index the jobs that can run somewhere (positions in
@@ -111,51 +141,34 @@ class GavelLP:
     types: tuple[str, ...]
 
 
+def _spec(X: np.ndarray, scale_factors: np.ndarray, capacity: np.ndarray, job_labels: list[str] | None,
+          types: tuple[str, ...] | None, objective: str, **kw: Any) -> GavelSpec:
+    X = np.asarray(X, dtype=np.float64)
+    cap = np.asarray(capacity, dtype=np.float64)
+    if X.ndim != 2 or cap.ndim != 1 or X.shape[1] != cap.shape[0]:
+        raise InputError("throughputs", X.shape, f"must be (jobs x GPU types) with {cap.shape[0]} types")
+    types = tuple(types or tuple(f"type{k}" for k in range(cap.shape[0])))
+    labels = tuple(job_labels or [f"job{j}" for j in range(X.shape[0])])
+    return GavelSpec(types, cap, labels, X, np.asarray(scale_factors, dtype=np.float64), objective=objective, **kw)
+
+
 def build_gavel_lp(X: np.ndarray, scale_factors: np.ndarray, capacity: np.ndarray,
                    job_labels: list[str] | None = None, types: tuple[str, ...] | None = None,
                    min_t: float | None = None, objective: str = "max_min") -> GavelLP:
-    """The max-min fairness LP from arrays (``X``: jobs x types throughputs, ``capacity``: GPUs per type).
-
-    With ``min_t`` the second (efficiency) LP: ``t >= min_t`` and the sum of normalised throughputs maximised.
-    ``objective="max_sum_throughput"``: Gavel's ``max_sum_throughput_perf`` (the Sia artifact's default for its
-    Gavel runs): no ``t`` and no fairness rows, ``sum X x`` maximised (``X`` then in the unit to be summed)."""
-    if objective not in OBJECTIVES:
-        raise InputError("objective", objective, f"must be one of {', '.join(OBJECTIVES)}")
-    X = np.asarray(X, dtype=np.float64)
-    sf = np.asarray(scale_factors, dtype=np.float64)
-    cap = np.asarray(capacity, dtype=np.float64)
-    if X.ndim != 2 or X.shape[1] != cap.shape[0]:
-        raise InputError("throughputs", X.shape, f"must be (jobs x GPU types) with {cap.shape[0]} types")
-    if sf.shape != (X.shape[0],) or (sf < 1).any():
-        raise InputError("scale_factors", sf.tolist(), "need one integer >= 1 per job")
-    if not np.isfinite(X).all() or (X < 0).any():
-        raise InputError("throughputs", "negative or non-finite", "must be finite and >= 0")
-    types = types or tuple(f"type{k}" for k in range(cap.shape[0]))
-    labels = job_labels or [f"job{j}" for j in range(X.shape[0])]
-    prop = X @ (cap / cap.sum()) if cap.sum() > 0 else np.zeros(X.shape[0])
-    rows = np.flatnonzero(prop > 0)
-    W = X[rows] * (sf[rows] / prop[rows])[:, None] if objective == "max_min" else X[rows]
-    n, T = W.shape
-    name = "gavel_max_sum" if objective != "max_min" else ("gavel_max_min" if min_t is None else "gavel_efficiency")
-    m = LinearModel(name, sense="maximize")
-    m.add_variables("x", (n, T), upper=np.where(X[rows] > 0, 1.0, 0.0),
-                    labels=[[labels[r] for r in rows.tolist()], list(types)])
-    idx = np.arange(n * T).reshape(n, T)
-    jrow = np.repeat(np.arange(n), T)
-    if objective == "max_min":
-        m.add_variables("t", 1, lower=0.0 if min_t is None else float(min_t))
-        A_fair_x = sp.csr_matrix((-W.ravel(), (jrow, idx.ravel())), shape=(n, n * T))
-        m.add_constraints("fairness", {"x": A_fair_x, "t": sp.csr_matrix(np.ones((n, 1)))}, upper=0.0,
-                          labels=[labels[r] for r in rows.tolist()])
-    A_cap = sp.csr_matrix((np.repeat(sf[rows], T), (np.tile(np.arange(T), n), idx.ravel())), shape=(T, n * T))
-    m.add_constraints("type_capacity", {"x": A_cap}, upper=cap, labels=list(types))
-    A_one = sp.csr_matrix((np.ones(n * T), (jrow, idx.ravel())), shape=(n, n * T))
-    m.add_constraints("time_budget", {"x": A_one}, upper=1.0, labels=[labels[r] for r in rows.tolist()])
-    if objective == "max_min" and min_t is None:
-        m.set_objective({"t": [1.0]})
+    """The max-min fairness LP from arrays (``X``: jobs x types throughputs, ``capacity``: GPUs per type), built by
+    :func:`schedopt.gavel.build`. With ``min_t`` the second (efficiency) LP: ``t >= min_t`` and the sum of
+    normalised throughputs maximised. ``objective="max_sum_throughput"``: Gavel's ``max_sum_throughput_perf``."""
+    if objective not in ("max_min", "max_sum_throughput"):
+        raise InputError("objective", objective, "must be max_min or max_sum_throughput (other objectives: "
+                         "schedopt.gavel.build)")
+    spec = _spec(X, scale_factors, capacity, job_labels, types, objective)
+    if objective == "max_min" and min_t is not None:
+        f = build(spec, stage="efficient", t_min=float(min_t))
     else:
-        m.set_objective({"x": W})
-    return GavelLP(model=m, rows=rows, weights=W, types=tuple(types))
+        f = build(spec)
+    rows = f.inverse.rows
+    W = normalized_weights(spec)[rows] if objective == "max_min" else spec.throughputs[rows]
+    return GavelLP(model=f.model, rows=rows, weights=W, types=spec.types)
 
 
 class GavelPolicy:
@@ -179,6 +192,8 @@ class GavelPolicy:
                 and math.isfinite(round_seconds) and round_seconds >= 0):
             raise InputError("round_seconds", round_seconds, "must be a number of seconds >= 0 (Gavel's own round)")
         self.objective = objective
+        # ``gavel`` (max-min, and the max-sum variant Sia runs); the objectives added later carry their own name
+        self.name = "gavel" if objective in ("max_min", "max_sum_throughput") else f"gavel:{objective}"
         self.round_seconds = float(round_seconds)
         self._last_plan: float | None = None
         if time_limit is not None and not (isinstance(time_limit, (int, float)) and time_limit >= 0):
@@ -212,43 +227,46 @@ class GavelPolicy:
                 self._type_time[k] += state.round_seconds
 
     def solve_lp(self, X: np.ndarray, sf: np.ndarray, cluster: Cluster, ids: list[str],
-                 batch: np.ndarray | None = None) -> tuple[np.ndarray, GavelAnswer]:
-        """The time fractions (jobs x types; zero rows for jobs that can run nowhere) and the answer. ``batch``:
-        the jobs' batch sizes, which turn samples/s into the optimizer steps/s max-sum-throughput adds up."""
-        from ...solve import solve
-
+                 batch: np.ndarray | None = None, steps_remaining: np.ndarray | None = None,
+                 time_since_start: np.ndarray | None = None) -> tuple[np.ndarray, GavelAnswer]:
+        """The time fractions (jobs x types; zero rows for jobs that can run nowhere) and the answer, from
+        :func:`schedopt.gavel.solve_spec`. ``batch``: the jobs' batch sizes, which turn samples/s into the optimizer
+        steps/s max-sum-throughput adds up and ftf / makespan compare with ``steps_remaining``."""
         cap = cluster.total_gpus.astype(np.float64)
         t0 = time.perf_counter()
         if self.objective == "max_min" or batch is None:
             steps = X
         else:
             steps = X / np.maximum(np.asarray(batch, dtype=np.float64), 1.0)[:, None]
-        lp = build_gavel_lp(steps, sf, cap, ids, cluster.type_names, objective=self.objective)
-        t1 = time.perf_counter()
         x = np.zeros_like(X)
-        if lp.rows.size == 0:
+        rows = np.flatnonzero((X > 0).any(axis=1))
+        if rows.size == 0:
             res = SolveResult(Termination(TerminationReason.OPTIMAL, detail="no job can run on any GPU type"),
-                              backend=self.backend, model=lp.model, _x=np.zeros(lp.model.num_cols),
-                              _objective=0.0, bound=0.0)
+                              backend=self.backend, _x=np.zeros(0), _objective=0.0, bound=0.0)
             ans = GavelAnswer(termination=res.termination, objective_value=0.0, bound=0.0, backend=self.backend,
                               method=f"gavel-{self.objective}", result=res)
             return x, ans
-        res = solve(lp.model, self.backend, time_limit=self.time_limit)
-        second = None
-        xs = res.values["x"] if res.has_solution else None
-        if res.has_solution and self.efficient and self.objective == "max_min":
-            t_star = float(res.values["t"][0])
-            lp2 = build_gavel_lp(X, sf, cap, ids, cluster.type_names, min_t=t_star * (1 - 1e-7))
-            second = solve(lp2.model, self.backend, time_limit=self.time_limit)
-            if second.has_solution:
-                xs = second.values["x"]
-        t2 = time.perf_counter()
-        ans = GavelAnswer(termination=res.termination, objective_value=res.objective if res.has_solution else math.nan,
-                          bound=res.bound, backend=res.backend, method=f"gavel-{self.objective}", result=res,
-                          timings=Timings(build=t1 - t0, solve=t2 - t1), efficient=second)
+        kw: dict[str, Any] = {"efficient": self.efficient}
+        if self.objective in ("ftf", "makespan"):  # jobs that can run nowhere would make these infinite: left out
+            if steps_remaining is None:
+                raise InputError("steps_remaining", None, f"objective {self.objective} needs each job's remaining steps")
+            kw["steps_remaining"] = np.asarray(steps_remaining, dtype=np.float64)[rows]
+            if time_since_start is not None:
+                kw["time_since_start"] = np.asarray(time_since_start, dtype=np.float64)[rows]
+            spec = _spec(steps[rows], np.asarray(sf)[rows], cap, [ids[r] for r in rows.tolist()], cluster.type_names,
+                         self.objective, **kw)
+        else:
+            spec = _spec(steps, sf, cap, ids, cluster.type_names, self.objective, **kw)
+        got = solve_spec(spec, SolveOptions(backend=self.backend, time_limit=self.time_limit))
+        ans = GavelAnswer(termination=got.termination, objective_value=got.objective_value, bound=got.bound,
+                          backend=got.backend, method=f"gavel-{self.objective}", result=got.result,
+                          timings=Timings(build=got.timings.build, solve=time.perf_counter() - t0 - got.timings.build),
+                          efficient=got.efficient)
         ans.raise_for_status()
-        assert xs is not None
-        x[lp.rows] = np.clip(np.asarray(xs).reshape(len(lp.rows), -1), 0.0, 1.0)  # solver round-off only
+        if spec.num_jobs == len(ids):
+            x[:] = got.x
+        else:
+            x[rows] = got.x
         return x, ans
 
     def decide(self, state: RoundState) -> Decision:
@@ -266,7 +284,11 @@ class GavelPolicy:
         ids = [v.id for v in jobs]
         types = cluster.type_names
         X, sf = gavel_throughputs(cluster, jobs, self._xput)
-        x, ans = self.solve_lp(X, sf, cluster, ids, np.array([float(v.batch_size) for v in jobs]))
+        rem = tss = None
+        if self.objective in ("ftf", "makespan"):
+            rem = np.array([remaining_steps(v) for v in jobs])
+            tss = np.array([max(float(v.age), 0.0) for v in jobs])
+        x, ans = self.solve_lp(X, sf, cluster, ids, np.array([float(v.batch_size) for v in jobs]), rem, tss)
         t1 = time.perf_counter()
         assert self._type_time is not None
         jt = np.array([self._job_time[i] for i in ids]).reshape(len(ids), len(types))

@@ -289,13 +289,24 @@ class _Search:
         self.J, self.N = base.shape
         self.T = int(node_type.max()) + 1 if node_type.size else 0
         self.onehot = (node_type[:, None] == np.arange(self.T)[None, :]).astype(np.int64)  # (N, T)
+        # nodes of each type contiguous, every type present (the node tables are built so): per-type sums by
+        # np.add.reduceat, the same integers as ``s @ onehot`` without numpy's BLAS-less integer matmul
+        counts = np.bincount(node_type, minlength=self.T) if node_type.size else np.zeros(0, np.int64)
+        contiguous = node_type.size > 0 and bool(np.all(np.diff(node_type) >= 0)) and bool(np.all(counts > 0))
+        self._type_starts = np.r_[0, np.cumsum(counts)[:-1]] if contiguous else None
+
+    def per_type(self, s: np.ndarray) -> np.ndarray:
+        """GPUs of each (individual, job) per GPU type: ``s @ onehot``."""
+        if self._type_starts is not None:
+            return np.add.reduceat(s, self._type_starts, axis=2)
+        return s @ self.onehot
 
     def repair(self, s: np.ndarray) -> np.ndarray:
         s = s.copy()
         rng = self.rng
         # one GPU type per job: keep the type holding most of its GPUs (ties: the first type)
         if self.T > 1:
-            keep = np.argmax(s @ self.onehot, axis=2)  # (P, J): the type holding most of the job's GPUs
+            keep = np.argmax(self.per_type(s), axis=2)  # (P, J): the type holding most of the job's GPUs
             s *= self.node_type[None, None, :] == keep[:, :, None]
         # at most one distributed job per node (the first in job order keeps the node)
         distributed = np.count_nonzero(s, axis=2) > 1
@@ -303,19 +314,29 @@ class _Search:
         s[np.cumsum(mask, axis=1) > 1] = 0
         # at most cap GPUs and max_nodes nodes per job, over a random node order
         shuffle = np.argsort(rng.random(s.shape), axis=2)
-        s = np.take_along_axis(s, shuffle, axis=2)
-        s = np.diff(np.minimum(np.cumsum(s, axis=2), self.obj.cap[None, :, None]), axis=2, prepend=0)
-        used_nodes = np.diff(np.minimum(np.cumsum(s > 0, axis=2), self.max_nodes), axis=2, prepend=0)
-        s[used_nodes == 0] = 0
-        s = np.take_along_axis(s, np.argsort(shuffle, axis=2), axis=2)
+        flat = (shuffle + self._row_offsets(s.shape)).ravel()  # take_along_axis(s, shuffle, 2) as one gather
+        s = s.ravel()[flat].reshape(s.shape)
+        s = _diff0(np.minimum(np.cumsum(s, axis=2), self.obj.cap[None, :, None]), axis=2)
+        s[np.cumsum(s > 0, axis=2) > self.max_nodes] = 0  # nodes past the first max_nodes the job uses
+        back = np.empty(s.size, dtype=s.dtype)  # undo the shuffle: scatter back instead of argsort + gather
+        back[flat] = s.ravel()
+        s = back.reshape(s.shape)
         # node capacity, in job order
-        s = np.diff(np.minimum(np.cumsum(s, axis=1), self.cap_node[None, None, :]), axis=1, prepend=0)
+        s = _diff0(np.minimum(np.cumsum(s, axis=1), self.cap_node[None, None, :]), axis=1)
         # rigid jobs: exactly their count or nothing
         rig = self.obj.rigid
         if rig.any():
             bad = (rig[None, :] > 0) & (s.sum(axis=2) != rig[None, :])
             s[bad] = 0
         return s
+
+    def _row_offsets(self, shape: tuple[int, ...]) -> np.ndarray:
+        """``(p * J + j) * N`` for every (individual, job): row starts of the flattened population."""
+        off = getattr(self, "_offsets", None)
+        if off is None or off.shape[:2] != tuple(shape[:2]):
+            off = self._offsets = (np.arange(shape[0] * shape[1], dtype=np.int64) * shape[2]).reshape(
+                shape[0], shape[1], 1)
+        return off
 
     def mutate(self, s: np.ndarray) -> np.ndarray:
         rng = self.rng
@@ -347,7 +368,7 @@ class _Search:
         P = s.shape[0]
         reps = s.sum(axis=2)
         nn = np.count_nonzero(s, axis=2)
-        tix = np.argmax(s @ self.onehot, axis=2) if self.T > 1 else np.zeros((P, self.J), dtype=np.int64)
+        tix = np.argmax(self.per_type(s), axis=2) if self.T > 1 else np.zeros((P, self.J), dtype=np.int64)
         jj = np.broadcast_to(np.arange(self.J)[None, :], (P, self.J))
         sp_ = self.obj.speedups(jj.ravel(), tix.ravel(), nn.ravel(), reps.ravel()).reshape(P, self.J)
         changed = np.any(s != self.base[None], axis=2)
@@ -377,6 +398,13 @@ class _Search:
             pop, fit, spd = allp[order], allf[order], alls[order]
             gens += 1
         return pop, fit, spd, gens
+
+
+def _diff0(c: np.ndarray, axis: int) -> np.ndarray:
+    """``np.diff(c, axis=axis, prepend=0)`` in place, without the concatenation (``c``: a fresh array)."""
+    m = np.moveaxis(c, axis, -1)
+    m[..., 1:] -= m[..., :-1].copy()
+    return c
 
 
 _HASH_W: dict[int, np.ndarray] = {}
@@ -434,6 +462,7 @@ class PolluxPolicy(_Memory):
     """
 
     name = "pollux"
+    adaptive = True
 
     def __init__(self, *, population: int = 100, generations: int = 100, seed: int = 0, p: float = P_FAIRNESS,
                  restart_delay: float = RESTART_DELAY_S, max_replicas: int = MAX_REPLICAS,
@@ -542,6 +571,7 @@ class PolluxExactPolicy(_Memory):
     """
 
     name = "pollux-exact"
+    adaptive = True
 
     def __init__(self, *, backend: str | None = "mckp", time_limit: float | None = None, mip_rel_gap: float = 1e-6,
                  p: float = P_FAIRNESS, restart_delay: float = RESTART_DELAY_S,

@@ -34,8 +34,7 @@ class SiaPolicy:
 
     def __init__(self, backend: str | None = None, time_limit: float | None = None, p: float = -0.5,
                  lam: float = 1.1, restart_cost_s: float = 30.0, max_gpus_per_job: int | None = 64,
-                 job_model: str | JobModel = "sia", mip_rel_gap: float | None = 1e-4, seed: int | None = None,
-                 **_: Any) -> None:
+                 job_model: str | JobModel = "sia", mip_rel_gap: float | None = 1e-4, seed: int | None = None) -> None:
         if time_limit is not None and not time_limit > 0:
             raise InputError("time_limit", time_limit, "must be > 0 or None")
         self.backend, self.time_limit, self.p, self.lam = backend, time_limit, float(p), float(lam)

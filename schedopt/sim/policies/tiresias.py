@@ -11,8 +11,6 @@ nodes first. Rigid: the workload's GPU count and batch size.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..policies.base import Decision, RoundState
 from .rigid import TypeBudget, requested
 
@@ -25,7 +23,7 @@ class TiresiasPolicy:
     name = "tiresias"
     adaptive = False
 
-    def __init__(self, threshold: float = 3600.0 * 16, seed: int | None = None, **_: Any) -> None:
+    def __init__(self, threshold: float = 3600.0 * 16, seed: int | None = None) -> None:
         self.threshold = float(threshold)
         self.queues: tuple[list[str], list[str]] = ([], [])
 

@@ -17,7 +17,7 @@ Every public constructor, loader and :func:`schedopt.solve` parameter must, for 
 
 Modules: ``catalog`` (bad values, strategies), ``runner`` (entry points, cases, outcomes, the time limit),
 ``entries`` (the public entry points and the honesty check of solve results), ``documents`` (instance documents and
-files). hypothesis is a test extra: import this package only where it is installed.
+files), ``sim`` (the simulator's entry points, the honesty check of its results and workload files; issue 25). hypothesis is a test extra: import this package only where it is installed.
 """
 
 from __future__ import annotations
@@ -40,6 +40,14 @@ from .documents import (
 )
 from .entries import KNAPSACK_OPTIMUM, CliExit, entry_points, lies
 from .runner import Case, EntryPoint, FuzzTimeout, Outcome, all_cases, cases, run_case, time_limit
+from .sim import (
+    WORKLOAD_FILE_CASES,
+    honest_result,
+    run_invariants,
+    run_workload_file_case,
+    sim_entries,
+    small_workloads,
+)
 
 __all__ = [
     "CATALOG",
@@ -48,6 +56,7 @@ __all__ = [
     "FILE_CASES",
     "KNAPSACK_OPTIMUM",
     "MISSING",
+    "WORKLOAD_FILE_CASES",
     "YAML_CASES",
     "Bad",
     "Case",
@@ -64,11 +73,16 @@ __all__ = [
     "document_cases",
     "document_entry",
     "entry_points",
+    "honest_result",
     "lies",
     "main",
     "run_case",
     "run_document_case",
     "run_file_case",
+    "run_invariants",
+    "run_workload_file_case",
+    "sim_entries",
+    "small_workloads",
     "survey",
     "time_limit",
 ]
@@ -118,6 +132,9 @@ def survey(timeout: float = 5.0, only: str | None = None, progress: bool = False
             continue
         for label in labels:
             add(run_file_case(loader, label, timeout))
+    if not only or only in "sim.load_workload":
+        for label in WORKLOAD_FILE_CASES:
+            add(run_workload_file_case(label, timeout))
     return s
 
 

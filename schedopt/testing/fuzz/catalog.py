@@ -173,6 +173,24 @@ CATALOG: dict[str, tuple[Bad, ...]] = {
     # a sequence of 2 jobs / nodes / layers (duplicates, wrong items)
     "items": bads(("None", None), ("'abc'", "abc"), ("[None]", [None]), ("[3]", [3]), ("duplicates", "dup"),
                    ("{}", {}), ("[]", [], False)),
+    # a simulator's round length in seconds (issue 25: 1e-9 hung; 0 and a negative meant nothing)
+    "round_seconds": _TYPES + _NONFINITE + bads(("-1", -1.0), ("0", 0.0), ("1e-9", 1e-9), ("1e300", 1e300),
+                                                 ("2**64", 2**64), ("True", True), ("60", 60, False),
+                                                 ("np.float64(30)", np.float64(30.0), False)),
+    # the same, None allowed (the default)
+    "round_seconds?": _TYPES[1:] + _NONFINITE + bads(("-1", -1.0), ("0", 0.0), ("1e-9", 1e-9), ("1e300", 1e300),
+                                                      ("2**64", 2**64), ("True", True), ("None", None, False)),
+    # a simulator's time cap in seconds (None: the default)
+    "max_time": _TYPES[1:] + _NONFINITE + bads(("-1", -1.0), ("0", 0.0), ("1e300", 1e300), ("2**64", 2**64),
+                                                ("True", True), ("600", 600, False), ("None", None, False)),
+    # a sequence of seeds (a sweep's)
+    "seeds": bads(("None", None), ("'abc'", "abc"), ("[]", []), ("[-1]", [-1]), ("[1.5]", [1.5]), ("[2**64]", [2**64]),
+                   ("[nan]", [math.nan]), ("[None]", [None]), ("[0, 0]", [0, 0]), ("range(10**8)", range(10**8)),
+                   ("'0-100000000'", "0-100000000"), ("[True]", [True]), ("(0, 1)", (0, 1), False),
+                   ("'0-1'", "0-1", False)),
+    # a workload's arrival time in seconds
+    "arrival": _TYPES + _NONFINITE + bads(("-1", -1.0), ("1e300", 1e300), ("2**64", 2**64), ("True", True),
+                                           ("0", 0, False), ("3600", 3600.0, False)),
 }
 
 
@@ -215,6 +233,11 @@ CORE: dict[str, tuple[str, ...]] = {
     "grid5": ("None", "duplicates", "[nan]*5", "strings"),
     "per_type": ("None", "{'CPU': nan, 'GPU': nan}", "{'CPU': 'a', 'GPU': 'a'}", "{'no-such-type': 1}"),
     "cells": ("None", "{'no-such-cell': 1}", "{'V100-NODE': 10**18}", "{'V100-NODE': nan}"),
+    "round_seconds": ("'abc'", "nan", "0", "1e-9", "1e300"),
+    "round_seconds?": ("'abc'", "nan", "0", "1e-9", "None"),
+    "max_time": ("'abc'", "nan", "inf", "-1", "1e300"),
+    "seeds": ("'abc'", "[-1]", "[1.5]", "[2**64]", "range(10**8)", "'0-100000000'"),
+    "arrival": ("None", "nan", "inf", "-1", "1e300"),
 }
 
 

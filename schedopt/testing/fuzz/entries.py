@@ -539,7 +539,9 @@ def _cli_entries() -> list[EntryPoint]:
 def entry_points() -> list[EntryPoint]:
     """Every fuzzed entry point."""
     out: list[EntryPoint] = []
+    from .sim import sim_entries
+
     for make in (_linear_model_entries, _solve_entries, _sia_entries, _synergy_entries, _heterps_entries,
-                 _hived_entries, _gandiva_entries, _goodput_entries, _cli_entries):
+                 _hived_entries, _gandiva_entries, _goodput_entries, _cli_entries, sim_entries):
         out += make()
     return out

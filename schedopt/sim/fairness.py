@@ -1,0 +1,281 @@
+"""Finish-time fairness of :mod:`schedopt.sim` results (card: ``formulations/fairness.md``).
+
+Per job, ``rho = JCT in the shared cluster / JCT in isolation`` (Themis' finish-time fairness, as the Sia and Gavel
+papers report it); ``rho > 1``: the job finished later than it would have on its own fair share of the cluster.
+
+Isolation, as the published code defines it (both rules are here, ``rule=``):
+
+* ``"sia"`` (default; siasosp23/artifacts ``sia-simulator/ftf_simulator.py``): the job's fair share is
+  ``v = G / N_avg`` GPUs, ``G`` the cluster's GPUs and ``N_avg`` the mean number of active jobs over the rounds the
+  job was active. The job is then run *alone* on each GPU type (same job model, same round length, the same phase
+  of its arrival within a round) with at most ``floor(v)`` and ``ceil(v)`` GPUs, linearly interpolated; below one
+  GPU the 1-GPU time is divided by ``v``. Rigid jobs (the Gavel runs) run at their requested GPUs and are slowed by
+  ``requested / v`` when that exceeds 1. Per-type times are averaged with the type's GPU count as weight, over the
+  types the job can run on.
+* ``"gavel"`` (stanford-futuredata/gavel ``scheduler/policies/finish_time_fairness.py``): the job's isolated
+  throughput is what it gets from ``1/N`` of every GPU type (Gavel's heterogeneity-agnostic max-min split of the
+  cluster, time fraction ``c_k / (N s)`` on type ``k`` for a job of scale factor ``s``, at most 1 in total) at its
+  requested size; isolated time = work / that throughput (no round phase, no restart delay). Gavel recomputes
+  ``N`` every round inside its policy; post hoc we use the same ``N_avg`` as the Sia rule.
+
+Isolated times come from the job model itself (:class:`~schedopt.sim.jobs.JobState` advanced round by round on a
+private cluster, as the engine would with no other job): :func:`isolated_time`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from ..sia import Config
+from .jobs import JobModel, JobState
+from .jobs import job_model as get_job_model
+from .metrics import SimResult
+
+__all__ = ["RULES", "FairnessReport", "average_contention", "fairness_summary", "finish_time_fairness", "isolated_jct",
+           "isolated_time", "jain_index"]
+
+#: isolation rules: ``"sia"`` (ftf_simulator.py) and ``"gavel"`` (finish_time_fairness.py)
+RULES = ("sia", "gavel")
+_MAX_ROUNDS = 200_000
+
+
+def jain_index(xs: Any) -> float:
+    """Jain's fairness index ``(sum x)^2 / (n sum x^2)`` in ``(0, 1]`` (1: all equal); nan for no values."""
+    a = np.asarray(list(xs), dtype=float)
+    if a.size == 0:
+        return math.nan
+    s2 = float((a * a).sum())
+    return float(a.sum() ** 2 / (a.size * s2)) if s2 > 0 else 1.0
+
+
+def _nodes(gpus: int, per_node: int) -> dict[str, int]:
+    out, k = {}, 0
+    while gpus > 0:
+        take = min(per_node, gpus)
+        out[f"n{k}"] = take
+        gpus -= take
+        k += 1
+    return out
+
+
+def _place(j: JobState, nodes: dict[str, int], gpu_type: str, t: float) -> None:
+    """Give ``j`` ``nodes`` of ``gpu_type`` from time ``t`` (a restart delay when it changes), as the engine does."""
+    if nodes == j.nodes:
+        return
+    j.nodes = nodes
+    c = Config(len(nodes), sum(nodes.values()), gpu_type)
+    j.config = c
+    j.restart_left = j.jm.restart(j.app)
+    if j.started:
+        j.restarts += 1
+    else:
+        j.started, j.start = True, t
+    j.max_profiled = max(j.max_profiled, c.n_gpus)
+    j.segments.append([t, t, gpu_type, c.n_gpus])
+    j.rebatch()
+
+
+def _best_count(j: JobState, cap: int, per_node: int, gpu_type: str) -> int:
+    """The GPU count (powers of two and ``cap``, at most ``cap``) with the highest true rate now, kept at the
+    current count unless the move pays its restart delay over the remaining work: the job alone under a
+    goodput-maximising scheduler."""
+    cur = sum(j.nodes.values())
+    if cap <= 1:
+        return 1
+    cands = sorted({1 << i for i in range(int(math.log2(cap)) + 1)} | {cap} | ({cur} if 0 < cur <= cap else set()))
+    saved = (dict(j.nodes), j.config, j.local_bsz, j.accum)
+    rates = {}
+    for g in cands:
+        nodes = _nodes(g, per_node)
+        j.nodes, j.config = nodes, Config(len(nodes), g, gpu_type)
+        j.rebatch()
+        rates[g] = j.rate()
+    j.nodes, j.config = saved[0], saved[1]
+    j.local_bsz, j.accum = saved[2], saved[3]
+    j._rate = None
+    best = max(cands, key=lambda g: (rates[g], -g))
+    if cur in rates and best != cur:
+        left = j.application.target - j.progress
+        if left / rates[best] + j.jm.restart(j.app) >= left / rates[cur]:
+            return cur
+    return best
+
+
+@lru_cache(maxsize=65536)
+def isolated_time(application: str, gpu_type: str, gpus_per_node: int, gpus: int, jm: JobModel,
+                  round_seconds: float, adaptive: bool = True, requested_gpus: int = 1, batch_size: int = 0) -> float:
+    """Seconds from the first round boundary after arrival to completion of a job of ``application`` alone with at
+    most ``gpus`` GPUs of ``gpu_type`` (``gpus_per_node`` per node), restart delays included.
+
+    Rigid jobs (``adaptive=False``, and the job model's ``rigid_apps``) hold their requested GPUs (packed on the
+    fewest nodes) throughout; adaptive ones, each round, the count with the highest true rate among powers of two up
+    to ``min(gpus, the job's cap)`` (the cap doubles with the most GPUs it has held, as in both published
+    simulators), paying a restart on every change."""
+    if gpus < 1:
+        raise InputError("gpus", gpus, "must be >= 1")
+    j = JobState("isolated", application, 0.0, int(requested_gpus), int(batch_size or 1), bool(adaptive), jm)
+    rs = j.rigid_shape
+    R = float(round_seconds)
+    t = 0.0
+    for _ in range(_MAX_ROUNDS):
+        if rs is not None:
+            want = rs[0]
+        else:
+            want = _best_count(j, min(int(gpus), j.max_gpus), gpus_per_node, gpu_type)
+        _place(j, _nodes(want, gpus_per_node), gpu_type, t)
+        j.advance(t, R)
+        if j.finish is not None:
+            return float(j.finish)
+        t += R
+    return math.inf
+
+
+def _runs(app: str, t: str, per_node: int, total: int, jm: JobModel, adaptive: bool, req: int) -> bool:
+    try:
+        jm.truth(app).params[t]
+    except (KeyError, InputError):
+        return False
+    rs = JobState("x", app, 0.0, req, 1, adaptive, jm).rigid_shape
+    return rs is None or rs[0] <= total
+
+
+def isolated_jct(application: str, arrival: float, share: float, cluster: Mapping[str, tuple[int, int]],
+                 jm: JobModel | str, round_seconds: float, *, adaptive: bool = True, requested_gpus: int = 1,
+                 batch_size: int = 0, rule: str = "sia") -> float:
+    """The JCT of one job in isolation on ``share`` GPUs (``cluster``: GPU type -> (nodes, GPUs per node)); see the
+    module for the two rules. nan when the job can run on no GPU type."""
+    if rule not in RULES:
+        raise InputError("rule", rule, f"must be one of {', '.join(RULES)}")
+    if not (isinstance(share, (int, float)) and share > 0 and math.isfinite(share)):
+        raise InputError("share", share, "must be a number of GPUs > 0")
+    jm = get_job_model(jm)
+    R = float(round_seconds)
+    if rule == "gavel":
+        s = int(requested_gpus)
+        rate = 0.0
+        N = sum(n * g for n, g in cluster.values()) / share  # jobs sharing the cluster
+        fr = {t: n * g / (N * s) for t, (n, g) in cluster.items()}
+        tot = sum(fr.values())
+        for t, (n, g) in cluster.items():
+            if not _runs(application, t, g, n * g, jm, False, s):
+                continue
+            alone = isolated_time(application, t, g, s, jm, R, False, s, batch_size) - jm.restart(application)
+            if alone > 0 and math.isfinite(alone):
+                rate += fr[t] / max(tot, 1.0) / alone
+        return 1.0 / rate if rate > 0 else math.nan
+    wait = math.ceil(arrival / R - 1e-9) * R - arrival
+    num = den = 0.0
+    for t, (n, g) in cluster.items():
+        total = n * g
+        if not _runs(application, t, g, total, jm, adaptive, requested_gpus):
+            continue
+        # the JCT of the lone run includes the wait for its first round; Sia scales that JCT as a whole
+        if not adaptive:
+            req = int(requested_gpus)
+            T = (wait + isolated_time(application, t, g, req, jm, R, False, req, batch_size)) * max(1.0, req / share)
+        elif share < 1:
+            T = (wait + isolated_time(application, t, g, 1, jm, R, True, requested_gpus, batch_size)) / share
+        else:
+            lo, hi = min(math.floor(share), total), min(math.ceil(share), total)
+            T = wait + isolated_time(application, t, g, lo, jm, R, True, requested_gpus, batch_size)
+            if hi > lo:
+                T_hi = wait + isolated_time(application, t, g, hi, jm, R, True, requested_gpus, batch_size)
+                T += (T_hi - T) * (share - lo)
+        num += total * T
+        den += total
+    return num / den if den else math.nan
+
+
+def average_contention(result: SimResult) -> dict[str, float]:
+    """job id -> the mean number of active jobs over the rounds it was active (Sia's ``n_avg``, from the round
+    records); nan for a job active in no recorded round."""
+    times = np.array([r.time for r in result.rounds], dtype=float)
+    active = np.array([r.active for r in result.rounds], dtype=float)
+    out = {}
+    for j in result.jobs:
+        end = math.inf if j.finish is None else j.finish
+        sel = (times >= j.arrival - 1e-9) & (times < end)
+        out[j.id] = float(active[sel].mean()) if sel.any() else math.nan
+    return out
+
+
+@dataclass(frozen=True)
+class FairnessReport:
+    """Per-job ``rho`` (finished jobs), the isolated JCTs, and the summary numbers."""
+
+    rule: str
+    rho: dict[str, float]
+    isolated: dict[str, float]
+    share: dict[str, float]
+
+    @property
+    def worst(self) -> float:
+        return max(self.rho.values()) if self.rho else math.nan
+
+    @property
+    def unfair_fraction(self) -> float:
+        """Fraction of jobs with ``rho > 1``."""
+        return float(np.mean([r > 1.0 for r in self.rho.values()])) if self.rho else math.nan
+
+    @property
+    def jain(self) -> float:
+        return jain_index(self.rho.values())
+
+    def by_group(self, groups: Mapping[str, str]) -> dict[str, dict[str, float]]:
+        """Per user / virtual cluster (``groups``: job id -> group): worst rho, unfair fraction, Jain's index and
+        the group's mean rho."""
+        out: dict[str, list[float]] = {}
+        for jid, r in self.rho.items():
+            if jid in groups:
+                out.setdefault(str(groups[jid]), []).append(r)
+        return {g: {"jobs": len(v), "worst_rho": max(v), "mean_rho": float(np.mean(v)),
+                    "unfair_fraction": float(np.mean([x > 1.0 for x in v])), "jain_rho": jain_index(v)}
+                for g, v in sorted(out.items())}
+
+    def summary(self) -> dict[str, float]:
+        return {"worst_rho": self.worst, "unfair_fraction": self.unfair_fraction, "jain_rho": self.jain}
+
+
+def finish_time_fairness(result: SimResult, rule: str = "sia", jm: JobModel | str | None = None) -> FairnessReport:
+    """rho of every finished job of ``result`` under ``rule`` (isolation from the records' meta: cluster, job
+    model, round length, whether jobs adapted). ``jm``: the job model when ``meta.job_model`` names none of the
+    presets (a custom :class:`~schedopt.sim.jobs.JobModel`)."""
+    if rule not in RULES:
+        raise InputError("rule", rule, f"must be one of {', '.join(RULES)}")
+    meta = result.meta
+    cluster = {str(t): (int(v[0]), int(v[1])) for t, v in dict(meta.cluster or {}).items()}
+    if not cluster:
+        raise InputError("result.meta.cluster", None, "is needed for isolation (GPU type -> [nodes, GPUs per node])")
+    model = get_job_model(jm if jm is not None else str(meta.job_model or "pollux"))
+    R = float(meta.round_seconds)
+    adaptive = bool(meta.adaptive)
+    G = sum(n * g for n, g in cluster.values())
+    navg = average_contention(result)
+    rho, iso, share = {}, {}, {}
+    for j in result.jobs:
+        if j.jct is None or not math.isfinite(navg[j.id]):
+            continue
+        v = G / max(navg[j.id], 1.0)
+        req = j.requested_gpus
+        T = isolated_jct(j.application, j.arrival, v, cluster, model, R, adaptive=adaptive, requested_gpus=req,
+                         batch_size=j.batch_size, rule=rule)
+        share[j.id], iso[j.id] = v, T
+        if T > 0 and math.isfinite(T):
+            rho[j.id] = j.jct / T
+    return FairnessReport(rule, rho, iso, share)
+
+
+def fairness_summary(result: SimResult) -> dict[str, float]:
+    """``worst_rho``, ``unfair_fraction``, ``jain_rho`` under the Sia rule; nan when isolation cannot be computed
+    from the records (no cluster in meta, or a job model that is not a preset)."""
+    try:
+        return finish_time_fairness(result).summary()
+    except (InputError, KeyError, TypeError, ValueError):  # records of another simulator family (Synergy, Gandiva)
+        return {"worst_rho": math.nan, "unfair_fraction": math.nan, "jain_rho": math.nan}

@@ -1,0 +1,275 @@
+"""Simulation records on disk: written atomically, read back only when whole.
+
+A record is the JSON-lines text of one :class:`~schedopt.sim.metrics.SimResult`
+(:meth:`~schedopt.sim.metrics.SimResult.to_jsonl`) between a header and an end marker::
+
+    {"record": {"format": "schedopt.sim.record", "version": 1, "task": {...}}}     <- what was simulated
+    {"meta": {...}}                                                                <- SimResult.to_jsonl()
+    {"job": {...}}   ...one line per job
+    {"round": {...}} ...one line per round
+    {"end": {"sha256": "<hex of every byte above>", "lines": N, "jobs": J, "rounds": R}}
+
+A file whose end marker is missing (cut short), whose checksum or counts disagree (torn or edited), or which is
+empty, is *not a record*: :func:`read_record` raises :class:`RecordError` naming the file and what is wrong, and
+:func:`check_record` says it without raising. :func:`write_record` writes through a temporary file in the same
+folder (``.<name>.tmp-<pid>``, never matching ``*.jsonl``) that is flushed, fsynced and renamed over the target
+(``os.replace``), so a reader sees either the old file, or the whole new one -- never a part.
+
+**Determinism.** Identical inputs give byte-identical records except in the fields of :data:`WALL_CLOCK_FIELDS`
+(the policy's wall and CPU time per round, the solver's phase timings, any ``seconds`` a policy reports in its
+round ``info``, and a family's total policy time in the meta, HiveD's), and so the end marker's checksum. :func:`mask_wall_clock` blanks exactly those, so two records of
+the same task compare equal byte for byte. (With ``charge_policy_time=True`` the policy's wall time enters the
+simulation itself, and nothing after the first re-allocation is reproducible.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import errno
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from .metrics import SimResult, read_jsonl
+
+__all__ = [
+    "RECORD_FORMAT",
+    "RECORD_VERSION",
+    "WALL_CLOCK_FIELDS",
+    "RecordError",
+    "atomic_write_text",
+    "check_record",
+    "mask_wall_clock",
+    "output_error",
+    "read_record",
+    "record_task",
+    "record_text",
+    "task_key",
+    "write_record",
+]
+
+RECORD_FORMAT = "schedopt.sim.record"
+RECORD_VERSION = 1
+
+#: The fields of a record that are wall-clock measurements (they differ between identical runs), as
+#: ``<line kind>.<path>``; a trailing ``.*`` means every key under it. Everything else is deterministic.
+WALL_CLOCK_FIELDS: tuple[str, ...] = (
+    "meta.policy_seconds_total",
+    "round.policy_seconds",
+    "round.policy_cpu_seconds",
+    "round.answer.timings.*",
+    "round.info.seconds",
+    "end.sha256",
+)
+
+
+class RecordError(InputError):
+    """A file that is not a whole simulation record (empty, cut short, torn, or not a record at all);
+    ``field`` is ``"record"``, ``value`` the file's path."""
+
+    def __init__(self, path: str | os.PathLike[str], message: str) -> None:
+        super().__init__("record", str(path), _full(path, message))
+
+
+def _full(path: str | os.PathLike[str], message: str) -> str:
+    """``message``, ending with the whole path when the error's value (cut at 80 characters) would not show it."""
+    return message if len(repr(str(path))) <= 80 else f"{message}: {path}"
+
+
+def task_key(task: Any) -> dict[str, Any]:
+    """A task as plain JSON values (what the record's header stores and ``--resume`` matches on): every field of a
+    dataclass task; an object that JSON cannot hold (a policy object) by its ``module:qualname``."""
+    if task is None:
+        return {}
+    if dataclasses.is_dataclass(task) and not isinstance(task, type):
+        return {f.name: _plain(getattr(task, f.name)) for f in dataclasses.fields(task)}
+    if isinstance(task, Mapping):
+        return {str(k): _plain(v) for k, v in task.items()}
+    return {"task": _plain(task)}
+
+
+def _plain(v: Any) -> Any:
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, Mapping):
+        return {str(k): _plain(x) for k, x in sorted(v.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    t = type(v)
+    return f"{t.__module__}:{t.__qualname__}"
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=False)
+
+
+def record_text(result: SimResult, task: Any = None) -> str:
+    """The whole record of ``result`` (header, :meth:`SimResult.to_jsonl`, end marker); ``task``: what was run (a
+    :class:`~schedopt.sim.sweep.SimTask` or a mapping), stored in the header."""
+    head = _dumps({"record": {"format": RECORD_FORMAT, "version": RECORD_VERSION, "task": task_key(task)}}) + "\n"
+    body = head + result.to_jsonl()
+    digest = hashlib.sha256(body.encode()).hexdigest()
+    end = {"sha256": digest, "lines": body.count("\n"), "jobs": len(result.jobs), "rounds": len(result.rounds)}
+    return body + _dumps({"end": end}) + "\n"
+
+
+def output_error(path: str | os.PathLike[str], exc: OSError) -> InputError:
+    """An :class:`~schedopt.errors.InputError` naming ``path`` for an ``OSError`` met while writing there."""
+    why = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded",
+           errno.EROFS: "is on a read-only file system", errno.EACCES: "permission denied",
+           errno.EPERM: "permission denied", errno.ENOTDIR: "is not a folder (or a part of it is a file)",
+           errno.EEXIST: "exists and is not a folder", errno.EISDIR: "is a folder"}.get(exc.errno or 0)
+    return InputError("output", str(path), _full(path, f"cannot be written: {why or exc.strerror or exc}"))
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str, *, fsync: bool = True) -> Path:
+    """Write ``text`` to ``path`` through ``.<name>.tmp-<pid>`` in the same folder and ``os.replace``: readers see
+    the old file or the whole new one. An ``OSError`` (full disk, read-only folder, ...) removes the temporary file
+    and becomes an :class:`~schedopt.errors.InputError` naming ``path``."""
+    p = Path(path)
+    tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
+    data = text.encode()
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, p)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise output_error(p, exc) from None
+    except BaseException:  # Ctrl-C mid-write: no temporary file left behind
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return p
+
+
+def write_record(path: str | os.PathLike[str], result: SimResult, task: Any = None, *, fsync: bool = True) -> Path:
+    """Write ``result``'s record (:func:`record_text`) to ``path`` atomically (:func:`atomic_write_text`)."""
+    return atomic_write_text(path, record_text(result, task), fsync=fsync)
+
+
+def _problem(text: str) -> str | None:
+    """What makes ``text`` not a whole record, or None."""
+    if not text.strip():
+        return "is empty (no simulation record)"
+    if not text.endswith("\n"):
+        return "is cut short (its last line is incomplete)"
+    body, _, last = text[:-1].rpartition("\n")
+    try:
+        end = json.loads(last).get("end")
+    except (ValueError, AttributeError):
+        end = None
+    if not isinstance(end, dict):
+        return ("has no end marker: cut short (a run killed while writing, a full disk), written by a schedopt "
+                "older than checked records (run it again), or not a simulation record")
+    body += "\n"
+    if hashlib.sha256(body.encode()).hexdigest() != end.get("sha256"):
+        return "fails its checksum (torn or edited after it was written)"
+    try:
+        first = json.loads(body.partition("\n")[0]).get("record", {})
+    except (ValueError, AttributeError):
+        first = {}
+    if not isinstance(first, dict) or first.get("format") != RECORD_FORMAT:
+        return "has no schedopt.sim.record header"
+    if first.get("version") != RECORD_VERSION:
+        return f"is record version {first.get('version')!r}; this schedopt reads version {RECORD_VERSION}"
+    if body.count("\n") != end.get("lines"):
+        return f"holds {body.count(chr(10))} lines, its end marker says {end.get('lines')}"
+    return None
+
+
+def _read_text(path: Path) -> str:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise RecordError(path, f"cannot be read: {exc.strerror or exc}") from None
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        raise RecordError(path, "is not UTF-8 text (not a schedopt simulation record)") from None
+
+
+def check_record(path: str | os.PathLike[str]) -> str | None:
+    """None when ``path`` holds a whole record; else what is wrong with it (empty, cut short, torn, ...)."""
+    try:
+        return _problem(_read_text(Path(path)))
+    except RecordError as exc:
+        return exc.message
+
+
+def read_record(path: str | os.PathLike[str]) -> SimResult:
+    """The :class:`~schedopt.sim.metrics.SimResult` held by the record at ``path``; :class:`RecordError` (naming
+    the file) when it is not a whole record."""
+    p = Path(path)
+    text = _read_text(p)
+    why = _problem(text)
+    if why is not None:
+        raise RecordError(p, why)
+    try:
+        result = read_jsonl(text)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise RecordError(p, f"holds a line that is not a simulation record: {exc}") from None
+    end = json.loads(text[:-1].rpartition("\n")[2])["end"]
+    if (len(result.jobs), len(result.rounds)) != (end.get("jobs"), end.get("rounds")):
+        raise RecordError(p, f"holds {len(result.jobs)} jobs and {len(result.rounds)} rounds, its end "
+                          f"marker says {end.get('jobs')} and {end.get('rounds')}")
+    return result
+
+
+def record_task(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The task stored in the header of the record at ``path`` (read from its first line only; None when the file
+    has no header). Says nothing about whether the record is whole: see :func:`check_record`."""
+    try:
+        with open(path, "rb") as f:
+            first = f.readline()
+        d = json.loads(first.decode()).get("record")
+    except (OSError, ValueError, AttributeError, UnicodeDecodeError):
+        return None
+    return d.get("task") if isinstance(d, dict) and isinstance(d.get("task"), dict) else None
+
+
+def _mask(obj: Any, path: list[str]) -> Any:
+    if not path or not isinstance(obj, dict):
+        return obj
+    head, rest = path[0], path[1:]
+    if head == "*":
+        return {k: None for k in obj}
+    if head not in obj:
+        return obj
+    return {**obj, head: None if not rest else _mask(obj[head], rest)}
+
+
+def mask_wall_clock(text: str) -> str:
+    """``text`` (a record, or :meth:`SimResult.to_jsonl` output) with every field of :data:`WALL_CLOCK_FIELDS` set
+    to null: two runs of the same task give the same masked text byte for byte."""
+    rules: dict[str, list[list[str]]] = {}
+    for f in WALL_CLOCK_FIELDS:
+        kind, _, rest = f.partition(".")
+        rules.setdefault(kind, []).append(rest.split("."))
+    out = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        d = json.loads(line)
+        kind = next(iter(d), "")
+        if kind in rules:
+            body = d[kind]
+            for r in rules[kind]:
+                body = _mask(body, r)
+            line = _dumps({kind: body})
+        out.append(line)
+    return "\n".join(out) + "\n"

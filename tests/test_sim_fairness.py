@@ -1,0 +1,174 @@
+"""schedopt.sim.fairness: finish-time fairness rho, hand-checked on a 3-job trace (issue 29)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from schedopt.errors import InputError
+from schedopt.goodput import JobGoodputModel, ThroughputParams
+from schedopt.sia import Cluster, GpuType
+from schedopt.sim import JobModel, Workload, WorkloadJob, get_policy, simulate, summarize
+from schedopt.sim.fairness import (
+    average_contention,
+    finish_time_fairness,
+    isolated_jct,
+    isolated_time,
+    jain_index,
+)
+from schedopt.sim.jobs import Application
+
+# The toy world of tests/test_sim.py: one type "g" (1 node x 2 GPUs), rate exactly 1 progress unit per second on 2
+# GPUs of one node, restart 30 s; "short" needs 20 units, "long" 80.
+
+
+def _toy_app(name: str, progress: list[float]) -> tuple[Application, JobGoodputModel]:
+    e = len(progress)
+    app = Application(name, np.array([8.0]), e, np.array(progress), np.ones((e, 1)), np.zeros((e, 1)))
+    truth = JobGoodputModel(name, {"g": ThroughputParams(1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)}, 8, 8, {"g": (1, 8)},
+                            (8.0,), (1.0,), (0.0,))
+    return app, truth
+
+
+TOY = JobModel("toy", default_restart=30.0, apps={"short": _toy_app("short", [10, 20]), "long": _toy_app("long", [40, 80])})
+TOY_CLUSTER = Cluster((GpuType("g", 2, 1),))
+
+
+@pytest.fixture(scope="module")
+def three():  # type: ignore[no-untyped-def]
+    """fifo, 60 s rounds, every job rigid at 2 GPUs. t=0: A runs (A, B active): 30 s restart + 20 s -> done at 50.
+    t=60: B runs (B, C active; C arrived at 30): done at 110. t=120, 180: C alone: 30 + 80 -> done at 230.
+    JCTs: A 50, B 110, C 200."""
+    w = Workload("three", (WorkloadJob("A", 0.0, "short", 2, 8), WorkloadJob("B", 0.0, "short", 2, 8),
+                           WorkloadJob("C", 30.0, "long", 2, 8)))
+    return simulate(TOY_CLUSTER, w, get_policy("fifo"), job_model=TOY)
+
+
+def test_three_jobs_jcts_and_contention(three) -> None:  # type: ignore[no-untyped-def]
+    assert three.jcts() == {"A": 50.0, "B": 110.0, "C": 200.0}
+    # rounds at 0 (2 active), 60 (2), 120 (1), 180 (1); A active in [0, 50), B in [0, 110), C in [30, 230)
+    assert average_contention(three) == {"A": 2.0, "B": 2.0, "C": pytest.approx(4 / 3)}
+
+
+def test_three_jobs_rho_sia_rule(three) -> None:  # type: ignore[no-untyped-def]
+    """Sia's rule, rigid jobs: fair share v = 2 GPUs / N_avg (A, B: 1; C: 1.5); alone at 2 GPUs A and B take
+    30 + 20 = 50 s, C waits 30 s for its first round then 30 + 80 s = 140 s; the lone JCT is scaled by
+    requested / v = 2 (A, B) and 4/3 (C): 100, 100, 186.67 -> rho 0.5, 1.1, 200 / 186.67 = 1.0714."""
+    f = finish_time_fairness(three, rule="sia", jm=TOY)
+    assert f.share == {"A": 1.0, "B": 1.0, "C": pytest.approx(1.5)}
+    assert f.isolated == {"A": 100.0, "B": 100.0, "C": pytest.approx(560 / 3)}
+    assert f.rho == {"A": 0.5, "B": 1.1, "C": pytest.approx(15 / 14)}
+    assert f.worst == 1.1
+    assert f.unfair_fraction == pytest.approx(2 / 3)
+    x = np.array([0.5, 1.1, 15 / 14])
+    assert f.jain == pytest.approx(x.sum() ** 2 / (3 * (x * x).sum()))
+    assert f.jain == pytest.approx(0.91215, abs=1e-5)
+    assert f.by_group({"A": "alice", "B": "bob", "C": "bob"}) == {
+        "alice": {"jobs": 1, "worst_rho": 0.5, "mean_rho": 0.5, "unfair_fraction": 0.0, "jain_rho": 1.0},
+        "bob": {"jobs": 2, "worst_rho": 1.1, "mean_rho": pytest.approx((1.1 + 15 / 14) / 2), "unfair_fraction": 1.0,
+                "jain_rho": pytest.approx(jain_index([1.1, 15 / 14]))}}
+
+
+def test_three_jobs_rho_gavel_rule(three) -> None:  # type: ignore[no-untyped-def]
+    """Gavel's rule: 1/N of the cluster's time at the requested 2 GPUs (fraction v / 2), no round phase, no
+    restart: A, B 20 s of work at half the time -> 40 s; C 80 s at 0.75 -> 106.67 s. rho 1.25, 2.75, 1.875."""
+    f = finish_time_fairness(three, rule="gavel", jm=TOY)
+    assert f.isolated == {"A": pytest.approx(40.0), "B": pytest.approx(40.0), "C": pytest.approx(320 / 3)}
+    assert f.rho == {"A": pytest.approx(1.25), "B": pytest.approx(2.75), "C": pytest.approx(1.875)}
+    assert f.unfair_fraction == 1.0
+
+
+def test_isolated_adaptive_interpolates_and_divides_below_one_gpu() -> None:
+    """An adaptive job on a 1 x 8 node whose rate is 1 unit/s at any count >= 2 (network time only on 1 GPU), alone:
+    it takes its best count among powers of two up to min(share, cap) (cap 1 at first, then 2 x most held). Below one
+    GPU of share the 1-GPU JCT is divided by the share; between counts the JCTs are interpolated."""
+    cl = {"g": (1, 2)}
+    t1 = isolated_time("long", "g", 2, 1, TOY, 60.0, True, 1, 8)
+    t2 = isolated_time("long", "g", 2, 2, TOY, 60.0, True, 1, 8)
+    assert t2 <= t1
+    assert isolated_jct("long", 0.0, 0.5, cl, TOY, 60.0) == pytest.approx(t1 / 0.5)
+    assert isolated_jct("long", 0.0, 1.25, cl, TOY, 60.0) == pytest.approx(t1 + 0.25 * (t2 - t1))
+    # arriving 20 s into a round: the lone run waits 40 s for its first round
+    assert isolated_jct("long", 20.0, 1.0, cl, TOY, 60.0) == pytest.approx(40.0 + t1)
+
+
+def test_rigid_isolated_time_is_restart_plus_work() -> None:
+    assert isolated_time("long", "g", 2, 2, TOY, 60.0, False, 2, 8) == 110.0
+    assert isolated_time("short", "g", 2, 2, TOY, 60.0, False, 2, 8) == 50.0
+
+
+def test_summary_keys_and_bad_rule(three) -> None:  # type: ignore[no-untyped-def]
+    s = summarize(three)  # job model "toy" is no preset: isolation cannot be rebuilt from the records alone
+    assert math.isnan(s["worst_rho"]) and math.isnan(s["unfair_fraction"]) and math.isnan(s["jain_rho"])
+    with pytest.raises(InputError, match="rule"):
+        finish_time_fairness(three, rule="themis")
+    with pytest.raises(InputError, match="share"):
+        isolated_jct("long", 0.0, 0.0, {"g": (1, 2)}, TOY, 60.0)
+
+
+def test_jain_index_values() -> None:
+    assert jain_index([1, 1, 1]) == 1.0
+    assert jain_index([1, 0, 0, 0]) == 0.25
+    assert math.isnan(jain_index([]))
+
+
+def test_summary_on_a_preset_workload_has_fairness() -> None:
+    """A real (tiny) run on Pollux's cluster: every finished job gets a finite rho; the summary carries the keys."""
+    from schedopt.sim import cluster_preset, load_workload
+
+    w = load_workload("pollux/1")
+    w = Workload("p1-8", w.jobs[:8])
+    r = simulate(cluster_preset("pollux"), w, get_policy("fifo"), job_model="pollux")
+    f = finish_time_fairness(r)
+    assert set(f.rho) == set(r.jcts())
+    assert all(math.isfinite(v) and v > 0 for v in f.rho.values())
+    s = summarize(r)
+    assert s["worst_rho"] == f.worst and s["jain_rho"] == f.jain and 0 < s["jain_rho"] <= 1
+
+
+
+def test_rho_cdf_figure(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("matplotlib")
+    from schedopt.sim import cluster_preset, load_workload
+    from schedopt.sim.plots import rho_cdf
+
+    w = Workload("p1-4", load_workload("pollux/1").jobs[:4])
+    r = simulate(cluster_preset("pollux"), w, get_policy("fifo"), job_model="pollux")
+    out = rho_cdf([r], tmp_path / "rho.png")
+    assert out.exists() and out.stat().st_size > 1000
+    with pytest.raises(InputError, match="rule"):
+        rho_cdf([r], tmp_path / "bad.png", rule="themis")
+
+
+def test_two_types_sia_averages_times_gavel_adds_throughputs() -> None:
+    """Two types, one 2-GPU node each; on "h" the toy runs at half speed. A rigid 2-GPU "short" job alone takes
+    30 + 20 = 50 s on "g" and 30 + 40 = 70 s on "h". With a fair share of 2 GPUs (no slow-down): Sia's rule
+    averages the times weighted by GPUs, (2 x 50 + 2 x 70) / 4 = 60 s; Gavel's gives the job half of each type's
+    time (c_k / (N s) = 2 / (2 x 2)) and adds the throughputs: 1 / (0.5 / 20 + 0.5 / 40) = 26.67 s of work."""
+    app, _ = _toy_app("short", [10, 20])
+    slow = JobGoodputModel("short", {"g": ThroughputParams(1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0),
+                                     "h": ThroughputParams(2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)}, 8, 8,
+                           {"g": (1, 8), "h": (1, 8)}, (8.0,), (1.0,), (0.0,))
+    jm = JobModel("toy2", default_restart=30.0, apps={"short": (app, slow)})
+    cl = {"g": (1, 2), "h": (1, 2)}
+    assert isolated_jct("short", 0.0, 2.0, cl, jm, 60.0, adaptive=False, requested_gpus=2, batch_size=8) == 60.0
+    assert isolated_jct("short", 0.0, 2.0, cl, jm, 60.0, adaptive=False, requested_gpus=2, batch_size=8,
+                        rule="gavel") == pytest.approx(80 / 3)
+
+
+def test_card_names_are_the_codes(three) -> None:  # type: ignore[no-untyped-def]
+    """formulations/fairness.md's ``## Names`` are summary keys, FairnessReport fields or functions of the module."""
+    import re
+    from pathlib import Path
+
+    import schedopt.sim.fairness as fm
+
+    text = (Path(__file__).resolve().parents[1] / "formulations" / "fairness.md").read_text()
+    names = re.findall(r"^- `([A-Za-z_][A-Za-z0-9_]*)`", text.split("## Names", 1)[1].split("\n## ", 1)[0], re.M)
+    keys = set(summarize(three)) | set(finish_time_fairness(three, jm=TOY).summary())
+    fields = set(fm.FairnessReport.__dataclass_fields__)
+    aliases = {"n_avg": "average_contention"}
+    for n in names:
+        assert n in keys or n in fields or hasattr(fm, aliases.get(n, n)), n
