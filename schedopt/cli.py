@@ -500,6 +500,7 @@ def _add_plugins(sub: Any) -> None:
             raise
         return
     add_parser(sub)
+    __import__("schedopt.traces.cli", fromlist=["add_parser"]).add_parser(sub)  # `schedopt trace` (issue 28)
 
 
 def _bench_report_parser() -> argparse.ArgumentParser:
