@@ -18,6 +18,7 @@
 
 from typing import Any as _Any
 
+from ..traces.generate import generate_workload
 from .engine import DEFAULT_ROUND_SECONDS, simulate
 from .jobs import POLLUX, SIA, JobModel, goodput_estimate
 from .metrics import JobRecord, RoundRecord, SimMeta, SimResult, queue_length, read_jsonl, summarize, utilization
@@ -84,6 +85,7 @@ __all__ = [
     "Workload",
     "WorkloadJob",
     "cluster_preset",
+    "generate_workload",
     "get_policy",
     "goodput_estimate",
     "list_workloads",
