@@ -107,3 +107,29 @@ def test_sia_policy_restart_penalty_per_application() -> None:
     assert pol.restart_penalty("imagenet") == RESTART_PENALTY_S["imagenet"] == 250
     assert pol.restart_penalty("yolov3") == 45 and pol.restart_penalty("ncf") == 30
     assert SiaPolicy(restart_cost_s=30).restart_penalty("imagenet") == 30
+
+
+# ---------------------------------------------------------------------------------------------- limited adaptivity
+def test_rigid_job_ids_are_an_exact_seeded_nested_fraction() -> None:
+    from schedopt.sim.adaptivity import rigid_job_ids
+
+    quarter, half = rigid_job_ids("saturn/1", 0.25, seed=3), rigid_job_ids("saturn/1", 0.5, seed=3)
+    assert len(quarter) == 40 and len(half) == 80 and quarter < half  # 160 jobs
+    assert rigid_job_ids("saturn/1", 0.25, seed=3) == quarter and rigid_job_ids("saturn/1", 0.25, seed=4) != quarter
+    assert rigid_job_ids("saturn/1", 0.0) == frozenset() and len(rigid_job_ids("saturn/1", 1.0)) == 160
+    with pytest.raises(InputError, match="rigid"):
+        rigid_job_ids("saturn/1", 1.5)
+
+
+def test_rigid_jobs_of_any_count_run_at_their_request_under_sia() -> None:
+    from schedopt.sim import Workload, cluster_preset, load_workload, simulate
+    from schedopt.sim.adaptivity import SiaAnyRigid, limit_adaptivity
+
+    w = Workload("w", load_workload("saturn/1").jobs[:6])  # cifar10 jobs asking for 12, 12, 8, 6, 12, 4 GPUs
+    jm = limit_adaptivity(w, rigid=1.0)
+    assert jm.rigid_jobs == {j.name for j in w.jobs} and jm.name == "sia:rigid=1:seed=0"
+    r = simulate(cluster_preset("sia-64"), w, SiaAnyRigid(), job_model=jm)
+    asked = {j.name: j.num_replicas for j in w.jobs}
+    for rec in r.jobs:
+        assert rec.finish is not None
+        assert {g for *_, g in rec.segments} == {asked[rec.id]}  # every spell at exactly the requested count
