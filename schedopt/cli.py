@@ -500,6 +500,7 @@ def _add_plugins(sub: Any) -> None:
             raise
         return
     add_parser(sub)
+    __import__("schedopt.reproduce", fromlist=["add_parser"]).add_parser(sub)  # sia-eval: schedopt reproduce
 
 
 def _bench_report_parser() -> argparse.ArgumentParser:
