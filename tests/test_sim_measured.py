@@ -133,3 +133,22 @@ def test_rigid_jobs_of_any_count_run_at_their_request_under_sia() -> None:
     for rec in r.jobs:
         assert rec.finish is not None
         assert {g for *_, g in rec.segments} == {asked[rec.id]}  # every spell at exactly the requested count
+
+
+# ---------------------------------------------------------------------------------------------- pipeline-parallel GPT
+def test_gpt_pmp_iteration_time_and_scale_unit_by_hand() -> None:
+    from schedopt.zoo.pmp import gpt_pmp
+
+    g = gpt_pmp()
+    assert g.scale_unit("a100") == 2 and g.scale_unit("rtx2080ti") == 8 and g.training_curve == "bert"
+    # placements-dgx-ext.csv "2", micro-batch 1: t_fwd = 0.144 s -> 3 * ((2 - 1) + 48) * 0.144 = 21.168 s for 48 samples
+    assert g.iteration_time("a100", (2,)) == pytest.approx(21.168)
+    assert g.throughput("a100", (2,)) == pytest.approx(48 / 21.168)
+    # placements-rtx.csv "88": t_fwd = 0.099 s, P = 8 -> 3 * 55 * 0.099 = 16.335 s for 2 pipelines x 48 samples
+    assert g.iteration_time("rtx2080ti", (8, 8)) == pytest.approx(16.335)
+    assert g.iteration_time("rtx2080ti", (8, 8), with_sync=True) == pytest.approx(16.335 + 0.435)
+    assert g.throughput("rtx2080ti", (8, 8)) == pytest.approx(96 / 16.335)
+    assert g.iteration_time("rtx2080ti", (4,)) is None  # not a multiple of P
+    assert g.iteration_time("a100", (3, 3)) is None  # not measured
+    with pytest.raises(InputError, match="gpu_type"):
+        g.scale_unit("t4")
