@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..sia import SiaProblem, SiaSettings
+from ..sia import Config, Job, SiaProblem, SiaSettings
 from .jobs import JobModel
 from .jobs import job_model as get_job_model
 from .policies.base import Decision, RoundState
@@ -61,6 +61,18 @@ class SiaAnyRigid(SiaPolicy):
     (``SiaSettings(rigid_any_count=True)``, the published optimizer's per-type rigid variables)."""
 
     name = "sia-any-rigid"
+
+    def jobs(self, state: RoundState) -> list[Job]:
+        """As ``sia``'s, with a rigid job's current placement read as its rigid shape (the placer may spread a
+        request over more nodes than ``ceil(g / R)``, which is no configuration of the problem)."""
+        per_node = {t.name: t.gpus_per_node for t in state.cluster.gpu_types}
+        out = []
+        for j in super().jobs(state):
+            c = j.current
+            if j.kind == "rigid" and c is not None and c.n_nodes != -(-c.n_gpus // per_node.get(c.gpu_type, 1)):
+                j = dataclasses.replace(j, current=Config(-(-c.n_gpus // per_node[c.gpu_type]), c.n_gpus, c.gpu_type))
+            out.append(j)
+        return out
 
     def problem(self, state: RoundState) -> SiaProblem:
         if all(v.adaptive for v in state.jobs):
