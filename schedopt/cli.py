@@ -512,6 +512,8 @@ def _add_plugins(sub: Any) -> None:
             raise
         return
     add_parser(sub)
+    __import__("schedopt.traces.cli", fromlist=["add_parser"]).add_parser(sub)  # `schedopt trace` (issue 28)
+    __import__("schedopt.reproduce", fromlist=["add_parser"]).add_parser(sub)  # sia-eval: schedopt reproduce
 
 
 def _bench_report_parser() -> argparse.ArgumentParser:

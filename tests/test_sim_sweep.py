@@ -60,7 +60,8 @@ def test_cli_simulate_and_report_end_to_end(small_csv: str, tmp_path: Path) -> N
     assert files == ["fifo__small__seed0.jsonl", "summary.csv", "tiresias__small__seed0.jsonl"]
     b = parser.parse_args(["simulate", "report", str(runs), "-o", str(rep)])
     assert b.func(b) == 0
-    assert sorted(p.name for p in rep.iterdir()) == ["jct_cdf.png", "report.md", "summary.csv", "utilization.png"]
+    assert sorted(p.name for p in rep.iterdir()) == ["jct_cdf.png", "report.md", "rho_cdf.png", "summary.csv",
+                                                     "utilization.png"]
     rows = list(csv.DictReader((rep / "summary.csv").open()))
     direct = simulate_many(["fifo"], [small_csv], cluster="pollux", workers=1)[0].summary()
     fifo = next(r for r in rows if r["policy"] == "fifo")

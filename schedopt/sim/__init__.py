@@ -18,6 +18,7 @@
 
 from typing import Any as _Any
 
+from ..traces.generate import generate_workload
 from . import families as _families  # noqa: F401  (registers the built-in families; the registry imports none)
 from .engine import DEFAULT_ROUND_SECONDS, simulate
 from .jobs import POLLUX, SIA, JobModel, goodput_estimate
@@ -85,6 +86,7 @@ __all__ = [
     "Workload",
     "WorkloadJob",
     "cluster_preset",
+    "generate_workload",
     "get_policy",
     "goodput_estimate",
     "list_workloads",

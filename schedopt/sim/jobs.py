@@ -36,6 +36,7 @@ __all__ = [
     "FIT_STARTS",
     "POLLUX",
     "SIA",
+    "SIA_MEASURED",
     "Application",
     "JobModel",
     "JobState",
@@ -139,6 +140,11 @@ class JobModel:
     rigid_apps: Mapping[str, tuple[int, int]] = field(default_factory=lambda: {"ncf": (1, 32768)})
     apps: Mapping[str, tuple[Application, JobGoodputModel]] = field(default_factory=dict)
     elastic: Mapping[str, int] = field(default_factory=dict)  # app -> most GPUs its rigid jobs may grow to
+    # -- sia-eval: measured truth (schedopt.sim.measured): jobs advance at the measured step times where measured --
+    measured: bool = False
+    # -- sia-eval: job ids that run rigid at their requested (GPUs, batch) under adaptive policies (limited
+    # adaptivity, schedopt.sim.adaptivity.limit_adaptivity) --
+    rigid_jobs: frozenset[str] = frozenset()
 
     def application(self, app: str) -> Application:
         """The training curve of ``app`` (``apps`` first, then the shipped ones)."""
@@ -167,7 +173,13 @@ SIA = JobModel(
     slowdown={"cifar10": 1.8, "imagenet": 1.2, "yolov3": 1.2, "bert": 1.2, "deepspeech2": 1.2, "ncf": 1.5},
     max_local_bsz={("deepspeech2", "rtx2080ti"): 57},
 )
-_MODELS = {"pollux": POLLUX, "sia": SIA}
+# -- sia-eval: the SIA constants with the measured step times as the truth (schedopt.sim.measured) and ncf adaptive
+# (the published Sia simulator's ncf check, ``'ncf' in job.applications``, tests GPU-type keys and never fires) --
+SIA_MEASURED = JobModel(
+    "sia-measured", restart_seconds=SIA.restart_seconds, slowdown=SIA.slowdown, max_local_bsz=SIA.max_local_bsz,
+    rigid_apps={}, measured=True,
+)
+_MODELS = {"pollux": POLLUX, "sia": SIA, "sia-measured": SIA_MEASURED}
 
 
 def job_model(name: str | JobModel) -> JobModel:
@@ -261,7 +273,7 @@ class JobState:
     @property
     def rigid_shape(self) -> tuple[int, int] | None:
         """(GPUs, batch) when the job runs rigid: always for rigid policies, and ``JobModel.rigid_apps``."""
-        if not self.adaptive:
+        if not self.adaptive or self.id in self.jm.rigid_jobs:  # sia-eval: rigid_jobs
             return self.requested_gpus, self.batch_size
         return self.jm.rigid_apps.get(self.app)
 
@@ -309,6 +321,14 @@ class JobState:
             den = var / scale + sqr
             gain = (var + sqr) / den if den > 0 else 1.0
             it = _step_time(m.params[self.config.gpu_type], n, r, self.local_bsz, self.accum)
+            # -- sia-eval: measured truth (schedopt.sim.measured), the fit only where nothing was measured --
+            if self.jm.measured:
+                from .measured import step_time as measured_step_time
+
+                got = measured_step_time(self.app, self.config.gpu_type, tuple(self.nodes.values()),
+                                         self.local_bsz, self.accum)
+                it = it if got is None else got
+            # -- end sia-eval --
             self._rate = gain / it * self.jm.speed_factor(self.app)
         return self._rate
 
@@ -390,6 +410,14 @@ def _measured(jm: JobModel, app: str, key: tuple[str, int, int, int]) -> tuple[f
     """(step time, sync time) the job measures at ``key`` = (gpu type, nodes, GPUs, local batch): the truth's, kept
     per configuration (every estimate of a job's history repeats its earlier configurations)."""
     t, n, r, b = key
+    # -- sia-eval: a job observes the measured (step, sync) where measured (schedopt.sim.measured) --
+    if jm.measured:
+        from .measured import lookup_shape
+
+        got = lookup_shape(app, t, n, r, float(b))
+        if got is not None and got[0] > 0:
+            return got[0], min(max(got[1], 0.0), got[0] * (1 - 1e-9))
+    # -- end sia-eval --
     p = jm.truth(app).params[t]
     step = float(p.step_time(n, r, b))
     return step, min(max(step - float(p.compute_time(b)), 0.0), step * (1 - 1e-9))

@@ -56,6 +56,8 @@ __all__ = [
     "register_policy",
     "register_system",
     "reload_entry_points",
+    "restore",
+    "snapshot",
     "system_for",
     "systems",
 ]
@@ -316,6 +318,29 @@ def reload_entry_points() -> None:
         for k in [k for k, e in reg.entries.items() if e.description.startswith("entry point ")]:
             del reg.entries[k]
         reg._eps_loaded = False
+
+
+def snapshot() -> list[tuple[str, RoleEntry]]:
+    """The entries registered in this process that a fresh process can rebuild (``"module:attr"`` targets and
+    importable callables), for :func:`restore` in workers started by spawn, which do not inherit registrations."""
+    import pickle
+
+    out: list[tuple[str, RoleEntry]] = []
+    for reg in (_POLICIES, _PLACERS, _ADMISSIONS):
+        for e in reg.entries.values():
+            try:
+                pickle.dumps(e)
+            except Exception:
+                continue
+            out.append((reg.kind, e))
+    return out
+
+
+def restore(entries: Sequence[tuple[str, RoleEntry]]) -> None:
+    """Register ``entries`` (from :func:`snapshot`) here, replacing what is there."""
+    regs = {r.kind: r for r in (_POLICIES, _PLACERS, _ADMISSIONS)}
+    for kind, e in entries:
+        regs[kind].add(e, replace=True)
 
 
 def policies() -> list[str]:

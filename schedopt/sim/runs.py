@@ -327,8 +327,12 @@ def _die_with_parent(ppid: int) -> None:
         threading.Thread(target=watch, daemon=True, name="schedopt-parent-watch").start()
 
 
-def _worker_main(conn: Any, ppid: int) -> None:
+def _worker_main(conn: Any, ppid: int, registered: Sequence[Any] = ()) -> None:
     _die_with_parent(ppid)
+    if registered:  # a spawned worker does not inherit the parent's registrations (register_policy & co.)
+        from .registry import restore
+
+        restore(registered)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C reaches the group: the parent decides
     while True:
         try:
@@ -363,7 +367,11 @@ class _LocalPool:
         a, b = self.ctx.Pipe()
         # not daemonic: a policy may start processes of its own (daemonic processes may not); the worker dies with
         # this process anyway (PR_SET_PDEATHSIG), and stop() / close() end it
-        p = self.ctx.Process(target=_worker_main, args=(b, os.getpid()), daemon=False, name="schedopt-sim-worker")
+        from .registry import snapshot
+
+        reg = snapshot() if self.ctx.get_start_method() != "fork" else []
+        p = self.ctx.Process(target=_worker_main, args=(b, os.getpid(), reg), daemon=False,
+                             name="schedopt-sim-worker")
         p.start()
         b.close()
         return p, a

@@ -258,7 +258,8 @@ def list_workloads() -> dict[str, str]:
 
 
 def load_workload(name_or_path: str | Path) -> Workload:
-    """A shipped workload (``"saturn/1"``) or a CSV file path."""
+    """A shipped workload (``"saturn/1"``, ``"pollux@1.5/3"``) or a CSV file path; ``"<set>@<load>/<k>"`` at another
+    load and ``"FILE:load=X[:seed=K]"`` are made by :mod:`schedopt.traces.named`."""
     if not isinstance(name_or_path, (str, Path)) or not str(name_or_path).strip():
         raise InputError("workload", name_or_path, "must name a shipped workload ('saturn/1') or a CSV file")
     key = str(name_or_path)
@@ -278,6 +279,13 @@ def load_workload(name_or_path: str | Path) -> Workload:
         return read_workload(data, p.stem or "workload", source=str(p))
     if p.exists():
         raise InputError("workload", key, "is not a regular file (a folder?)")
+    # --- traces (issue 28): "<set>@<load>/<k>" at any load, "FILE:load=X[:seed=K...]" (schedopt/traces/named.py) ---
+    from ..traces.named import resolve_workload
+
+    made = resolve_workload(key)
+    if made is not None:
+        return made
+    # --- end traces ---
     raise InputError("workload", key, f"is neither a file nor a shipped workload ({', '.join(list(known)[:4])}, ...)")
 
 

@@ -1,0 +1,443 @@
+"""``schedopt reproduce sia -o out/ [--quick]``: the Sia paper's (SOSP'23) evaluation in one command (issue 31).
+
+Sections (each a set of :func:`schedopt.sim.simulate_many` calls on Sia's 64-GPU cluster unless named):
+
+* ``main`` -- average / p99 JCT, makespan and GPU-hours of ``sia``, ``pollux-unaware`` and ``gavel`` on the Saturn
+  and Philly workloads.
+* ``adaptivity`` -- a seeded fraction of the jobs rigid at their requested GPUs and batch
+  (:func:`schedopt.sim.adaptivity.limit_adaptivity`: 0, 25, 50, 75, 100 %), ``sia-any-rigid`` (Sia with rigid jobs
+  of any GPU count) against ``pollux`` and ``gavel`` (``pollux-unaware`` leaves rigid jobs unscheduled: 8 of 10
+  unfinished after 50 simulated minutes on ten all-rigid cifar10 jobs, so it is not used here).
+* ``load`` -- arrival times divided by the load factor (0.5 ... 2: twice the jobs per hour at 2), ``sia`` against
+  ``pollux-unaware``.
+* ``sensitivity`` -- Sia's ``p`` in [-1, 1] at ``lambda`` = 1.1 and ``lambda`` in [1.0, 2.0] at ``p`` = -0.5.
+* ``scale`` -- the policy's time per round (wall and CPU) on ``sia-<G>`` clusters (64 ... 2,048 GPUs) with the
+  workload's jobs repeated G/64 times (the artifact's ``scale_<k>x`` construction), runs capped in simulated time.
+
+Every simulation's records are written to ``out/raw/<section>/*.jsonl`` the moment its group finishes; a rerun
+skips what is on disk (resumable at that granularity). ``out/report.md`` has one table per section beside the
+paper's claim, and ``out/*.png`` the figures. ``--quick``: the first 16 jobs of saturn/1 and two points per sweep
+(about a minute on two cores); the full run is many hours on two cores (see the README for the measured time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import InputError
+
+__all__ = ["SECTIONS", "Plan", "add_parser", "plan", "reproduce_sia"]
+
+SECTIONS = ("main", "adaptivity", "load", "sensitivity", "scale")
+
+#: The paper's claims, as issue 31 summarises them (Sia, SOSP'23), one per section.
+CLAIMS = {
+    "main": "Sia's average JCT is 30-93 % below Pollux's and Gavel's on the Saturn / Philly / newTrace workloads of "
+            "its 64-GPU heterogeneous cluster.",
+    "adaptivity": "Sia helps when many jobs cannot change batch size or GPU count (rigid and strong-scaling jobs): "
+                  "it keeps its lead over Pollux as the rigid fraction grows.",
+    "load": "Sia widens its lead as load grows.",
+    "sensitivity": "Sia is robust across its p and lambda settings.",
+    "scale": "Sia's policy scales to 2,000 GPUs (seconds per round) where Pollux's search does not.",
+}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What :func:`reproduce_sia` runs (:func:`plan` gives the full and the quick one)."""
+
+    quick: bool
+    main_workloads: tuple[str, ...]
+    main_policies: tuple[str, ...] = ("sia", "pollux-unaware", "gavel")
+    adaptivity_workloads: tuple[str, ...] = ("saturn/1",)
+    rigid_fractions: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
+    adaptivity_policies: tuple[str, ...] = ("schedopt.sim.adaptivity:SiaAnyRigid", "pollux", "gavel")
+    load_workloads: tuple[str, ...] = ("saturn/1",)
+    loads: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0)
+    load_policies: tuple[str, ...] = ("sia", "pollux-unaware")
+    sensitivity_workloads: tuple[str, ...] = ("saturn/1",)
+    p_values: tuple[float, ...] = (-1.0, -0.5, 0.5, 1.0)
+    lam_values: tuple[float, ...] = (1.0, 1.1, 1.5, 2.0)
+    scale_workload: str = "saturn/1"
+    scale_gpus: tuple[int, ...] = (64, 128, 256, 512, 1024, 2048)
+    scale_policies: tuple[str, ...] = ("sia:backend=mckp", "sia:backend=highs", "pollux-unaware", "gavel")
+    scale_max_time: float = 3600.0
+    truncate: int | None = None  #: keep only the first jobs of every workload (quick runs)
+    only_apps: tuple[str, ...] | None = None  #: with ``truncate``: keep only jobs of these applications
+    estimator: str = "bootstrap"  #: what the policies see (``simulate(estimator=...)``)
+    seeds: tuple[int, ...] = (0,)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def plan(quick: bool = False) -> Plan:
+    """The full evaluation, or ``quick``: the first 10 cifar10 jobs of saturn/1, two points per sweep, 64 and 128
+    GPUs, the oracle estimator (no refits)."""
+    if not quick:
+        return Plan(False, tuple(f"saturn/{k}" for k in range(1, 11)) + tuple(f"philly/{k}" for k in range(1, 9)),
+                    adaptivity_workloads=("saturn/1", "saturn/2", "saturn/3"),
+                    load_workloads=("saturn/1", "saturn/2", "saturn/3"),
+                    sensitivity_workloads=("saturn/1", "saturn/2", "saturn/3"))
+    return Plan(True, ("saturn/1",), main_policies=("sia", "pollux-unaware"), rigid_fractions=(0.0, 1.0),
+                adaptivity_policies=("schedopt.sim.adaptivity:SiaAnyRigid", "pollux"),
+                loads=(1.0, 2.0), p_values=(-1.0, 1.0), lam_values=(1.1, 2.0), scale_gpus=(64, 128),
+                scale_policies=("sia:backend=mckp",), scale_max_time=900.0, truncate=10, only_apps=("cifar10",),
+                estimator="oracle")
+
+
+# ------------------------------------------------------------------------------------------------------ workloads
+def _slug(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", s).strip("_")
+
+
+class _Workloads:
+    """Derived workload CSVs under ``out/workloads`` (truncated, load-scaled, repeated), by name."""
+
+    def __init__(self, out: Path, truncate: int | None, only_apps: Sequence[str] | None = None) -> None:
+        self.dir = out / "workloads"
+        self.truncate = truncate
+        self.only_apps = None if only_apps is None else tuple(only_apps)
+
+    def _write(self, name: str, w: Any) -> str:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        p = self.dir / f"{_slug(name)}.csv"
+        text = w.to_csv()
+        if not p.is_file() or p.read_text() != text:
+            p.write_text(text)
+        return str(p)
+
+    def base(self, name: str) -> str:
+        """``name`` itself, or a CSV of its first ``truncate`` jobs."""
+        if self.truncate is None:
+            return name
+        from .sim import Workload, load_workload
+
+        w = load_workload(name)
+        jobs = [j for j in w.jobs if self.only_apps is None or j.application in self.only_apps][: self.truncate]
+        tag = "" if self.only_apps is None else "-" + "-".join(self.only_apps)
+        return self._write(f"{name}-first{self.truncate}{tag}", Workload(w.name, tuple(jobs)))
+
+    def loaded(self, name: str, load: float) -> str:
+        """Arrival times divided by ``load`` (load 2: the same jobs arrive twice as fast)."""
+        from dataclasses import replace
+
+        from .sim import Workload, load_workload
+
+        if load == 1.0:
+            return self.base(name)
+        w = load_workload(self.base(name))
+        jobs = tuple(replace(j, time=j.time / load) for j in w.jobs)
+        return self._write(f"{name}-load{load:g}", Workload(w.name, jobs))
+
+    def repeated(self, name: str, k: int) -> str:
+        """Every job repeated ``k`` times at its arrival time (the artifact's ``scale_<k>x`` workloads)."""
+        from dataclasses import replace
+
+        from .sim import Workload, load_workload
+
+        if k == 1:
+            return self.base(name)
+        w = load_workload(self.base(name))
+        jobs = tuple(replace(j, name=f"{j.name}-r{c}") for j in w.jobs for c in range(k))
+        return self._write(f"{name}-x{k}", Workload(w.name, jobs))
+
+
+# ------------------------------------------------------------------------------------------------------ running
+class _Runner:
+    """simulate_many groups with their records on disk (skipped when already there)."""
+
+    def __init__(self, out: Path, workers: int | None, executor: Any, progress: bool | None,
+                 log: Callable[[str], None], estimator: str = "bootstrap") -> None:
+        self.out, self.workers, self.executor, self.progress, self.log = out, workers, executor, progress, log
+        self.estimator = estimator
+        self.simulations = 0
+
+    def run(self, section: str, key: str, policies: Sequence[str], workloads: Sequence[str],
+            **kw: Any) -> dict[tuple[str, str], Any]:
+        """(policy, workload) -> SimResult of one simulate_many group (read back when on disk)."""
+        from .sim import read_jsonl, simulate_many
+
+        d = self.out / "raw" / section
+        d.mkdir(parents=True, exist_ok=True)
+
+        def path(p: str, w: str) -> Path:
+            return d / f"{_slug(key)}__{_slug(p)}__{_slug(Path(w).stem if w.endswith('.csv') else w)}.jsonl"
+
+        out: dict[tuple[str, str], Any] = {}
+        todo_pols = [p for p in policies if any(not path(p, w).is_file() for w in workloads)]
+        todo_wls = [w for w in workloads if any(not path(p, w).is_file() for p in policies)]
+        if todo_pols and todo_wls:
+            t0 = time.perf_counter()
+            res = simulate_many(todo_pols, todo_wls, executor=self.executor, workers=self.workers,
+                                progress=self.progress, estimator=self.estimator, **kw)
+            k = 0
+            for p in todo_pols:
+                for w in todo_wls:
+                    path(p, w).write_text(res[k].to_jsonl())
+                    k += 1
+            self.simulations += len(res)
+            self.log(f"{section}/{key}: {len(res)} simulations in {time.perf_counter() - t0:.0f} s")
+        for p in policies:
+            for w in workloads:
+                out[(p, w)] = read_jsonl(path(p, w).read_text())
+        return out
+
+
+def _mean(xs: Sequence[float]) -> float:
+    xs = [x for x in xs if x is not None and not math.isnan(x)]
+    return float(np.mean(xs)) if xs else math.nan
+
+
+def _fmt(x: float, nd: int = 0) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:,.{nd}f}"
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def _policy_label(p: str) -> str:
+    return {"schedopt.sim.adaptivity:SiaAnyRigid": "sia (any rigid count)"}.get(p, p)
+
+
+# ------------------------------------------------------------------------------------------------------ sections
+def _main(pl: Plan, wl: _Workloads, run: _Runner) -> tuple[str, dict[str, Any]]:
+    from .sim import summarize
+
+    wls = [wl.base(w) for w in pl.main_workloads]
+    res = run.run("main", "main", pl.main_policies, wls, seeds=pl.seeds)
+    rows, data = [], {}
+    sia_avg = {w: summarize(res[("sia", w)])["avg_jct_s"] for w in wls} if "sia" in pl.main_policies else {}
+    for p in pl.main_policies:
+        s = [summarize(res[(p, w)]) for w in wls]
+        avg = _mean([x["avg_jct_s"] for x in s])
+        gaps = [1 - sia_avg[w] / x["avg_jct_s"] for w, x in zip(wls, s, strict=True)] if sia_avg else []
+        data[p] = {"avg_jct_s": avg, "p99_jct_s": _mean([x["p99_jct_s"] for x in s]),
+                   "makespan_s": _mean([x["makespan_s"] for x in s]), "gpu_hours": _mean([x["gpu_hours"] for x in s]),
+                   "unfinished": sum(x["unfinished"] for x in s), "sia_below_pct": [100 * g for g in gaps]}
+        below = "" if p == "sia" or not gaps else f"{100 * min(gaps):.0f} to {100 * max(gaps):.0f} %"
+        rows.append([p, _fmt(avg / 3600, 3), _fmt(data[p]["p99_jct_s"] / 3600, 2), _fmt(data[p]["makespan_s"] / 3600, 2),
+                     _fmt(data[p]["gpu_hours"], 1), str(data[p]["unfinished"]), below])
+    md = _table(["policy", "avg JCT (h)", "p99 JCT (h)", "makespan (h)", "GPU-hours", "unfinished",
+                 "Sia below it, per workload"], rows)
+    md += f"\n\nMeans over {len(wls)} workload(s): {', '.join(pl.main_workloads)}."
+    try:
+        from .sim.plots import jct_cdf
+
+        jct_cdf(list(res.values()), run.out / "main_jct_cdf.png")
+        md += "\n\n![JCT CDF](main_jct_cdf.png)"
+    except InputError:
+        pass
+    return md, data
+
+
+def _sweep_table(name: str, xs: Sequence[float], pols: Sequence[str], val: dict[tuple[str, float], float],
+                 xlabel: str) -> str:
+    """One row per x: each policy's average JCT, then how far the first policy is below each other one."""
+    rows = []
+    for x in xs:
+        r = [xlabel.format(x)] + [_fmt(val[(p, x)], 0) for p in pols]
+        r += [_fmt(100 * (1 - val[(pols[0], x)] / val[(q, x)]), 0) + " %" for q in pols[1:]]
+        rows.append(r)
+    head = [name] + [f"{_policy_label(p)} avg JCT (s)" for p in pols]
+    head += [f"{_policy_label(pols[0])} below {_policy_label(q)}" for q in pols[1:]]
+    return _table(head, rows)
+
+
+def _line_figure(path: Path, xs: Sequence[float], series: dict[str, Sequence[float]], xlabel: str, ylabel: str,
+                 log: bool = False) -> str:
+    try:
+        from .sim.plots import _plt
+
+        plt = _plt()
+    except InputError:
+        return ""
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    for name, ys in series.items():
+        ax.plot(xs, ys, marker="o", label=_policy_label(name))
+    if log:
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return f"\n\n![{path.stem}]({path.name})"
+
+
+def _adaptivity(pl: Plan, wl: _Workloads, run: _Runner) -> tuple[str, dict[str, Any]]:
+    from .sim import summarize
+    from .sim.adaptivity import limit_adaptivity
+
+    val: dict[tuple[str, float], float] = {}
+    for f in pl.rigid_fractions:
+        per: dict[str, list[float]] = {p: [] for p in pl.adaptivity_policies}
+        for w in pl.adaptivity_workloads:
+            base = wl.base(w)
+            jm = limit_adaptivity(base, rigid=f, seed=0)
+            res = run.run("adaptivity", f"rigid{f:g}-{w}", pl.adaptivity_policies, [base], job_model=jm,
+                          seeds=pl.seeds)
+            for p in pl.adaptivity_policies:
+                per[p].append(summarize(res[(p, base)])["avg_jct_s"])
+        for p in pl.adaptivity_policies:
+            val[(p, f)] = _mean(per[p])
+    md = _sweep_table("rigid jobs", pl.rigid_fractions, pl.adaptivity_policies, val, "{:.0%}")
+    md += _line_figure(run.out / "adaptivity.png", [100 * f for f in pl.rigid_fractions],
+                       {p: [val[(p, f)] for f in pl.rigid_fractions] for p in pl.adaptivity_policies},
+                       "rigid jobs (%)", "average JCT (s)")
+    return md, {f"{p}@{f:g}": v for (p, f), v in val.items()}
+
+
+def _load(pl: Plan, wl: _Workloads, run: _Runner) -> tuple[str, dict[str, Any]]:
+    from .sim import summarize
+
+    val: dict[tuple[str, float], float] = {}
+    for x in pl.loads:
+        wls = [wl.loaded(w, x) for w in pl.load_workloads]
+        res = run.run("load", f"load{x:g}", pl.load_policies, wls, seeds=pl.seeds)
+        for p in pl.load_policies:
+            val[(p, x)] = _mean([summarize(res[(p, w)])["avg_jct_s"] for w in wls])
+    md = _sweep_table("load (x arrival rate)", pl.loads, pl.load_policies, val, "{:g}")
+    md += _line_figure(run.out / "load.png", list(pl.loads),
+                       {p: [val[(p, x)] for x in pl.loads] for p in pl.load_policies}, "load (x arrival rate)",
+                       "average JCT (s)")
+    return md, {f"{p}@{x:g}": v for (p, x), v in val.items()}
+
+
+def _sensitivity(pl: Plan, wl: _Workloads, run: _Runner) -> tuple[str, dict[str, Any]]:
+    from .sim import summarize
+
+    wls = [wl.base(w) for w in pl.sensitivity_workloads]
+    specs = [f"sia:p={p:g}:lam=1.1" for p in pl.p_values] + [f"sia:p=-0.5:lam={x:g}" for x in pl.lam_values]
+    specs = list(dict.fromkeys(specs))
+    res = run.run("sensitivity", "p-lam", specs, wls, seeds=pl.seeds)
+    avg = {s: _mean([summarize(res[(s, w)])["avg_jct_s"] for w in wls]) for s in specs}
+    p99 = {s: _mean([summarize(res[(s, w)])["p99_jct_s"] for w in wls]) for s in specs}
+    ref = avg.get("sia:p=-0.5:lam=1.1", math.nan)
+    rows = [[s.removeprefix("sia:"), _fmt(avg[s]), _fmt(p99[s]), _fmt(100 * (avg[s] / ref - 1), 1) + " %"]
+            for s in specs]
+    md = _table(["setting", "avg JCT (s)", "p99 JCT (s)", "vs p=-0.5, lambda=1.1"], rows)
+    return md, {"avg_jct_s": avg, "p99_jct_s": p99}
+
+
+def _scale(pl: Plan, wl: _Workloads, run: _Runner) -> tuple[str, dict[str, Any]]:
+    import warnings
+
+    med: dict[tuple[str, int], tuple[float, float, int]] = {}
+    for g in pl.scale_gpus:
+        w = wl.repeated(pl.scale_workload, g // 64)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the runs are capped on purpose
+            res = run.run("scale", f"gpus{g}", pl.scale_policies, [w], cluster=f"sia-{g}",
+                          max_time=pl.scale_max_time, seeds=pl.seeds)
+        for p in pl.scale_policies:
+            r = res[(p, w)]
+            wall = [x.policy_seconds for x in r.rounds if x.active]
+            cpu = [x.policy_cpu_seconds for x in r.rounds if x.active]
+            med[(p, g)] = (float(np.median(wall)) if wall else math.nan,
+                           float(np.median(cpu)) if cpu else math.nan, len(wall))
+    rows = []
+    for g in pl.scale_gpus:
+        rows.append([str(g)] + [f"{_fmt(1e3 * med[(p, g)][0], 1)} / {_fmt(1e3 * med[(p, g)][1], 1)}"
+                                for p in pl.scale_policies])
+    md = _table(["GPUs"] + [f"{p} ms wall / CPU" for p in pl.scale_policies], rows)
+    md += (f"\n\nMedian policy time per round over the first {pl.scale_max_time / 60:.0f} simulated minutes "
+           f"(rounds with jobs), {pl.scale_workload} with every job repeated GPUs/64 times.")
+    md += _line_figure(run.out / "scale.png", list(pl.scale_gpus),
+                       {p: [med[(p, g)][1] for g in pl.scale_gpus] for p in pl.scale_policies}, "GPUs",
+                       "policy CPU s per round (median)", log=True)
+    return md, {f"{p}@{g}": {"wall_s": v[0], "cpu_s": v[1], "rounds": v[2]} for (p, g), v in med.items()}
+
+
+_RUN = {"main": _main, "adaptivity": _adaptivity, "load": _load, "sensitivity": _sensitivity, "scale": _scale}
+_TITLES = {"main": "Main comparison", "adaptivity": "Limited adaptivity (rigid jobs)",
+           "load": "Load", "sensitivity": "Sensitivity to p and lambda", "scale": "Policy time per round vs cluster size"}
+
+
+def reproduce_sia(out: str | Path, *, quick: bool = False, sections: Sequence[str] | None = None,
+                  workers: int | None = None, executor: Any = None, progress: bool | None = None,
+                  the_plan: Plan | None = None, log: Callable[[str], None] | None = None) -> Path:
+    """Run the evaluation into ``out`` and write ``out/report.md`` (returned) and ``out/results.json``.
+    ``sections``: a subset of :data:`SECTIONS`; ``workers`` / ``executor``: as :func:`schedopt.sim.simulate_many`
+    (a process pool, a Dask client, a Ray pool); ``the_plan``: override :func:`plan`."""
+    pl = the_plan if the_plan is not None else plan(quick)
+    secs = tuple(SECTIONS if sections is None else sections)
+    bad = [s for s in secs if s not in SECTIONS]
+    if bad:
+        raise InputError("sections", bad, f"unknown; have {', '.join(SECTIONS)}")
+    o = Path(out)
+    o.mkdir(parents=True, exist_ok=True)
+    say = log or (lambda m: print(m, file=sys.stderr))
+    run = _Runner(o, workers, executor, progress, say, pl.estimator)
+    wl = _Workloads(o, pl.truncate, pl.only_apps)
+    t0 = time.perf_counter()
+    parts = [f"# Sia (SOSP'23): the evaluation reproduced with schedopt{' (quick subset)' if pl.quick else ''}\n",
+             f"Command: `schedopt reproduce sia -o {o}{' --quick' if pl.quick else ''}`. Sia's 64-GPU cluster "
+             "(6 x 4 T4, 2 x 8 A100, 3 x 8 RTX 2080Ti), 60 s rounds, the `sia` job model, the "
+             f"{pl.estimator} estimator."]
+    results: dict[str, Any] = {}
+    for s in secs:
+        t = time.perf_counter()
+        md, data = _RUN[s](pl, wl, run)
+        results[s] = data
+        parts.append(f"## {_TITLES[s]}\n\n**Paper:** {CLAIMS[s]}\n\n{md}\n\n"
+                     f"_{time.perf_counter() - t:.0f} s wall for this section._")
+    wall = time.perf_counter() - t0
+    parts.append(f"Total: {run.simulations} simulations run now, {wall:.0f} s wall.")
+    (o / "results.json").write_text(json.dumps({"quick": pl.quick, "sections": results, "wall_s": wall},
+                                               indent=1, default=float) + "\n")
+    rep = o / "report.md"
+    rep.write_text("\n\n".join(parts) + "\n")
+    return rep
+
+
+# ------------------------------------------------------------------------------------------------------ CLI
+def _cmd(args: argparse.Namespace) -> int:
+    secs = None if not args.sections else [s.strip() for s in args.sections.split(",") if s.strip()]
+    executor = None
+    if args.dask:
+        from distributed import Client
+
+        executor = Client(args.dask)
+    prog = {"on": True, "off": False}.get(args.progress)
+    pl = plan(args.quick)
+    if args.workloads:
+        from dataclasses import replace
+
+        ws = tuple(w.strip() for w in args.workloads.split(",") if w.strip())
+        pl = replace(pl, main_workloads=ws, adaptivity_workloads=ws, load_workloads=ws, sensitivity_workloads=ws)
+    rep = reproduce_sia(args.output, quick=args.quick, sections=secs, workers=args.workers, executor=executor,
+                        progress=prog, the_plan=pl)
+    print(rep)
+    return 0
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``reproduce`` (``schedopt reproduce sia -o out/ [--quick]``)."""
+    r = subparsers.add_parser("reproduce", help="reproduce a paper's evaluation (sia)",
+                              description="Run a paper's whole evaluation and write a report beside its claims.")
+    r.add_argument("paper", choices=["sia"], help="which paper")
+    r.add_argument("-o", "--output", required=True, help="output folder (rerun to resume)")
+    r.add_argument("--quick", action="store_true", help="a small subset (about a minute)")
+    r.add_argument("--sections", default=None, help=f"comma-separated subset of {','.join(SECTIONS)}")
+    r.add_argument("--workloads", default=None,
+                   help="comma-separated workloads replacing those of the main, adaptivity, load and sensitivity "
+                        "sections (e.g. saturn/1)")
+    r.add_argument("--workers", type=int, default=None, help="processes (default: CPU count)")
+    r.add_argument("--dask", default=None, help="address of a Dask scheduler to run the simulations on")
+    r.add_argument("--progress", choices=("auto", "on", "off"), default="auto")
+    r.set_defaults(func=_cmd)

@@ -1,0 +1,182 @@
+"""Measured step times of the Sia artifact, looked up and interpolated as its simulator does (card:
+``formulations/sim.md``, "The measured job model").
+
+``data/measured_profiles.json`` (written offline by ``tools/derive_measured.py`` from
+``siasosp23/artifacts@aaf7a0de sia-simulator/traces/<app>/placements-<type>.csv`` and ``scalability-<type>.csv``)
+holds every measured (placement, local batch) -> (step time, sync time) row per application and GPU type.
+:func:`lookup` answers as the published ``Application.get_throughput``:
+
+1. the placement (GPUs per node) is normalised to its lexicographically smallest rotation; if that placement was
+   measured, the step and sync times are linear in the local batch between its measured batches (``interp1d``);
+2. otherwise they are linear over (nodes, replicas, local batch) in the Delaunay triangulation of the measured
+   points (``LinearNDInterpolator`` over the placement rows averaged per (nodes, replicas, local batch) and the
+   scalability rows; nodes capped at 16, as the published code does);
+3. outside both (a local batch beyond the measured ones, a shape outside the measured hull) the answer is ``None``
+   and the caller falls back to the fitted model (the published simulator returns -1 there and never asks).
+
+The ``sia-measured`` job model (:data:`schedopt.sim.jobs.SIA_MEASURED`) advances jobs at these step times
+(:func:`step_time`); :func:`fit_errors` compares the fitted zoo model with them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+
+__all__ = ["MeasuredProfile", "fit_errors", "lookup", "lookup_shape", "measured_types", "normalize_placement",
+           "profile", "step_time"]
+
+MAX_NODES = 16  # the published interpolation caps nodes at 16 (its largest measured T4 placement)
+
+
+def normalize_placement(placement: Sequence[int]) -> tuple[int, ...]:
+    """Drop empty nodes and rotate to the lexicographically smallest rotation (the published key)."""
+    p = tuple(int(x) for x in placement if int(x) > 0)
+    if not p:
+        raise InputError("placement", placement, "must hold at least one GPU")
+    return min(p[i:] + p[:i] for i in range(len(p)))
+
+
+def _key(p: tuple[int, ...]) -> str:
+    return "".join(map(str, p)) if all(x < 10 for x in p) else ",".join(map(str, p))
+
+
+@dataclass(eq=False)
+class MeasuredProfile:
+    """The measured rows of one (application, GPU type)."""
+
+    app: str
+    gpu_type: str
+    placements: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]  # key -> (local batch, step, sync), by batch
+    points: np.ndarray  # (k, 3): nodes, replicas, local batch
+    values: np.ndarray  # (k, 2): step, sync
+    _nd: Any = field(default=None, repr=False)
+
+    def measured(self, placement: Sequence[int]) -> bool:
+        """Whether this placement (after normalisation) was measured."""
+        return _key(normalize_placement(placement)) in self.placements
+
+    def lookup(self, placement: Sequence[int], local_bsz: float) -> tuple[float, float] | None:
+        """(step time, sync time) at ``placement`` and ``local_bsz``, or ``None`` outside the measurements."""
+        p = normalize_placement(placement)
+        rows = self.placements.get(_key(p))
+        if rows is not None:
+            b, st, sy = rows
+            if not b[0] <= local_bsz <= b[-1]:
+                return None
+            return float(np.interp(local_bsz, b, st)), float(np.interp(local_bsz, b, sy))
+        return self.lookup_shape(len(p), sum(p), local_bsz)
+
+    def lookup_shape(self, nodes: int, replicas: int, local_bsz: float) -> tuple[float, float] | None:
+        """(step, sync) by (nodes, replicas, local batch) in the triangulation of the measured points, or ``None``."""
+        if self._nd is None:
+            from scipy.interpolate import LinearNDInterpolator
+
+            self._nd = LinearNDInterpolator(self.points, self.values)
+        got = self._nd([[min(int(nodes), MAX_NODES), int(replicas), float(local_bsz)]])[0]
+        if not np.all(np.isfinite(got)):
+            return None
+        return float(got[0]), float(got[1])
+
+
+@cache
+def _doc() -> dict[str, Any]:
+    return json.loads(resources.files("schedopt.sim").joinpath("data/measured_profiles.json").read_text())
+
+
+def measured_types(app: str) -> tuple[str, ...]:
+    """GPU types with measurements of ``app`` (empty for an application without any)."""
+    return tuple(sorted(_doc()["applications"].get(app, {})))
+
+
+@cache
+def profile(app: str, gpu_type: str) -> MeasuredProfile | None:
+    """The measured rows of ``app`` on ``gpu_type`` (``None`` when there are none)."""
+    d = _doc()["applications"].get(app, {}).get(gpu_type)
+    if d is None:
+        return None
+    by: dict[str, dict[float, list[tuple[float, float]]]] = {}
+    shape: dict[tuple[int, int, float], list[tuple[float, float]]] = {}
+    for pid, b, st, sy in d["placements"]:
+        p = normalize_placement([int(c) for c in pid])
+        by.setdefault(_key(p), {}).setdefault(float(b), []).append((st, sy))
+        shape.setdefault((len(p), sum(p), float(b)), []).append((st, sy))
+    placements = {}
+    for k, rows in by.items():
+        bs = np.array(sorted(rows))
+        v = np.array([np.mean(rows[b], axis=0) for b in bs])
+        placements[k] = (bs, v[:, 0].copy(), v[:, 1].copy())
+    # placement rows averaged per (nodes, replicas, local batch), then the scalability rows at other points
+    pts = {k: tuple(np.mean(v, axis=0)) for k, v in shape.items()}
+    extra: dict[tuple[int, int, float], list[tuple[float, float]]] = {}
+    for n, r, b, st, sy in d["scalability"]:
+        k = (int(n), int(r), float(b))
+        if k not in pts:
+            extra.setdefault(k, []).append((st, sy))
+    pts.update({k: tuple(np.mean(v, axis=0)) for k, v in extra.items()})
+    keys = sorted(pts)
+    return MeasuredProfile(app, gpu_type, placements, np.array(keys, dtype=float),
+                           np.array([pts[k] for k in keys], dtype=float))
+
+
+@lru_cache(maxsize=200_000)
+def lookup(app: str, gpu_type: str, placement: tuple[int, ...], local_bsz: float) -> tuple[float, float] | None:
+    """(step time, sync time) of ``app`` on ``gpu_type`` at ``placement`` (GPUs per node) and ``local_bsz``, or
+    ``None`` where nothing was measured (see the module docstring)."""
+    prof = profile(app, gpu_type)
+    return None if prof is None else prof.lookup(placement, local_bsz)
+
+
+@lru_cache(maxsize=200_000)
+def lookup_shape(app: str, gpu_type: str, nodes: int, replicas: int, local_bsz: float) -> tuple[float, float] | None:
+    """(step, sync) by shape: the placement rows of a shape averaged when measured at ``local_bsz``, else the
+    triangulation; ``None`` outside the measurements."""
+    prof = profile(app, gpu_type)
+    return None if prof is None else prof.lookup_shape(nodes, replicas, local_bsz)
+
+
+def step_time(app: str, gpu_type: str, placement: tuple[int, ...], local_bsz: int, accum: int) -> float | None:
+    """Seconds per iteration with ``accum`` accumulation steps: ``step + accum * (step - sync)`` of the measured
+    (interpolated) times (the published ``Job.step``), or ``None`` where nothing was measured."""
+    got = lookup(app, gpu_type, placement, float(local_bsz))
+    if got is None:
+        return None
+    st, sy = got
+    return st + accum * (st - sy)
+
+
+def fit_errors(apps: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Per (application, GPU type): the fitted zoo model's error against the measured placement rows --
+    ``rms_log_error`` of the step time, the worst relative error, and ``one_gpu_ratio`` = fitted / measured
+    throughput on 1 GPU at the largest measured 1-GPU local batch."""
+    from .. import zoo
+
+    out = []
+    for app in apps if apps is not None else sorted(_doc()["applications"]):
+        m = zoo.load_model(app)
+        for t in measured_types(app):
+            prof = profile(app, t)
+            if prof is None or t not in m.params:
+                continue
+            p = m.params[t]
+            logs, rel = [], []
+            for k, (bs, st, _) in prof.placements.items():
+                pl = [int(c) for c in (k.split(",") if "," in k else k)]
+                fit = np.asarray(p.step_time(len(pl), sum(pl), bs), dtype=float)
+                logs.extend(np.log(fit / st))
+                rel.extend(np.abs(fit / st - 1))
+            b1, s1, _ = prof.placements["1"]
+            ratio = float(s1[-1] / float(p.step_time(1, 1, b1[-1])))
+            out.append({"app": app, "gpu_type": t, "rows": len(logs),
+                        "rms_log_error": float(np.sqrt(np.mean(np.square(logs)))),
+                        "max_rel_error": float(np.max(rel)), "one_gpu_local_bsz": int(b1[-1]),
+                        "one_gpu_ratio": ratio})
+    return out

@@ -1,0 +1,510 @@
+"""Streamed readers for the public GPU-cluster traces, each in its own published format.
+
+Column maps (which field of the file becomes which :class:`TraceJob` field) are in ``formulations/traces.md``. Every
+reader reads the file record by record (CSV rows, or the elements of Philly's JSON array, decoded a chunk at a time),
+checks each field, and raises :class:`~schedopt.errors.InputError` naming ``<file>:row <k>.<field>`` on a bad one;
+with ``skip_bad=True`` the row is dropped and counted in :attr:`Trace.skipped` instead (never silently).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import itertools
+import json
+import math
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from ..errors import InputError
+from .trace import RowErrors, Trace, TraceJob, parse_seconds, parse_time
+
+__all__ = ["FORMATS", "detect_format", "read_acme", "read_gavel", "read_helios", "read_pai2020", "read_pai2023",
+           "read_philly", "read_philly_csv", "read_trace", "read_workload_trace", "source_record"]
+
+PathLike = str | Path
+
+
+def _open(path: PathLike) -> IO[str]:
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("trace", str(path), "no such file")
+    if p.suffix == ".gz":
+        return io.TextIOWrapper(gzip.open(p, "rb"), encoding="utf-8", newline="")
+    return open(p, encoding="utf-8", newline="")
+
+
+def _i(text: str) -> str:
+    """Users, VCs, states and types repeat across millions of rows: one string object each (``sys.intern``)."""
+    return sys.intern(text)
+
+
+def _none(text: str | None) -> bool:
+    return text is None or text.strip() in ("", "None", "nan", "NaN", "null")
+
+
+class _Csv:
+    """A CSV file's rows as ``(row number, {column: index})``, header checked once."""
+
+    def __init__(self, path: PathLike, required: tuple[str, ...], errors: RowErrors,
+                 header: tuple[str, ...] | None = None, delimiter: str = ",") -> None:
+        self.path, self.required, self.errors = path, required, errors
+        self.header, self.delimiter = header, delimiter
+
+    def rows(self) -> Iterator[tuple[int, list[str], dict[str, int]]]:
+        with _open(self.path) as f:
+            reader = csv.reader(f, delimiter=self.delimiter)
+            first = next(reader, None)
+            if first is None:
+                return
+            pending: list[list[str]] = []
+            if self.header is None:
+                hdr = [c.strip() for c in first]
+            else:  # a header-less table (PAI 2020 ships its headers apart); a first line equal to it is skipped
+                hdr = list(self.header)
+                if [c.strip() for c in first] != hdr:
+                    pending = [first]
+            missing = [c for c in self.required if c not in hdr]
+            if missing:
+                raise InputError(f"{self.path}:row 1.columns", hdr, f"missing {', '.join(missing)}")
+            idx = {c: i for i, c in reversed(list(enumerate(hdr)))}  # a repeated column name: its first
+            n = len(hdr)
+            for k, rec in enumerate(itertools.chain(pending, reader), start=1 if pending else 2):
+                if not rec:
+                    continue
+                if len(rec) < n:
+                    self.errors.bad(k, "columns", len(rec), f"has {len(rec)} fields, the header {n}")
+                else:
+                    yield k, rec, idx
+
+
+def _field(errors: RowErrors, row: int, name: str, text: str, parse: Callable[[str], Any],
+           what: str, *, optional: bool = False, nonneg: bool = False) -> tuple[bool, Any]:
+    """(ok, value): value is None for an optional empty field; ok is False after a bad field was recorded."""
+    if _none(text):
+        if optional:
+            return True, None
+        errors.bad(row, name, text, f"is empty; must be {what}")
+        return False, None
+    try:
+        v = parse(text)
+    except (TypeError, ValueError, OverflowError):
+        errors.bad(row, name, text, f"must be {what}")
+        return False, None
+    if nonneg and v < 0:
+        errors.bad(row, name, text, "must be >= 0 (a negative value)")
+        return False, None
+    return True, v
+
+
+def _gpus(text: str) -> int:
+    x = float(text)
+    if not math.isfinite(x) or x != int(x):
+        raise ValueError(text)
+    return int(x)
+
+
+# --- Microsoft Philly: cluster_job_log (one JSON array of job objects) ---------------------------------------------
+
+def _json_array(f: IO[str], chunk: int = 1 << 20) -> Iterator[Any]:
+    """The elements of a top-level JSON array, decoded a chunk at a time (the whole file is never held)."""
+    dec = json.JSONDecoder()
+    buf, pos, eof = f.read(chunk), 0, False
+    while True:  # skip to '['
+        buf = buf.lstrip()
+        if buf or eof:
+            break
+        more = f.read(chunk)
+        eof = not more
+        buf += more
+    if not buf.startswith("["):
+        raise InputError(f"{getattr(f, 'name', 'file')}:row 1", buf[:20], "is not a JSON array")
+    pos = 1
+    while True:
+        while True:
+            while pos < len(buf) and buf[pos] in " \t\r\n,":
+                pos += 1
+            if pos < len(buf) or eof:
+                break
+            buf, pos = f.read(chunk), 0
+            eof = not buf
+        if pos >= len(buf) or buf[pos] == "]":
+            return
+        while True:
+            try:
+                obj, end = dec.raw_decode(buf, pos)
+                break
+            except json.JSONDecodeError:
+                if eof:
+                    raise
+                more = f.read(chunk)
+                eof = not more
+                buf, pos = buf[pos:] + more, 0
+        yield obj
+        pos = end
+
+
+def iter_philly(path: PathLike, errors: RowErrors) -> Iterator[TraceJob]:
+    with _open(path) as f:
+        try:
+            for k, rec in enumerate(_json_array(f), start=1):
+                job = _philly_job(k, rec, errors)
+                if job is not None:
+                    yield job
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}:char {exc.pos}", exc.msg, "is not valid JSON") from None
+
+
+def _philly_job(k: int, rec: Any, errors: RowErrors) -> TraceJob | None:
+    if not isinstance(rec, dict):
+        errors.bad(k, "record", type(rec).__name__, "must be a JSON object")
+        return None
+    for key in ("jobid", "submitted_time", "attempts", "status"):
+        if key not in rec:
+            errors.bad(k, key, None, "is missing")
+            return None
+    job_id = str(rec["jobid"])
+    ok, submit = _field(errors, k, "submitted_time", str(rec["submitted_time"]), parse_time, "a date-time")
+    if not ok or not errors.unique(k, "jobid", job_id):
+        return None
+    attempts = rec["attempts"] or []
+    if not isinstance(attempts, list):
+        errors.bad(k, "attempts", attempts, "must be a list")
+        return None
+    gpus, run, finished = 0, 0.0, True
+    for a, att in enumerate(attempts):
+        det = att.get("detail") or []
+        n = sum(len(d.get("gpus") or []) for d in det)
+        gpus = n or gpus
+        s, e = att.get("start_time"), att.get("end_time")
+        if _none(None if s is None else str(s)) or _none(None if e is None else str(e)):
+            if a == len(attempts) - 1 and not _none(None if s is None else str(s)):
+                finished = False  # the README: a last attempt without end_time was still running
+            continue
+        ok1, t0 = _field(errors, k, f"attempts[{a}].start_time", str(s), parse_time, "a date-time")
+        ok2, t1 = _field(errors, k, f"attempts[{a}].end_time", str(e), parse_time, "a date-time")
+        if not (ok1 and ok2):
+            return None
+        if t1 < t0:
+            errors.bad(k, f"attempts[{a}].end_time", e, f"is before start_time {s} (a negative duration)")
+            return None
+        run += t1 - t0
+    duration = run if attempts and finished else None
+    status = str(rec["status"]) if finished else "Running"
+    return TraceJob(job_id, submit, gpus, duration, _i(str(rec.get("user", ""))), _i(str(rec.get("vc", ""))), "",
+                    _i(status), "", None, k)
+
+
+def read_philly(path: PathLike, *, skip_bad: bool = False, name: str | None = None) -> Trace:
+    """Microsoft Philly ``cluster_job_log`` (msr-fiddle/philly-traces): a JSON array of jobs with attempts."""
+    err = RowErrors(path, skip_bad)
+    return err.trace(name or Path(path).stem, "philly", iter_philly(path, err))
+
+
+# --- Pollux's preprocessed Philly CSV (traces/philly.csv in the Pollux and Sia artifacts) --------------------------
+
+def iter_philly_csv(path: PathLike, errors: RowErrors) -> Iterator[TraceJob]:
+    for k, r, c in _Csv(path, ("timestamp", "duration", "num_gpus"), errors).rows():
+        ok1, t = _field(errors, k, "timestamp", r[c["timestamp"]], parse_time, "a date-time")
+        if not ok1:
+            continue
+        ok2, d = _field(errors, k, "duration", r[c["duration"]], parse_seconds, "seconds", nonneg=True)
+        if not ok2:
+            continue
+        ok3, g = _field(errors, k, "num_gpus", r[c["num_gpus"]], _gpus, "a whole number", nonneg=True)
+        if ok3:
+            yield TraceJob(str(k - 2), t, g, d, "", _i(r[c["cluster"]]) if "cluster" in c else "", "", "", "", None, k)
+
+
+def read_philly_csv(path: PathLike, *, skip_bad: bool = False, name: str | None = None) -> Trace:
+    """The Philly trace as preprocessed by Pollux: ``timestamp,duration,num_gpus,gpu_time,cluster``."""
+    err = RowErrors(path, skip_bad)
+    return err.trace(name or Path(path).stem, "philly-csv", iter_philly_csv(path, err))
+
+
+# --- SenseTime Helios: <cluster>/cluster_log.csv ----------------------------------------------------------------------
+
+def _slurm_rows(path: PathLike, errors: RowErrors, required: tuple[str, ...], vc: bool) -> Iterator[TraceJob]:
+    for k, r, c in _Csv(path, required, errors).rows():
+        job_id = r[c["job_id"]]
+        ok1, t = _field(errors, k, "submit_time", r[c["submit_time"]], parse_time, "a date-time")
+        if not ok1:
+            continue
+        ok2, g = _field(errors, k, "gpu_num", r[c["gpu_num"]], _gpus, "a whole number", nonneg=True)
+        if not ok2:
+            continue
+        ok3, d = _field(errors, k, "duration", r[c["duration"]], parse_seconds, "seconds", optional=True,
+                        nonneg=True)
+        if not ok3 or not errors.unique(k, "job_id", job_id):
+            continue
+        app = _i(r[c["type"]]) if "type" in c else ""
+        yield TraceJob(job_id, t, g, d, _i(r[c["user"]]), _i(r[c["vc"]]) if vc else "", "", _i(r[c["state"]]), app,
+                       None, k)
+
+
+def read_helios(path: PathLike, *, skip_bad: bool = False, name: str | None = None) -> Trace:
+    """SenseTime Helios ``cluster_log.csv`` (one per cluster: Earth, Saturn, Uranus, Venus)."""
+    err = RowErrors(path, skip_bad)
+    req = ("job_id", "user", "vc", "gpu_num", "state", "submit_time", "duration")
+    return err.trace(name or Path(path).parent.name or Path(path).stem, "helios", _slurm_rows(path, err, req, True))
+
+
+def read_acme(path: PathLike, *, skip_bad: bool = False, name: str | None = None) -> Trace:
+    """Shanghai AI Lab AcmeTrace ``trace_seren.csv`` / ``trace_kalos.csv`` (NSDI'24)."""
+    err = RowErrors(path, skip_bad)
+    req = ("job_id", "user", "gpu_num", "state", "submit_time", "duration")
+    return err.trace(name or Path(path).stem, "acme", _slurm_rows(path, err, req, False))
+
+
+# --- Alibaba PAI cluster-trace-gpu-v2020: pai_job_table + pai_task_table (+ pai_machine_spec) -----------------------
+
+PAI_JOB = ("job_name", "inst_id", "user", "status", "start_time", "end_time")
+PAI_TASK = ("job_name", "task_name", "inst_num", "status", "start_time", "end_time", "plan_cpu", "plan_mem",
+            "plan_gpu", "gpu_type")
+PAI_MACHINE = ("machine", "gpu_type", "cap_cpu", "cap_mem", "cap_gpu")
+
+
+def _pai_tasks(path: PathLike, errors: RowErrors) -> dict[str, list[Any]]:
+    """job_name -> [GPU percent, first task start, last task end, GPU types joined by '|'] (a small list per job:
+    this map is what a 1-million-job PAI read holds besides the jobs; entries are dropped as the job table uses them)."""
+    out: dict[str, list[Any]] = {}
+    terr = RowErrors(path, errors.skip_bad)
+    for k, r, c in _Csv(path, PAI_TASK, terr, header=PAI_TASK).rows():
+        ok1, inst = _field(terr, k, "inst_num", r[c["inst_num"]], parse_seconds, "a number", optional=True,
+                           nonneg=True)
+        ok2, pg = _field(terr, k, "plan_gpu", r[c["plan_gpu"]], parse_seconds, "a percentage", optional=True,
+                         nonneg=True)
+        ok3, s = _field(terr, k, "start_time", r[c["start_time"]], parse_seconds, "seconds", optional=True)
+        ok4, e = _field(terr, k, "end_time", r[c["end_time"]], parse_seconds, "seconds", optional=True)
+        if not (ok1 and ok2 and ok3 and ok4):
+            continue
+        if s is not None and e is not None and e < s:
+            terr.bad(k, "end_time", e, f"is before start_time {s} (a negative duration)")
+            continue
+        gp = (inst or 1.0) * (pg or 0.0)
+        gt = _i(r[c["gpu_type"]]) if gp > 0 and not _none(r[c["gpu_type"]]) else ""
+        a = out.get(r[c["job_name"]])
+        if a is None:
+            out[r[c["job_name"]]] = [gp, s, e, gt]
+            continue
+        a[0] += gp
+        if s is not None:
+            a[1] = s if a[1] is None else min(a[1], s)
+        if e is not None:
+            a[2] = e if a[2] is None else max(a[2], e)
+        if gt and gt not in a[3].split("|"):
+            a[3] = _i("|".join(sorted({*a[3].split("|"), gt} - {""})))
+    errors.skipped.extend((k, f"{path}: {m}") for k, m in terr.skipped)
+    return out
+
+
+def read_pai2020(path: PathLike, *, skip_bad: bool = False, name: str | None = None) -> Trace:
+    """Alibaba ``cluster-trace-gpu-v2020``: a folder with ``pai_job_table.csv`` and ``pai_task_table.csv`` (header-less,
+    as published; a first line equal to the published header is also accepted) and optionally
+    ``pai_machine_spec.csv`` (then :attr:`Trace.capacity` holds GPUs per type)."""
+    d = Path(path)
+    if not d.is_dir():
+        raise InputError("trace", str(path), "pai2020 needs the folder holding pai_job_table.csv and pai_task_table.csv")
+    jobs_csv, tasks_csv = d / "pai_job_table.csv", d / "pai_task_table.csv"
+    err = RowErrors(jobs_csv, skip_bad)
+    tasks = _pai_tasks(tasks_csv, err)
+    capacity = None
+    spec = d / "pai_machine_spec.csv"
+    if spec.is_file():
+        capacity = {}
+        merr = RowErrors(spec, skip_bad)
+        for k, r, c in _Csv(spec, PAI_MACHINE, merr, header=PAI_MACHINE).rows():
+            ok, g = _field(merr, k, "cap_gpu", r[c["cap_gpu"]], _gpus, "a whole number", optional=True, nonneg=True)
+            if ok and g:
+                capacity[r[c["gpu_type"]]] = capacity.get(r[c["gpu_type"]], 0) + g
+        err.skipped.extend((k, f"{spec}: {m}") for k, m in merr.skipped)
+
+    def jobs() -> Iterator[TraceJob]:
+        for k, r, c in _Csv(jobs_csv, PAI_JOB, err, header=PAI_JOB).rows():
+            job_id = r[c["job_name"]]
+            ok1, t = _field(err, k, "start_time", r[c["start_time"]], parse_seconds, "seconds")
+            ok2, e = _field(err, k, "end_time", r[c["end_time"]], parse_seconds, "seconds", optional=True)
+            if not (ok1 and ok2):
+                continue
+            if e is not None and e < t:
+                err.bad(k, "end_time", e, f"is before start_time {t} (a negative duration)")
+                continue
+            if not err.unique(k, "job_name", job_id):
+                continue
+            a = tasks.pop(job_id, None)
+            if a is None:
+                gpus, dur, types = 0, (None if e is None else e - t), ""
+            else:
+                gpus = math.ceil(a[0] / 100.0 - 1e-9)
+                dur = a[2] - a[1] if a[1] is not None and a[2] is not None else None
+                types = a[3]
+            yield TraceJob(job_id, t, gpus, dur, _i(r[c["user"]]), "", _i(types), _i(r[c["status"]]), "", None, k)
+
+    return err.trace(name or d.name, "pai2020", jobs(), day_offset_s=8 * 3600.0, capacity=capacity)
+
+
+# --- Alibaba cluster-trace-gpu-v2023: openb_pod_list_*.csv (+ openb_node_list_*.csv) -------------------------------
+
+PAI2023_POD = ("name", "num_gpu", "gpu_milli", "gpu_spec", "pod_phase", "creation_time", "deletion_time",
+               "scheduled_time")
+
+
+def read_pai2023(path: PathLike, *, skip_bad: bool = False, name: str | None = None,
+                 nodes: PathLike | None = None) -> Trace:
+    """Alibaba ``cluster-trace-gpu-v2023`` pods (``openb_pod_list_<x>.csv``). The node list (``nodes=``, default
+    ``openb_node_list_all_node.csv`` beside the pod file when there) gives :attr:`Trace.capacity`."""
+    err = RowErrors(path, skip_bad)
+    node_csv = Path(nodes) if nodes is not None else Path(path).parent / "openb_node_list_all_node.csv"
+    capacity = None
+    if node_csv.is_file():
+        capacity = {}
+        nerr = RowErrors(node_csv, skip_bad)
+        for k, r, c in _Csv(node_csv, ("sn", "gpu", "model"), nerr).rows():
+            ok, g = _field(nerr, k, "gpu", r[c["gpu"]], _gpus, "a whole number", nonneg=True)
+            if ok and g:
+                capacity[r[c["model"]]] = capacity.get(r[c["model"]], 0) + g
+        err.skipped.extend((k, f"{node_csv}: {m}") for k, m in nerr.skipped)
+
+    def jobs() -> Iterator[TraceJob]:
+        for k, r, c in _Csv(path, PAI2023_POD, err).rows():
+            job_id = r[c["name"]]
+            ok1, t = _field(err, k, "creation_time", r[c["creation_time"]], parse_seconds, "seconds")
+            ok2, g = _field(err, k, "num_gpu", r[c["num_gpu"]], _gpus, "a whole number", nonneg=True)
+            ok3, s = _field(err, k, "scheduled_time", r[c["scheduled_time"]], parse_seconds, "seconds",
+                            optional=True)
+            ok4, e = _field(err, k, "deletion_time", r[c["deletion_time"]], parse_seconds, "seconds", optional=True)
+            if not (ok1 and ok2 and ok3 and ok4):
+                continue
+            dur = None
+            if s is not None and e is not None:
+                if e < s:
+                    err.bad(k, "deletion_time", e, f"is before scheduled_time {s} (a negative duration)")
+                    continue
+                dur = e - s
+            if not err.unique(k, "name", job_id):
+                continue
+            spec = "" if _none(r[c["gpu_spec"]]) else r[c["gpu_spec"]]
+            yield TraceJob(job_id, t, g, dur, "", "", _i(spec), _i(r[c["pod_phase"]]), "", None, k)
+
+    return err.trace(name or Path(path).stem, "pai2023", jobs(), capacity=capacity)
+
+
+# --- Gavel .trace (tab-separated, no header) --------------------------------------------------------------------------
+
+#: the two published layouts: scheduler/traces/physical_cluster (10 fields) and scheduler/traces/msr (7 fields)
+GAVEL_10 = ("job_type", "command", "working_directory", "num_steps_arg", "needs_data_dir", "total_steps",
+            "scale_factor", "priority_weight", "SLO", "arrival_time")
+GAVEL_7 = ("job_type", "command", "num_steps_arg", "needs_data_dir", "total_steps", "arrival_time", "scale_factor")
+
+
+def iter_gavel(path: PathLike, errors: RowErrors) -> Iterator[TraceJob]:
+    with _open(path) as f:
+        for k, line in enumerate(f, start=1):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            parts = line.split("\t")
+            cols = {10: GAVEL_10, 7: GAVEL_7}.get(len(parts))
+            if cols is None:
+                errors.bad(k, "columns", len(parts), "a Gavel .trace line has 10 tab-separated fields "
+                           "(physical_cluster) or 7 (msr)")
+                continue
+            r = dict(zip(cols, parts, strict=True))
+            ok1, t = _field(errors, k, "arrival_time", r["arrival_time"], parse_seconds, "seconds", nonneg=True)
+            ok2, w = _field(errors, k, "total_steps", r["total_steps"], parse_seconds, "a step count", nonneg=True)
+            ok3, g = _field(errors, k, "scale_factor", r["scale_factor"], _gpus, "a whole number", nonneg=True)
+            if ok1 and ok2 and ok3:
+                yield TraceJob(str(k - 1), t, g, None, "", "", "", "", _i(r["job_type"]), w, k)
+
+
+def read_gavel(path: PathLike, *, skip_bad: bool = False, name: str | None = None) -> Trace:
+    """Gavel's ``.trace`` job list (stanford-futuredata/gavel ``scheduler/traces``): work in steps, no durations."""
+    err = RowErrors(path, skip_bad)
+    return err.trace(name or Path(path).stem, "gavel", iter_gavel(path, err))
+
+
+# --- the Pollux / Sia workload CSV (read by schedopt.sim.workloads) ------------------------------------------------
+
+def read_workload_trace(path: PathLike, *, skip_bad: bool = False, name: str | None = None) -> Trace:
+    """A Pollux/Sia workload CSV (``name,time,application,num_replicas,batch_size``) through
+    :func:`schedopt.sim.read_workload` (its checks apply whole-file: ``skip_bad`` does not apply)."""
+    from ..sim.workloads import read_workload
+
+    p = Path(path)
+    text = _open(p).read()
+    w = read_workload(text, str(p))
+    rows = {r[0]: k for k, r in enumerate(csv.reader(io.StringIO(text)), start=1) if r}
+    jobs = tuple(TraceJob(j.name, j.time, j.num_replicas, None, "", "", "", "", j.application, None,
+                          rows.get(j.name, 0)) for j in w.jobs)
+    return Trace(name or p.stem, "workload", str(p), jobs)
+
+
+_READERS: dict[str, Callable[..., Trace]] = {
+    "philly": read_philly,
+    "philly-csv": read_philly_csv,
+    "helios": read_helios,
+    "pai2020": read_pai2020,
+    "pai2023": read_pai2023,
+    "acme": read_acme,
+    "gavel": read_gavel,
+    "workload": read_workload_trace,
+}
+#: format name -> reader
+FORMATS = tuple(_READERS)
+
+
+def detect_format(path: PathLike) -> str:
+    """Guess a trace's format from its layout (a folder: pai2020; ``.json``: philly; ``.trace``: gavel; a CSV header)."""
+    p = Path(path)
+    if p.is_dir():
+        return "pai2020"
+    name = p.name.removesuffix(".gz")
+    if name.endswith(".json") or name == "cluster_job_log":
+        return "philly"
+    if name.endswith(".trace"):
+        return "gavel"
+    with _open(p) as f:
+        head = set(c.strip() for c in f.readline().split(","))
+    if {"name", "time", "application"} <= head:
+        return "workload"
+    if {"timestamp", "duration", "num_gpus"} <= head:
+        return "philly-csv"
+    if {"creation_time", "num_gpu"} <= head:
+        return "pai2023"
+    if {"job_id", "gpu_num", "vc"} <= head:
+        return "helios"
+    if {"job_id", "gpu_num"} <= head:
+        return "acme"
+    raise InputError("format", str(path), f"cannot tell the trace format from the file; pass one of {FORMATS}")
+
+
+def read_trace(path: PathLike, format: str | None = None, *, skip_bad: bool = False,
+               name: str | None = None) -> Trace:
+    """Read a trace in one of :data:`FORMATS` (guessed by :func:`detect_format` when ``format`` is None)."""
+    fmt = format or detect_format(path)
+    if fmt not in _READERS:
+        raise InputError("format", fmt, f"must be one of {', '.join(FORMATS)}")
+    return _READERS[fmt](path, skip_bad=skip_bad, name=name)
+
+
+def source_record(trace: Trace, job: TraceJob) -> str:
+    """The raw record ``job`` was read from (a CSV or ``.trace`` line; a Philly job re-encoded as JSON), read back
+    from ``trace.source`` on demand so a million-row trace does not hold its text. For ``pai2020`` it is the job
+    table's line (the task rows it joins are the lines with the same ``job_name`` in ``pai_task_table.csv``)."""
+    if job.row < 1:
+        raise InputError("job.row", job.row, "this job has no source row")
+    path = Path(trace.source)
+    if trace.format == "pai2020" and path.is_dir():
+        path = path / "pai_job_table.csv"
+    with _open(path) as f:
+        if trace.format == "philly":
+            rec = next(itertools.islice(_json_array(f), job.row - 1, None), None)
+            text = None if rec is None else json.dumps(rec)
+        else:
+            text = next(itertools.islice(f, job.row - 1, None), None)
+    if text is None:
+        raise InputError("job.row", job.row, f"is past the end of {path}")
+    return text.rstrip("\r\n")
