@@ -264,6 +264,7 @@ class JobState:
     share: float = 1.0  # factor on the true rate this round (Decision.rate: co-location, growth)
     estimator: str = "oracle"  # what goodput_estimate shows the policy: "bootstrap" or "oracle"
     seen: tuple[tuple[str, int, int, int], ...] = ()  # (gpu type, nodes, GPUs, local batch) it has trained at, sorted
+    rejected: bool = False  # refused by the admission rule (set by the engine when the run ends; it never ran)
     _rate: float | None = None
 
     @property
