@@ -25,6 +25,7 @@ from .registry import system_for
 from .runs import SimFailure, run_tasks
 
 if TYPE_CHECKING:
+    from .jobs import JobModel
     from .policies.base import Policy
     from .roles import Admission, Placer
 
@@ -41,7 +42,7 @@ class SimTask:
     workload: str
     seed: int = 0
     cluster: str | None = None  #: None: the family's default (``sia-64`` for the elastic policies)
-    job_model: str | None = None  #: None: the cluster preset's (``pollux`` for ``pollux``, else ``sia``)
+    job_model: str | JobModel | None = None  #: None: the preset's (``pollux`` for ``pollux``, else ``sia``)
     round_seconds: float | None = None  #: None: the family's default (60 s; Synergy 300 s)
     policy_params: Mapping[str, Any] = field(default_factory=dict)
     charge_policy_time: bool = False
@@ -86,7 +87,7 @@ def simulate_many(
     seeds: Iterable[int] = (0,),
     *,
     cluster: str | None = None,
-    job_model: str | None = None,
+    job_model: str | JobModel | None = None,
     round_seconds: float | None = None,
     policy_params: Mapping[str, Any] | None = None,
     charge_policy_time: bool = False,
@@ -120,8 +121,13 @@ def simulate_many(
     round_seconds = None if round_seconds is None else check_round_seconds(round_seconds)
     max_time = check_max_time(max_time)
     workers = check_workers(workers)
-    if job_model is not None and job_model not in ("pollux", "sia"):
-        raise InputError("job_model", job_model, "must be 'pollux', 'sia' or None (the cluster preset's)")
+    if job_model is not None:  # a registered name (pollux, sia, sia-measured) or a JobModel; unknown names refused
+        from .jobs import JobModel as _JobModel
+        from .jobs import job_model as _resolve_job_model
+
+        if not isinstance(job_model, (str, _JobModel)):
+            raise InputError("job_model", job_model, "must be a job model name, a JobModel or None (the preset's)")
+        _resolve_job_model(job_model)
     items = tasks(pols, wls, seeds, cluster=cluster, job_model=job_model, round_seconds=round_seconds,
                   policy_params=dict(policy_params or {}), charge_policy_time=charge_policy_time, max_time=max_time,
                   estimator=estimator, placer=placer, admission=admission)
