@@ -165,7 +165,7 @@ class _Runner:
     def run(self, section: str, key: str, policies: Sequence[str], workloads: Sequence[str],
             **kw: Any) -> dict[tuple[str, str], Any]:
         """(policy, workload) -> SimResult of one simulate_many group (read back when on disk)."""
-        from .sim import read_jsonl, simulate_many
+        from .sim import SimResult, read_jsonl, simulate_many
 
         d = self.out / "raw" / section
         d.mkdir(parents=True, exist_ok=True)
@@ -183,7 +183,10 @@ class _Runner:
             k = 0
             for p in todo_pols:
                 for w in todo_wls:
-                    path(p, w).write_text(res[k].to_jsonl())
+                    done = res[k]
+                    if not isinstance(done, SimResult):  # on_error="raise" returns results only: a guard for mypy
+                        raise RuntimeError(f"simulation {p} on {w} failed: {done.error}")
+                    path(p, w).write_text(done.to_jsonl())
                     k += 1
             self.simulations += len(res)
             self.log(f"{section}/{key}: {len(res)} simulations in {time.perf_counter() - t0:.0f} s")

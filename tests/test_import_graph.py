@@ -110,30 +110,11 @@ def graph() -> nx.DiGraph:
     return import_graph()
 
 
-#: KNOWN, merged late (issue 28's schedopt.traces): sim.workloads.load_workload resolves "<set>@<load>/<k>" through
-#: traces.named, and sim/__init__ re-exports traces.generate, while traces builds sim Workloads. The fix: a
-#: "schedopt.workloads" entry-point group of resolvers read by load_workload (as problems() reads
-#: "schedopt.problems"), and no traces re-export in sim/__init__. test_the_traces_cycle_is_gone fails once it is fixed.
-KNOWN_CYCLE = frozenset({"schedopt.sim", "schedopt.sim.workloads", "schedopt.traces", "schedopt.traces.generate",
-                         "schedopt.traces.named", "schedopt.traces.readers", "schedopt.traces.stats"})
-
-
-def _cycles_outside_the_known_one(g: nx.DiGraph) -> list[str]:
-    sub = g.copy()
-    sub.remove_edges_from([(a, b) for a, b in g.edges if a.startswith("schedopt.traces") and b.startswith("schedopt.sim")])
-    return [_describe(g, c) for c in nx.simple_cycles(sub)]
-
-
 def test_the_import_graph_is_acyclic(graph: nx.DiGraph) -> None:
     g = graph
     assert g.number_of_nodes() > 100 and g.number_of_edges() > 300  # the walk found the package
-    cycles = _cycles_outside_the_known_one(g)
+    cycles = [_describe(g, c) for c in nx.simple_cycles(g)]
     assert not cycles, "import cycles:\n" + "\n".join(cycles[:20])
-
-
-@pytest.mark.xfail(strict=True, reason="KNOWN_CYCLE (sim <-> traces) is still there: see its comment")
-def test_the_traces_cycle_is_gone(graph: nx.DiGraph) -> None:
-    assert not list(nx.simple_cycles(graph))
 
 
 def test_function_level_and_string_imports_are_edges(graph: nx.DiGraph) -> None:

@@ -432,3 +432,13 @@ def test_source_record_reads_the_row_back():
     assert traces.source_record(pai, pai.jobs[2]) == "j3,inst3,u1,Running,300.0,"
     gz = shipped_trace()
     assert traces.source_record(gz, gz.jobs[0]) == "2017-10-09 07:01:55,66.0,1,66.0,11cb48"
+
+
+def test_sim_generate_workload_is_the_registered_generator():
+    """`sim.generate_workload` (the issue's name) reaches `traces.generate_workload` through the entry-point group
+    `schedopt.workload_generators`, so the simulator imports no trace reader (tests/test_import_graph.py)."""
+    trace = shipped_trace()
+    a = sim.generate_workload(trace, jobs=40, load=1.5, seed=3)
+    b = traces.generate_workload(trace, jobs=40, load=1.5, seed=3)
+    assert a == b and len(a.jobs) == 60
+    assert [s.__module__ for s in sim.workloads.workload_resolvers()] == ["schedopt.traces.named"]

@@ -18,7 +18,6 @@
 
 from typing import Any as _Any
 
-from ..traces.generate import generate_workload
 from . import families as _families  # noqa: F401  (registers the built-in families; the registry imports none)
 from .engine import DEFAULT_ROUND_SECONDS, simulate
 from .jobs import POLLUX, SIA, JobModel, goodput_estimate
@@ -109,6 +108,23 @@ __all__ = [
     "systems",
     "utilization",
 ]
+
+
+def generate_workload(trace: _Any, **options: _Any) -> Workload:
+    """A workload generated from a job trace (``jobs``, ``load``, ``window_h``, ``seed``, ``rule``, ...): the
+    generator an installed package registers in the entry-point group ``schedopt.workload_generators`` under the
+    name ``generate`` (``schedopt.traces.generate_workload``, its card ``formulations/traces.md``). The simulator
+    does not import the trace readers; they build on it."""
+    from importlib import metadata
+
+    from ..errors import InputError
+
+    found = [ep for ep in metadata.entry_points(group="schedopt.workload_generators") if ep.name == "generate"]
+    if not found:
+        raise InputError("generate_workload", "schedopt.workload_generators", "no generator is installed "
+                         "(pip install schedopt registers schedopt.traces)")
+    result: Workload = found[0].load()(trace, **options)
+    return result
 
 
 def __getattr__(name: str) -> _Any:

@@ -95,7 +95,7 @@ class SiaAnyRigid(SiaPolicy):
             r = per_node.get(c.gpu_type, 0) if c is not None else 0
             g = 0 if c is None else int(c.n_gpus)
             standard = c is None or (c.n_nodes == 1 and g <= r and g & (g - 1) == 0) or g == c.n_nodes * r
-            if standard:
+            if standard or c is None:
                 alloc[jid] = c
             else:
                 req[jid] = GpuRequest(int(c.n_gpus), c.gpu_type)

@@ -118,9 +118,9 @@ def profile(app: str, gpu_type: str) -> MeasuredProfile | None:
     pts = {k: tuple(np.mean(v, axis=0)) for k, v in shape.items()}
     extra: dict[tuple[int, int, float], list[tuple[float, float]]] = {}
     for n, r, b, st, sy in d["scalability"]:
-        k = (int(n), int(r), float(b))
-        if k not in pts:
-            extra.setdefault(k, []).append((st, sy))
+        sk = (int(n), int(r), float(b))
+        if sk not in pts:
+            extra.setdefault(sk, []).append((st, sy))
     pts.update({k: tuple(np.mean(v, axis=0)) for k, v in extra.items()})
     keys = sorted(pts)
     return MeasuredProfile(app, gpu_type, placements, np.array(keys, dtype=float),

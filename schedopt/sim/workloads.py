@@ -16,9 +16,10 @@ import json
 import math
 import numbers
 import warnings
-from collections.abc import Mapping, Set
+from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -224,7 +225,8 @@ def read_workload(text: str | bytes, name: str = "workload", *, source: str | No
     if not rows:
         raise InputError(src, text[:40], "has no job rows")
     apps = applications()
-    jobs, seen = [], {}
+    jobs: list[WorkloadJob] = []
+    seen: dict[str, int] = {}
     for line, r in rows:
         p = f"{src}:{line}"
         if r.get(None):
@@ -243,13 +245,13 @@ def read_workload(text: str | bytes, name: str = "workload", *, source: str | No
     return Workload(name, tuple(jobs[i] for i in order))
 
 
-def _data() -> object:
+def _data() -> Traversable:
     return resources.files("schedopt.sim").joinpath("data/workloads")
 
 
 def list_workloads() -> dict[str, str]:
     """Shipped workload names (``"<set>/<k>"``) -> source."""
-    src = json.loads(_data().joinpath("sources.json").read_text())  # type: ignore[attr-defined]
+    src = json.loads(_data().joinpath("sources.json").read_text())
     out = {}
     for s, d in src.items():
         for fn in d["files"]:
@@ -268,7 +270,7 @@ def load_workload(name_or_path: str | Path) -> Workload:
     known = list_workloads()
     if key in known:
         s, k = key.split("/")
-        text = _data().joinpath(s, f"workload-{k}.csv").read_text()  # type: ignore[attr-defined]
+        text = _data().joinpath(s, f"workload-{k}.csv").read_text()
         return read_workload(text, key)
     p = Path(key)
     if p.is_file():
@@ -279,14 +281,23 @@ def load_workload(name_or_path: str | Path) -> Workload:
         return read_workload(data, p.stem or "workload", source=str(p))
     if p.exists():
         raise InputError("workload", key, "is not a regular file (a folder?)")
-    # --- traces (issue 28): "<set>@<load>/<k>" at any load, "FILE:load=X[:seed=K...]" (schedopt/traces/named.py) ---
-    from ..traces.named import resolve_workload
-
-    made = resolve_workload(key)
-    if made is not None:
-        return made
-    # --- end traces ---
+    # workload sources of installed packages (entry-point group "schedopt.workloads"; schedopt.traces gives
+    # "<set>@<load>/<k>" at any load and "FILE:load=X[:seed=K...]"): each resolver returns a Workload or None
+    for resolve in workload_resolvers():
+        made = resolve(key)
+        if made is not None:
+            return made
     raise InputError("workload", key, f"is neither a file nor a shipped workload ({', '.join(list(known)[:4])}, ...)")
+
+
+def workload_resolvers() -> list[Callable[[str], Workload | None]]:
+    """The resolvers of workload names registered through the entry-point group ``schedopt.workloads`` (``name =
+    "module:function"``, ``function(key) -> Workload | None``), in name order: how a package beside the simulator
+    (``schedopt.traces``, or a user's) adds named workloads without the simulator importing it."""
+    from importlib import metadata
+
+    eps = sorted(metadata.entry_points(group="schedopt.workloads"), key=lambda e: e.name)
+    return [ep.load() for ep in eps]
 
 
 #: named clusters: Pollux's 16 x 4 T4; Sia's heterogeneous 64 GPUs (6 x 4 T4, 2 x 8 A100, 3 x 8 RTX 2080Ti) and its

@@ -311,7 +311,7 @@ def read_pai2020(path: PathLike, *, skip_bad: bool = False, name: str | None = N
     jobs_csv, tasks_csv = d / "pai_job_table.csv", d / "pai_task_table.csv"
     err = RowErrors(jobs_csv, skip_bad)
     tasks = _pai_tasks(tasks_csv, err)
-    capacity = None
+    capacity: dict[str, int] | None = None
     spec = d / "pai_machine_spec.csv"
     if spec.is_file():
         capacity = {}
@@ -358,7 +358,7 @@ def read_pai2023(path: PathLike, *, skip_bad: bool = False, name: str | None = N
     ``openb_node_list_all_node.csv`` beside the pod file when there) gives :attr:`Trace.capacity`."""
     err = RowErrors(path, skip_bad)
     node_csv = Path(nodes) if nodes is not None else Path(path).parent / "openb_node_list_all_node.csv"
-    capacity = None
+    capacity: dict[str, int] | None = None
     if node_csv.is_file():
         capacity = {}
         nerr = RowErrors(node_csv, skip_bad)

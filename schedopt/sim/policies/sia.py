@@ -126,9 +126,11 @@ class SiaPolicy:
         if self.mip_rel_gap is not None:
             kw["mip_rel_gap"] = self.mip_rel_gap
         sol = prob.solve(self.backend, **kw)
-        r = sol.result
+        r, model = sol.result, sol.model
+        if r is None or model is None:  # a solve always holds both; an older SiaSolution form may not
+            raise RuntimeError("the Sia round's solution holds no solver result or model")
         ans = Answer(termination=r.termination, objective_value=r.objective_or_nan, bound=r.bound,
                      backend=sol.backend, method="sia", timings=r.timings, result=r)
         ans.raise_for_status()
         return Decision(allocation={str(k): c for k, c in sol.allocation.items()}, answer=ans,
-                        info={"columns": int(sol.model.num_cols)})
+                        info={"columns": int(model.num_cols)})
