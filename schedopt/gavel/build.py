@@ -55,7 +55,7 @@ def normalized_weights(spec: GavelSpec) -> np.ndarray:
     C = cap.sum()
     prop = spec.throughputs @ (cap / C) if C > 0 else np.zeros(spec.num_jobs)
     with np.errstate(divide="ignore", invalid="ignore"):
-        f = np.where(prop > 0, spec.scale_factors / (spec.priority_weights * prop), 0.0)
+        f = np.where(prop > 0, spec.scale_factors / (spec.weights * prop), 0.0)
     return spec.throughputs * f[:, None]
 
 
@@ -158,7 +158,7 @@ def build(spec: GavelSpec, *, stage: str = "main", t_min: float | None = None,
         m.set_objective({"z": [1.0]})
         stage, level = "ftf", float(rho)
     elif obj == "makespan":
-        rem = spec.steps_remaining[rows]
+        rem = spec.remaining[rows]
         ref = float(np.max(rem / X.max(axis=1)))  # the longest job alone on its best type: a makespan lower bound
         m.add_variables("s", 1, lower=0.0)
         _per_job("makespan", m, spec, rows, X * (ref / rem)[:, None], "s", idx, jrow)
@@ -166,12 +166,12 @@ def build(spec: GavelSpec, *, stage: str = "main", t_min: float | None = None,
     elif obj == "max_sum_throughput":
         m.set_objective({"x": X})
     else:  # cost_slo
-        m.set_objective({"x": X / spec.costs[None, :]})  # Gavel: throughputs / instance_costs
+        m.set_objective({"x": X / spec.unit_costs[None, :]})  # Gavel: throughputs / instance_costs
         if spec.slos is not None:
             fin = np.isfinite(spec.slos[rows])
             sel = rows[fin]
             if sel.size:
-                need = spec.steps_remaining[sel] / spec.slos[sel]
+                need = spec.remaining[sel] / spec.slos[sel]
                 k = np.flatnonzero(fin)
                 coef = X[k] / need[:, None]
                 n, T = len(rows), X.shape[1]

@@ -38,7 +38,7 @@ def check_allocation(spec: GavelSpec, answer: GavelAllocation) -> list[Violation
     if spec.objective == "cost_slo" and spec.slos is not None:
         thr = (spec.throughputs * x).sum(axis=1)
         for j in np.flatnonzero(np.isfinite(spec.slos)).tolist():
-            need = spec.steps_remaining[j] / spec.slos[j]
+            need = spec.remaining[j] / spec.slos[j]
             if thr[j] < need * (1 - TOL):
                 out.append(Violation(f"slo[{spec.jobs[j]}]", f"throughput {thr[j]:.6g} < {need:.6g} steps/s needed"))
     v = evaluate(spec, x)

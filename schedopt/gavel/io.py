@@ -42,12 +42,12 @@ def to_data(spec: GavelSpec) -> dict[str, Any]:
     jobs = []
     for j, jid in enumerate(spec.jobs):
         jobs.append({"id": jid, "throughputs": [float(v) for v in spec.throughputs[j]],
-                     "scale_factor": int(spec.scale_factors[j]), "priority_weight": float(spec.priority_weights[j]),
-                     "steps_remaining": float(spec.steps_remaining[j]),
-                     "time_since_start": float(spec.time_since_start[j]),
+                     "scale_factor": int(spec.scale_factors[j]), "priority_weight": float(spec.weights[j]),
+                     "steps_remaining": float(spec.remaining[j]),
+                     "time_since_start": float(spec.since_start[j]),
                      "slo": None if spec.slos is None else _f(spec.slos[j])})
     return {"objective": spec.objective, "types": list(spec.types), "capacity": [float(c) for c in spec.capacity],
-            "jobs": jobs, "costs": [float(c) for c in spec.costs], "efficient": spec.efficient}
+            "jobs": jobs, "costs": [float(c) for c in spec.unit_costs], "efficient": spec.efficient}
 
 
 def from_data(data: dict[str, Any]) -> GavelSpec:
@@ -99,7 +99,7 @@ _PRICES = {"t4": 0.526, "a100": 4.10, "rtx2080ti": 0.90}
 
 
 def generate(gpus: int, seed: int, objective: str = "max_min", jobs_per_gpu: float = 0.5,
-             slo_fraction: float = 0.3) -> GavelSpec:
+             slo_fraction: float = 0.3, **unknown: Any) -> GavelSpec:
     """A seeded instance on ``gpus`` GPUs (a multiple of 64: Sia's 64-GPU cluster shape, scaled). Jobs: a zoo
     application each, Gavel's scale factors (1/2/4/8 with probabilities 0.70/0.10/0.15/0.05,
     ``scheduler/utils.py``) and duration (``60 * 10^U(1.5, 3)`` s with probability 0.8, else
@@ -107,6 +107,9 @@ def generate(gpus: int, seed: int, objective: str = "max_min", jobs_per_gpu: flo
     the fewest nodes, divided by the batch (steps/s); ``steps_remaining`` = duration x its 1-GPU T4 throughput
     x U(0.2, 1); ``time_since_start`` U(0, duration). ``cost_slo``: a fraction ``slo_fraction`` of jobs get a
     deadline 2-5 x their time on the whole of their best type."""
+    if unknown:  # the ProblemIO generator contract takes any keywords: name the one this generator does not know
+        bad = sorted(unknown)[0]
+        raise InputError(f"generate.{bad}", unknown[bad], "is not a parameter (objective, jobs_per_gpu, slo_fraction)")
     from .. import zoo
 
     if not (isinstance(gpus, int) and gpus >= 64 and gpus % 64 == 0):

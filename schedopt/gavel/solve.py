@@ -40,7 +40,7 @@ def evaluate(spec: GavelSpec, x: np.ndarray) -> float:
     if o == "max_sum_throughput":
         return float(thr.sum())
     if o == "cost_slo":
-        return float((X * x / spec.costs[None, :]).sum())
+        return float((X * x / spec.unit_costs[None, :]).sum())
     with np.errstate(divide="ignore"):
         t_alloc = np.where(thr > 0, spec.steps_remaining / np.where(thr > 0, thr, 1.0), np.inf)
     if o == "makespan":

@@ -67,6 +67,31 @@ class GavelSpec:
     efficient: bool = True
     meta: Mapping[str, Any] = field(default_factory=dict)
 
+    # __post_init__ fills every optional array but ``slos``: these read them typed (never None after construction)
+    @property
+    def weights(self) -> np.ndarray:
+        """``priority_weights`` as filled in (default 1)."""
+        assert self.priority_weights is not None
+        return self.priority_weights
+
+    @property
+    def remaining(self) -> np.ndarray:
+        """``steps_remaining`` as filled in (default 0)."""
+        assert self.steps_remaining is not None
+        return self.steps_remaining
+
+    @property
+    def since_start(self) -> np.ndarray:
+        """``time_since_start`` as filled in (default 0)."""
+        assert self.time_since_start is not None
+        return self.time_since_start
+
+    @property
+    def unit_costs(self) -> np.ndarray:
+        """``costs`` as filled in (default 1 per type)."""
+        assert self.costs is not None
+        return self.costs
+
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
             raise InputError("objective", self.objective, f"must be one of {', '.join(OBJECTIVES)}")

@@ -55,7 +55,7 @@ RULES = ("pollux", "sia", "names")
 #: language / recurrent models, an assumption); A3C and CycleGAN have no counterpart and are left out unless mapped.
 DEFAULT_APP_MAP = {"ResNet-18": "cifar10", "ResNet-50": "imagenet", "Recommendation": "ncf", "Transformer": "bert",
                    "LM": "deepspeech2"}
-_APPS = {
+_APPS: dict[str, dict[str, tuple[str, ...]]] = {
     "pollux": {"small": ("cifar10", "ncf"), "medium": ("deepspeech2",), "large": ("yolov3",), "xl": ("imagenet",)},
     "sia": {"small": ("cifar10",), "medium": ("deepspeech2",), "large": ("yolov3",), "xl": ("imagenet",)},
 }
@@ -64,7 +64,7 @@ _BERT_SHARE = 0.5  # both rules turn half of the medium (deepspeech2) jobs into 
 
 def _configurations() -> dict[str, dict[str, list[tuple[int, int]]]]:
     raw = json.loads(resources.files("schedopt.traces").joinpath("data/configurations.json").read_text())
-    return {rule: {app: [tuple(c) for c in cs] for app, cs in apps.items()}  # type: ignore[misc]
+    return {rule: {app: [(int(c[0]), int(c[1])) for c in cs] for app, cs in apps.items()}
             for rule, apps in raw["rules"].items()}
 
 
@@ -238,10 +238,10 @@ def generate(trace: Trace, *, jobs: int = 160, load: float = 1.0, window_h: floa
     from ..sim.workloads import Workload, WorkloadJob
 
     wjobs, origins = [], []
-    for k, (t, app, cfg, j, gh, cls) in enumerate(recs):
+    for k, (t, app, cfg, j, hours, cls) in enumerate(recs):
         nm = f"{app}-{k}"
         wjobs.append(WorkloadJob(nm, round(t, 3), app, int(cfg[0]), int(cfg[1])))
-        origins.append(JobOrigin(nm, j.job_id, j.row, j.gpus, gh, cls, j.application))
+        origins.append(JobOrigin(nm, j.job_id, j.row, j.gpus, hours, cls, j.application))
     label = name or f"{trace.name}@{load:g}-seed{seed}"
     meta: dict[str, Any] = {"rule": rule, "seed": seed, "load": load, "jobs_at_load_1": jobs, "jobs": n,
                             "window_h": window_h, "start_h": start_h, "trace": trace.source,

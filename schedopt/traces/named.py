@@ -64,8 +64,8 @@ def resolve_workload(key: str) -> Workload | None:
         if load == 1.0 and base in list_workloads():
             return Workload(key, load_workload(base).jobs)
         if s in SOURCE_TRACES:
-            trace, rule = SOURCE_TRACES[s]
-            return generate(shipped_trace(trace), jobs=160, load=load, window_h=8.0, seed=k, rule=rule,
+            source, rule = SOURCE_TRACES[s]
+            return generate(shipped_trace(source), jobs=160, load=load, window_h=8.0, seed=k, rule=rule,
                             name=key).workload
         if base in list_workloads():
             return resample_workload(load_workload(base), load=load, seed=k, name=key)
