@@ -7,9 +7,12 @@ import math
 import numpy as np
 import pytest
 
+# The toy world of tests/test_sim.py: one type "g" (1 node x 2 GPUs), rate exactly 1 progress unit per second on 2
+# GPUs of one node, restart 30 s; "short" needs 20 units, "long" 80.
+from sim_toy import TOY, TOY_CLUSTER, _toy_app
+
 from schedopt.errors import InputError
 from schedopt.goodput import JobGoodputModel, ThroughputParams
-from schedopt.sia import Cluster, GpuType
 from schedopt.sim import JobModel, Workload, WorkloadJob, get_policy, simulate, summarize
 from schedopt.sim.fairness import (
     average_contention,
@@ -18,22 +21,6 @@ from schedopt.sim.fairness import (
     isolated_time,
     jain_index,
 )
-from schedopt.sim.jobs import Application
-
-# The toy world of tests/test_sim.py: one type "g" (1 node x 2 GPUs), rate exactly 1 progress unit per second on 2
-# GPUs of one node, restart 30 s; "short" needs 20 units, "long" 80.
-
-
-def _toy_app(name: str, progress: list[float]) -> tuple[Application, JobGoodputModel]:
-    e = len(progress)
-    app = Application(name, np.array([8.0]), e, np.array(progress), np.ones((e, 1)), np.zeros((e, 1)))
-    truth = JobGoodputModel(name, {"g": ThroughputParams(1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)}, 8, 8, {"g": (1, 8)},
-                            (8.0,), (1.0,), (0.0,))
-    return app, truth
-
-
-TOY = JobModel("toy", default_restart=30.0, apps={"short": _toy_app("short", [10, 20]), "long": _toy_app("long", [40, 80])})
-TOY_CLUSTER = Cluster((GpuType("g", 2, 1),))
 
 
 @pytest.fixture(scope="module")

@@ -13,12 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# the toy world of tests/test_sim.py: one type "g" (1 node x 2 GPUs), a true rate of exactly 1 progress unit per
+# second on any GPU count (alpha_c = 1 s per step, no network time, gain 1); "short" needs 20 units, "long" 80;
+# restart delay 30 s
+from sim_toy import TOY, TOY_CLUSTER, _toy_app  # noqa: F401 - the shared toy world (tests/sim_toy.py)
+
 from schedopt.errors import InputError
-from schedopt.goodput import JobGoodputModel, ThroughputParams
 from schedopt.sia import Cluster, Config, GpuType
 from schedopt.sim import (
     Decision,
-    JobModel,
     Workload,
     WorkloadJob,
     get_policy,
@@ -28,25 +31,9 @@ from schedopt.sim import (
     simulate,
 )
 from schedopt.sim.feasibility import HopelessJobWarning, hopeless_jobs, min_seconds
-from schedopt.sim.jobs import Application
 from schedopt.sim.workloads import UnsortedWorkloadWarning, read_workload
 from schedopt.testing import fuzz
 
-# the toy world of tests/test_sim.py: one type "g" (1 node x 2 GPUs), a true rate of exactly 1 progress unit per
-# second on any GPU count (alpha_c = 1 s per step, no network time, gain 1); "short" needs 20 units, "long" 80;
-# restart delay 30 s
-
-
-def _toy_app(name: str, progress: list[float]) -> tuple[Application, JobGoodputModel]:
-    e = len(progress)
-    app = Application(name, np.array([8.0]), e, np.array(progress), np.ones((e, 1)), np.zeros((e, 1)))
-    truth = JobGoodputModel(name, {"g": ThroughputParams(1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)}, 8, 8, {"g": (1, 8)},
-                            (8.0,), (1.0,), (0.0,))
-    return app, truth
-
-
-TOY = JobModel("toy", default_restart=30.0, apps={"short": _toy_app("short", [10, 20]), "long": _toy_app("long", [40, 80])})
-TOY_CLUSTER = Cluster((GpuType("g", 2, 1),))
 SMALL = Cluster((GpuType("t4", 4, 2), GpuType("a100", 8, 1)))
 
 
