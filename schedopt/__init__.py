@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from . import errors
+from . import export as export  # the model's conversions (LinearModel.write_lp, to_pyomo, ...) register here
 from .backends import available_backends, get_backend, register_backend
 from .infeasibility import InfeasibilityReport, explain_infeasibility
 from .model import ConstraintFamily, LinearModel, VarBlock, VarKind

@@ -14,55 +14,18 @@ from __future__ import annotations
 import os
 import re
 import warnings
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from .errors import InputError
-
-if TYPE_CHECKING:
-    from .model import LinearModel
+from .model import MODEL_IO, BlockParts, FamilyParts, LinearModel, ModelParts
 
 __all__ = ["BlockParts", "FamilyParts", "ModelParts", "from_linopy", "linopy_parts", "read_model", "read_model_parts",
            "rest_point", "to_highs", "to_linopy", "to_pyomo", "write_lp", "write_mps"]
 
 
-@dataclass(frozen=True)
-class BlockParts:
-    """One variable block as plain arrays (the arguments of :meth:`LinearModel.add_variables`)."""
-
-    name: str
-    shape: int | tuple[int, ...]
-    kind: str
-    lower: np.ndarray
-    upper: np.ndarray
-    labels: Any = None
-
-
-@dataclass(frozen=True)
-class FamilyParts:
-    """One constraint family as plain arrays (the arguments of :meth:`LinearModel.add_constraints`): ``coeffs``
-    spans every column of the model, in block order."""
-
-    name: str
-    coeffs: sp.csr_matrix
-    lower: np.ndarray
-    upper: np.ndarray
-    labels: list[str] | None = None
-
-
-@dataclass(frozen=True)
-class ModelParts:
-    """A model read from another tool, as neutral arrays: what :meth:`LinearModel.from_parts` assembles."""
-
-    name: str
-    sense: str
-    blocks: list[BlockParts] = field(default_factory=list)
-    families: list[FamilyParts] = field(default_factory=list)
-    objective: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    constant: float = 0.0
 
 
 def to_highs(model: LinearModel, names: bool = False) -> Any:
@@ -167,8 +130,6 @@ def read_model(path: str, name: str | None = None) -> LinearModel:
     ``LinearModel.from_parts(read_model_parts(path))``)."""
     warnings.warn("schedopt.export.read_model is deprecated: use LinearModel.read_mps / read_lp (or "
                   "LinearModel.from_parts(schedopt.export.read_model_parts(path)))", DeprecationWarning, stacklevel=2)
-    from .model import LinearModel
-
     return LinearModel.from_parts(read_model_parts(path, name))
 
 
@@ -476,8 +437,6 @@ def from_linopy(lm: Any, name: str = "model") -> LinearModel:
     """Deprecated: call ``LinearModel.from_linopy(lm)`` (or ``LinearModel.from_parts(linopy_parts(lm))``)."""
     warnings.warn("schedopt.export.from_linopy is deprecated: use LinearModel.from_linopy (or "
                   "LinearModel.from_parts(schedopt.export.linopy_parts(lm)))", DeprecationWarning, stacklevel=2)
-    from .model import LinearModel
-
     return LinearModel.from_parts(linopy_parts(lm, name))
 
 
@@ -550,3 +509,9 @@ def linopy_parts(lm: Any, name: str = "model") -> ModelParts:
                                     lo, up, row_labels))
     return ModelParts(name, "maximize" if sense == "max" else "minimize", blocks, families,
                       c[perm_a] if perm_a.size else np.zeros(0), constant)
+
+
+# LinearModel's conversions (write_lp, read_mps, to_linopy, ...) call these through the hook table the model
+# defines: the exporters build on the model, the model imports none of them (schedopt/__init__ imports this module)
+MODEL_IO.update(write_lp=write_lp, write_mps=write_mps, read_model_parts=read_model_parts, to_linopy=to_linopy,
+                linopy_parts=linopy_parts, to_pyomo=to_pyomo)

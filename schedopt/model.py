@@ -14,10 +14,10 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -25,12 +25,61 @@ import scipy.sparse as sp
 from .errors import InputError
 from .structure import Structure
 
-if TYPE_CHECKING:
-    from .export import ModelParts
-
-__all__ = ["ConstraintFamily", "LinearModel", "ModelArrays", "VarBlock", "VarKind"]
+__all__ = ["MODEL_IO", "BlockParts", "ConstraintFamily", "FamilyParts", "LinearModel", "ModelArrays", "ModelParts",
+           "VarBlock", "VarKind"]
 
 INF = np.inf
+
+#: the model's conversions to and from other tools and files, filled in by :mod:`schedopt.export` when it is imported
+#: (``schedopt`` imports it): name -> function. The model imports no exporter; the exporters build on the model.
+MODEL_IO: dict[str, Callable[..., Any]] = {}
+
+
+def _io(name: str) -> Callable[..., Any]:
+    fn = MODEL_IO.get(name)
+    if fn is None:  # only when schedopt.model was loaded without the schedopt package (never through an import)
+        raise RuntimeError(f"LinearModel.{name}: schedopt.export is not loaded (import schedopt)")
+    return fn
+
+
+# The neutral array form of a model (what readers of other tools return, what LinearModel.from_parts assembles).
+
+
+@dataclass(frozen=True)
+class BlockParts:
+    """One variable block as plain arrays (the arguments of :meth:`LinearModel.add_variables`)."""
+
+    name: str
+    shape: int | tuple[int, ...]
+    kind: str
+    lower: np.ndarray
+    upper: np.ndarray
+    labels: Any = None
+
+
+@dataclass(frozen=True)
+class FamilyParts:
+    """One constraint family as plain arrays (the arguments of :meth:`LinearModel.add_constraints`): ``coeffs``
+    spans every column of the model, in block order."""
+
+    name: str
+    coeffs: sp.csr_matrix
+    lower: np.ndarray
+    upper: np.ndarray
+    labels: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class ModelParts:
+    """A model read from another tool, as neutral arrays: what :meth:`LinearModel.from_parts` assembles."""
+
+    name: str
+    sense: str
+    blocks: list[BlockParts] = field(default_factory=list)
+    families: list[FamilyParts] = field(default_factory=list)
+    objective: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    constant: float = 0.0
+
 
 
 class VarKind(StrEnum):
@@ -737,15 +786,11 @@ class LinearModel:
 
     def write_lp(self, path: str) -> None:
         """Write the model in CPLEX LP format with readable names (via HiGHS; :func:`schedopt.export.write_lp`)."""
-        from .export import write_lp
-
-        write_lp(self, path)
+        _io("write_lp")(self, path)
 
     def write_mps(self, path: str) -> None:
         """Write the model in (free) MPS format with readable names (via HiGHS; :func:`schedopt.export.write_mps`)."""
-        from .export import write_mps
-
-        write_mps(self, path)
+        _io("write_mps")(self, path)
 
     @classmethod
     def from_parts(cls, parts: ModelParts) -> LinearModel:
@@ -763,37 +808,27 @@ class LinearModel:
     def read_mps(cls, path: str, name: str | None = None) -> LinearModel:
         """Read a (free or fixed) MPS file through HiGHS; the names ``write_mps`` gives rebuild the blocks and
         families (:func:`schedopt.export.read_model_parts`)."""
-        from .export import read_model_parts
-
-        return cls.from_parts(read_model_parts(path, name))
+        return cls.from_parts(_io("read_model_parts")(path, name))
 
     @classmethod
     def read_lp(cls, path: str, name: str | None = None) -> LinearModel:
         """Read a CPLEX LP file through HiGHS (:func:`schedopt.export.read_model_parts`)."""
-        from .export import read_model_parts
-
-        return cls.from_parts(read_model_parts(path, name))
+        return cls.from_parts(_io("read_model_parts")(path, name))
 
     def to_linopy(self) -> Any:
         """A ``linopy.Model`` with one variable per block (dimensions named after the block's axes, coordinates its
         labels) and one constraint per family (:func:`schedopt.export.to_linopy`). Needs linopy."""
-        from .export import to_linopy
-
-        return to_linopy(self)
+        return _io("to_linopy")(self)
 
     @classmethod
     def from_linopy(cls, lm: Any, name: str = "model") -> LinearModel:
         """A :class:`LinearModel` from a ``linopy.Model`` (:func:`schedopt.export.linopy_parts`)."""
-        from .export import linopy_parts
-
-        return cls.from_parts(linopy_parts(lm, name))
+        return cls.from_parts(_io("linopy_parts")(lm, name))
 
     def to_pyomo(self) -> Any:
         """A real pyomo ``ConcreteModel``: one indexed ``Var`` per block and one indexed ``Constraint`` per family,
         named after them, and ``objective`` (:func:`schedopt.export.to_pyomo`). Needs pyomo."""
-        from .export import to_pyomo
-
-        return to_pyomo(self)
+        return _io("to_pyomo")(self)
 
     def summary(self) -> str:
         arr = self.to_arrays()

@@ -262,9 +262,9 @@ def _sweep_table(name: str, xs: Sequence[float], pols: Sequence[str], val: dict[
 def _line_figure(path: Path, xs: Sequence[float], series: dict[str, Sequence[float]], xlabel: str, ylabel: str,
                  log: bool = False) -> str:
     try:
-        from .sim.plots import _plt
+        from .sim.plots import pyplot
 
-        plt = _plt()
+        plt = pyplot()
     except InputError:
         return ""
     fig, ax = plt.subplots(figsize=(5.5, 3.6))

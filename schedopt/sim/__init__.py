@@ -11,31 +11,21 @@
   group ``schedopt.policies``).
 * Roles (:mod:`schedopt.sim.roles`): a :class:`Placer` (``sia``, ``packing``) and an :class:`Admission` rule
   (``accept-all``, ``queue-cap``, ``gpu-cap``), registered like policies; families (:class:`SimSystem`:
-  elastic, Synergy, Gandiva) in :mod:`schedopt.sim.registry`.
+  elastic, Synergy, Gandiva, HiveD) in :mod:`schedopt.sim.families`.
 * Workloads (:func:`load_workload`, :func:`list_workloads`) and clusters (:func:`cluster_preset`).
 * :func:`simulate_many`: sweeps over policies x workloads x seeds on a process pool or a Dask client.
 """
 
 from typing import Any as _Any
 
-from . import families as _families  # noqa: F401  (registers the built-in families; the registry imports none)
+from . import fairness as fairness  # registers the finish-time fairness columns of every summary
 from .engine import DEFAULT_ROUND_SECONDS, simulate
+from .families import SimSystem, register_system, system_for, systems
 from .jobs import POLLUX, SIA, JobModel, goodput_estimate
 from .metrics import JobRecord, RoundRecord, SimMeta, SimResult, queue_length, read_jsonl, summarize, utilization
 from .metrics import summaries as summaries  # one row per simulation (pandas); see also SimResult.to_dataframe
-from .policies import Decision, JobView, Policy, RoundState, get_policy
-from .registry import (
-    SimSystem,
-    make_policy,
-    parse_spec,
-    policies,
-    register_admission,
-    register_placer,
-    register_policy,
-    register_system,
-    system_for,
-    systems,
-)
+from .policies import Decision, JobView, Policy, RoundState, get_policy, make_policy
+from .registry import parse_spec, policies, register_admission, register_placer, register_policy
 from .roles import (
     ACCEPT,
     DEFER,

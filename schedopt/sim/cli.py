@@ -131,7 +131,7 @@ def _progress(args: argparse.Namespace) -> bool | None:
 
 
 def _tasks(args: argparse.Namespace) -> list[Any]:
-    from .registry import system_for
+    from .families import system_for
     from .sweep import tasks
 
     params: dict[str, Any] = {}
@@ -150,9 +150,9 @@ def _tasks(args: argparse.Namespace) -> list[Any]:
 
 
 def _failure_doc(f: SimFailure) -> dict[str, Any]:
-    from .runs import _label
+    from .runs import task_label
 
-    return {"simulation": _label(f.task), "error": f.error}
+    return {"simulation": task_label(f.task), "error": f.error}
 
 
 def _record_file(out: Path, r: Any) -> str:

@@ -30,8 +30,20 @@ from .jobs import job_model as get_job_model
 from .limits import check_flag, check_max_time, check_round_seconds, check_rounds, default_stop
 from .metrics import JobRecord, RoundRecord, SimMeta, SimResult
 from .policies.base import Decision, JobView, Policy, RoundState
-from .registry import make_admission, make_placer, role_name
-from .roles import ACCEPT, REJECT, AcceptAll, Admission, AdmissionState, GpuRequest, Placer, Verdict, assign_gpus
+from .registry import role_name
+from .roles import (
+    ACCEPT,
+    REJECT,
+    AcceptAll,
+    Admission,
+    AdmissionState,
+    GpuRequest,
+    Placer,
+    Verdict,
+    assign_gpus,
+    make_admission,
+    make_placer,
+)
 from .workloads import Workload
 
 __all__ = ["DEFAULT_ROUND_SECONDS", "Observer", "simulate"]

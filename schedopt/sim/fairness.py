@@ -28,7 +28,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -36,9 +36,7 @@ from ..errors import InputError
 from ..sia import Config
 from .jobs import JobModel, JobState
 from .jobs import job_model as get_job_model
-
-if TYPE_CHECKING:  # annotations only: metrics imports this module (its summary's fairness columns)
-    from .metrics import SimResult
+from .metrics import SUMMARY_COLUMNS, SimResult
 
 __all__ = ["RULES", "FairnessReport", "average_contention", "fairness_summary", "finish_time_fairness", "isolated_jct",
            "isolated_time", "jain_index"]
@@ -281,3 +279,6 @@ def fairness_summary(result: SimResult) -> dict[str, float]:
         return finish_time_fairness(result).summary()
     except (InputError, KeyError, TypeError, ValueError):  # records of another simulator family (Synergy, Gandiva)
         return {"worst_rho": math.nan, "unfair_fraction": math.nan, "jain_rho": math.nan}
+
+
+SUMMARY_COLUMNS.append(fairness_summary)  # every summary carries worst_rho, unfair_fraction and jain_rho

@@ -1,4 +1,5 @@
-"""The built-in simulated families, registered in :mod:`schedopt.sim.registry`.
+"""Simulated families: the :class:`SimSystem` protocol, their registry (:func:`register_system`, :func:`system_for`,
+group ``schedopt.sim_systems``), :func:`run_task`, and the built-in families.
 
 * ``elastic`` (:class:`ElasticSystem`): Sia, Pollux, Gavel, Tiresias, FIFO and every user policy, on the Sia and
   Pollux clusters with the Sia/Pollux job models and the shipped workloads; placement and admission are roles.
@@ -12,18 +13,101 @@ Each family states its own default cluster and round length here, once.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Sequence
+from importlib import metadata
+from typing import Protocol, runtime_checkable
 
 from ..errors import InputError
 from .engine import DEFAULT_ROUND_SECONDS, Observer, simulate
-from .registry import make_policy, parse_spec, policies, policy_entry, register_system
+from .metrics import SimResult
+from .policies import make_policy
+from .registry import parse_spec, policies, policy_entry
+from .task import SimTask
 
-if TYPE_CHECKING:
-    from .metrics import SimResult
-    from .sweep import SimTask
+__all__ = ["ElasticSystem", "GandivaSystem", "HivedSystem", "SimSystem", "SynergySystem", "iter_names", "register_system",
+           "run_task", "system_for", "systems"]
 
-__all__ = ["ElasticSystem", "GandivaSystem", "HivedSystem", "SynergySystem"]
+
+@runtime_checkable
+class SimSystem(Protocol):
+    """A simulated family: its clusters, its default round length, its workloads and policies, and how it runs a
+    :class:`~schedopt.sim.sweep.SimTask` on the engine."""
+
+    name: str
+    default_round_seconds: float
+
+    @property
+    def default_cluster(self) -> str | None:
+        """The cluster preset a task without one runs on (None: the workload decides, as Synergy's)."""
+        ...
+
+    def cluster_presets(self) -> Sequence[str]: ...
+
+    def owns(self, policy: str) -> bool:
+        """Whether this family runs the policy spec ``policy``."""
+        ...
+
+    def policy_names(self) -> Sequence[str]: ...
+
+    def takes_solver_options(self, policy: str) -> bool:
+        """Whether ``policy`` takes ``backend`` / ``time_limit`` (the CLI passes them only there)."""
+        ...
+
+    def run(self, task: SimTask, observer: Observer | None = None) -> SimResult: ...
+
+
+_SYSTEMS: dict[str, SimSystem] = {}
+_SYSTEM_EPS_LOADED = False
+
+
+def register_system(system: SimSystem, *, replace: bool = False) -> None:
+    """Add a family; the elastic one (``elastic``) is the fallback for every policy no other family owns."""
+    if not isinstance(system, SimSystem):
+        raise InputError("system", type(system).__name__, "must implement schedopt.sim.families.SimSystem")
+    if system.name in _SYSTEMS and not replace:
+        raise InputError("system.name", system.name, "is registered already (pass replace=True)")
+    _SYSTEMS[system.name] = system
+
+
+def _systems() -> dict[str, SimSystem]:
+    global _SYSTEM_EPS_LOADED
+    # the built-in families register when this module is imported (bottom of the file)
+    if not _SYSTEM_EPS_LOADED:
+        _SYSTEM_EPS_LOADED = True
+        for ep in metadata.entry_points(group="schedopt.sim_systems"):
+            obj = ep.load()
+            if ep.name not in _SYSTEMS:
+                register_system(obj() if isinstance(obj, type) else obj)
+    return _SYSTEMS
+
+
+def systems() -> list[SimSystem]:
+    """The registered families (elastic first)."""
+    return list(_systems().values())
+
+
+def system_for(policy: object) -> SimSystem:
+    """The family that runs ``policy`` (a spec or a policy object: objects run on the elastic engine)."""
+    fams = _systems()
+    if isinstance(policy, str):
+        for s in fams.values():
+            if s.name != "elastic" and s.owns(policy):
+                return s
+    return fams["elastic"]
+
+
+def iter_names() -> Iterator[str]:
+    """Every policy name a user can give on the command line (families' and the elastic engine's)."""
+    for s in systems():
+        yield from s.policy_names()
+
+
+def run_task(task: SimTask, observer: Observer | None = None) -> SimResult:
+    """Run one :class:`~schedopt.sim.task.SimTask` on its family (top-level, so process pools and Dask workers can
+    import it; also ``schedopt.sim.sweep.run_task``)."""
+    if not isinstance(task, SimTask):
+        raise InputError("task", type(task).__name__, "must be a schedopt.sim.SimTask")
+    return system_for(task.policy).run(task, observer)
 
 
 def _no_roles(family: str, task: SimTask) -> None:

@@ -29,7 +29,7 @@ import warnings
 
 from ..errors import InputError
 from ..sia import Cluster
-from .jobs import JobModel, _rigid_batch, local_limits
+from .jobs import JobModel, local_limits, rigid_batch
 from .jobs import job_model as get_job_model
 from .workloads import Workload
 
@@ -57,7 +57,7 @@ def _rate_bound(jm: JobModel, app: str, gpu_type: str, gpus: int, adaptive: bool
         by_samples = max(1.0 / t_lo, gpus * hi / (b0 * t_hi))
         by_batch = max(1.0, float(m.max_batch) / b0) / t_lo
         return min(by_samples, by_batch)
-    b, s = _rigid_batch(app, gpu_type, jm, gpus, batch)
+    b, s = rigid_batch(app, gpu_type, jm, gpus, batch)
     t = (s + 1) * _tc(p, b)
     if t <= 0:
         return math.inf

@@ -210,7 +210,7 @@ def _adaptive_batch(app: str, gpu_type: str, jm: JobModel, nodes: int, replicas:
     return int(res.local_bsz), int(res.accum_steps)
 
 
-def _rigid_batch(app: str, gpu_type: str, jm: JobModel, replicas: int, batch: float) -> tuple[int, int]:
+def rigid_batch(app: str, gpu_type: str, jm: JobModel, replicas: int, batch: float) -> tuple[int, int]:
     """(local batch, accumulation steps) of a fixed global batch: the Pollux simulator's ``update_local_bsz`` with a
     target batch size (fewest accumulation steps within the local maximum; a 1-GPU job above the initial batch
     accumulates at least once; the realised batch never exceeds the maximum)."""
@@ -304,7 +304,7 @@ class JobState:
         t, n, r = self.config.gpu_type, len(self.nodes), sum(self.nodes.values())
         rs = self.rigid_shape
         if rs is not None:
-            self.local_bsz, self.accum = _rigid_batch(self.app, t, self.jm, r, rs[1])
+            self.local_bsz, self.accum = rigid_batch(self.app, t, self.jm, r, rs[1])
         else:
             cur = self.batch if self.local_bsz else self.jm.truth(self.app).init_batch
             self.local_bsz, self.accum = _adaptive_batch(self.app, t, self.jm, n, r, self.epoch, float(cur))

@@ -14,7 +14,7 @@ import io
 import json
 import math
 import warnings
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .jobs import JobState
     from .policies.base import Decision
 
-__all__ = ["JSONValue", "JobRecord", "RoundRecord", "SimMeta", "SimResult", "queue_length", "read_jsonl", "summaries",
+__all__ = ["SUMMARY_COLUMNS", "JSONValue", "JobRecord", "RoundRecord", "SimMeta", "SimResult", "queue_length", "read_jsonl", "summaries",
            "summarize", "summary_row", "utilization"]
 
 #: a JSON value (what a record's family-specific details may hold)
@@ -358,17 +358,14 @@ def summarize(result: SimResult) -> dict[str, Any]:
         "policy_s_total": float(sum(pt)),
         "policy_cpu_s_median": _pct(pc, 50),
         "policy_cpu_s_p95": _pct(pc, 95),
-        # --- finish-time fairness (issue 29; schedopt.sim.fairness, Sia's isolation rule) ---
-        **_fairness(result),
-        # --- end finish-time fairness ---
+        # the columns of modules built on these records (schedopt.sim.fairness: worst_rho, unfair_fraction, jain_rho)
+        **{k: v for columns in SUMMARY_COLUMNS for k, v in columns(result).items()},
     }
 
 
-def _fairness(result: SimResult) -> dict[str, float]:
-    """``worst_rho``, ``unfair_fraction``, ``jain_rho`` (:func:`schedopt.sim.fairness.fairness_summary`)."""
-    from .fairness import fairness_summary
-
-    return fairness_summary(result)
+#: more summary columns, from modules that build on these records and register here (this module imports none of
+#: them): ``columns(result) -> {name: value}``, in registration order (:func:`schedopt.sim.fairness.fairness_summary`)
+SUMMARY_COLUMNS: list[Callable[[SimResult], dict[str, float]]] = []
 
 
 # ------------------------------------------------------------------ tables (pandas): to_dataframe, summaries

@@ -23,7 +23,7 @@ from .metrics import SimResult, utilization
 __all__ = ["cluster_label", "jct_cdf", "jct_cdf_figure", "rho_cdf", "utilization_figure", "utilization_plot"]
 
 
-def _plt() -> Any:  # matplotlib.pyplot (no type information)
+def pyplot() -> Any:  # matplotlib.pyplot (no type information)
     try:
         import matplotlib
 
@@ -67,7 +67,7 @@ def _seeds(rs: Sequence[SimResult]) -> str:
 
 
 def _panels(n: int, width: float = 7.0, height: float = 3.4) -> tuple[Any, list[Any]]:
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(n, 1, figsize=(width, height * n), squeeze=False)
     return fig, [a[0] for a in axes]
 
@@ -143,7 +143,7 @@ def utilization_plot(results: Sequence[SimResult], path: str | Path, window: flo
 
 
 def _save(fig: Any, path: str | Path) -> Path:
-    plt = _plt()
+    plt = pyplot()
     out = Path(path)
     try:
         fig.savefig(out)
@@ -162,7 +162,7 @@ def rho_cdf(results: Sequence[SimResult], path: str | Path, rule: str = "sia") -
     rho = 1) to ``path``; ``rule``: the isolation rule of :func:`schedopt.sim.fairness.finish_time_fairness`."""
     from .fairness import finish_time_fairness
 
-    plt = _plt()
+    plt = pyplot()
     by: dict[str, list[float]] = {}
     for r in results:
         by.setdefault(str(_meta(r, "policy")), []).extend(finish_time_fairness(r, rule).rho.values())

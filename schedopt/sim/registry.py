@@ -7,8 +7,12 @@ Every role a user replaces is found here by name, never by a string the engine b
   "module:Factory"``) and a user's class named ``module:Class`` on the command line.
 * **Placers** and **admission rules** (:func:`register_placer`, :func:`register_admission`; groups
   ``schedopt.placers`` and ``schedopt.admissions``), see :mod:`schedopt.sim.roles`.
-* **Systems** (:func:`register_system`, :func:`system_for`): the families that run a task on the engine with their own
-  clusters, workloads and policies (the elastic family, Synergy, Gandiva; group ``schedopt.sim_systems``).
+* **Systems** (:mod:`schedopt.sim.families`: ``register_system``, ``system_for``): the families that run a task on
+  the engine with their own clusters, workloads and policies (group ``schedopt.sim_systems``).
+
+This module is the bottom of the simulator's layers: it imports none of the simulator's roles. The typed makers
+sit with their roles: :func:`schedopt.sim.policies.make_policy`, :func:`schedopt.sim.roles.make_placer` and
+:func:`~schedopt.sim.roles.make_admission`.
 
 A spec is ``name[:key=value]...``: ``sia:backend=highs:p=-1``, ``fifo:backfill=true``, ``mymod:MyPolicy:k=3``.
 Options are checked against the factory's declared parameters (an unknown name is refused with the closest known
@@ -22,30 +26,19 @@ import difflib
 import importlib
 import inspect
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 from ..errors import InputError
 from .limits import parse_bool  # the simulator's one strict boolean parser (issue 25); importable from here too
-
-if TYPE_CHECKING:
-    from .engine import Observer
-    from .metrics import SimResult
-    from .policies.base import Policy
-    from .roles import Admission, Placer
-    from .sweep import SimTask
 
 __all__ = [
     "OptionValue",
     "RoleEntry",
     "RoleSpec",
-    "SimSystem",
     "admissions",
-    "make_admission",
-    "make_placer",
-    "make_policy",
+    "make",
     "parse_bool",
     "parse_spec",
     "placers",
@@ -54,12 +47,10 @@ __all__ = [
     "register_admission",
     "register_placer",
     "register_policy",
-    "register_system",
     "reload_entry_points",
     "restore",
+    "role_name",
     "snapshot",
-    "system_for",
-    "systems",
 ]
 
 #: a policy option's value as written in a spec or passed from Python
@@ -161,9 +152,6 @@ def _coerce(who: str, p: inspect.Parameter, value: object) -> object:
     if parts == {"str"} and not isinstance(value, str):
         return str(value)
     return value
-
-
-F = TypeVar("F")
 
 
 @dataclass(frozen=True)
@@ -288,7 +276,7 @@ def _register(reg: _Registry, name: str, factory: Callable[..., object] | str,
     reg.add(RoleEntry(name, factory, dict(defaults or {}), description), replace)
 
 
-def register_policy(name: str, factory: Callable[..., Policy] | str, *, defaults: Mapping[str, OptionValue] | None = None,
+def register_policy(name: str, factory: Callable[..., object] | str, *, defaults: Mapping[str, OptionValue] | None = None,
                     description: str = "", replace: bool = False) -> None:
     """Make ``name`` a policy of the elastic engine (``schedopt simulate --policy name``, ``simulate_many``,
     Dask/Ray workers: a worker resolves the name again, so register it at import of a module the worker imports, or
@@ -298,13 +286,13 @@ def register_policy(name: str, factory: Callable[..., Policy] | str, *, defaults
     _register(_POLICIES, name, factory, defaults, description, replace)
 
 
-def register_placer(name: str, factory: Callable[..., Placer] | str, *, defaults: Mapping[str, OptionValue] | None = None,
+def register_placer(name: str, factory: Callable[..., object] | str, *, defaults: Mapping[str, OptionValue] | None = None,
                     description: str = "", replace: bool = False) -> None:
     """Make ``name`` a placer (:class:`~schedopt.sim.roles.Placer`), like :func:`register_policy`."""
     _register(_PLACERS, name, factory, defaults, description, replace)
 
 
-def register_admission(name: str, factory: Callable[..., Admission] | str, *,
+def register_admission(name: str, factory: Callable[..., object] | str, *,
                        defaults: Mapping[str, OptionValue] | None = None, description: str = "",
                        replace: bool = False) -> None:
     """Make ``name`` an admission rule (:class:`~schedopt.sim.roles.Admission`), like :func:`register_policy`."""
@@ -380,103 +368,18 @@ def _make(reg: _Registry, spec: object, field_name: str, params: Mapping[str, ob
     return obj
 
 
-def make_policy(spec: str | Policy, params: Mapping[str, object] | None = None, *, seed: int | None = None) -> Policy:
-    """A fresh policy from a spec (``sia:backend=highs``, ``gavel:ftf``, ``mymod:MyPolicy:k=3``) or a copy of a policy
-    object; ``params`` are more options (checked like the spec's); ``seed`` goes to factories that take one."""
-    return _make(_POLICIES, spec, "policy", params, seed, lambda o: callable(getattr(o, "decide", None)),
-                 "decide(state) -> Decision")  # type: ignore[return-value]  # checked: has decide()
-
-
-def make_placer(spec: str | Placer | None) -> Placer:
-    """A placer from a spec or object (None: ``sia``, Sia's placer)."""
-    return _make(_PLACERS, "sia" if spec is None else spec, "placer", None, None,
-                 lambda o: callable(getattr(o, "place", None)), "place(...)")  # type: ignore[return-value]
-
-
-def make_admission(spec: str | Admission | None) -> Admission:
-    """An admission rule from a spec or object (None: ``accept-all``)."""
-    return _make(_ADMISSIONS, "accept-all" if spec is None else spec, "admission", None, None,
-                 lambda o: callable(getattr(o, "admit", None)), "admit(job, state)")  # type: ignore[return-value]
+def make(kind: str, spec: object, params: Mapping[str, object] | None = None, *, seed: int | None = None,
+         check: Callable[[object], bool], needs: str) -> object:
+    """A fresh role object of ``kind`` (``"policy"``, ``"placer"``, ``"admission"``) from a spec (checked against
+    the factory's parameters, with ``params`` as more options and ``seed`` for factories that take one) or a copy
+    of an object; ``check`` says whether the result has the role's method (``needs`` names it in the error).
+    :func:`schedopt.sim.policies.make_policy` and :func:`schedopt.sim.roles.make_placer` / ``make_admission`` type it."""
+    regs = {r.kind: r for r in (_POLICIES, _PLACERS, _ADMISSIONS)}
+    if kind not in regs:
+        raise InputError("kind", kind, f"must be one of {list(regs)}")
+    return _make(regs[kind], spec, kind, params, seed, check, needs)
 
 
 def role_name(obj: object, spec: object) -> str:
     """The name a record gives a role: the spec text, else the object's ``name``, else its class name."""
     return spec if isinstance(spec, str) else str(getattr(obj, "name", type(obj).__name__))
-
-
-# ---------------------------------------------------------------------------------------------------------- systems
-
-
-@runtime_checkable
-class SimSystem(Protocol):
-    """A simulated family: its clusters, its default round length, its workloads and policies, and how it runs a
-    :class:`~schedopt.sim.sweep.SimTask` on the engine."""
-
-    name: str
-    default_round_seconds: float
-
-    @property
-    def default_cluster(self) -> str | None:
-        """The cluster preset a task without one runs on (None: the workload decides, as Synergy's)."""
-        ...
-
-    def cluster_presets(self) -> Sequence[str]: ...
-
-    def owns(self, policy: str) -> bool:
-        """Whether this family runs the policy spec ``policy``."""
-        ...
-
-    def policy_names(self) -> Sequence[str]: ...
-
-    def takes_solver_options(self, policy: str) -> bool:
-        """Whether ``policy`` takes ``backend`` / ``time_limit`` (the CLI passes them only there)."""
-        ...
-
-    def run(self, task: SimTask, observer: Observer | None = None) -> SimResult: ...
-
-
-_SYSTEMS: dict[str, SimSystem] = {}
-_SYSTEM_EPS_LOADED = False
-
-
-def register_system(system: SimSystem, *, replace: bool = False) -> None:
-    """Add a family; the elastic one (``elastic``) is the fallback for every policy no other family owns."""
-    if not isinstance(system, SimSystem):
-        raise InputError("system", type(system).__name__, "must implement schedopt.sim.registry.SimSystem")
-    if system.name in _SYSTEMS and not replace:
-        raise InputError("system.name", system.name, "is registered already (pass replace=True)")
-    _SYSTEMS[system.name] = system
-
-
-def _systems() -> dict[str, SimSystem]:
-    global _SYSTEM_EPS_LOADED
-    # the built-in families register when schedopt.sim is imported (its __init__ imports .families), which any
-    # import of this module does first: no import back from here (tests/test_import_graph.py)
-    if not _SYSTEM_EPS_LOADED:
-        _SYSTEM_EPS_LOADED = True
-        for ep in metadata.entry_points(group="schedopt.sim_systems"):
-            obj = ep.load()
-            if ep.name not in _SYSTEMS:
-                register_system(obj() if isinstance(obj, type) else obj)
-    return _SYSTEMS
-
-
-def systems() -> list[SimSystem]:
-    """The registered families (elastic first)."""
-    return list(_systems().values())
-
-
-def system_for(policy: object) -> SimSystem:
-    """The family that runs ``policy`` (a spec or a policy object: objects run on the elastic engine)."""
-    fams = _systems()
-    if isinstance(policy, str):
-        for s in fams.values():
-            if s.name != "elastic" and s.owns(policy):
-                return s
-    return fams["elastic"]
-
-
-def iter_names() -> Iterator[str]:
-    """Every policy name a user can give on the command line (families' and the elastic engine's)."""
-    for s in systems():
-        yield from s.policy_names()

@@ -20,13 +20,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 from ..errors import InputError
 from ..sia import Cluster, Config, Placement, place
 from ..sia.spec import JobId
-from .policies.base import JobView
-from .registry import register_admission, register_placer
+from .policies.base import GpuRequest, JobView
+from .registry import make, register_admission, register_placer
 
 __all__ = [
     "ACCEPT",
@@ -43,16 +43,9 @@ __all__ = [
     "SiaPlacer",
     "Verdict",
     "assign_gpus",
+    "make_admission",
+    "make_placer",
 ]
-
-
-@dataclass(frozen=True)
-class GpuRequest:
-    """``gpus`` GPUs of ``gpu_type`` (None: the placer picks the type) on whatever nodes the placer chooses: the
-    route for a rigid request of any size (``Decision(requests={"j3": GpuRequest(12, "a100")})``)."""
-
-    gpus: int
-    gpu_type: str | None = None
 
 
 @runtime_checkable
@@ -273,6 +266,20 @@ class GpuCap:
 
     def admit(self, job: JobView, state: AdmissionState) -> Verdict:
         return REJECT if job.requested_gpus > self.max_gpus else ACCEPT
+
+
+def make_placer(spec: str | Placer | None) -> Placer:
+    """A placer from a spec or object (None: ``sia``, Sia's placer)."""
+    obj = make("placer", "sia" if spec is None else spec, check=lambda o: callable(getattr(o, "place", None)),
+               needs="place(cluster, want, previous, pinned)")
+    return cast(Placer, obj)
+
+
+def make_admission(spec: str | Admission | None) -> Admission:
+    """An admission rule from a spec or object (None: ``accept-all``)."""
+    obj = make("admission", "accept-all" if spec is None else spec, check=lambda o: callable(getattr(o, "admit", None)),
+               needs="admit(job, state)")
+    return cast(Admission, obj)
 
 
 register_placer("sia", SiaPlacer, description="Sia's placer (schedopt.sia.place); requests packed after")

@@ -80,6 +80,7 @@ __all__ = [
     "record_name",
     "run_tasks",
     "summary_csv",
+    "task_label",
 ]
 
 log = logging.getLogger(__name__)
@@ -112,7 +113,7 @@ class SimulationFailed(SchedoptError):
 
     def __init__(self, task: Any, error: str, tb: str = "", results: Sequence[Any] = ()) -> None:
         self.task, self.error, self.traceback, self.results = task, error, tb, list(results)
-        super().__init__(f"simulation {_label(task)} failed: {error}")
+        super().__init__(f"simulation {task_label(task)} failed: {error}")
 
 
 class SweepInterrupted(KeyboardInterrupt):
@@ -143,7 +144,7 @@ class _Failed:
 
     def raise_for(self, task: Any, results: Sequence[Any]) -> None:
         if self.type == "InputError" and self.field is not None:
-            exc: Exception = InputError(self.field, _Raw(self.value or ""), f"{self.message} (simulation {_label(task)})")
+            exc: Exception = InputError(self.field, _Raw(self.value or ""), f"{self.message} (simulation {task_label(task)})")
         else:
             exc = SimulationFailed(task, f"{self.type}: {self.message}", self.traceback, results)
         exc.results = list(results)  # type: ignore[attr-defined]
@@ -162,7 +163,7 @@ def _short(v: Any) -> str:
     return t if len(t) <= 80 else t[:77] + "..."
 
 
-def _label(task: Any) -> str:
+def task_label(task: Any) -> str:
     pol = getattr(task, "policy", task)
     pol = pol if isinstance(pol, str) else str(getattr(pol, "name", type(pol).__name__))
     wl = str(getattr(task, "workload", ""))
@@ -260,10 +261,10 @@ class _Heartbeat:
         s = self.bar.stream
         if self.mode == "lines":
             lines = [self.bar.plain(f"{len(states)} running")]
-            lines += [f"  {_label(self.items[i])}: {long}" for i, long, _ in states]
+            lines += [f"  {task_label(self.items[i])}: {long}" for i, long, _ in states]
             s.write("\n".join(lines) + "\n")
         else:
-            short = "; ".join(f"{_label(self.items[i])} {sh}" for i, _, sh in states)
+            short = "; ".join(f"{task_label(self.items[i])} {sh}" for i, _, sh in states)
             s.write("\r\x1b[2K" + self.bar.line(short)[:200])
         s.flush()
 
@@ -285,10 +286,9 @@ class _Heartbeat:
 
 # ------------------------------------------------------------------------------------------------ one task
 def _call(task: Any, observer: Callable[[int, float, int, int], None] | None) -> SimResult:
-    # what sweep.run_task does, without importing sweep (which imports this module): the task's family runs it
-    from .registry import system_for
+    from .families import run_task  # the families sit above the runner's callers, not below it
 
-    return system_for(task.policy).run(task, observer)
+    return run_task(task, observer)
 
 
 def _execute(task: Any, status_path: str | None = None) -> SimResult | _Failed:
@@ -381,7 +381,8 @@ class _LocalPool:
         workers inherit it instead of each importing it anew (8 workers on 2 cores: 7 s before their first round)."""
         if self.ctx.get_start_method() != "fork":
             return
-        from .registry import iter_names, policy_entry
+        from .families import iter_names
+        from .registry import policy_entry
 
         with contextlib.suppress(Exception):
             list(iter_names())
@@ -766,7 +767,7 @@ def run_tasks(
             if on_error == "raise":
                 res.raise_for(items[i], results)
             results[i] = SimFailure(items[i], f"{res.type}: {res.message}", res.traceback)
-            log.warning("simulation %s failed: %s", _label(items[i]), results[i].error)
+            log.warning("simulation %s failed: %s", task_label(items[i]), results[i].error)
             if folder is not None:
                 with _sigint_deferred():
                     folder.write_failure(i, results[i])

@@ -14,15 +14,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import InputError
-from .engine import Observer
+from .families import run_task
 from .limits import check_max_time, check_round_seconds, check_seeds, check_tasks, check_workers
 from .metrics import SimResult
-from .registry import system_for
 from .runs import SimFailure, run_tasks
+from .task import SimTask
 
 if TYPE_CHECKING:
     from .jobs import JobModel
@@ -30,39 +29,6 @@ if TYPE_CHECKING:
     from .roles import Admission, Placer
 
 __all__ = ["SimTask", "run_task", "simulate_many", "tasks"]
-
-
-@dataclass(frozen=True)
-class SimTask:
-    """One simulation: names (a shipped workload or a CSV path, a cluster preset) and specs, so it pickles
-    anywhere. ``policy``: a registered name or spec (``sia:backend=highs``, ``synergy:las/opt``,
-    ``mymod:MyPolicy:k=3``) or a policy object (copied per simulation)."""
-
-    policy: str | Policy
-    workload: str
-    seed: int = 0
-    cluster: str | None = None  #: None: the family's default (``sia-64`` for the elastic policies)
-    job_model: str | JobModel | None = None  #: None: the preset's (``pollux`` for ``pollux``, else ``sia``)
-    round_seconds: float | None = None  #: None: the family's default (60 s; Synergy 300 s)
-    policy_params: Mapping[str, Any] = field(default_factory=dict)
-    charge_policy_time: bool = False
-    max_time: float | None = None
-    estimator: str = "bootstrap"  #: what the policy sees of a job's throughput (``simulate(estimator=...)``)
-    placer: str | Placer | None = None  #: None: the family's (Sia's placer on the elastic engine)
-    admission: str | Admission | None = None  #: None: accept every job at arrival
-
-    @property
-    def policy_name(self) -> str:
-        """The policy as records name it: the spec, or the object's ``name``."""
-        return self.policy if isinstance(self.policy, str) else str(getattr(self.policy, "name",
-                                                                            type(self.policy).__name__))
-
-
-def run_task(task: SimTask, observer: Observer | None = None) -> SimResult:
-    """Run one :class:`SimTask` on its family (top-level, so process pools and Dask workers can import it)."""
-    if not isinstance(task, SimTask):
-        raise InputError("task", type(task).__name__, "must be a schedopt.sim.SimTask")
-    return system_for(task.policy).run(task, observer)
 
 
 def tasks(policies: Iterable[str | Policy], workloads: Iterable[str], seeds: Iterable[int] = (0,),

@@ -49,7 +49,7 @@ from .workloads import Workload, WorkloadJob
 
 if TYPE_CHECKING:
     from .engine import Observer
-    from .sweep import SimTask
+    from .task import SimTask
 
 __all__ = [
     "CLUSTER_PRESETS",

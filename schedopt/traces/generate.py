@@ -119,7 +119,7 @@ class GeneratedWorkload:
         return p
 
 
-def _size_class(gpu_hours: float) -> str:
+def size_class(gpu_hours: float) -> str:
     for name, hi in CLASSES:
         if gpu_hours < hi:
             return name
@@ -224,7 +224,7 @@ def generate(trace: Trace, *, jobs: int = 160, load: float = 1.0, window_h: floa
             recs.append((float(times[int(i)]), app, cfg, j, j.gpu_time_s and j.gpu_time_s / 3600.0, ""))
             continue
         gh = j.gpus * float(j.duration_s) / 3600.0  # type: ignore[arg-type]
-        cls = _size_class(gh)
+        cls = size_class(gh)
         apps = _APPS[rule][cls]
         app = apps[int(rng.integers(len(apps)))]
         cfgs = CONFIGURATIONS[rule][app]

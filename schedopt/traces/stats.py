@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .generate import CLASSES, _size_class
+from .generate import CLASSES, size_class
 from .trace import Trace
 
 __all__ = ["TraceStats", "trace_stats"]
@@ -95,11 +95,11 @@ def trace_stats(trace: Trace, cluster_gpus: int | None = None) -> TraceStats:
     durs = np.array([j.duration_s for j in gj if j.duration_s is not None], dtype=float)
     dq = ({"mean": float(durs.mean()), **{f"p{q}": float(np.percentile(durs, q)) for q in (10, 50, 90, 99)},
            "max": float(durs.max())} if len(durs) else {})
-    classes = Counter(_size_class(j.gpus * j.duration_s / 3600.0) for j in gj if j.duration_s is not None)
+    classes = Counter(size_class(j.gpus * j.duration_s / 3600.0) for j in gj if j.duration_s is not None)
     gpu_h = (float(sum(j.gpus * j.duration_s for j in gj if j.duration_s is not None) / 3600.0) if len(durs)
              else None)
     load = gpu_h / (cluster_gpus * span_h) if gpu_h is not None and cluster_gpus and span_h > 0 else None
-    pool = Counter(_size_class(j.gpus * j.duration_s / 3600.0) for j in gj
+    pool = Counter(size_class(j.gpus * j.duration_s / 3600.0) for j in gj
                    if j.duration_s is not None and j.duration_s >= 60 and j.gpus * j.duration_s < 1000 * 3600
                    and 2 * 3600 <= trace.time_of_day_s(j) < 10 * 3600)
     return TraceStats(trace.name, trace.format, len(trace), len(gj), len(trace.skipped), span_h, rate,

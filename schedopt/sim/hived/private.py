@@ -14,17 +14,25 @@ clusters built as :class:`~schedopt.hived.PhysicalCluster` objects.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 import numpy as np
 
-from ...hived import demand_table
+from ...hived import PhysicalCluster, VirtualCluster, demand_table
 
-if TYPE_CHECKING:
-    from .workload import HivedCluster
 
-__all__ = ["PrivateQuota", "pod_level"]
+class TenantCells(Protocol):
+    """What :class:`PrivateQuota` reads of a :class:`~schedopt.sim.hived.workload.HivedCluster` (which builds on this
+    module): the physical cells and the tenants' virtual clusters."""
+
+    @property
+    def cluster(self) -> PhysicalCluster: ...
+
+    @property
+    def vcs(self) -> Sequence[VirtualCluster]: ...
+
+__all__ = ["PrivateQuota", "TenantCells", "pod_level"]
 
 
 def pod_level(gpus: tuple[int, ...], g: int) -> int:
@@ -39,7 +47,7 @@ class PrivateQuota:
     """Per (tenant, chain): the quota cells per level (``quota[(tenant, chain)][k]``, pinned cells left out) and
     their GPUs (``gpus[(tenant, chain)]``)."""
 
-    def __init__(self, cluster: HivedCluster) -> None:
+    def __init__(self, cluster: TenantCells) -> None:
         cl = cluster.cluster
         table = demand_table(cl, cluster.vcs)
         self.chains = {name: cl.chains[name] for name in cl.chain_names}

@@ -6,10 +6,13 @@ The built-in policies of the elastic engine are registered in :mod:`schedopt.sim
 
 from __future__ import annotations
 
-from ..registry import OptionValue, make_policy, register_policy
+from collections.abc import Mapping
+from typing import cast
+
+from ..registry import OptionValue, make, register_policy
 from .base import Decision, JobView, Policy, RoundState
 
-__all__ = ["POLICIES", "Decision", "JobView", "Policy", "RoundState", "get_policy"]
+__all__ = ["POLICIES", "Decision", "JobView", "Policy", "RoundState", "get_policy", "make_policy"]
 
 #: the built-in policies: name -> (module, class) or (module, class, default options)
 POLICIES: dict[str, tuple[str, str] | tuple[str, str, dict[str, OptionValue]]] = {
@@ -30,6 +33,14 @@ POLICIES: dict[str, tuple[str, str] | tuple[str, str, dict[str, OptionValue]]] =
 for _name, _entry in POLICIES.items():
     register_policy(_name, f"{__name__}.{_entry[0]}:{_entry[1]}", defaults=_entry[2] if len(_entry) > 2 else None,
                     replace=True)
+
+
+def make_policy(spec: str | Policy, params: Mapping[str, object] | None = None, *, seed: int | None = None) -> Policy:
+    """A fresh policy from a spec (``sia:backend=highs``, ``gavel:ftf``, ``mymod:MyPolicy:k=3``) or a copy of a policy
+    object; ``params`` are more options (checked like the spec's); ``seed`` goes to factories that take one."""
+    pol = make("policy", spec, params, seed=seed, check=lambda o: callable(getattr(o, "decide", None)),
+               needs="decide(state) -> Decision")
+    return cast(Policy, pol)  # checked: it has decide()
 
 
 def get_policy(name: str, **params: object) -> Policy:

@@ -11,16 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from schedopt.goodput import JobGoodputModel
 from schedopt.problem import Answer
 from schedopt.sia import Cluster, Config, Placement
 
-if TYPE_CHECKING:
-    from schedopt.sim.roles import GpuRequest
-
-__all__ = ["Decision", "JobView", "Policy", "RoundState"]
+__all__ = ["Decision", "GpuRequest", "JobView", "Policy", "RoundState"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +50,15 @@ class RoundState:
     cluster: Cluster                # schedopt.sia.Cluster: GPU types, nodes, GPUs per node
     jobs: tuple[JobView, ...]
     placement: Placement | None     # the previous round's placement
+
+
+@dataclass(frozen=True)
+class GpuRequest:
+    """``gpus`` GPUs of ``gpu_type`` (None: the placer picks the type) on whatever nodes the placer chooses: the
+    route for a rigid request of any size (``Decision(requests={"j3": GpuRequest(12, "a100")})``)."""
+
+    gpus: int
+    gpu_type: str | None = None
 
 
 @dataclass(frozen=True)
