@@ -47,6 +47,7 @@ __all__ = [
     "Violation",
     "ViolationError",
     "assert_valid",
+    "checked_options",
     "get_problem",
     "heuristic_termination",
     "problems",
@@ -115,6 +116,17 @@ class SolveOptions:
         if p.raw_options:
             out["raw_options"] = dict(p.raw_options)
         return out
+
+
+def checked_options(options: SolveOptions | None, methods: Sequence[str]) -> SolveOptions:
+    """``options`` (None: the defaults) checked for a problem whose methods are ``methods``: a named error for
+    anything but a :class:`SolveOptions`, or a method the problem does not have."""
+    opts = options if options is not None else SolveOptions()
+    if not isinstance(opts, SolveOptions):
+        raise InputError("options", type(opts).__name__, "must be a schedopt.problem.SolveOptions")
+    if opts.method is not None and opts.method not in methods:
+        raise InputError("options.method", opts.method, f"must be one of {', '.join(methods)}")
+    return opts
 
 
 def heuristic_termination(detail: str = "heuristic: no optimality proof") -> Termination:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..problem import Answer, Formulation, SolveOptions
+from ..problem import Answer, Formulation, SolveOptions, checked_options
 from ..results import SolveResult, Termination, TerminationReason, Timings
 from .build import GavelIndex, build, isolated_allocation, normalized_weights
 from .spec import GavelSpec
@@ -107,12 +107,7 @@ def decode(spec: GavelSpec, formulation: Formulation[GavelIndex], result: SolveR
 
 
 def solve_options(options: SolveOptions | None) -> SolveOptions:
-    opts = options if options is not None else SolveOptions()
-    if not isinstance(opts, SolveOptions):
-        raise InputError("options", type(opts).__name__, "must be a schedopt.problem.SolveOptions")
-    if opts.method is not None and opts.method not in METHODS:
-        raise InputError("options.method", opts.method, f"must be one of {', '.join(METHODS)}")
-    return opts
+    return checked_options(options, METHODS)
 
 
 def _lp(f: Formulation[GavelIndex], opts: SolveOptions) -> SolveResult:

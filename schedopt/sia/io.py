@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..instances import check_keys, field
-from ..problem import Formulation, SolveOptions, Violation
+from ..problem import Formulation, SolveOptions, Violation, checked_options
 from ..results import SolveResult
 from .check import check_allocation, check_placement
 from .generate import SiaInstance, generate_instance
@@ -243,12 +243,7 @@ def from_data(data: dict[str, Any]) -> SiaInstance:
 
 def solve_options(options: SolveOptions | None) -> SolveOptions:
     """``options`` checked for Sia (its method must be one of :data:`METHODS`)."""
-    opts = options if options is not None else SolveOptions()
-    if not isinstance(opts, SolveOptions):
-        raise InputError("options", type(opts).__name__, "must be a schedopt.problem.SolveOptions")
-    if opts.method is not None and opts.method not in METHODS:
-        raise InputError("options.method", opts.method, f"must be one of {', '.join(METHODS)}")
-    return opts
+    return checked_options(options, METHODS)
 
 
 def solve_instance(inst: SiaInstance, options: SolveOptions | None = None) -> SiaSolution:
