@@ -8,9 +8,9 @@ Edges, read from the source of every module under ``schedopt/``:
   package too;
 * ``importlib.import_module("schedopt....")`` with a literal name (an import hidden in a string is still one).
 
-Left out: imports under ``if TYPE_CHECKING:`` (never run), and imports inside a function that warns
-``DeprecationWarning`` (a shim kept for an old name, e.g. ``schedopt.export.read_model``: it goes when the name
-goes).
+Nothing is left out: imports under ``if TYPE_CHECKING:`` and inside deprecation shims are edges too (an annotation
+that needs a module above this one is a layer pointing the wrong way; a module built on another registers itself
+with it instead, as ``schedopt.export`` does in ``schedopt.model.MODEL_IO``).
 """
 
 from __future__ import annotations
@@ -34,31 +34,12 @@ def _modules() -> dict[str, tuple[Path, bool]]:
     return out
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    t = node.test
-    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
-        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
-
-
-def _warns_deprecation(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Call) and any(isinstance(a, ast.Name) and a.id == "DeprecationWarning"
-                                              for a in [*node.args, *(k.value for k in node.keywords)]):
-            return True
-    return False
-
-
 def _imports(tree: ast.Module) -> list[tuple[ast.AST, list[str], int]]:
-    """(node, absolute-or-relative targets, level) of every import that can run."""
+    """(node, absolute-or-relative targets, level) of every import in the module, at any depth."""
     found: list[tuple[ast.AST, list[str], int]] = []
     todo: list[ast.AST] = list(tree.body)
     while todo:
         node = todo.pop()
-        if isinstance(node, ast.If) and _is_type_checking(node):
-            todo.extend(node.orelse)
-            continue
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _warns_deprecation(node):
-            continue
         if isinstance(node, ast.Import):
             found.append((node, [a.name for a in node.names], 0))
         elif isinstance(node, ast.ImportFrom):
