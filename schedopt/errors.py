@@ -27,8 +27,22 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _rebuild(cls: type[BaseException], args: tuple[Any, ...], state: dict[str, Any]) -> BaseException:
+    err = cls.__new__(cls, *args)
+    err.args = args
+    err.__dict__.update(state)
+    return err
+
+
 class SchedoptError(Exception):
-    """Base class of every error schedopt raises on purpose."""
+    """Base class of every error schedopt raises on purpose.
+
+    Every subclass pickles (a worker process's error reaches the parent whole, with its fields), whatever its
+    ``__init__`` takes: the error is rebuilt from its ``args`` and attributes without calling ``__init__`` again.
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
 
 
 class InputError(SchedoptError, ValueError):
