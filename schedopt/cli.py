@@ -240,20 +240,9 @@ def cmd_backends(args: argparse.Namespace) -> int:
 
 
 def _executor_spec(args: argparse.Namespace) -> str | None:
-    from .executors import validate_spec
+    from .executors import spec_from_flags
 
-    chosen = [x for x in (args.executor, args.dask, "ray" if args.ray else None) if x is not None]
-    if len(chosen) > 1:
-        raise InputError("--executor", chosen, "give one of --executor, --dask and --ray")
-    spec = chosen[0] if chosen else None
-    if args.dask is not None:
-        spec = "dask" if args.dask == "local" else (args.dask if "://" in args.dask else f"dask://{args.dask}")
-    if spec is not None:
-        try:
-            validate_spec(spec)
-        except InputError as exc:
-            raise InputError("--executor", exc.value, exc.message) from None
-    return spec
+    return spec_from_flags(args.executor, args.dask, args.ray)
 
 
 def _bench_flag(field: str) -> str:

@@ -38,6 +38,7 @@ __all__ = [
     "map_ordered",
     "map_unordered",
     "open_executor",
+    "spec_from_flags",
     "validate_spec",
 ]
 
@@ -205,6 +206,24 @@ def _count(spec: str, default: int) -> int:
     if k < 1:
         raise InputError("executor", spec, "the worker count must be >= 1")
     return k
+
+
+def spec_from_flags(executor: str | None, dask: str | None = None, ray: bool = False) -> str | None:
+    """The executor spec a command line's ``--executor SPEC`` / ``--dask [HOST:PORT]`` / ``--ray`` flags ask for
+    (``--dask`` with no address is ``"local"``: a local Dask cluster), validated; None when none is given. Giving
+    more than one is an :class:`~schedopt.errors.InputError` naming ``--executor``."""
+    chosen = [x for x in (executor, dask, "ray" if ray else None) if x is not None]
+    if len(chosen) > 1:
+        raise InputError("--executor", chosen, "give one of --executor, --dask and --ray")
+    spec = chosen[0] if chosen else None
+    if dask is not None:
+        spec = "dask" if dask == "local" else (dask if "://" in dask else f"dask://{dask}")
+    if spec is not None:
+        try:
+            validate_spec(spec)
+        except InputError as exc:
+            raise InputError("--executor", exc.value, exc.message) from None
+    return spec
 
 
 def validate_spec(spec: str) -> None:

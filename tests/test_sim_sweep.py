@@ -83,3 +83,28 @@ def test_ray_pool_equals_local(small_csv: str) -> None:
     finally:
         ray.shutdown()
     assert [r.jobs for r in remote] == [r.jobs for r in local]
+
+
+def test_cli_simulate_on_a_dask_scheduler_equals_the_local_run(small_csv: str, tmp_path: Path) -> None:
+    """``schedopt simulate --dask HOST:PORT`` sends the simulations to a running Dask scheduler (a real
+    LocalCluster) and writes the same records as the local pool; two executor flags at once are refused by name."""
+    distributed = pytest.importorskip("distributed", reason="dask is an optional extra")
+    from schedopt.errors import InputError
+
+    parser = argparse.ArgumentParser(prog="schedopt")
+    add_parser(parser.add_subparsers(dest="command"))
+    base = ["simulate", "--cluster", "pollux", "--workload", small_csv, "--policy", "fifo,tiresias", "--seeds", "0"]
+    local_dir, dask_dir = tmp_path / "local", tmp_path / "dask"
+    a = parser.parse_args([*base, "-o", str(local_dir)])
+    assert a.func(a) == 0
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as lc:
+        b = parser.parse_args([*base, "-o", str(dask_dir), "--dask", lc.scheduler_address.replace("tcp://", "")])
+        assert b.func(b) == 0
+    for name in ("fifo__small__seed0.jsonl", "tiresias__small__seed0.jsonl"):
+        assert (local_dir / name).exists() and (dask_dir / name).exists()
+    rows = {d: {r["policy"]: r["avg_jct_s"] for r in csv.DictReader((d / "summary.csv").open())}
+            for d in (local_dir, dask_dir)}
+    assert rows[dask_dir] == rows[local_dir] and set(rows[local_dir]) == {"fifo", "tiresias"}
+    c = parser.parse_args([*base, "--dask", "127.0.0.1:1", "--ray"])
+    with pytest.raises(InputError, match="--executor"):
+        c.func(c)

@@ -165,6 +165,7 @@ def _record_file(out: Path, r: Any) -> str:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    from ..executors import open_executor, spec_from_flags
     from .metrics import summary_row
     from .runs import run_tasks
 
@@ -175,9 +176,16 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     try:
         # in_process=False: simulations run in worker processes (one with --workers 1) that Ctrl-C stops at once,
         # even inside a solver, and that die with this command
-        results = run_tasks(items, workers=args.workers, progress=_progress(args), output_dir=out,
-                            resume=args.resume, on_error=args.on_error, heartbeat=args.progress_every,
-                            in_process=False)
+        spec = spec_from_flags(args.executor, args.dask, args.ray)
+        if spec is None:
+            results = run_tasks(items, workers=args.workers, progress=_progress(args), output_dir=out,
+                                resume=args.resume, on_error=args.on_error, heartbeat=args.progress_every,
+                                in_process=False)
+        else:  # threads, processes, a Dask or a Ray cluster: the executor layer owns what it opens
+            with open_executor(spec, workers=args.workers) as ex:
+                results = run_tasks(items, executor=ex, workers=args.workers, progress=_progress(args),
+                                    output_dir=out, resume=args.resume, on_error=args.on_error,
+                                    heartbeat=args.progress_every)
         interrupted = False
     except SweepInterrupted as exc:
         results, interrupted = exc.results, True
@@ -283,7 +291,15 @@ def add_parser(subparsers: Any) -> None:
     s.add_argument("--estimator", choices=("bootstrap", "oracle"), default="bootstrap",
                    help="what the policy sees of a job's throughput: Sia's online estimate (bootstrap from 1-GPU "
                         "profiles, refitted as the job runs; default) or the true model (oracle)")
-    s.add_argument("--workers", type=_workers, default=1, help="simulations at once (processes; default 1)")
+    s.add_argument("--workers", type=_workers, default=1,
+                   help="simulations at once (processes; default 1; with --executor/--dask/--ray the worker count "
+                        "of a local pool or cluster it opens)")
+    s.add_argument("--executor", default=None, metavar="SPEC",
+                   help="where simulations go: processes[:N], threads[:N], dask[:N] (a local Dask cluster), "
+                        "dask://HOST:PORT, ray[:N], ray://HOST:PORT (default: our own process pool)")
+    s.add_argument("--dask", nargs="?", const="local", default=None, metavar="HOST:PORT",
+                   help="run on a Dask scheduler (no address: a local cluster)")
+    s.add_argument("--ray", action="store_true", help="run on a local Ray pool")
     s.add_argument("--progress", choices=("auto", "on", "off"), default="auto",
                    help="progress on stderr: on forces the bar, off silences it, auto draws the bar on a terminal and "
                         "otherwise writes a block every --progress-every seconds (each running simulation with its "
