@@ -18,7 +18,7 @@ import numpy as np
 from ...errors import InputError
 from ...goodput import goodput_matrix
 from ...problem import Answer
-from ...sia import ConfigTable, Job, SiaProblem, generate_configs
+from ...sia import ConfigTable, Job, SiaBuildCache, SiaProblem, generate_configs
 from ..jobs import JobModel
 from ..jobs import job_model as get_job_model
 from .base import Decision, RoundState
@@ -53,6 +53,7 @@ class SiaPolicy:
         self._changed: dict[str, tuple[Any, float]] = {}  # job -> (configuration, time it took it)
         self._table: tuple[Any, ConfigTable, list[str]] | None = None
         self._cache: dict[tuple[int, float | None], tuple[Any, np.ndarray]] = {}
+        self._build = SiaBuildCache()  # the model built incrementally across rounds (the same model)
 
     def _pinned(self, state: RoundState, jid: str, app: str, current: Any) -> bool:
         seen = self._changed.get(jid)
@@ -136,7 +137,7 @@ class SiaPolicy:
     def problem(self, state: RoundState) -> SiaProblem:
         """The round's :class:`schedopt.sia.SiaProblem` (goodput from the jobs' estimates)."""
         return SiaProblem(state.cluster, self.jobs(state), self._rows(state), p=self.p, lam=self.lam,
-                          max_gpus_per_job=self.max_gpus_per_job)
+                          max_gpus_per_job=self.max_gpus_per_job, build_cache=self._build)
 
     def decide(self, state: RoundState) -> Decision:
         prob = self.problem(state)
