@@ -18,7 +18,8 @@ Phases (exclusive time: a phase's time excludes the phases nested in it):
 * ``policy (other)``: the rest of ``decide``;
 * ``placement``: the engine's placement of the decision (``_from_allocation`` / ``_from_nodes``);
 * ``advance``: the engine advancing jobs (``JobState.advance``);
-* ``engine (other)``: the rest of the round (round wall minus the phases above).
+* ``engine (other)``: the rest of the round (round wall minus the phases above);
+* ``policy (total)``: the policy's phases summed per round (its median is the policy's time per round).
 
 The phases are measured by wrapping those functions in this process (the package is not changed); CPU is
 ``time.process_time`` (every thread of the process: a solve's worker thread included). A round runs from its first job view
@@ -163,12 +164,21 @@ def patch(rec: Recorder, policy: Any) -> list[tuple[Any, str, Any]]:
     return undo
 
 
+#: the phases inside a policy's ``decide`` (summed per round as ``policy (total)``, whose median is the issue's
+#: "policy median per round")
+POLICY_PHASES = ("policy view", "model build", "solve: structure", "solve", "search", "decode", "policy (other)")
+
+
 def summarize(rec: Recorder, first: bool = False) -> list[dict[str, Any]]:
     rows = rec.rounds[:1] if first else rec.rounds[1:] or rec.rounds
     out = []
-    for ph in (*PHASES, "round"):
-        w = np.array([r.get(ph, (0.0, 0.0))[0] for r in rows])
-        c = np.array([r.get(ph, (0.0, 0.0))[1] for r in rows])
+    for ph in (*PHASES, "policy (total)", "round"):
+        if ph == "policy (total)":
+            w = np.array([sum(r.get(p, (0.0, 0.0))[0] for p in POLICY_PHASES) for r in rows])
+            c = np.array([sum(r.get(p, (0.0, 0.0))[1] for p in POLICY_PHASES) for r in rows])
+        else:
+            w = np.array([r.get(ph, (0.0, 0.0))[0] for r in rows])
+            c = np.array([r.get(ph, (0.0, 0.0))[1] for r in rows])
         if not w.any() and ph not in ("round",):
             continue
         out.append({"phase": ph, "wall_s": float(w.sum()), "cpu_s": float(c.sum()),

@@ -29,7 +29,7 @@ from ..results import SolveResult, Termination, TerminationReason
 from .registry import BenchSpec, ModelPipeline, ProblemIOPipeline, resolve, split_entry
 
 __all__ = ["Run", "execute", "instance_hash", "lp_bound", "model_sizes", "outcome", "rss_mb", "run_model_pipeline",
-           "run_problemio", "warm_up"]
+           "run_problemio", "set_peak_rss_source", "warm_up"]
 
 
 @dataclass
@@ -82,10 +82,31 @@ class Run:
 
 
 # ------------------------------------------------------------------------------------------------ measurements
+_PEAK_SOURCE = ["maxrss"]  #: where rss_mb reads the peak: "maxrss" (a one-run process), "hwm" or "none" (a warm one)
+
+
+def set_peak_rss_source(source: str) -> None:
+    """How :func:`rss_mb` reads the peak: ``"maxrss"`` (``ru_maxrss``: the process's life, a one-run process),
+    ``"hwm"`` (``VmHWM``, reset at the run's start by a serving worker), ``"none"`` (unknown: NaN)."""
+    _PEAK_SOURCE[0] = source
+
+
 def rss_mb() -> float:
-    """Peak resident memory of this process (MiB)."""
+    """Peak resident memory of this process (MiB); in a serving worker, since the run's start."""
     import resource
 
+    src = _PEAK_SOURCE[0]
+    if src == "hwm":
+        try:
+            with open("/proc/self/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) / 1024.0  # kB
+        except OSError:
+            pass
+        return math.nan
+    if src == "none":
+        return math.nan
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
 
 

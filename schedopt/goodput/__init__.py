@@ -4,6 +4,7 @@
 * :func:`fit_throughput` -- fit them to measured (nodes, replicas, local_bsz, step_time, sync_time) rows.
 * :func:`efficiency` -- statistical efficiency from the gradient noise scale.
 * :func:`goodput` -- best (batch, local batch, accumulation steps) per (nodes, replicas), vectorised.
+* :func:`goodput_matrix` -- the goodput of many models over many points in one vectorised search.
 * :func:`bootstrap` -- Sia's throughput estimate for an unseen GPU type.
 * :class:`JobGoodputModel` (alias :data:`GoodputModel`) -- one job's model on all its GPU types.
 * :class:`GoodputEstimator` -- one job's estimate over its lifetime: bootstrap from 1-GPU profiles on every GPU
@@ -23,6 +24,7 @@ from ._goodput import (
     bootstrap_params,
     efficiency,
     goodput,
+    goodput_matrix,
 )
 from ._throughput import PARAM_NAMES, ThroughputParams, fit_throughput, prediction_errors
 from ._validate import InputError
@@ -43,6 +45,7 @@ __all__ = [
     "efficiency",
     "fit_throughput",
     "goodput",
+    "goodput_matrix",
     "prediction_errors",
     "profile_params",
 ]

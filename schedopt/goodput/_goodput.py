@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from ._throughput import ThroughputParams
+from ._throughput import NET_EPS, PARAM_NAMES, ThroughputParams
 from ._validate import (
     InputError,
     as_float_array,
@@ -27,6 +27,7 @@ __all__ = [
     "bootstrap_params",
     "efficiency",
     "goodput",
+    "goodput_matrix",
 ]
 
 #: Number of geometric candidate global batch sizes (as in Pollux's ``np.geomspace`` default).
@@ -169,8 +170,75 @@ def _unit_grid(n: int) -> np.ndarray:
     return g
 
 
-def _search(params: ThroughputParams, n: np.ndarray, r: np.ndarray, B0: float, Bmax: float, sqr: Any, var: Any,
-            lo_b: float, hi_b: float, accumulation: bool, n_candidates: int) -> tuple[np.ndarray, ...]:
+class _StepTimer(Protocol):
+    def _step_time(self, n: np.ndarray, r: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray: ...
+
+
+class _ParamColumns:
+    """The seven throughput parameters as arrays, one entry per point (a column of the candidate grid): the step
+    time of :meth:`ThroughputParams._step_time` with per-point parameters, the same arithmetic in the same order
+    (so the values are bit for bit those of the scalar path; ``tests/test_goodput_matrix.py`` checks it)."""
+
+    def __init__(self, theta: np.ndarray) -> None:  # theta: (7, K)
+        (self.alpha_c, self.beta_c, self.alpha_n, self.beta_n, self.alpha_r, self.beta_r,
+         self.gamma) = (theta[k] for k in range(7))
+
+    def _step_time(self, n: np.ndarray, r: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:
+        t_c = self.alpha_c + self.beta_c * b
+        multi, within = n > 1, r > 1
+        alpha = np.where(multi, self.alpha_n, np.where(within, self.alpha_r, NET_EPS))
+        beta = np.where(multi, self.beta_n, np.where(within, self.beta_r, NET_EPS))
+        t_n = alpha + beta * np.maximum(r - 2, NET_EPS)
+        g = self.gamma
+        m = np.maximum(t_c, t_n)
+        m_safe = np.where(m > 0, m, 1.0)
+        return s * t_c + m * ((t_c / m_safe) ** g + (t_n / m_safe) ** g) ** (1.0 / g)
+
+
+def goodput_matrix(models: Sequence[JobGoodputModel], gpu_types: Sequence[str], nodes: np.ndarray,
+                   replicas: np.ndarray) -> np.ndarray:
+    """``models[i].goodput_values(gpu_types[k], nodes[k], replicas[k])`` for every model and point, as one
+    (models x points) array computed in one vectorised candidate search over all (model, point) pairs (no Python
+    loop per model or type); 0 where a model has no parameters for the point's type. ``nodes`` / ``replicas``:
+    valid integral points (nodes >= 1, replicas >= nodes; unchecked, as in :meth:`JobGoodputModel.goodput_values`).
+    The values equal the per-model :meth:`JobGoodputModel.goodput` ones (the same arithmetic per point)."""
+    M, K = len(models), len(gpu_types)
+    out = np.zeros((M, K))
+    if not M or not K:
+        return out
+    names = sorted(set(gpu_types))
+    pos = {t: k for k, t in enumerate(names)}
+    tix = np.array([pos[t] for t in gpu_types], dtype=np.int64)
+    T = len(names)
+    theta = np.zeros((M, T, 7))
+    lims = np.ones((M, T, 2))
+    has = np.zeros((M, T), dtype=bool)
+    scal = np.empty((M, 4))  # init_batch, max_batch, grad_sqr, grad_var at init_batch
+    for i, mdl in enumerate(models):
+        for t, k in pos.items():
+            p = mdl.params.get(t)
+            if p is None:
+                continue
+            has[i, k] = True
+            theta[i, k] = [getattr(p, f) for f in PARAM_NAMES]
+            lims[i, k] = mdl.local_bsz_limits[t]
+        scal[i] = (mdl.init_batch, mdl.max_batch, *mdl._stats_b0)
+    mm, kk = np.nonzero(has[:, tix])
+    if not mm.size:
+        return out
+    tt = tix[kk]
+    cols = _ParamColumns(theta[mm, tt].T)
+    n = np.asarray(nodes, dtype=np.float64)[kk]
+    r = np.asarray(replicas, dtype=np.float64)[kk]
+    sc = scal[mm]
+    gp, _, _, _, _, _, idx, c, ok = _search(cols, n, r, sc[:, 0], sc[:, 1], sc[:, 2], sc[:, 3], lims[mm, tt, 0],
+                                            lims[mm, tt, 1], True, N_CANDIDATES)
+    out[mm, kk] = np.where(ok, gp[idx, c], 0.0)
+    return out
+
+
+def _search(params: _StepTimer, n: np.ndarray, r: np.ndarray, B0: Any, Bmax: Any, sqr: Any, var: Any,
+            lo_b: Any, hi_b: Any, accumulation: bool, n_candidates: int) -> tuple[np.ndarray, ...]:
     """The candidate search of :func:`goodput` on validated flat (K,) float arrays ``n``, ``r`` (no input checks):
     (goodput, realised batch, local batch, accumulation steps, throughput, efficiency) as (C x K) arrays, then
     the best candidate row per point, the point indices and the feasibility per point."""

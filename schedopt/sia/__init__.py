@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..problem import ProblemIO
 from . import io as _io
+from .build import SiaBuildCache
 from .check import (
     allocation_errors,
     assert_allocation,
@@ -40,6 +41,7 @@ __all__ = [
     "Job",
     "PairTable",
     "Placement",
+    "SiaBuildCache",
     "SiaInstance",
     "SiaProblem",
     "SiaSettings",

@@ -24,11 +24,12 @@ import scipy.sparse as sp
 
 from ..model import LinearModel
 from ..problem import Formulation, Structure
+from .configs import ConfigTable
 from .pairs import PairTable
 from .round import SiaRound
 from .spec import is_pow2, virtual_bins
 
-__all__ = ["build_formulation", "change_terms", "objective_coefficients", "virtual_rows"]
+__all__ = ["SiaBuildCache", "build_formulation", "change_terms", "objective_coefficients", "virtual_rows"]
 
 
 def _indptr(rows: np.ndarray, n: int) -> np.ndarray:
@@ -36,6 +37,65 @@ def _indptr(rows: np.ndarray, n: int) -> np.ndarray:
     out = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=n), out=out[1:])
     return out
+
+
+class SiaBuildCache:
+    """What one Sia build keeps for the next round's (a simulator's policy holds one across rounds): the column
+    labels per job. A job whose columns (configuration positions, in order) are those it had in the previous
+    build, in the same configuration table, reuses its label block; only new or changed jobs' labels are formatted
+    (the rest of the model is array arithmetic over all pairs, as cheap as a comparison). The built model is the
+    one a build without the cache gives, array for array (``tests/test_sia_incremental.py``). ``reused`` /
+    ``formatted``: pairs whose label was reused / formatted by the last build."""
+
+    def __init__(self) -> None:
+        self._table: ConfigTable | None = None  # the configuration table the blocks index (a new one resets them)
+        self._span: dict[object, tuple[int, int]] = {}  # job id -> (first pair, pairs) in the previous build
+        self._config = np.zeros(0, dtype=np.int64)
+        self._labels = np.zeros(0, dtype=object)
+        self.reused = 0
+        self.formatted = 0
+
+    def labels(self, pt: PairTable, cfg: ConfigTable) -> np.ndarray:
+        """The ``x`` labels (``<job id>@<configuration label>``) of ``pt``'s pairs, reusing unchanged blocks."""
+        P, J = len(pt), pt.n_jobs
+        counts = np.bincount(pt.job, minlength=J)
+        starts = np.cumsum(counts) - counts
+        prev_start = np.full(J, -1, dtype=np.int64)
+        prev_count = np.full(J, -1, dtype=np.int64)
+        same_table = self._table is not None and (self._table is cfg or self._table == cfg)
+        if same_table:
+            assert self._table is not None
+            cfg = self._table  # an equal table (a problem makes its own each round): keep the one whose labels exist
+        config_labels = cfg.labels
+        if same_table and self._span:
+            span = self._span
+            for i, jid in enumerate(pt.job_ids):
+                got = span.get(jid)
+                if got is not None:
+                    prev_start[i], prev_count[i] = got
+        same = (prev_start >= 0) & (prev_count == counts)
+        out = np.empty(P, dtype=object)
+        reuse = np.zeros(P, dtype=bool)
+        if same.any():
+            cand = np.flatnonzero(same[pt.job])
+            pj = pt.job[cand]
+            pidx = prev_start[pj] + (cand - starts[pj])
+            eq = self._config[pidx] == pt.config[cand]
+            ok_job = same & (np.bincount(pj, weights=eq, minlength=J) == counts)
+            keep = ok_job[pj]
+            reuse[cand[keep]] = True
+            out[cand[keep]] = self._labels[pidx[keep]]
+        new = np.flatnonzero(~reuse)
+        if new.size:
+            ids = np.empty(J, dtype=object)
+            need = np.unique(pt.job[new])
+            ids[need] = [str(pt.job_ids[i]) for i in need.tolist()]
+            out[new] = ids[pt.job[new]] + "@" + config_labels[pt.config[new]]
+        self._table = cfg
+        self._span = {jid: (s, c) for jid, s, c in zip(pt.job_ids, starts.tolist(), counts.tolist())}
+        self._config, self._labels = pt.config, out
+        self.reused, self.formatted = P - int(new.size), int(new.size)
+        return out
 
 
 def objective_coefficients(problem: SiaRound) -> tuple[np.ndarray, float, str]:
@@ -104,9 +164,10 @@ def virtual_rows(problem: SiaRound) -> tuple[sp.csr_matrix, np.ndarray, list[str
     return A, np.asarray(upper, dtype=np.float64), labels
 
 
-def build_formulation(problem: SiaRound) -> Formulation[PairTable]:
+def build_formulation(problem: SiaRound, cache: SiaBuildCache | None = None) -> Formulation[PairTable]:
     """The configuration ILP (see the module docstring). ``model.build_seconds`` covers pruning, normalisation
-    and assembly; goodput-model evaluation is ``formulation.inverse.goodput_seconds``."""
+    and assembly; goodput-model evaluation is ``formulation.inverse.goodput_seconds``. ``cache``: a
+    :class:`SiaBuildCache` carried across rounds (the same model, built incrementally where jobs are unchanged)."""
     pt = problem.valid_pairs()
     t0 = time.perf_counter()
     cfg = problem.configs
@@ -115,8 +176,11 @@ def build_formulation(problem: SiaRound) -> Formulation[PairTable]:
     coef, const, sense = objective_coefficients(problem)
     auxiliary = settings.change_penalty > 0 and settings.change_form == "auxiliary"
     m = LinearModel("sia", sense=sense)
-    ids = np.array([str(j) for j in pt.job_ids], dtype=object)
-    labels = ids[pt.job] + "@" + cfg.labels[pt.config] if P else np.zeros(0, dtype=object)
+    if cache is not None:
+        labels = cache.labels(pt, cfg)
+    else:
+        ids = np.array([str(j) for j in pt.job_ids], dtype=object)
+        labels = ids[pt.job] + "@" + cfg.labels[pt.config] if P else np.zeros(0, dtype=object)
     m.add_variables("x", P, kind="binary", labels=labels.tolist())
     # the families are CSR matrices over x built straight from (data, indices, indptr): the pairs are sorted by
     # job, so one_config_per_job's row pointers are a cumsum of the pairs per job, and gpu_capacity's rows come

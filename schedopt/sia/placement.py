@@ -75,6 +75,20 @@ def _split_node(node_id: str, cluster: Cluster) -> tuple[str, int]:
     return t, int(k)
 
 
+_NODE_INDEX: dict[Cluster, dict[str, tuple[str, int]]] = {}
+
+
+def _node_index(cluster: Cluster) -> dict[str, tuple[str, int]]:
+    """node id -> (GPU type, index) of every node of ``cluster`` (kept per cluster: what :func:`_split_node`
+    computes per call)."""
+    got = _NODE_INDEX.get(cluster)
+    if got is None:
+        if len(_NODE_INDEX) > 64:
+            _NODE_INDEX.clear()
+        got = _NODE_INDEX[cluster] = {f"{t.name}-{k}": (t.name, k) for t in cluster.gpu_types for k in range(t.nodes)}
+    return got
+
+
 def _config_of_slots(slots: list[Slot], cluster: Cluster) -> Config | None:
     if not slots:
         return None
@@ -157,18 +171,21 @@ class _Grid:
         t = self.cluster[c.gpu_type]
         if config_parts(t.gpus_per_node, c.n_nodes, c.n_gpus)[1] and not (c.n_nodes == 1 and c.n_gpus <= t.max_partial):
             return None  # a rigid shape is not evicted for: the caller falls back to placing afresh
+        rows = occ.tolist()  # the occupancy as Python lists: one conversion, then plain slicing per block
         if c.n_nodes == 1 and c.n_gpus <= self.cluster[c.gpu_type].max_partial:
             starts, _, _ = self.blocks(c.gpu_type, c.n_gpus)
-            for n in range(occ.shape[0]):
-                for st in starts.tolist():
-                    who = {int(v) for v in occ[n, st : st + c.n_gpus].tolist() if v >= 0}
+            s = c.n_gpus
+            st_list = starts.tolist()
+            for row in rows:
+                for st in st_list:
+                    who = {v for v in row[st : st + s] if v >= 0}
                     w = sum(cost[v] for v in who)
                     if best is None or w < best[0]:
                         best = (w, sorted(who))
         else:
             per_node = []
-            for n in range(occ.shape[0]):
-                who = {int(v) for v in occ[n].tolist() if v >= 0}
+            for n, row in enumerate(rows):
+                who = {v for v in row if v >= 0}
                 per_node.append((sum(cost[v] for v in who), n, who))
             per_node.sort()
             if len(per_node) >= c.n_nodes:
@@ -191,9 +208,10 @@ class _Grid:
             who = occ[nodes, gpus]
             order = np.lexsort((gpus, nodes, who))
             who, nodes, gpus = who[order], nodes[order], gpus[order]
-            cuts = np.flatnonzero((np.diff(who) != 0) | (np.diff(nodes) != 0)) + 1
-            for seg in np.split(np.arange(who.size), cuts):
-                out.setdefault(int(who[seg[0]]), []).append((f"{t}-{int(nodes[seg[0]])}", tuple(gpus[seg].tolist())))
+            cuts = (np.flatnonzero((np.diff(who) != 0) | (np.diff(nodes) != 0)) + 1).tolist()
+            who_l, nodes_l, gpus_l = who.tolist(), nodes.tolist(), gpus.tolist()
+            for a, b in zip([0, *cuts], [*cuts, len(who_l)]):
+                out.setdefault(who_l[a], []).append((f"{t}-{nodes_l[a]}", tuple(gpus_l[a:b])))
         return out
 
 
@@ -415,30 +433,35 @@ def place(
     prev_slots: dict[JobId, list[Slot]] = {}
     prev_conf: dict[JobId, Config | None] = {}
     for jid, slots in previous.items():
-        prev_slots[jid] = [(str(n), tuple(int(g) for g in gs)) for n, gs in slots]
+        prev_slots[jid] = [(n if type(n) is str else str(n), tuple(map(int, gs))) for n, gs in slots]
         if isinstance(previous, Placement) and jid in previous.configs:
             prev_conf[jid] = previous.configs[jid]
         else:
             prev_conf[jid] = _config_of_slots(prev_slots[jid], cluster)
 
+    nodes_of = _node_index(cluster)
+
     def run() -> tuple[_Grid, list[JobId]]:
         grid = _Grid(cluster)
         kept: set[JobId] = set()
+        taken: set[tuple[str, int, int]] = set()  # (type, node, GPU) cells the kept jobs hold so far (the grid's, in Python)
         for jid, slots in prev_slots.items():
             if jid not in conf or prev_conf.get(jid) != conf[jid]:
                 continue
             cells = []
             okay = True
             for node, gpus in slots:
-                t, k = _split_node(node, cluster)
-                occ = grid.occ[t]
-                if t != conf[jid].gpu_type or any(g < 0 or g >= occ.shape[1] or occ[k, g] >= 0 for g in gpus):
+                tk = nodes_of.get(node)
+                t, k = tk if tk is not None else _split_node(node, cluster)  # an unknown node raises there
+                R = grid.occ[t].shape[1]
+                if t != conf[jid].gpu_type or any(g < 0 or g >= R or (t, k, g) in taken for g in gpus):
                     okay = False
                     break
                 cells.append((t, k, list(gpus)))
             if okay:
                 for t, k, idx in cells:
                     grid.occ[t][k, idx] = slot_of[jid]
+                    taken.update((t, k, g) for g in idx)
                 kept.add(jid)
         queue = sorted((jid for jid, _ in jobs if jid not in kept), key=lambda j: _order_key(conf[j], cluster))
         cost = {slot_of[j]: (1.0 if j in kept else 1e-3) for j, _ in jobs}
@@ -447,6 +470,7 @@ def place(
                 cost[slot_of[j]] = np.inf
         failed: list[JobId] = []
         budget = 4 * len(jobs) + 8
+        inv = {v: k for k, v in slot_of.items()}
         while queue:
             jid = queue.pop(0)
             c = conf[jid]
@@ -457,7 +481,6 @@ def place(
                 failed.append(jid)
                 continue
             budget -= 1
-            inv = {v: k for k, v in slot_of.items()}
             for v in victims:
                 grid.remove(v, c.gpu_type)
             if not grid.put(c, slot_of[jid]):  # pragma: no cover - eviction frees a block that fits by construction

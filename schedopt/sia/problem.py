@@ -65,7 +65,9 @@ class SiaProblem:
     ``throughput(gpu_type, nodes, replicas, batch)`` at ``job.batch_size`` (default the model's ``init_batch``)
     when it has one. ``p`` (!= 0) is the fairness power, ``lam`` the no-allocation penalty, ``available`` the free
     GPUs per type (default: all), ``settings`` the knobs of the published code (:class:`SiaSettings`; default the
-    paper's exact model; :func:`~schedopt.sia.published_settings` sets them all).
+    paper's exact model; :func:`~schedopt.sia.published_settings` sets them all). ``build_cache``: a
+    :class:`~schedopt.sia.build.SiaBuildCache` kept across rounds, so the model is built incrementally (the same
+    model; a simulator's policy passes one).
     """
 
     def __init__(
@@ -79,6 +81,7 @@ class SiaProblem:
         available: Mapping[str, int] | Sequence[int] | None = None,
         *,
         settings: SiaSettings | None = None,
+        build_cache: _build.SiaBuildCache | None = None,
     ) -> None:
         if not isinstance(cluster, Cluster):
             raise InputError("cluster", type(cluster).__name__, "must be a Cluster")
@@ -103,6 +106,9 @@ class SiaProblem:
         ):
             raise InputError("max_gpus_per_job", max_gpus_per_job,
                              f"differs from settings.max_gpus_per_job={settings.max_gpus_per_job} (give it once)")
+        if build_cache is not None and not isinstance(build_cache, _build.SiaBuildCache):
+            raise InputError("build_cache", type(build_cache).__name__, "must be a SiaBuildCache (or None)")
+        self.build_cache = build_cache
         self.p = float(p)
         self.lam = float(lam)
         self.settings = settings
@@ -174,7 +180,7 @@ class SiaProblem:
 
     @cached_property
     def _formulation(self) -> Formulation[PairTable]:
-        return _build.build_formulation(self)
+        return _build.build_formulation(self, self.build_cache)
 
     def build(self) -> LinearModel:
         """The configuration ILP (a fresh build; :meth:`formulation` gives it with its inverse map)."""

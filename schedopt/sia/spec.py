@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 import numpy as np
@@ -45,6 +46,26 @@ def _need_int(path: str, v: Any, low: int, high: int = MAX_GPUS) -> int:
     if v > high:
         raise InputError(path, v, f"must be <= {high} (2**{high.bit_length() - 1})")
     return int(v)
+
+
+def _int_field(p: str, name: str, v: Any, low: int, high: int = MAX_GPUS) -> int:
+    """``_need_int(f"{p}.{name}", ...)`` with the common case (a plain int in range) first: the path is only
+    formatted for an error (a simulator builds hundreds of jobs a round)."""
+    if type(v) is int and low <= v <= high:
+        return v
+    return _need_int(f"{p}.{name}", v, low, high)
+
+
+def _num_field(p: str, name: str, v: Any, low: float) -> float:
+    """``_need_num(f"{p}.{name}", ...)`` with the common case (a finite float or int >= low) first."""
+    t = type(v)
+    if (t is float and low <= v < _INF) or (t is int and low <= v <= _BIG_INT):
+        return float(v)
+    return _need_num(f"{p}.{name}", v, low)
+
+
+_INF = float("inf")
+_BIG_INT = 2**53
 
 
 def _need_num(path: str, v: Any, low: float) -> float:
@@ -146,14 +167,18 @@ class Cluster:
             raise InputError("cluster.gpu_types", total, f"hold {total} GPUs, more than MAX_GPUS = {MAX_GPUS}")
         object.__setattr__(self, "gpu_types", types)
 
-    @property
+    @cached_property
     def type_names(self) -> tuple[str, ...]:
         return tuple(t.name for t in self.gpu_types)
 
+    @cached_property
+    def _type_pos(self) -> dict[str, int]:
+        return {n: k for k, n in enumerate(self.type_names)}
+
     def type_index(self, name: str) -> int:
         try:
-            return self.type_names.index(name)
-        except ValueError:
+            return self._type_pos[name]
+        except (KeyError, TypeError):
             raise InputError("gpu_type", name, f"is not in the cluster ({', '.join(self.type_names)})") from None
 
     def __getitem__(self, name: str) -> GpuType:
@@ -267,29 +292,30 @@ class Job:
         if self.kind not in KINDS:
             raise InputError(f"{p}.kind", self.kind, f"must be one of {', '.join(KINDS)}")
         set_ = object.__setattr__
-        set_(self, "min_gpus", _need_int(f"{p}.min_gpus", self.min_gpus, 1))
+        set_(self, "min_gpus", _int_field(p, "min_gpus", self.min_gpus, 1))
         if self.max_gpus is not None:
-            set_(self, "max_gpus", _need_int(f"{p}.max_gpus", self.max_gpus, self.min_gpus))
-        set_(self, "scale_unit", _need_int(f"{p}.scale_unit", self.scale_unit, 1))
-        set_(self, "max_profiled_gpus", _need_int(f"{p}.max_profiled_gpus", self.max_profiled_gpus, 0))
-        set_(self, "allowed_types", _types_tuple(f"{p}.allowed_types", self.allowed_types))
+            set_(self, "max_gpus", _int_field(p, "max_gpus", self.max_gpus, self.min_gpus))
+        set_(self, "scale_unit", _int_field(p, "scale_unit", self.scale_unit, 1))
+        set_(self, "max_profiled_gpus", _int_field(p, "max_profiled_gpus", self.max_profiled_gpus, 0))
+        if self.allowed_types is not None:
+            set_(self, "allowed_types", _types_tuple(f"{p}.allowed_types", self.allowed_types))
         if self.current is not None and not isinstance(self.current, Config):
             raise InputError(f"{p}.current", self.current, "must be a Config or None")
-        set_(self, "age_s", _need_num(f"{p}.age_s", self.age_s, 0.0))
-        set_(self, "restarts", _need_int(f"{p}.restarts", self.restarts, 0, MAX_RESTARTS))
-        set_(self, "restart_cost_s", _need_num(f"{p}.restart_cost_s", self.restart_cost_s, 0.0))
+        set_(self, "age_s", _num_field(p, "age_s", self.age_s, 0.0))
+        set_(self, "restarts", _int_field(p, "restarts", self.restarts, 0, MAX_RESTARTS))
+        set_(self, "restart_cost_s", _num_field(p, "restart_cost_s", self.restart_cost_s, 0.0))
         if not isinstance(self.preemptible, (bool, np.bool_)):
             raise InputError(f"{p}.preemptible", self.preemptible, "must be a bool")
         set_(self, "preemptible", bool(self.preemptible))
         if self.kind == "rigid":
             if self.rigid_gpus is None:
                 raise InputError(f"{p}.rigid_gpus", None, "a rigid job needs its fixed GPU count")
-            set_(self, "rigid_gpus", _need_int(f"{p}.rigid_gpus", self.rigid_gpus, 1))
+            set_(self, "rigid_gpus", _int_field(p, "rigid_gpus", self.rigid_gpus, 1))
         elif self.rigid_gpus is not None:
             raise InputError(f"{p}.rigid_gpus", self.rigid_gpus, f"is only for rigid jobs (kind is {self.kind!r})")
         if self.batch_size is not None:
-            set_(self, "batch_size", _need_num(f"{p}.batch_size", self.batch_size, 1e-12))
-        set_(self, "attained_gpu_seconds", _need_num(f"{p}.attained_gpu_seconds", self.attained_gpu_seconds, 0.0))
+            set_(self, "batch_size", _num_field(p, "batch_size", self.batch_size, 1e-12))
+        set_(self, "attained_gpu_seconds", _num_field(p, "attained_gpu_seconds", self.attained_gpu_seconds, 0.0))
         if self.kind != "rigid" and self.smallest_count() is None:
             raise InputError(
                 f"{p}.scale_unit",

@@ -107,6 +107,19 @@ def _node_types(cluster: Cluster) -> dict[str, tuple[str, int]]:
     return {nid: (t.name, t.gpus_per_node) for t in cluster.gpu_types for nid in cluster.node_ids(t.name)}
 
 
+_NODE_TYPES: dict[Cluster, dict[str, tuple[str, int]]] = {}
+
+
+def _node_types_of(cluster: Cluster) -> dict[str, tuple[str, int]]:
+    """:func:`_node_types`, kept per cluster (a round checks every placement against it)."""
+    got = _NODE_TYPES.get(cluster)
+    if got is None:
+        if len(_NODE_TYPES) > 64:
+            _NODE_TYPES.clear()
+        got = _NODE_TYPES[cluster] = _node_types(cluster)
+    return got
+
+
 def _check_counts(who: str, j: JobState, n: int) -> None:
     rs = j.rigid_shape
     grow = j.jm.elastic.get(j.app, 0) if rs is not None else 0  # rigid jobs of elastic applications may grow
@@ -168,18 +181,20 @@ def _from_allocation(cluster: Cluster, pname: str, alloc: Mapping[str, Config | 
     GPUs). A configuration that cannot be placed is an error; a request that cannot be placed waits (counted)."""
     used = dict.fromkeys(cluster.type_names, 0)
     chosen: dict[str, Config | GpuRequest] = {}
+    shape_ok: set[int] = set()  # ids of the Config objects checked (a policy's allocation shares its table's)
     for jid, c in alloc.items():
-        who = f"policy[{pname}].allocation[{jid}]"
         if jid not in active:
-            raise InputError(who, c, "names no active job")
+            raise InputError(f"policy[{pname}].allocation[{jid}]", c, "names no active job")
         if c is None:
             continue
-        if not isinstance(c, Config):
-            raise InputError(who, c, "must be a schedopt.sia.Config or None")
-        why = config_shape_ok(cluster, c)
-        if why:
-            raise InputError(who, c.label, why)
-        _check_counts(who, active[jid], c.n_gpus)
+        if id(c) not in shape_ok:
+            if not isinstance(c, Config):
+                raise InputError(f"policy[{pname}].allocation[{jid}]", c, "must be a schedopt.sia.Config or None")
+            why = config_shape_ok(cluster, c)
+            if why:
+                raise InputError(f"policy[{pname}].allocation[{jid}]", c.label, why)
+            shape_ok.add(id(c))
+        _check_counts(f"policy[{pname}].allocation[{jid}]", active[jid], c.n_gpus)
         used[c.gpu_type] += c.n_gpus
         chosen[jid] = c
     for jid, r in requests.items():
@@ -224,27 +239,36 @@ def _check_placement(cluster: Cluster, pname: str, placer: Placer, chosen: Mappi
                      pl: Placement) -> None:
     """A placer is user code too: its placement must give each job what it asked for, on one GPU type, within
     every node's GPUs, with no GPU given twice."""
-    ntype = _node_types(cluster)
-    seen: set[tuple[str, int]] = set()
+    ntype = _node_types_of(cluster)
+    seen: dict[str, set[int]] = {}  # node -> GPUs given so far
     for jid, slots in pl.assignments.items():
-        who = f"placer[{placer.name}].assignments[{jid}]"
         want = chosen.get(jid) if isinstance(jid, str) else None  # the simulator's job ids are strings
         if want is None:
-            raise InputError(who, slots, f"places a job policy {pname} did not ask to place")
+            raise InputError(f"placer[{placer.name}].assignments[{jid}]", slots,
+                             f"places a job policy {pname} did not ask to place")
         n = 0
         for nid, gs in slots:
-            if nid not in ntype:
-                raise InputError(who, nid, "names no node of the cluster")
-            for g in gs:
-                if not (0 <= g < ntype[nid][1]) or (nid, g) in seen:
-                    raise InputError(who, (nid, g), "is not a free GPU of the node")
-                seen.add((nid, g))
+            nt = ntype.get(nid) if isinstance(nid, str) else None
+            if nt is None:
+                raise InputError(f"placer[{placer.name}].assignments[{jid}]", nid, "names no node of the cluster")
+            used = seen.get(nid)
+            if used is None:
+                used = seen[nid] = set()
+            R = nt[1]
+            if gs and (min(gs) < 0 or max(gs) >= R or not used.isdisjoint(gs) or len(set(gs)) != len(gs)):
+                for g in gs:  # the first GPU out of the node or given twice
+                    if not (0 <= g < R) or g in used:
+                        raise InputError(f"placer[{placer.name}].assignments[{jid}]", (nid, g),
+                                         "is not a free GPU of the node")
+                    used.add(g)
+            used.update(gs)
             n += len(gs)
         types = {ntype[nid][0] for nid, gs in slots if gs}
         wt = want.gpu_type
         if n != (want.n_gpus if isinstance(want, Config) else want.gpus) or len(types) != 1 or (
                 wt is not None and types != {wt}):
-            raise InputError(who, slots, f"does not give the job what it asked for ({want})")
+            raise InputError(f"placer[{placer.name}].assignments[{jid}]", slots,
+                             f"does not give the job what it asked for ({want})")
         if jid not in pl.configs:
             raise InputError(f"placer[{placer.name}].configs", jid, "has no configuration for a placed job")
 

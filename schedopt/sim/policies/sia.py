@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputError
+from ...goodput import goodput_matrix
 from ...problem import Answer
-from ...sia import ConfigTable, Job, SiaProblem, generate_configs
+from ...sia import ConfigTable, Job, SiaBuildCache, SiaProblem, generate_configs
 from ..jobs import JobModel
 from ..jobs import job_model as get_job_model
 from .base import Decision, RoundState
@@ -50,8 +51,9 @@ class SiaPolicy:
         self.jm = get_job_model(job_model)
         self.mip_rel_gap = mip_rel_gap
         self._changed: dict[str, tuple[Any, float]] = {}  # job -> (configuration, time it took it)
-        self._table: tuple[Any, ConfigTable] | None = None
+        self._table: tuple[Any, ConfigTable, list[str]] | None = None
         self._cache: dict[tuple[int, float | None], tuple[Any, np.ndarray]] = {}
+        self._build = SiaBuildCache()  # the model built incrementally across rounds (the same model)
 
     def _pinned(self, state: RoundState, jid: str, app: str, current: Any) -> bool:
         seen = self._changed.get(jid)
@@ -85,38 +87,57 @@ class SiaPolicy:
     def _rows(self, state: RoundState) -> np.ndarray:
         """The (jobs x configurations) goodput of the estimates over ``generate_configs(cluster, 64)``: one row per
         distinct (estimate, mode) computed once and kept across rounds (estimates are shared objects), so a round
-        costs an index instead of a goodput search per model (the values are what SiaProblem would compute)."""
+        costs an index instead of a goodput search per model (the values are what SiaProblem would compute). The
+        round's new adaptive rows are computed together, one candidate search over (new estimates x
+        configurations) (:func:`schedopt.goodput.goodput_matrix`, the same values as a search per model)."""
         cl = state.cluster
         if self._table is None or self._table[0] is not cl:
-            self._table = (cl, generate_configs(cl, self.max_gpus_per_job))
+            table = generate_configs(cl, self.max_gpus_per_job)
+            self._table = (cl, table, [cl.type_names[k] for k in table.type_index.tolist()])
             self._cache.clear()
-        cfg = self._table[1]
-        out = np.zeros((len(state.jobs), len(cfg)))
+        cfg, point_types = self._table[1], self._table[2]
+        K = len(cfg)
+        rows: list[np.ndarray | None] = [None] * len(state.jobs)
+        new: dict[tuple[int, float | None], tuple[Any, list[int]]] = {}  # adaptive misses: key -> (estimate, jobs)
+        cache = self._cache
         for i, v in enumerate(state.jobs):
             est = v.estimate
             key = (id(est), None if v.adaptive else float(v.batch_size))
-            hit = self._cache.get(key)
-            if hit is None or hit[0] is not est:
-                row = np.zeros(len(cfg))
+            hit = cache.get(key)
+            if hit is not None and hit[0] is est:
+                rows[i] = hit[1]
+            elif v.adaptive:
+                got = new.get(key)
+                if got is None:
+                    new[key] = (est, [i])
+                else:
+                    got[1].append(i)
+            else:
+                row = np.zeros(K)
                 for t in cl.type_names:
                     if t not in est.gpu_types:
                         continue
                     sel = np.flatnonzero(cfg.type_index == cl.type_index(t))
-                    n, r = cfg.n_nodes[sel], cfg.n_gpus[sel]
-                    if v.adaptive:
-                        row[sel] = est.goodput(t, n, r).goodput
-                    else:
-                        row[sel] = est.throughput(t, n, r, float(v.batch_size))
-                if len(self._cache) > 4096:
-                    self._cache.clear()
-                hit = self._cache[key] = (est, row)
-            out[i] = hit[1]
-        return out
+                    row[sel] = est.throughput(t, cfg.n_nodes[sel], cfg.n_gpus[sel], float(v.batch_size))
+                if len(cache) > 4096:
+                    cache.clear()
+                cache[key] = (est, row)
+                rows[i] = row
+        if new:
+            if len(cache) + len(new) > 4096:
+                cache.clear()
+            mat = goodput_matrix([e for e, _ in new.values()], point_types, cfg.n_nodes, cfg.n_gpus)
+            for m, (key, (est, idx)) in enumerate(new.items()):
+                row = mat[m]
+                cache[key] = (est, row)
+                for i in idx:
+                    rows[i] = row
+        return np.array(rows) if rows else np.zeros((0, K))
 
     def problem(self, state: RoundState) -> SiaProblem:
         """The round's :class:`schedopt.sia.SiaProblem` (goodput from the jobs' estimates)."""
         return SiaProblem(state.cluster, self.jobs(state), self._rows(state), p=self.p, lam=self.lam,
-                          max_gpus_per_job=self.max_gpus_per_job)
+                          max_gpus_per_job=self.max_gpus_per_job, build_cache=self._build)
 
     def decide(self, state: RoundState) -> Decision:
         prob = self.problem(state)
