@@ -249,7 +249,7 @@ def _bench_flag(field: str) -> str:
     root = field.split("[", 1)[0].split(".", 1)[0]
     return {"sizes": "--sizes", "seeds": "--seeds", "backends": "--backends", "repeat": "--repeat",
             "time_limit": "--time-limit", "guard_seconds": "--guard", "threads": "--threads", "workers": "--workers",
-            "executor": "--executor", "problem": "--problem", "loads": "--loads"}.get(root, field)
+            "executor": "--executor", "problem": "--problem", "loads": "--loads", "warm": "--warm"}.get(root, field)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -277,6 +277,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             args.problem, sizes=sizes, seeds=args.seeds, backends=args.backends, repeat=args.repeat,
             time_limit=args.time_limit, guard_seconds=args.guard, threads=args.threads, out=out, workers=args.workers,
             executor=executor, progress=progress, loads=args.loads, progress_interval=args.progress_every,
+            warm=args.warm,
         )
     except SweepInterrupted as exc:
         print(f"schedopt bench: interrupted: kept {len(exc.records)} of {exc.total} runs in {out}", file=sys.stderr)
@@ -473,6 +474,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--threads", type=nonneg_int, default=1)
     bench.add_argument("--workers", type=positive_int, default=1,
                        help="runs at once (each in its own process); 1 for timings")
+    bench.add_argument("--warm", action="store_true",
+                       help="run the sweep's runs one after another in one kept process (the import and the first "
+                            "solve paid once; each record's warm_run says which run of its process it was); default: "
+                            "a fresh process per run")
     bench.add_argument("--executor", default=None, metavar="SPEC",
                        help="where runs go: threads[:N], processes[:N], dask[:N], dask://HOST:PORT, ray[:N], "
                             "ray://HOST:PORT")

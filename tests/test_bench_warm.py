@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -71,3 +72,18 @@ def test_warm_is_serial_only() -> None:
     with pytest.raises(InputError, match="warm"):
         kw: dict = {"warm": "yes"}
         bench.run(KNAP, progress=False, **kw)
+
+
+def test_cli_warm_flag_runs_in_one_process_and_refuses_workers(tmp_path: Path) -> None:
+    """``schedopt bench --warm``: every record of the sweep comes from one kept process (warm_run 1, 2, ...);
+    with ``--workers 2`` it is refused by the flag's name before anything runs."""
+    from schedopt.cli import main
+
+    out = tmp_path / "w.jsonl"
+    assert main(["bench", "--problem", "sia", "--sizes", "64", "--seeds", "0,1", "--backends", "highs", "--warm",
+                 "-o", str(out)]) == 0
+    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(json.loads(r["extra"])["warm_run"] for r in recs) == list(range(1, len(recs) + 1))
+    assert main(["bench", "--problem", "sia", "--sizes", "64", "--seeds", "0", "--backends", "highs", "--warm",
+                 "--workers", "2", "-o", str(tmp_path / "x.csv")]) != 0
+    assert not (tmp_path / "x.csv").exists()
