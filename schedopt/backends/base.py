@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib.util
 import math
 from collections.abc import Mapping
@@ -22,6 +23,14 @@ if TYPE_CHECKING:
 # StopScope ... submit live in schedopt.interrupt (a core module the mckp solver uses too); re-exported here
 __all__ = ["Backend", "Capabilities", "SolveParams", "StopScope", "WorkerTask", "nested_stop_scope", "run_interruptible",
            "submit"]
+
+
+@functools.cache
+def package_installed(module: str) -> bool:
+    """Whether ``module`` can be imported here (``importlib.util.find_spec``, asked once per process: every solve
+    asks, and the search through ``sys.path`` cost about 1 ms a call; a package installed while the process runs is
+    seen by the next process)."""
+    return importlib.util.find_spec(module) is not None
 
 
 @dataclass(frozen=True)
@@ -72,7 +81,7 @@ class Backend:
     def available(self) -> tuple[bool, str]:
         """Whether the solver can be used here, and why not when it cannot (never imports the solver)."""
         for mod in self.requires:
-            if importlib.util.find_spec(mod) is None:
+            if not package_installed(mod):
                 return False, f"the Python package {mod!r} is not installed ({self.install_hint})"
         return True, ""
 
