@@ -17,10 +17,15 @@ def power_mean(s: np.ndarray, p: float, axis: int = -1) -> np.ndarray:
 
 class SpeedupTable:
     """Scaled speedups ``goodput[j, t, n, r] / base_j * scale`` of a spec, filling NaN entries of its goodput table
-    through ``spec.fill`` the first time they are read (the spec's table is written in place)."""
+    through ``spec.fill`` the first time they are read (the spec's table is written in place). With ``expand``
+    (the genetic search) the first miss of a (job, type) fills every point an allocation of the spec can reach
+    (:meth:`reachable`) in one call: the search visits most of them within a few generations, and an estimator call
+    costs mostly its fixed overhead."""
 
-    def __init__(self, spec: PolluxSpec) -> None:
+    def __init__(self, spec: PolluxSpec, *, expand: bool = False) -> None:
         self.spec = spec
+        self.expand = expand
+        self._expanded: set[tuple[int, int]] = set()
         self.G = spec.goodput
         self.base = spec.base
         self.scale = spec.speedup_scale
@@ -60,8 +65,30 @@ class SpeedupTable:
             sel = grp == g
             jj, tt = divmod(g, T)
             flat = np.unique(n[sel] * (self._rmax + 1) + r[sel])
+            if self.expand and (jj, tt) not in self._expanded:
+                self._expanded.add((jj, tt))
+                nr, rr = self.reachable(jj, tt)
+                todo = np.isnan(self.G[jj, tt, nr, rr])
+                flat = np.union1d(flat, nr[todo] * (self._rmax + 1) + rr[todo])
             nm, rm = np.divmod(flat, self._rmax + 1)
             self.G[jj, tt, nm, rm] = np.asarray(fill(jj, tt, nm, rm), dtype=np.float64)
+
+    def reachable(self, j: int, t: int) -> tuple[np.ndarray, np.ndarray]:
+        """(nodes, replicas) of every point an allocation can ask of job ``j`` on type ``t``: ``n`` columns (of the
+        type, without a view) up to ``max_nodes``, ``n <= r <= cap_j`` (exactly a rigid job's count), ``r`` at most
+        ``n`` times the most GPUs such a column holds."""
+        spec = self.spec
+        cols = spec.cols
+        of_t = cols.gpus if spec.view is not None else cols.gpus[cols.types == t]
+        if not of_t.size:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        n = np.arange(self._nmax + 1)[:, None]
+        r = np.arange(self._rmax + 1)[None, :]
+        ok = (n >= 1) & (n <= of_t.size) & (r >= n) & (r <= n * int(of_t.max())) & (r <= int(spec.job_cap[j]))
+        if spec.rigid_gpus[j]:
+            ok &= r == int(spec.rigid_gpus[j])
+        nn, rr = np.nonzero(ok)
+        return nn.astype(np.int64), rr.astype(np.int64)
 
 
 def allocation_speedups(spec: PolluxSpec, s: np.ndarray, table: SpeedupTable | None = None) -> np.ndarray:

@@ -1,171 +1,291 @@
 """Pollux's published genetic search over node-level allocation matrices (``method="ga"``), vectorised over the
-population (card: ``formulations/pollux.md``; petuum/adaptdl ``sched/adaptdl_sched/policy/pollux.py``)."""
+population (card: ``formulations/pollux.md``; operators from petuum/adaptdl ``osdi21-artifact``
+``simulator/pollux.py``).
+
+The population is held as one ``(columns, jobs, individuals)`` integer array: every per-job sum, count and
+prefix sum the operators need runs over the two outer axes with the individuals contiguous, so each numpy call is
+a few long vector operations instead of hundreds of 11-element rows (a generation is ~50 numpy calls whatever the
+population; the round's cost on small instances is call overhead, not arithmetic)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .objective import SpeedupTable, power_mean
-from .spec import PolluxSpec
+from .objective import SpeedupTable
+from .spec import EPS, PolluxSpec
 
 __all__ = ["GeneticSearch", "first_unique"]
 
 
 class GeneticSearch:
-    """The published genetic search on (population x jobs x nodes) integer arrays (vectorised over the population).
+    """The published genetic search (vectorised over the population).
 
     Operators as in ``simulator/pollux.py`` of the artifact: crossover = single point over jobs; mutation = (1)
     reset a job's row to the current allocation (prob. 0.1 per job), (2) zero a job's entries (prob. 0.1 each, for
     10% of jobs), (3) raise entries on nodes with free GPUs to a random count up to the node's capacity; repair =
     one GPU type per job (added for heterogeneous clusters: the type holding most of its GPUs), at most one
     distributed job per node (the first in job order keeps it), at most ``cap`` GPUs and ``max_nodes`` nodes per job
-    (over a random node order), node capacity in job order, rigid jobs exactly their count or nothing.
+    (over a random node order), node capacity in job order, rigid jobs exactly their count or nothing; survival of
+    the best distinct individuals.
+
+    Public arrays are ``(individuals, jobs, columns)``, as :meth:`run` takes and returns them.
     """
 
     def __init__(self, spec: PolluxSpec, rng: np.random.Generator) -> None:
         self.spec = spec
-        self.table = SpeedupTable(spec)
-        base = self.base = spec.current_matrix
-        self.cap_node = spec.cols.gpus
-        node_type = self.node_type = spec.cols.types
+        self.table = SpeedupTable(spec, expand=True)
         self.rng = rng
-        self.max_nodes = spec.max_nodes
-        self.cap = spec.job_cap
-        self.rigid = spec.rigid_gpus
-        self.J, self.N = base.shape
+        self.J, self.N = spec.current_matrix.shape
+        J, N = self.J, self.N
+        self.base = spec.current_matrix.T[:, :, None].copy()  # (N, J, 1)
+        self.cap_node = spec.cols.gpus[:, None, None]  # (N, 1, 1)
+        node_type = spec.cols.types
+        self.node_type = node_type
         self.T = int(node_type.max()) + 1 if node_type.size else 0
-        self.onehot = (node_type[:, None] == np.arange(self.T)[None, :]).astype(np.int64)  # (N, T)
-        # nodes of each type contiguous, every type present (the node tables are built so): per-type sums by
-        # np.add.reduceat, the same integers as ``s @ onehot`` without numpy's BLAS-less integer matmul
-        counts = np.bincount(node_type, minlength=self.T) if node_type.size else np.zeros(0, np.int64)
-        contiguous = node_type.size > 0 and bool(np.all(np.diff(node_type) >= 0)) and bool(np.all(counts > 0))
-        self._type_starts = np.r_[0, np.cumsum(counts)[:-1]] if contiguous else None
+        self._onehot_t = (np.arange(self.T)[:, None] == node_type[None, :]).astype(np.float64)  # (T, N)
+        self.max_nodes = spec.max_nodes
+        self.cap = spec.job_cap[None, :, None]  # (1, J, 1)
+        self.rigid = spec.rigid_gpus[None, :, None]
+        self._any_rigid = bool(spec.rigid_gpus.any())
+        self._jidx = np.arange(J)[:, None]
+        self._jcol = np.arange(J)[None, :, None]
+        self.p = float(spec.p)
+        self.restart = spec.restart[:, None]  # (J, 1)
+        # speedups ``goodput / base * scale`` as one flat table indexed by (job, type, nodes, replicas); NaN: to fill
+        Tt, Nn, R = spec.goodput.shape[1:]
+        self._dims = (Tt, Nn, R)
+        self._R = R - 1
+        self._S = self._speedup_table()
+        self._rigid_over = bool((spec.rigid_gpus > self._R).any())
+        self._view_t = None if spec.view is None else np.where(spec.view >= 0, spec.view, 0)[:, None]
+        self._capc: dict[int, np.ndarray] = {}
+        self._capn: dict[int, np.ndarray] = {}
+        # (job, type) block offsets in nodes units where the type is fixed per job (a view, or one type)
+        self._jt_view = (self._jidx * Tt + (0 if self._view_t is None else self._view_t)) * Nn
+        self._w = np.random.default_rng(0x5EED).integers(1, 2**62, size=N * J)  # the duplicate hash
 
-    def per_type(self, s: np.ndarray) -> np.ndarray:
-        """GPUs of each (individual, job) per GPU type: ``s @ onehot``."""
-        if self._type_starts is not None:
-            return np.add.reduceat(s, self._type_starts, axis=2)
-        return s @ self.onehot
+    # ------------------------------------------------------------------ speedups
+    def _speedup_table(self) -> np.ndarray:
+        spec = self.spec
+        S = spec.goodput / spec.base[:, None, None, None] * spec.speedup_scale
+        S[..., 0] = 0.0
+        if spec.view is not None:
+            lin = np.flatnonzero(spec.view < 0)
+            r = np.arange(S.shape[3], dtype=np.float64)
+            for j in lin.tolist():
+                S[j] = r[None, None, :] / spec.base[j] * spec.speedup_scale
+        return S.reshape(-1)
+
+    def _S_job(self, j: int, t: int) -> None:
+        """Refresh the speedups of job ``j`` on type ``t`` from the spec's goodput table."""
+        Tt, Nn, R = self._dims
+        lo = (j * Tt + t) * Nn * R
+        blk = self.spec.goodput[j, t] / self.spec.base[j] * self.spec.speedup_scale
+        blk[:, 0] = 0.0
+        self._S[lo:lo + Nn * R] = blk.reshape(-1)
+
+    def _lookup(self, t: np.ndarray, n: np.ndarray, r: np.ndarray) -> np.ndarray:
+        """Scaled speedups at (job, type, nodes, replicas) for (J, P) arrays, filling missing table entries."""
+        Tt, Nn, R = self._dims
+        rr = np.minimum(r, self._R) if self._rigid_over else r
+        if self._view_t is not None:
+            t = np.broadcast_to(self._view_t, r.shape)
+            idx = (self._jt_view + n) * R + rr
+        elif Tt == 1:
+            idx = (self._jt_view + n) * R + rr
+        else:
+            idx = ((self._jidx * Tt + t) * Nn + n) * R + rr
+        vals = self._S[idx]
+        miss = np.isnan(vals)
+        if miss.any():
+            jj = np.broadcast_to(self._jidx, r.shape)[miss]
+            self.table(jj, t[miss], n[miss], r[miss])  # fills spec.goodput there (and the rest of each job's type)
+            for jt in np.unique(jj * Tt + t[miss]).tolist():
+                j4, t4 = divmod(jt, Tt)
+                self._S_job(j4, t4)
+            vals = self._S[idx]
+        if self._rigid_over:
+            vals = np.where(r > self._R, 0.0, vals)
+        return vals
+
+    # ------------------------------------------------------------------ operators on (N, J, P) arrays
+    def _cap_cols(self, m: int) -> np.ndarray:
+        """``cap_j`` for each of ``m`` (job, individual) columns of an (N, J * P) view."""
+        got = self._capc.get(m)
+        if got is None:
+            got = self._capc[m] = np.repeat(self.spec.job_cap, m // max(self.J, 1))
+        return got
+
+    def _cumsum_jobs(self, s: np.ndarray) -> np.ndarray:
+        """Prefix sums over the jobs axis (a loop of J vector adds: faster than numpy's accumulate on this axis)."""
+        if self.J > 24:
+            return np.cumsum(s, axis=1)
+        c = s.copy()
+        for j in range(1, self.J):
+            c[:, j] += c[:, j - 1]
+        return c
 
     def repair(self, s: np.ndarray) -> np.ndarray:
-        s = s.copy()
-        rng = self.rng
+        """Repair ``s`` (N, J, P, C-contiguous) in place and return it."""
+        N, J, P = s.shape
+        assert s.flags.c_contiguous  # the steps below write through reshaped views
         # one GPU type per job: keep the type holding most of its GPUs (ties: the first type)
         if self.T > 1:
-            keep = np.argmax(self.per_type(s), axis=2)  # (P, J): the type holding most of the job's GPUs
-            s *= self.node_type[None, None, :] == keep[:, :, None]
-        # at most one distributed job per node (the first in job order keeps the node)
-        distributed = np.count_nonzero(s, axis=2) > 1
-        mask = (s > 0) & distributed[:, :, None]
-        s[np.cumsum(mask, axis=1) > 1] = 0
-        # at most cap GPUs and max_nodes nodes per job, over a random node order
-        shuffle = np.argsort(rng.random(s.shape), axis=2)
-        flat = (shuffle + self._row_offsets(s.shape)).ravel()  # take_along_axis(s, shuffle, 2) as one gather
-        s = s.ravel()[flat].reshape(s.shape)
-        s = _diff0(np.minimum(np.cumsum(s, axis=2), self.cap[None, :, None]), axis=2)
-        s[np.cumsum(s > 0, axis=2) > self.max_nodes] = 0  # nodes past the first max_nodes the job uses
-        back = np.empty(s.size, dtype=s.dtype)  # undo the shuffle: scatter back instead of argsort + gather
-        back[flat] = s.ravel()
-        s = back.reshape(s.shape)
-        # node capacity, in job order
-        s = _diff0(np.minimum(np.cumsum(s, axis=1), self.cap_node[None, None, :]), axis=1)
+            per_type = self._onehot_t @ s.reshape(N, J * P).astype(np.float64)  # (T, J*P), exact small integers
+            keep = np.argmax(per_type, axis=0)
+            s *= (self.node_type[:, None] == keep[None, :]).reshape(N, J, P)
+        # at most one distributed job per node (the first in job order keeps it)
+        on = s > 0
+        mask = on & (on.sum(axis=0) > 1)[None]
+        if mask.any():
+            first = mask.argmax(axis=1)  # (N, P): the first distributed job on each node
+            s[mask & (self._jcol != first[:, None, :])] = 0
+        # at most cap GPUs and max_nodes nodes per job, over a random node order (only job rows over a limit change)
+        flat = s.reshape(N, J * P)
+        capr = self._cap_cols(J * P)
+        over = flat.sum(axis=0) > capr
+        if self.max_nodes < N:
+            over |= (flat > 0).sum(axis=0) > self.max_nodes
+        cols = np.flatnonzero(over)
+        k = cols.size
+        if k:
+            v = np.ascontiguousarray(flat[:, cols]).reshape(-1)
+            fi = (np.argsort(self.rng.random((N, k)), axis=0) * k + np.arange(k)).reshape(-1)
+            c = v[fi].reshape(N, k)  # each row's entries in its random node order
+            c = np.minimum(np.cumsum(c, axis=0), capr[cols])
+            c[1:] -= c[:-1].copy()
+            if self.max_nodes < N:
+                c[np.cumsum(c > 0, axis=0) > self.max_nodes] = 0
+            v[fi] = c.reshape(-1)
+            flat[:, cols] = v.reshape(N, k)
+        # node capacity, in job order (only when some node is over)
+        if (s.sum(axis=1, keepdims=True) > self.cap_node).any():
+            c = np.minimum(self._cumsum_jobs(s), self.cap_node)
+            s[:, 1:] = c[:, 1:] - c[:, :-1]
+            s[:, 0] = c[:, 0]
         # rigid jobs: exactly their count or nothing
-        rig = self.rigid
-        if rig.any():
-            bad = (rig[None, :] > 0) & (s.sum(axis=2) != rig[None, :])
-            s[bad] = 0
+        if self._any_rigid:
+            s *= ~((self.rigid > 0) & (s.sum(axis=0, keepdims=True) != self.rigid))
         return s
 
-    def _row_offsets(self, shape: tuple[int, ...]) -> np.ndarray:
-        """``(p * J + j) * N`` for every (individual, job): row starts of the flattened population."""
-        off = getattr(self, "_offsets", None)
-        if off is None or off.shape[:2] != tuple(shape[:2]):
-            off = self._offsets = (np.arange(shape[0] * shape[1], dtype=np.int64) * shape[2]).reshape(
-                shape[0], shape[1], 1)
-        return off
-
-    def mutate(self, s: np.ndarray) -> np.ndarray:
+    def mutate(self, s: np.ndarray, draws: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+        """Mutate ``s`` (N, J, P, C-contiguous) in place and return it. ``draws``: the generation's pre-drawn
+        (reset mask (J, P), zero-row mask (J, P), uniforms (N, J, P)); drawn here when None."""
         rng = self.rng
-        P = s.shape[0]
-        reset = rng.random((P, self.J)) < 0.1
-        s = np.where(reset[:, :, None], self.base[None], s)
-        prob = np.where(rng.random((P, self.J)) < 0.1, 0.1, 0.0)
-        s = np.where(rng.random(s.shape) < prob[:, :, None], 0, s)
-        free = (self.cap_node[None, :] - s.sum(axis=1) >= 1)[:, None, :]  # (P, 1, N): node has a free GPU
-        # normalised over the jobs (axis 1) as published: each node with a free GPU gets about one raise
-        prob1 = free / max(self.J, 1)
-        mask2 = (s > 0) & free
-        prob2 = mask2 / np.maximum(mask2.sum(axis=1, keepdims=True), 1)
-        m = rng.random(s.shape) < prob1 + prob2 - prob1 * prob2
-        lo = s[m]
-        hi = np.broadcast_to(self.cap_node[None, None, :], s.shape)[m]
-        lo = np.minimum(lo, hi)
-        s = s.copy()
-        s[m] = lo + np.floor(rng.random(lo.size) * (hi - lo + 1)).astype(np.int64)  # uniform in lo..hi
+        _, J, P = s.shape
+        assert s.flags.c_contiguous  # the raise writes through a flat view
+        if draws is None:
+            draws = (rng.random((J, P)) < 0.1, rng.random((J, P)) < 0.1, rng.random(s.shape))
+        reset, zero_rows, u = draws
+        np.copyto(s, self.base, where=reset[None])
+        # the zero mutation: 10 % of job rows, each of their entries with probability 0.1
+        jj, pp = np.nonzero(zero_rows)
+        if jj.size:
+            sub = s[:, jj, pp]
+            sub[rng.random(sub.shape) < 0.1] = 0
+            s[:, jj, pp] = sub
+        # the raise: on a node with a free GPU, each entry with probability p1 + p2 - p1 p2 (p1 = 1 / J, p2 = 1 / the
+        # jobs already on the node, for them), to a count uniform in its value .. the node's capacity
+        free = s.sum(axis=1, keepdims=True) < self.cap_node  # (N, 1, P)
+        on = (s > 0) & free
+        p1 = free * (1.0 / max(J, 1))  # (N, 1, P)
+        prob = on * ((1.0 - p1) / np.maximum(on.sum(axis=1, keepdims=True), 1)) + p1  # p1 + p2 - p1 p2
+        hit = np.flatnonzero(u < prob)
+        if hit.size:
+            # given u < prob, u / prob is uniform in [0, 1): one draw decides both whether and to what
+            flat = s.reshape(-1)
+            lo = flat[hit]
+            hi = self._cap_flat(s.size)[hit]
+            flat[hit] = lo + (u.reshape(-1)[hit] / prob.reshape(-1)[hit] * (hi - lo + 1)).astype(np.int64)
         return s
 
-    def crossover(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        points = self.rng.integers(0, self.J, size=(a.shape[0], 1)) if self.J else np.zeros((a.shape[0], 1), int)
-        first = (np.arange(self.J)[None, :] < points)[:, :, None]
-        return np.concatenate([np.where(first, a, b), np.where(first, b, a)])
+    def _cap_flat(self, size: int) -> np.ndarray:
+        """Each entry's node capacity, for a flat (N, J, P) array of ``size`` entries."""
+        got = self._capn.get(size)
+        if got is None:
+            got = self._capn[size] = np.repeat(self.spec.cols.gpus, size // max(self.N, 1))
+        return got
 
     def evaluate(self, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(power mean per individual, scaled restart-penalised speedups (P x J))."""
-        P = s.shape[0]
-        reps = s.sum(axis=2)
-        nn = np.count_nonzero(s, axis=2)
-        tix = np.argmax(self.per_type(s), axis=2) if self.T > 1 else np.zeros((P, self.J), dtype=np.int64)
-        jj = np.broadcast_to(np.arange(self.J)[None, :], (P, self.J))
-        sp_ = self.table(jj.ravel(), tix.ravel(), nn.ravel(), reps.ravel()).reshape(P, self.J)
-        changed = np.any(s != self.base[None], axis=2)
-        sp_ = sp_ * np.where(changed, self.spec.restart[None, :], 1.0)
-        return power_mean(sp_, self.spec.p), sp_
+        """(power mean per individual (P,), scaled restart-penalised speedups (J, P)) of a repaired ``s``."""
+        on = s > 0
+        reps = s.sum(axis=0)
+        nn = on.sum(axis=0)
+        t = self.node_type[on.argmax(axis=0)] if self.T > 1 else np.zeros_like(reps)
+        sp_ = self._lookup(t, nn, reps)
+        changed = (s != self.base).any(axis=0)
+        sp_ = np.where(changed, sp_ * self.restart, sp_)
+        if self.p == -1.0:  # the published p: reciprocals, the same numbers as the powers without pow()
+            fit = 1.0 / np.mean(1.0 / (sp_ + EPS), axis=0)
+        else:
+            fit = np.mean((sp_ + EPS) ** self.p, axis=0) ** (1.0 / self.p)
+        return fit, sp_
+
+    def _hash(self, s: np.ndarray) -> np.ndarray:
+        return self._w @ s.reshape(-1, s.shape[2])
+
+    def _unique(self, s: np.ndarray, h: np.ndarray | None = None) -> np.ndarray:
+        """Sorted positions of the first occurrence of every distinct individual (hash ``h``, then exact)."""
+        flat = s.reshape(-1, s.shape[2])
+        if h is None:
+            h = self._w @ flat
+        order = np.argsort(h, kind="stable")
+        hs = h[order]
+        same = np.empty(order.size, dtype=bool)
+        same[0] = False
+        same[1:] = hs[1:] == hs[:-1]
+        if same.any():
+            k = np.flatnonzero(same)
+            same[k] = (flat[:, order[k]] == flat[:, order[k - 1]]).all(axis=0)
+        return np.sort(order[~same])
+
+    #: generations whose random draws are made at once (bounded by memory: the uniforms are (G, N, J, P) floats)
+    CHUNK = 10
 
     def run(self, init: np.ndarray, pop_size: int, generations: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-        """(population, fitness, speedups of the population, generations run), best first."""
-        pop = self.repair(init)
-        pop = pop[first_unique(pop)]
-        fit, spd = self.evaluate(pop)
+        """(population (P, J, N), fitness, speedups (P, J), generations run), best first."""
         rng = self.rng
+        pop = self.repair(np.ascontiguousarray(np.asarray(init, dtype=np.int64).transpose(2, 1, 0)))
+        h = self._hash(pop)
+        keep = self._unique(pop, h)
+        pop, h = pop[:, :, keep], h[keep]
+        fit = self.evaluate(pop)[0]
+        n_mat = max(pop_size // 2, 1)
+        K = 2 * n_mat
+        N, J = self.N, self.J
+        rows = self._jidx  # (J, 1)
+        chunk = max(1, min(self.CHUNK, (1 << 24) // max(N * J * K, 1)))
         gens = 0
-        for _ in range(generations):
-            n_mat = max(pop_size // 2, 1)
-            # binary tournaments on the fitness
-            cand = rng.integers(0, pop.shape[0], size=(2 * n_mat, 2))
-            win = np.where(fit[cand[:, 0]] >= fit[cand[:, 1]], cand[:, 0], cand[:, 1])
-            kids = self.crossover(pop[win[:n_mat]], pop[win[n_mat:]])
-            kids = self.repair(self.mutate(kids))
-            kf, ks = self.evaluate(kids)
-            allp = np.concatenate([pop, kids])
-            allf = np.concatenate([fit, kf])
-            alls = np.concatenate([spd, ks])
-            first = first_unique(allp)
-            order = first[np.argsort(-allf[first], kind="stable")][:pop_size]
-            pop, fit, spd = allp[order], allf[order], alls[order]
-            gens += 1
-        return pop, fit, spd, gens
-
-
-def _diff0(c: np.ndarray, axis: int) -> np.ndarray:
-    """``np.diff(c, axis=axis, prepend=0)`` in place, without the concatenation (``c``: a fresh array)."""
-    m = np.moveaxis(c, axis, -1)
-    m[..., 1:] -= m[..., :-1].copy()
-    return c
-
-
-_HASH_W: dict[int, np.ndarray] = {}
+        while gens < generations:
+            g = min(chunk, generations - gens)
+            cand = rng.random((g, 2, K))  # tournament candidates, as fractions of the population size
+            points = rng.integers(0, J, size=(g, 1, n_mat))
+            resets = rng.random((g, 2, J, K)) < 0.1  # the reset and the zero-row masks
+            uniforms = rng.random((g, N, J, K))
+            for i in range(g):
+                # binary tournaments on the fitness
+                c = (cand[i] * pop.shape[2]).astype(np.int64)
+                win = np.where(fit[c[0]] >= fit[c[1]], c[0], c[1])
+                wa, wb = win[:n_mat], win[n_mat:]
+                # single-point crossover over jobs, two children per pair: one gather of (job, parent) columns
+                first = rows < points[i]  # (J, n_mat)
+                src = np.concatenate([np.where(first, wa, wb), np.where(first, wb, wa)], axis=1)  # (J, K)
+                kids = np.ascontiguousarray(pop[:, rows, src])  # (N, J, K)
+                kids = self.repair(self.mutate(kids, (resets[i, 0], resets[i, 1], uniforms[i])))
+                kf = self.evaluate(kids)[0]
+                allp = np.concatenate([pop, kids], axis=2)
+                allf = np.concatenate([fit, kf])
+                allh = np.concatenate([h, self._hash(kids)])
+                keep = self._unique(allp, allh)
+                order = keep[np.argsort(-allf[keep], kind="stable")][:pop_size]
+                pop, fit, h = allp[:, :, order], allf[order], allh[order]
+            gens += g
+        spd = self.evaluate(pop)[1]
+        return np.ascontiguousarray(pop.transpose(2, 1, 0)), fit, np.ascontiguousarray(spd.T), gens
 
 
 def first_unique(pop: np.ndarray) -> np.ndarray:
-    """Sorted indices of the first occurrence of every distinct individual (rows compared through a 64-bit hash
-    with fixed random weights, then exactly within equal hashes)."""
+    """Sorted indices of the first occurrence of every distinct individual of ``pop`` (individuals first)."""
     flat = pop.reshape(pop.shape[0], -1)
-    w = _HASH_W.get(flat.shape[1])
-    if w is None:
-        w = _HASH_W[flat.shape[1]] = np.random.default_rng(0x5EED).integers(1, 2**62, size=flat.shape[1])
-    h = flat.astype(np.int64) @ w
-    order = np.argsort(h, kind="stable")
-    hs = h[order]
-    same = np.r_[False, hs[1:] == hs[:-1]]
-    same[1:] &= np.all(flat[order[1:]] == flat[order[:-1]], axis=1)
-    return np.sort(order[~same])
+    _, first = np.unique(flat, axis=0, return_index=True)
+    return np.sort(first)
