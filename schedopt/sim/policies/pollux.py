@@ -24,17 +24,32 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from ...errors import InputError
 from ...model import LinearModel
-from ...problem import Answer, heuristic_termination
-from ...results import SolveResult, Termination, TerminationReason, Timings
-from ...sia import Cluster, Config, Job, SiaProblem, generate_configs
+from ...pollux import (
+    EPS,
+    MAX_NODES,
+    MAX_REPLICAS,
+    P_FAIRNESS,
+    RESTART_DELAY_S,
+    Columns,
+    GeneticSearch,
+    PolluxAnswer,
+    PolluxSpec,
+    SpeedupTable,
+    build,
+    genetic_search,
+    node_columns,
+    power_mean,
+    restart_factor,
+    solve_exact,
+)
+from ...results import Termination, TerminationReason, Timings
+from ...sia import Cluster
 from .base import Decision, JobView, RoundState
 
 __all__ = [
@@ -48,61 +63,14 @@ __all__ = [
     "node_table",
 ]
 
-#: the power-mean exponent of the published policy (``p = -1``: more negative is fairer)
-P_FAIRNESS = -1.0
-#: the published additive guard inside the power mean, ``(s + 1e-3)^p``
-EPS = 1e-3
-#: the re-allocation delay the published policy charges in its restart factor (seconds)
-RESTART_DELAY_S = 30.0
-#: the published cap on GPUs per job ("simulator can't handle more")
-MAX_REPLICAS = 64
-#: the published cap on nodes per job (repair step)
-MAX_NODES = 16
-
-
-@dataclass(kw_only=True, eq=False)
-class PolluxAnswer(Answer):
-    """One Pollux round: ``nodes`` (job id -> {node id: GPUs}) for ``pollux``, ``allocation`` (job id ->
-    configuration or None) for ``pollux-exact``; ``speedups`` the scaled, restart-penalised speedup per job of the
-    returned choice; ``objective_value`` the power mean ``M``."""
-
-    nodes: dict[str, dict[str, int]] = field(default_factory=dict)
-    allocation: dict[str, Config | None] = field(default_factory=dict)
-    speedups: dict[str, float] = field(default_factory=dict)
-    generations: int = 0
-
-    def rows(self) -> list[dict[str, Any]]:
-        out = []
-        for jid, s in self.speedups.items():
-            c = self.allocation.get(jid)
-            nd = self.nodes.get(jid, {})
-            out.append({"job": jid, "speedup": s, "config": c.label if c else "-",
-                        "nodes": " ".join(f"{k}:{v}" for k, v in nd.items()) or "-"})
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        d = super().to_dict()
-        d["nodes"] = {j: dict(v) for j, v in self.nodes.items()}
-        d["allocation"] = {j: (c.label if c else None) for j, c in self.allocation.items()}
-        d["speedups"] = {j: float(s) for j, s in self.speedups.items()}
-        d["generations"] = self.generations
-        return d
-
-
-def _power_mean(s: np.ndarray, p: float, axis: int = -1) -> np.ndarray:
-    """``(mean (s + EPS)^p)^(1/p)`` along ``axis`` (the published form)."""
-    return np.mean((s + EPS) ** p, axis=axis) ** (1.0 / p)
+#: the search class, under the name tools/profile_sim.py wraps (its ``run`` is the profile's ``search`` phase)
+_Search = GeneticSearch
 
 
 def _node_table(cluster: Cluster) -> tuple[list[str], np.ndarray, np.ndarray]:
     """(node ids in cluster order, GPUs per node, type index per node)."""
-    ids: list[str] = []
-    cap, typ = [], []
-    for k, t in enumerate(cluster.gpu_types):
-        ids += cluster.node_ids(t.name)
-        cap += [t.gpus_per_node] * t.nodes
-        typ += [k] * t.nodes
-    return ids, np.array(cap, dtype=np.int64), np.array(typ, dtype=np.int64)
+    c = node_columns(cluster)
+    return list(c.ids), c.gpus, c.types
 
 
 class PolluxObjective:
@@ -141,13 +109,12 @@ class PolluxObjective:
         self.reference_type = self.types[int(np.argmax(total))]
         age = np.array([max(v.age, 0.0) for v in jobs], dtype=np.float64)
         restarts = np.array([v.restarts for v in jobs], dtype=np.float64)
-        self.restart_factor = np.maximum(age - restarts * restart_delay, 0.0) / (age + restart_delay) \
-            if restart_delay > 0 else np.ones(J)
+        self.restart_factor = restart_factor(age, restarts, restart_delay)
         self.cap = np.minimum(np.array([v.max_gpus for v in jobs], dtype=np.int64), min(int(max_replicas), G))
         self.rigid = np.array([0 if v.adaptive else int(v.requested_gpus) for v in jobs], dtype=np.int64)
         self.cap = np.where(self.rigid > 0, self.rigid, self.cap)
         self._cache = cache if cache is not None else {}
-        self._G: np.ndarray | None = None
+        self._speedups: SpeedupTable | None = None
         self.max_nodes = max(min(int(max_nodes), N), 1)
         self.max_reps = max(min(int(max_replicas), G), 1)
         fair_r = max(math.ceil(G / J), 1) if J else 1
@@ -226,203 +193,30 @@ class PolluxObjective:
             out[inside] = vals
         return out
 
-    def speedups(self, jidx: np.ndarray, tidx: np.ndarray, nodes: np.ndarray, replicas: np.ndarray) -> np.ndarray:
-        """Scaled speedups (before the restart factor) for flat arrays of (job, type index, nodes, replicas) within
-        the caps (nodes <= max_nodes, replicas <= max_replicas); 0 where replicas is 0. With a heterogeneity-unaware
-        view (``job_types``) the type index is ignored: each job is evaluated on its view type, or linearly
-        (``r / fair_r``) when it has no model yet."""
-        out = np.zeros(jidx.shape, dtype=np.float64)
-        on = replicas > 0
-        if self.view is not None:
-            lin = on & (self.view[jidx] < 0)
-            out[lin] = replicas[lin] / self.base[jidx[lin]] * self.scale
-            on &= ~lin
-            tidx = np.where(on, self.view[jidx], 0)
-        if not on.any():
-            return out
-        j, t, n, r = jidx[on], tidx[on], nodes[on], replicas[on]
-        G = self._stack()
-        vals = G[j, t, n, r]
-        miss = np.isnan(vals)
-        if miss.any():
-            T = len(self.types)
-            grp = j[miss] * T + t[miss]
-            for g in np.unique(grp).tolist():
-                sel = grp == g
-                jj, tt = divmod(g, T)
-                self.goodput_points(jj, self.types[tt], n[miss][sel], r[miss][sel])
-            G = self._stack(refresh=True)
-            vals = G[j, t, n, r]
-        out[on] = vals / self.base[j] * self.scale
-        return out
+    def fill(self, j: int, t: int, nodes: np.ndarray, replicas: np.ndarray) -> np.ndarray:
+        """:data:`schedopt.pollux.GoodputFill` over this round's goodput tables (:meth:`goodput_points`)."""
+        return self.goodput_points(j, self.types[t], nodes, replicas)
 
-    def _stack(self, refresh: bool = False) -> np.ndarray:
-        if refresh or self._G is None:
-            self._G = np.stack([self._table(j) for j in range(len(self.jobs))]) if self.jobs else np.zeros((0,))
-        return self._G
+    def spec(self, columns: Columns | None = None, current: np.ndarray | None = None) -> PolluxSpec:
+        """The round as a :class:`schedopt.pollux.PolluxSpec` over ``columns`` (default: the cluster's nodes) with
+        the jobs' ``current`` allocations (jobs x columns; default none): the goodput tables stacked (NaN entries
+        filled on demand through :meth:`fill`), ``base``, ``scale``, caps, restart factors and the view."""
+        G = np.stack([self._table(j) for j in range(len(self.jobs))]) if self.jobs else \
+            np.zeros((0, len(self.types), self.max_nodes + 1, self.max_reps + 1))
+        return PolluxSpec(self.cluster, tuple(self.ids), G, self.base if len(self.jobs) else np.zeros(0),
+                          current=current, restart_factor=self.restart_factor, cap=self.cap, rigid=self.rigid,
+                          p=self.p, scale=self.scale, columns=columns, view=self.view, fill=self.fill)
+
+    def speedups(self, jidx: np.ndarray, tidx: np.ndarray, nodes: np.ndarray, replicas: np.ndarray) -> np.ndarray:
+        """Scaled speedups (before the restart factor) for flat arrays of (job, type index, nodes, replicas)
+        (:class:`schedopt.pollux.SpeedupTable` over :meth:`spec`)."""
+        if self._speedups is None:
+            self._speedups = SpeedupTable(self.spec())
+        return self._speedups(jidx, tidx, nodes, replicas)
 
     def mean(self, s: np.ndarray) -> np.ndarray:
         """The power mean of scaled (restart-penalised) speedups over the last axis."""
-        return _power_mean(s, self.p)
-
-
-# ====================================================================================== genetic search
-class _Search:
-    """The published genetic search on (population x jobs x nodes) integer arrays (vectorised over the population).
-
-    Operators as in ``simulator/pollux.py`` of the artifact: crossover = single point over jobs; mutation = (1)
-    reset a job's row to the current allocation (prob. 0.1 per job), (2) zero a job's entries (prob. 0.1 each, for
-    10% of jobs), (3) raise entries on nodes with free GPUs to a random count up to the node's capacity; repair =
-    one GPU type per job (added for heterogeneous clusters: the type holding most of its GPUs), at most one
-    distributed job per node (the first in job order keeps it), at most ``cap`` GPUs and ``max_nodes`` nodes per job
-    (over a random node order), node capacity in job order, rigid jobs exactly their count or nothing.
-    """
-
-    def __init__(self, obj: PolluxObjective, base: np.ndarray, cap_node: np.ndarray, node_type: np.ndarray,
-                 rng: np.random.Generator, max_nodes: int) -> None:
-        self.obj = obj
-        self.base = base
-        self.cap_node = cap_node
-        self.node_type = node_type
-        self.rng = rng
-        self.max_nodes = max_nodes
-        self.J, self.N = base.shape
-        self.T = int(node_type.max()) + 1 if node_type.size else 0
-        self.onehot = (node_type[:, None] == np.arange(self.T)[None, :]).astype(np.int64)  # (N, T)
-        # nodes of each type contiguous, every type present (the node tables are built so): per-type sums by
-        # np.add.reduceat, the same integers as ``s @ onehot`` without numpy's BLAS-less integer matmul
-        counts = np.bincount(node_type, minlength=self.T) if node_type.size else np.zeros(0, np.int64)
-        contiguous = node_type.size > 0 and bool(np.all(np.diff(node_type) >= 0)) and bool(np.all(counts > 0))
-        self._type_starts = np.r_[0, np.cumsum(counts)[:-1]] if contiguous else None
-
-    def per_type(self, s: np.ndarray) -> np.ndarray:
-        """GPUs of each (individual, job) per GPU type: ``s @ onehot``."""
-        if self._type_starts is not None:
-            return np.add.reduceat(s, self._type_starts, axis=2)
-        return s @ self.onehot
-
-    def repair(self, s: np.ndarray) -> np.ndarray:
-        s = s.copy()
-        rng = self.rng
-        # one GPU type per job: keep the type holding most of its GPUs (ties: the first type)
-        if self.T > 1:
-            keep = np.argmax(self.per_type(s), axis=2)  # (P, J): the type holding most of the job's GPUs
-            s *= self.node_type[None, None, :] == keep[:, :, None]
-        # at most one distributed job per node (the first in job order keeps the node)
-        distributed = np.count_nonzero(s, axis=2) > 1
-        mask = (s > 0) & distributed[:, :, None]
-        s[np.cumsum(mask, axis=1) > 1] = 0
-        # at most cap GPUs and max_nodes nodes per job, over a random node order
-        shuffle = np.argsort(rng.random(s.shape), axis=2)
-        flat = (shuffle + self._row_offsets(s.shape)).ravel()  # take_along_axis(s, shuffle, 2) as one gather
-        s = s.ravel()[flat].reshape(s.shape)
-        s = _diff0(np.minimum(np.cumsum(s, axis=2), self.obj.cap[None, :, None]), axis=2)
-        s[np.cumsum(s > 0, axis=2) > self.max_nodes] = 0  # nodes past the first max_nodes the job uses
-        back = np.empty(s.size, dtype=s.dtype)  # undo the shuffle: scatter back instead of argsort + gather
-        back[flat] = s.ravel()
-        s = back.reshape(s.shape)
-        # node capacity, in job order
-        s = _diff0(np.minimum(np.cumsum(s, axis=1), self.cap_node[None, None, :]), axis=1)
-        # rigid jobs: exactly their count or nothing
-        rig = self.obj.rigid
-        if rig.any():
-            bad = (rig[None, :] > 0) & (s.sum(axis=2) != rig[None, :])
-            s[bad] = 0
-        return s
-
-    def _row_offsets(self, shape: tuple[int, ...]) -> np.ndarray:
-        """``(p * J + j) * N`` for every (individual, job): row starts of the flattened population."""
-        off = getattr(self, "_offsets", None)
-        if off is None or off.shape[:2] != tuple(shape[:2]):
-            off = self._offsets = (np.arange(shape[0] * shape[1], dtype=np.int64) * shape[2]).reshape(
-                shape[0], shape[1], 1)
-        return off
-
-    def mutate(self, s: np.ndarray) -> np.ndarray:
-        rng = self.rng
-        P = s.shape[0]
-        reset = rng.random((P, self.J)) < 0.1
-        s = np.where(reset[:, :, None], self.base[None], s)
-        prob = np.where(rng.random((P, self.J)) < 0.1, 0.1, 0.0)
-        s = np.where(rng.random(s.shape) < prob[:, :, None], 0, s)
-        free = (self.cap_node[None, :] - s.sum(axis=1) >= 1)[:, None, :]  # (P, 1, N): node has a free GPU
-        # normalised over the jobs (axis 1) as published: each node with a free GPU gets about one raise
-        prob1 = free / max(self.J, 1)
-        mask2 = (s > 0) & free
-        prob2 = mask2 / np.maximum(mask2.sum(axis=1, keepdims=True), 1)
-        m = rng.random(s.shape) < prob1 + prob2 - prob1 * prob2
-        lo = s[m]
-        hi = np.broadcast_to(self.cap_node[None, None, :], s.shape)[m]
-        lo = np.minimum(lo, hi)
-        s = s.copy()
-        s[m] = lo + np.floor(rng.random(lo.size) * (hi - lo + 1)).astype(np.int64)  # uniform in lo..hi
-        return s
-
-    def crossover(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        points = self.rng.integers(0, self.J, size=(a.shape[0], 1)) if self.J else np.zeros((a.shape[0], 1), int)
-        first = (np.arange(self.J)[None, :] < points)[:, :, None]
-        return np.concatenate([np.where(first, a, b), np.where(first, b, a)])
-
-    def evaluate(self, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(power mean per individual, scaled restart-penalised speedups (P x J))."""
-        P = s.shape[0]
-        reps = s.sum(axis=2)
-        nn = np.count_nonzero(s, axis=2)
-        tix = np.argmax(self.per_type(s), axis=2) if self.T > 1 else np.zeros((P, self.J), dtype=np.int64)
-        jj = np.broadcast_to(np.arange(self.J)[None, :], (P, self.J))
-        sp_ = self.obj.speedups(jj.ravel(), tix.ravel(), nn.ravel(), reps.ravel()).reshape(P, self.J)
-        changed = np.any(s != self.base[None], axis=2)
-        sp_ = sp_ * np.where(changed, self.obj.restart_factor[None, :], 1.0)
-        return self.obj.mean(sp_), sp_
-
-    def run(self, init: np.ndarray, pop_size: int, generations: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-        """(population, fitness, speedups of the population, generations run), best first."""
-        pop = self.repair(init)
-        pop = pop[_first_unique(pop)]
-        fit, spd = self.evaluate(pop)
-        rng = self.rng
-        gens = 0
-        for _ in range(generations):
-            n_mat = max(pop_size // 2, 1)
-            # binary tournaments on the fitness
-            cand = rng.integers(0, pop.shape[0], size=(2 * n_mat, 2))
-            win = np.where(fit[cand[:, 0]] >= fit[cand[:, 1]], cand[:, 0], cand[:, 1])
-            kids = self.crossover(pop[win[:n_mat]], pop[win[n_mat:]])
-            kids = self.repair(self.mutate(kids))
-            kf, ks = self.evaluate(kids)
-            allp = np.concatenate([pop, kids])
-            allf = np.concatenate([fit, kf])
-            alls = np.concatenate([spd, ks])
-            first = _first_unique(allp)
-            order = first[np.argsort(-allf[first], kind="stable")][:pop_size]
-            pop, fit, spd = allp[order], allf[order], alls[order]
-            gens += 1
-        return pop, fit, spd, gens
-
-
-def _diff0(c: np.ndarray, axis: int) -> np.ndarray:
-    """``np.diff(c, axis=axis, prepend=0)`` in place, without the concatenation (``c``: a fresh array)."""
-    m = np.moveaxis(c, axis, -1)
-    m[..., 1:] -= m[..., :-1].copy()
-    return c
-
-
-_HASH_W: dict[int, np.ndarray] = {}
-
-
-def _first_unique(pop: np.ndarray) -> np.ndarray:
-    """Sorted indices of the first occurrence of every distinct individual (rows compared through a 64-bit hash
-    with fixed random weights, then exactly within equal hashes)."""
-    flat = pop.reshape(pop.shape[0], -1)
-    w = _HASH_W.get(flat.shape[1])
-    if w is None:
-        w = _HASH_W[flat.shape[1]] = np.random.default_rng(0x5EED).integers(1, 2**62, size=flat.shape[1])
-    h = flat.astype(np.int64) @ w
-    order = np.argsort(h, kind="stable")
-    hs = h[order]
-    same = np.r_[False, hs[1:] == hs[:-1]]
-    same[1:] &= np.all(flat[order[1:]] == flat[order[:-1]], axis=1)
-    return np.sort(order[~same])
+        return power_mean(s, self.p)
 
 
 def _cache_key(v: JobView) -> tuple[int, int]:
@@ -534,7 +328,7 @@ class PolluxPolicy(_Memory):
                                timings=Timings(build=0.0, solve=time.perf_counter() - t0))
             return Decision(nodes={}, answer=ans, info={"jobs": 0})
         base = self.current_matrix(obj, node_ids)
-        init = [base[None]]
+        adapted = None
         if self._prev is not None and self._prev[1] == tuple(node_ids):
             prev_ids, _, prev_pop = self._prev
             src = {jid: i for i, jid in enumerate(prev_ids)}
@@ -542,21 +336,19 @@ class PolluxPolicy(_Memory):
             dst = [j for j, jid in enumerate(obj.ids) if jid in src]
             if dst:
                 adapted[:, dst] = prev_pop[:, [src[obj.ids[j]] for j in dst]]
-            init.append(adapted)
         rng = np.random.default_rng([self.seed, max(int(state.round_index), 0)])
-        search = _Search(obj, base, cap_node, node_type, rng, self.max_nodes)
+        spec = obj.spec(Columns(tuple(node_ids), cap_node, node_type), base)
         t1 = time.perf_counter()
-        pop, fit, spd, gens = search.run(np.concatenate(init), self.population, self.generations)
+        ans = genetic_search(spec, population=self.population, generations=self.generations, rng=rng, init=adapted)
         t2 = time.perf_counter()
-        self._prev = (list(obj.ids), tuple(node_ids), pop)
-        nodes = self.to_nodes(obj, node_ids, pop[0])
-        ans = PolluxAnswer(
-            termination=heuristic_termination("pollux genetic search: no optimality proof"),
-            objective_value=float(fit[0]), method=f"{self.name}-ga",
-            timings=Timings(build=t1 - t0, solve=t2 - t1, decode=time.perf_counter() - t2),
-            nodes=nodes, speedups={jid: float(spd[0, j]) for j, jid in enumerate(obj.ids)}, generations=gens,
-        )
-        return Decision(nodes=nodes, answer=ans, info={"jobs": J, "generations": gens})
+        assert ans.population is not None
+        self._prev = (list(obj.ids), tuple(node_ids), ans.population)
+        nodes = self.to_nodes(obj, node_ids, ans.matrix)
+        ans.nodes = nodes
+        ans.method = f"{self.name}-ga"
+        ans.population = None
+        ans.timings = Timings(build=t1 - t0, solve=t2 - t1, decode=time.perf_counter() - t2)
+        return Decision(nodes=nodes, answer=ans, info={"jobs": J, "generations": ans.generations})
 
 
 # ====================================================================================== exact variant
@@ -592,56 +384,25 @@ class PolluxExactPolicy(_Memory):
 
     def build(self, obj: PolluxObjective) -> tuple[LinearModel, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(model, job per column, configuration per column, scaled speedup per column, constant per job) for the
-        round's objective; ``configs`` of the model are ``generate_configs(cluster)``."""
-        cluster = obj.cluster
-        table = generate_configs(cluster)
-        J, C = len(obj.jobs), len(table)
-        # scaled speedups of every (job, configuration), one goodput call per (job, GPU type)
-        S = np.zeros((J, C))
-        for k in range(len(cluster.type_names)):
-            cols = np.flatnonzero(table.type_index == k)
-            if not cols.size:
-                continue
-            for j in range(J):
-                ok = cols[table.n_gpus[cols] <= obj.cap[j]]
-                if obj.rigid[j]:
-                    ok = ok[table.n_gpus[ok] == obj.rigid[j]]
-                if ok.size:
-                    S[j, ok] = obj.speedups(np.full(ok.size, j), np.full(ok.size, k), table.n_nodes[ok],
-                                            table.n_gpus[ok])
-        # a rigid count that is no configuration of the cluster cannot run: such a job keeps no pair (S row 0)
-        counts = set(table.n_gpus.tolist())
-        rigid = [bool(obj.rigid[j]) and int(obj.rigid[j]) in counts for j in range(J)]
-        jobs = [Job(id=str(j), kind="rigid" if rigid[j] else "adaptive",
-                    max_gpus=None if rigid[j] else max(int(obj.cap[j]), 1), max_profiled_gpus=max(int(obj.cap[j]), 1),
-                    rigid_gpus=int(obj.rigid[j]) if rigid[j] else None) for j in range(J)]
-        prob = SiaProblem(cluster, jobs, S, p=obj.p)
-        pt = prob.valid_pairs()
-        jj, cc = pt.job, pt.config
-        cur = np.array([table.find(v.current) if v.current is not None else -1 for v in obj.jobs], dtype=np.int64)
-        s = S[jj, cc] * np.where(cc != cur[jj], obj.restart_factor[jj], 1.0)
-        v0 = EPS ** obj.p
-        coef = (s + EPS) ** obj.p - v0
-        P = len(jj)
-        m = LinearModel("pollux_exact", sense="minimize" if obj.p < 0 else "maximize")
-        labels = [f"{obj.ids[a]}@{table.labels[b]}" for a, b in zip(jj.tolist(), cc.tolist())]
-        m.add_variables("x", P, kind="binary", labels=labels)
-        col = np.arange(P)
-        m.add_constraints("one_config_per_job", sp.csr_matrix((np.ones(P), (jj, col)), shape=(J, P)), upper=1,
-                          labels=obj.ids)
-        tix = table.type_index[cc]
-        m.add_constraints("gpu_capacity", sp.csr_matrix((table.n_gpus[cc].astype(float), (tix, col)),
-                                                        shape=(len(cluster.type_names), P)),
-                          upper=cluster.total_gpus.astype(float), labels=cluster.type_names)
-        A3, up3, lab3 = prob.virtual_rows()
-        if A3.shape[0]:
-            m.add_constraints("virtual_node_capacity", A3, upper=up3, labels=lab3)
-        m.set_objective({"x": coef}, constant=J * v0)
-        return m, jj, cc, s, np.full(J, v0)
+        round's objective (:func:`schedopt.pollux.build` over :meth:`PolluxObjective.spec`); ``configs`` of the
+        model are ``generate_configs(cluster)``."""
+        f = build(obj.spec(current=self._current(obj)))
+        inv = f.inverse
+        return f.model, inv.job, inv.config, inv.speedup, np.full(len(obj.jobs), EPS ** obj.p)
+
+    @staticmethod
+    def _current(obj: PolluxObjective) -> np.ndarray:
+        ids = node_columns(obj.cluster).ids
+        pos = {n: i for i, n in enumerate(ids)}
+        cur = np.zeros((len(obj.jobs), len(ids)), dtype=np.int64)
+        for j, v in enumerate(obj.jobs):
+            for n, c in (v.current_nodes or {}).items():
+                if n not in pos:
+                    raise InputError(f"jobs[{v.id}].current_nodes", n, "names no node of the cluster")
+                cur[j, pos[n]] += int(c)
+        return cur
 
     def decide(self, state: RoundState) -> Decision:
-        from ...solve import solve
-
         t0 = time.perf_counter()
         self.update(state)
         obj = PolluxObjective(state, p=self.p, restart_delay=self.restart_delay,
@@ -651,40 +412,14 @@ class PolluxExactPolicy(_Memory):
             ans = PolluxAnswer(termination=Termination(TerminationReason.OPTIMAL, detail="no active jobs"),
                                method="pollux-exact", backend=self.backend)
             return Decision(allocation={}, answer=ans, info={"jobs": 0})
-        m, jj, cc, s, _ = self.build(obj)
-        table = generate_configs(obj.cluster)
+        spec = obj.spec(current=self._current(obj))
         t1 = time.perf_counter()
-        if m.num_cols == 0:
-            res = SolveResult(Termination(TerminationReason.OPTIMAL, detail="no columns: no job fits anywhere"),
-                              backend=self.backend, model=m, _x=np.zeros(0), _objective=m.constant, bound=m.constant)
-        else:
-            res = solve(m, self.backend, time_limit=self.time_limit, mip_rel_gap=self.mip_rel_gap)
-        t2 = time.perf_counter()
-        alloc: dict[str, Config | None] = dict.fromkeys(obj.ids)
-        spd = dict.fromkeys(obj.ids, 0.0)
-        value, bound = math.nan, math.nan
-        if res.has_solution:
-            x = res.values["x"]
-            chosen = np.flatnonzero(x > 0.5)
-            for c in chosen.tolist():
-                alloc[obj.ids[int(jj[c])]] = table[int(cc[c])]
-                spd[obj.ids[int(jj[c])]] = float(s[c])
-            value = _mean_of_sum(res.objective, J, obj.p)
-        if math.isfinite(res.bound):
-            bound = _mean_of_sum(res.bound, J, obj.p)
-        ans = PolluxAnswer(termination=res.termination, objective_value=value, bound=bound, backend=res.backend,
-                           method="pollux-exact", timings=Timings(build=t1 - t0, solve=t2 - t1,
-                                                                  decode=time.perf_counter() - t2),
-                           result=res, allocation=alloc, speedups=spd)
+        ans = solve_exact(spec, backend=self.backend, time_limit=self.time_limit, mip_rel_gap=self.mip_rel_gap)
+        ans.method = "pollux-exact"
+        ans.timings = Timings(build=t1 - t0 + ans.timings.build, solve=ans.timings.solve, decode=ans.timings.decode)
         ans.raise_for_status()
-        return Decision(allocation=alloc, answer=ans, info={"jobs": J, "columns": m.num_cols})
-
-
-def _mean_of_sum(total: float, J: int, p: float) -> float:
-    """``M = (total / J)^(1/p)`` from ``total = sum_j (s_j + EPS)^p`` (nan when not positive)."""
-    if not (total > 0):
-        return math.nan
-    return float((total / J) ** (1.0 / p))
+        columns = ans.result.model.num_cols if ans.result is not None and ans.result.model is not None else 0
+        return Decision(allocation=ans.allocation, answer=ans, info={"jobs": J, "columns": columns})
 
 
 def node_table(cluster: Cluster) -> tuple[list[str], np.ndarray, np.ndarray]:
