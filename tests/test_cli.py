@@ -20,7 +20,7 @@ import pytest
 
 from schedopt import schemas
 
-PROBLEMS = ["sia", "synergy", "heterps", "gandiva", "hived", "gavel"]
+PROBLEMS = ["sia", "synergy", "heterps", "gandiva", "hived", "gavel", "pollux"]
 ROOT = Path(__file__).resolve().parents[1]
 CLI_SCHEMA = jsonschema.Draft202012Validator(schemas.load("cli"))
 

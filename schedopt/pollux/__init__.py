@@ -89,5 +89,6 @@ PROBLEM_IO = ProblemIO(
     # decode are public for the exact model
     check=_io.check_instance,
     size=_io.size,
+    explain=_io.explain_instance,
     methods=METHODS,
 )

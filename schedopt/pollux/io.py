@@ -24,10 +24,10 @@ from ..instances import check_keys, field
 from ..problem import SolveOptions, Violation
 from ..sia import Cluster, GpuType
 from .check import check_allocation
-from .solve import PolluxAnswer, solve_spec
+from .solve import PolluxAnswer, build, solve_spec
 from .spec import MAX_NODES, MAX_REPLICAS, P_FAIRNESS, PolluxSpec, node_columns, restart_factor
 
-__all__ = ["check_instance", "from_data", "generate", "size", "solve_instance", "to_data"]
+__all__ = ["check_instance", "explain_instance", "from_data", "generate", "size", "solve_instance", "to_data"]
 
 _DATA = ("types", "p", "scale", "max_nodes", "max_replicas", "jobs")
 _TYPE = ("name", "gpus_per_node", "nodes")
@@ -190,6 +190,14 @@ def generate(gpus: int, seed: int, jobs_per_gpu: float = 0.25, **unknown: Any) -
 
 def check_instance(spec: PolluxSpec, answer: Any) -> list[Violation]:
     return check_allocation(spec, answer)
+
+
+def explain_instance(spec: PolluxSpec) -> str:
+    """Which constraint families of the exact model (``one_config_per_job``, ``gpu_capacity``,
+    ``virtual_node_capacity``) make the instance infeasible, or that it is feasible."""
+    from ..infeasibility import explain_infeasibility
+
+    return str(explain_infeasibility(build(spec).model))
 
 
 def size(spec: PolluxSpec) -> tuple[int, int]:
