@@ -9,6 +9,14 @@ wall beside them, with the 1-minute load average at the start, since a loaded ma
 run spec ``WORKLOAD@CLUSTER:SECONDS`` caps the simulated time (``max_time``): the row says so and how many jobs
 finished, so a capped run is never read as a whole one. Rows are appended one per finished run (``--resume`` skips
 the (label, policy, workload, cluster, cap) already in the file). The job model is the cluster's default.
+
+The row labelled ``published-sia-simulator`` is the published Sia simulator on the same workload, run once outside
+the repository with its own code (siasosp23/artifacts@aaf7a0de ``sia-simulator``, ``python multi_simulator.py
+<saturn workload-1> --policy=sia --policy_p_val=-0.5 --mip_lambda_a=0.01 --mip_lambda_n=1.1 --interval=60
+--project_throughput --share_max_replicas``, the flags of its ``run_experiment.sh``; its MILP solver CBC replaced
+by HiGHS through cvxpy, CBC not being installable here) under ``/usr/bin/time -v`` at ``nice 10`` on the shared
+machine (load average 10-14): user 866.75 s + system 1.91 s, 57:50.7 wall, mean JCT 2,140.9 s (as in the run
+behind ``benchmarks/sia_published_saturn1.csv``).
 """
 
 from __future__ import annotations
