@@ -160,6 +160,9 @@ class JobModel:
     # -- sia-eval: job ids that scale their GPU count (up to the request) at their requested batch (strong scaling;
     # the artifact's ``scale-gpus``) under adaptive policies --
     strong_jobs: frozenset[str] = frozenset()
+    # -- sia-eval: applications whose policy estimate is the oracle (the fitted truth) even under the bootstrap
+    # estimator: a diagnostic (tools/sim_measured.py names the deepspeech2 gap with it; card) --
+    oracle_apps: frozenset[str] = frozenset()
 
     def scale_units(self, app: str) -> dict[str, int]:
         """GPU type -> GPUs per data-parallel replica of ``app``: the pipeline depth ``P`` of a pipeline application
@@ -509,6 +512,7 @@ def goodput_estimate(job: JobState) -> JobGoodputModel:
     types bootstrapped from the measured one. ``"oracle"``, and every rigid job (Sia seeds a rigid job's profile with
     the measured placements of its own shape, ``seed_profiles_rigid``): the zoo's fitted (true) throughput model.
     One object per (application, observations, epoch), so jobs at the same point share it."""
-    if job.estimator == "oracle" or job.rigid_shape is not None or job.scale_units:  # sia-eval: pipelines: oracle
+    if (job.estimator == "oracle" or job.rigid_shape is not None or job.scale_units  # sia-eval: pipelines: oracle
+            or job.app in job.jm.oracle_apps):
         return _estimate(job.jm, job.app, job.epoch)
     return _online(job.jm, job.app, job.seen, job.epoch)
