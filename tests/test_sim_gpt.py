@@ -178,3 +178,19 @@ def test_mixed_workload_gpt_jobs_only_ever_hold_multiples_of_p(n: int) -> None:
         for s in j.segments:
             assert s[3] % P[s[2]] == 0 and s[3] // P[s[2]] <= 8, (j.id, s)
     assert not math.isnan(sum(j.finish - j.arrival for j in gpt))
+
+
+@pytest.mark.parametrize(("seed", "rigid"), [(3, "c"), (0, "g")])
+def test_sia_any_rigid_values_pipelines_in_multiples_of_p(seed: int, rigid: str) -> None:
+    from schedopt.sim.adaptivity import SiaAnyRigid, limit_adaptivity
+
+    w = Workload("two", (WorkloadJob("g", 0.0, "gpt_pmp", 8, 192), WorkloadJob("c", 0.0, "cifar10", 2, 256)))
+    jm = limit_adaptivity(w, 0.5, seed=seed)
+    assert jm.rigid_jobs == {rigid}  # one job rigid: the any-count path of sia-any-rigid
+    r = simulate(cluster_preset("sia-gpt"), w, SiaAnyRigid(), job_model=jm, round_seconds=600, estimator="oracle")
+    g = next(j for j in r.jobs if j.id == "g")
+    assert g.finish is not None and all(s[3] % P[s[2]] == 0 for s in g.segments)
+    if rigid == "g":
+        assert all(s[3] == 8 for s in g.segments)
+    else:
+        assert all(s[3] == 2 for s in next(j for j in r.jobs if j.id == "c").segments)

@@ -78,6 +78,25 @@ def limit_adaptivity(workload: Workload | str, rigid: float = 0.0, *, strong: fl
                                rigid_jobs=rig, strong_jobs=strg)
 
 
+class _PipelineEstimate:
+    """A pipeline job's estimate in GPUs: goodput at ``GPUs / P`` pipelines where the count is a multiple of the
+    type's ``P``, 0 elsewhere (no ``throughput`` method: a pipeline's batch is its own, so every kind is valued by
+    goodput, as ``sia``'s rows do)."""
+
+    def __init__(self, estimate: Any, units: Any) -> None:
+        self.estimate, self.units = estimate, dict(units)
+        self.gpu_types = list(estimate.gpu_types)
+
+    def goodput(self, gpu_type: str, nodes: Any, replicas: Any) -> np.ndarray:
+        n, r = np.broadcast_arrays(np.asarray(nodes), np.asarray(replicas))
+        u = int(self.units.get(gpu_type, 1))
+        out = np.zeros(r.shape, dtype=np.float64)
+        ok = (r % u == 0) & (r > 0)
+        if ok.any():
+            out[ok] = self.estimate.goodput(gpu_type, n[ok], r[ok] // u).goodput
+        return out
+
+
 class SiaAnyRigid(SiaPolicy):
     """:class:`~schedopt.sim.policies.sia.SiaPolicy` whose rigid jobs may hold any GPU count a type can host
     (``SiaSettings(rigid_any_count=True)``, the published optimizer's per-type rigid variables)."""
@@ -100,7 +119,8 @@ class SiaAnyRigid(SiaPolicy):
         if all(v.adaptive for v in state.jobs):
             return super().problem(state)
         jobs = self.jobs(state)
-        models: dict[Any, Any] = {v.id: v.estimate for v in state.jobs}
+        models: dict[Any, Any] = {v.id: _PipelineEstimate(v.estimate, v.scale_units) if v.scale_units else v.estimate
+                                  for v in state.jobs}
         return SiaProblem(state.cluster, jobs, models, p=self.p, lam=self.lam,
                           settings=SiaSettings(rigid_any_count=True, max_gpus_per_job=self.max_gpus_per_job))
 

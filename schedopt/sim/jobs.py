@@ -345,8 +345,9 @@ class JobState:
         lo = min(v[0] for v in m.local_bsz_limits.values())
         units = self.scale_units
         if units:  # sia-eval: pipelines
-            return int(min(self.jm.gpu_cap, int(m.max_batch // lo) * max(units.values())))
-        cap = int(min(max(2 * self.max_profiled, 1), self.jm.gpu_cap, m.max_batch // lo))
+            cap = int(min(self.jm.gpu_cap, int(m.max_batch // lo) * max(units.values())))
+        else:
+            cap = int(min(max(2 * self.max_profiled, 1), self.jm.gpu_cap, m.max_batch // lo))
         return min(cap, self.requested_gpus) if self.kind == "strong" else cap
 
     @property
