@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from importlib import resources
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -164,10 +165,10 @@ class JobModel:
     # estimator: a diagnostic (tools/sim_measured.py names the deepspeech2 gap with it; card) --
     oracle_apps: frozenset[str] = frozenset()
 
-    def scale_units(self, app: str) -> dict[str, int]:
+    def scale_units(self, app: str) -> Mapping[str, int]:
         """GPU type -> GPUs per data-parallel replica of ``app``: the pipeline depth ``P`` of a pipeline application
         (:mod:`schedopt.zoo.pmp`); empty for a data-parallel one (1 on every type)."""
-        return _scale_units(app) if app not in self.apps else {}
+        return _scale_units(app) if app not in self.apps else _NO_UNITS
 
     def application(self, app: str) -> Application:
         """The training curve of ``app`` (``apps`` first, then the shipped ones)."""
@@ -205,12 +206,15 @@ SIA_MEASURED = JobModel(
 _MODELS = {"pollux": POLLUX, "sia": SIA, "sia-measured": SIA_MEASURED}
 
 
+_NO_UNITS: Mapping[str, int] = MappingProxyType({})
+
+
 @cache
-def _scale_units(app: str) -> dict[str, int]:
+def _scale_units(app: str) -> Mapping[str, int]:
     from ..zoo.pmp import pipeline_application
 
     pa = pipeline_application(app)
-    return {} if pa is None else dict(pa.stages)
+    return _NO_UNITS if pa is None else MappingProxyType(dict(pa.stages))
 
 
 def job_model(name: str | JobModel) -> JobModel:
