@@ -162,6 +162,9 @@ def test_with_gpt_jobs_is_seeded_and_exact() -> None:
     assert [j.time for j in g.jobs] == [j.time for j in w.jobs]
     assert g == with_gpt_jobs(w, 0.1, seed=3) and g != with_gpt_jobs(w, 0.1, seed=4)
     assert g.name == "saturn/1+gpt=0.1:seed=3"
+    assert load_workload(g.name) == g  # the name loads it back (schedopt simulate --workload ...)
+    with pytest.raises(InputError, match="integer seed"):
+        load_workload("saturn/1+gpt=0.1:seed=x")
     with pytest.raises(InputError, match="fraction"):
         with_gpt_jobs(w, 1.5)
 

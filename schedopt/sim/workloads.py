@@ -261,7 +261,8 @@ def list_workloads() -> dict[str, str]:
 
 def load_workload(name_or_path: str | Path) -> Workload:
     """A shipped workload (``"saturn/1"``, ``"pollux@1.5/3"``) or a CSV file path; ``"<set>@<load>/<k>"`` at another
-    load and ``"FILE:load=X[:seed=K]"`` are made by :mod:`schedopt.traces.named`."""
+    load and ``"FILE:load=X[:seed=K]"`` are made by :mod:`schedopt.traces.named`; ``"<workload>+gpt=<f>[:seed=K]"``
+    by :func:`with_gpt_jobs`."""
     if not isinstance(name_or_path, (str, Path)) or not str(name_or_path).strip():
         raise InputError("workload", name_or_path, "must name a shipped workload ('saturn/1') or a CSV file")
     key = str(name_or_path)
@@ -281,6 +282,15 @@ def load_workload(name_or_path: str | Path) -> Workload:
         return read_workload(data, p.stem or "workload", source=str(p))
     if p.exists():
         raise InputError("workload", key, "is not a regular file (a folder?)")
+    if "+gpt=" in key:  # sia-eval: "<workload>+gpt=<fraction>[:seed=<k>]", the name with_gpt_jobs gives
+        base, _, rest = key.rpartition("+gpt=")
+        frac, _, seed = rest.partition(":seed=")
+        try:
+            frac_f, seed_i = float(frac), int(seed or "0")
+        except ValueError:
+            raise InputError("workload", key, "'<workload>+gpt=<fraction>[:seed=<k>]' needs a number and an integer "
+                             "seed") from None
+        return with_gpt_jobs(load_workload(base), frac_f, seed=seed_i)
     # workload sources of installed packages (entry-point group "schedopt.workloads"; schedopt.traces gives
     # "<set>@<load>/<k>" at any load and "FILE:load=X[:seed=K...]"): each resolver returns a Workload or None
     for resolve in workload_resolvers():
