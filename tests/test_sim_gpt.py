@@ -174,7 +174,7 @@ def test_mixed_workload_gpt_jobs_only_ever_hold_multiples_of_p(n: int) -> None:
     base = load_workload("saturn/1")
     w = with_gpt_jobs(Workload("s", base.jobs[:n]), 0.25, seed=1)
     assert sum(j.application == "gpt_pmp" for j in w.jobs) == n // 4
-    r = simulate(cluster_preset("sia-gpt"), w, SiaPolicy(), job_model="sia", round_seconds=60, estimator="oracle")
+    r = simulate(cluster_preset("sia-gpt"), w, SiaPolicy(), job_model="sia", round_seconds=300, estimator="oracle")
     gpt = [j for j in r.jobs if j.application == "gpt_pmp"]
     assert all(j.finish is not None for j in r.jobs)
     for j in gpt:
