@@ -13,6 +13,11 @@
 True throughput comes from the goodput zoo's fitted :class:`~schedopt.goodput.ThroughputParams` (fitted with
 :func:`schedopt.goodput.fit_throughput` to the placements/scalability tables of each GPU type), not from
 interpolating the tables as the published simulators do; the statistical efficiency follows the per-epoch tables.
+
+A pipeline-model-parallel application (:mod:`schedopt.zoo.pmp`, ``gpt_pmp``) runs one replica per pipeline of ``P``
+GPUs (:meth:`JobModel.scale_units`), at its measured pipeline time, with its batch fixed per pipeline. A job's
+:attr:`JobState.kind` is ``adaptive``, ``strong`` (``JobModel.strong_jobs``: its requested batch on up to its
+requested GPUs) or ``rigid``.
 """
 
 from __future__ import annotations
