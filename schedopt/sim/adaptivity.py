@@ -12,8 +12,11 @@ gives rigid jobs per-type variables (``ceil(g / R)`` nodes). :class:`SiaAnyRigid
 is the ``sia`` policy with ``SiaSettings(rigid_any_count=True)`` and the jobs' estimates as goodput models, so such
 jobs can run; with no rigid job it decides exactly as ``sia``.
 
-Strong-scaling jobs (``scale-gpus``: fixed batch, adaptive GPU count up to the request) are not modelled in the
-closed loop: the policy's view of a job (``JobView``) has no kind to tell the ILP (``schedopt.sia.Job(kind="strong")``).
+Strong-scaling jobs (the artifact's ``scale-gpus``: the requested batch on any GPU count up to the request, the
+published ``max_replicas = target_num_replicas`` with batch-size tuning off) are a second seeded fraction
+(``limit_adaptivity(..., strong=f)``, :func:`job_kinds`): the next ``round(f * jobs)`` of the same permutation, so the
+rigid and strong sets never overlap and both nest as their fractions grow. The engine shows the kind to the policy
+(``JobView.kind``) and ``sia`` maps it to its ILP's kind (``schedopt.sia.Job(kind="strong", batch_size=...)``).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from .policies.sia import SiaPolicy
 from .roles import GpuRequest
 from .workloads import Workload, load_workload
 
-__all__ = ["SiaAnyRigid", "limit_adaptivity", "rigid_job_ids"]
+__all__ = ["SiaAnyRigid", "job_kinds", "limit_adaptivity", "rigid_job_ids"]
 
 
 def rigid_job_ids(workload: Workload | str, fraction: float, seed: int = 0) -> frozenset[str]:
@@ -46,14 +49,52 @@ def rigid_job_ids(workload: Workload | str, fraction: float, seed: int = 0) -> f
     return frozenset(w.jobs[i].name for i in order[:k])
 
 
-def limit_adaptivity(workload: Workload | str, rigid: float = 0.0, *, seed: int = 0,
+def job_kinds(workload: Workload | str, rigid: float = 0.0, strong: float = 0.0,
+              seed: int = 0) -> tuple[frozenset[str], frozenset[str]]:
+    """(rigid job names, strong-scaling job names): the first ``round(rigid * n)`` of one seeded permutation
+    (exactly :func:`rigid_job_ids`) and the next ``round(strong * n)``; ``rigid + strong`` must be at most 1."""
+    w = load_workload(workload) if isinstance(workload, str) else workload
+    for name, f in (("rigid", rigid), ("strong", strong)):
+        if not isinstance(f, (int, float)) or isinstance(f, bool) or not 0.0 <= float(f) <= 1.0:
+            raise InputError(name, f, "must be a fraction in [0, 1]")
+    if float(rigid) + float(strong) > 1.0 + 1e-12:
+        raise InputError("strong", strong, f"rigid + strong = {float(rigid) + float(strong):g} must be <= 1")
+    order = np.random.default_rng(int(seed)).permutation(len(w.jobs))
+    kr = round(float(rigid) * len(w.jobs))
+    ks = min(round(float(strong) * len(w.jobs)), len(w.jobs) - kr)
+    return (frozenset(w.jobs[i].name for i in order[:kr]), frozenset(w.jobs[i].name for i in order[kr:kr + ks]))
+
+
+def limit_adaptivity(workload: Workload | str, rigid: float = 0.0, *, strong: float = 0.0, seed: int = 0,
                      job_model: str | JobModel = "sia") -> JobModel:
     """``job_model`` with a seeded fraction ``rigid`` of ``workload``'s jobs rigid at their requested (GPUs, batch)
-    (:func:`rigid_job_ids`); named ``<job model>:rigid=<fraction>:seed=<seed>``. Pass it as ``simulate(...,
-    job_model=...)`` or ``SimTask(job_model=...)``."""
+    and a further fraction ``strong`` strong-scaling (their requested batch on 1 to their requested GPUs)
+    (:func:`job_kinds`); named ``<job model>:rigid=<fraction>[:strong=<fraction>]:seed=<seed>``. Pass it as
+    ``simulate(..., job_model=...)`` or ``SimTask(job_model=...)``."""
     base = get_job_model(job_model)
-    ids = rigid_job_ids(workload, rigid, seed)
-    return dataclasses.replace(base, name=f"{base.name}:rigid={float(rigid):g}:seed={int(seed)}", rigid_jobs=ids)
+    rig, strg = job_kinds(workload, rigid, strong, seed)
+    tag = f":strong={float(strong):g}" if strong else ""
+    return dataclasses.replace(base, name=f"{base.name}:rigid={float(rigid):g}{tag}:seed={int(seed)}",
+                               rigid_jobs=rig, strong_jobs=strg)
+
+
+class _PipelineEstimate:
+    """A pipeline job's estimate in GPUs: goodput at ``GPUs / P`` pipelines where the count is a multiple of the
+    type's ``P``, 0 elsewhere (no ``throughput`` method: a pipeline's batch is its own, so every kind is valued by
+    goodput, as ``sia``'s rows do)."""
+
+    def __init__(self, estimate: Any, units: Any) -> None:
+        self.estimate, self.units = estimate, dict(units)
+        self.gpu_types = list(estimate.gpu_types)
+
+    def goodput(self, gpu_type: str, nodes: Any, replicas: Any) -> np.ndarray:
+        n, r = np.broadcast_arrays(np.asarray(nodes), np.asarray(replicas))
+        u = int(self.units.get(gpu_type, 1))
+        out = np.zeros(r.shape, dtype=np.float64)
+        ok = (r % u == 0) & (r > 0)
+        if ok.any():
+            out[ok] = self.estimate.goodput(gpu_type, n[ok], r[ok] // u).goodput
+        return out
 
 
 class SiaAnyRigid(SiaPolicy):
@@ -78,7 +119,8 @@ class SiaAnyRigid(SiaPolicy):
         if all(v.adaptive for v in state.jobs):
             return super().problem(state)
         jobs = self.jobs(state)
-        models: dict[Any, Any] = {v.id: v.estimate for v in state.jobs}
+        models: dict[Any, Any] = {v.id: _PipelineEstimate(v.estimate, v.scale_units) if v.scale_units else v.estimate
+                                  for v in state.jobs}
         return SiaProblem(state.cluster, jobs, models, p=self.p, lam=self.lam,
                           settings=SiaSettings(rigid_any_count=True, max_gpus_per_job=self.max_gpus_per_job))
 

@@ -100,6 +100,7 @@ def _view(j: JobState, t: float) -> JobView:
         estimate=goodput_estimate(j),
         progress=min(j.progress / j.application.target, 1.0 - 1e-12),
         max_gpus=j.max_gpus,
+        kind=j.kind, scale_units=j.scale_units,  # sia-eval (issue 31): job kind and pipeline scale units
     )
 
 

@@ -13,6 +13,11 @@
 True throughput comes from the goodput zoo's fitted :class:`~schedopt.goodput.ThroughputParams` (fitted with
 :func:`schedopt.goodput.fit_throughput` to the placements/scalability tables of each GPU type), not from
 interpolating the tables as the published simulators do; the statistical efficiency follows the per-epoch tables.
+
+A pipeline-model-parallel application (:mod:`schedopt.zoo.pmp`, ``gpt_pmp``) runs one replica per pipeline of ``P``
+GPUs (:meth:`JobModel.scale_units`), at its measured pipeline time, with its batch fixed per pipeline. A job's
+:attr:`JobState.kind` is ``adaptive``, ``strong`` (``JobModel.strong_jobs``: its requested batch on up to its
+requested GPUs) or ``rigid``.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from importlib import resources
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -100,6 +106,15 @@ def applications() -> dict[str, Application]:
             grad_sqr=np.asarray(d["grad_sqr"], dtype=float),
             grad_var=np.asarray(d["grad_var"], dtype=float),
         )
+    # -- sia-eval: pipeline-model-parallel applications (schedopt.zoo.pmp) train on their curve's tables --
+    from ..zoo.pmp import PIPELINE_APPS, pipeline_application
+
+    for name in PIPELINE_APPS:
+        pa = pipeline_application(name)
+        if pa is not None and pa.training_curve in out:
+            c = out[pa.training_curve]
+            out[name] = Application(name, c.batches, min(c.epochs, pa.epochs), c.progress[:pa.epochs], c.grad_sqr,
+                                    c.grad_var)
     return out
 
 
@@ -112,10 +127,13 @@ def application(name: str) -> Application:
 
 @cache
 def true_model(name: str) -> JobGoodputModel:
-    """The throughput truth of application ``name``: the zoo's fitted model (every GPU type it was profiled on)."""
+    """The throughput truth of application ``name``: the zoo's fitted model (every GPU type it was profiled on); for a
+    pipeline application (:mod:`schedopt.zoo.pmp`) its measured pipeline time, one replica per pipeline."""
     from .. import zoo
+    from ..zoo.pmp import pipeline_application
 
-    return zoo.load_model(name)
+    pa = pipeline_application(name)
+    return pa.goodput_model() if pa is not None else zoo.load_model(name)
 
 
 @dataclass(frozen=True, eq=False)
@@ -145,6 +163,17 @@ class JobModel:
     # -- sia-eval: job ids that run rigid at their requested (GPUs, batch) under adaptive policies (limited
     # adaptivity, schedopt.sim.adaptivity.limit_adaptivity) --
     rigid_jobs: frozenset[str] = frozenset()
+    # -- sia-eval: job ids that scale their GPU count (up to the request) at their requested batch (strong scaling;
+    # the artifact's ``scale-gpus``) under adaptive policies --
+    strong_jobs: frozenset[str] = frozenset()
+    # -- sia-eval: applications whose policy estimate is the oracle (the fitted truth) even under the bootstrap
+    # estimator: a diagnostic (tools/sim_measured.py names the deepspeech2 gap with it; card) --
+    oracle_apps: frozenset[str] = frozenset()
+
+    def scale_units(self, app: str) -> Mapping[str, int]:
+        """GPU type -> GPUs per data-parallel replica of ``app``: the pipeline depth ``P`` of a pipeline application
+        (:mod:`schedopt.zoo.pmp`); empty for a data-parallel one (1 on every type)."""
+        return _scale_units(app) if app not in self.apps else _NO_UNITS
 
     def application(self, app: str) -> Application:
         """The training curve of ``app`` (``apps`` first, then the shipped ones)."""
@@ -180,6 +209,17 @@ SIA_MEASURED = JobModel(
     rigid_apps={}, measured=True,
 )
 _MODELS = {"pollux": POLLUX, "sia": SIA, "sia-measured": SIA_MEASURED}
+
+
+_NO_UNITS: Mapping[str, int] = MappingProxyType({})
+
+
+@cache
+def _scale_units(app: str) -> Mapping[str, int]:
+    from ..zoo.pmp import pipeline_application
+
+    pa = pipeline_application(app)
+    return _NO_UNITS if pa is None else MappingProxyType(dict(pa.stages))
 
 
 def job_model(name: str | JobModel) -> JobModel:
@@ -278,22 +318,51 @@ class JobState:
             return self.requested_gpus, self.batch_size
         return self.jm.rigid_apps.get(self.app)
 
+    # -- sia-eval: job kinds and scale units (issue 31 items 1-2) --
+    @property
+    def kind(self) -> str:
+        """``"rigid"`` (fixed GPUs and batch), ``"strong"`` (fixed batch, GPU count adaptive up to the request:
+        ``JobModel.strong_jobs`` under an adaptive policy) or ``"adaptive"``."""
+        if self.rigid_shape is not None:
+            return "rigid"
+        return "strong" if self.id in self.jm.strong_jobs else "adaptive"
+
+    @property
+    def scale_units(self) -> Mapping[str, int]:
+        """GPU type -> GPUs per replica (a pipeline application's depth ``P``; empty: 1 on every type)."""
+        return self.jm.scale_units(self.app)
+
+    def replicas(self) -> int:
+        """Data-parallel replicas now: GPUs held / the current type's scale unit."""
+        g = sum(self.nodes.values())
+        if not g or self.config is None:
+            return 0
+        return g // self.scale_units.get(self.config.gpu_type, 1)
+    # -- end sia-eval --
+
     @property
     def max_gpus(self) -> int:
         """The cap a policy may give this round: rigid -> its count; adaptive -> Pollux's and Sia's
-        ``min(max(2 x most GPUs run on, 1), 64, max_batch // min_local_bsz)``."""
+        ``min(max(2 x most GPUs run on, 1), 64, max_batch // min_local_bsz)``; strong-scaling -> at most its
+        requested count too (the artifact's ``scale-gpus`` jobs: ``max_replicas = target_num_replicas``); a
+        pipeline application -> ``max_batch // local batch`` pipelines of the deepest type, at most 64 GPUs (no
+        growth rule: see the card)."""
         rs = self.rigid_shape
         if rs is not None:
             return rs[0]
         m = self.jm.truth(self.app)
         lo = min(v[0] for v in m.local_bsz_limits.values())
-        return int(min(max(2 * self.max_profiled, 1), self.jm.gpu_cap, m.max_batch // lo))
+        units = self.scale_units
+        if units:  # sia-eval: pipelines
+            cap = int(min(self.jm.gpu_cap, int(m.max_batch // lo) * max(units.values())))
+        else:
+            cap = int(min(max(2 * self.max_profiled, 1), self.jm.gpu_cap, m.max_batch // lo))
+        return min(cap, self.requested_gpus) if self.kind == "strong" else cap
 
     @property
     def batch(self) -> int:
         """The global batch it trains at now (0 when not running)."""
-        n = sum(self.nodes.values())
-        return n * self.local_bsz * (self.accum + 1)
+        return self.replicas() * self.local_bsz * (self.accum + 1)
 
     def rebatch(self) -> None:
         """Choose (local batch, accumulation) for the current placement and epoch; reset the cached rate."""
@@ -302,9 +371,21 @@ class JobState:
             self.local_bsz = self.accum = 0
             return
         t, n, r = self.config.gpu_type, len(self.nodes), sum(self.nodes.values())
+        units = self.scale_units
+        if units:  # -- sia-eval: a pipeline job: GPUs in multiples of P, its batch fixed per pipeline --
+            P = units.get(t)
+            m = self.jm.truth(self.app)
+            if P is None or r % P or (r // P) * m.local_bsz_limits[t][1] > m.max_batch:
+                raise InputError(f"job[{self.id}].gpus", r, f"{self.app} on {t} runs in multiples of its pipeline "
+                                 f"depth {P} GPUs, at most {int(m.max_batch // m.local_bsz_limits[t][1])} pipelines"
+                                 if P is not None else f"{self.app} has no pipeline on {t}")
+            self.local_bsz, self.accum = m.local_bsz_limits[t][1], 0
+            return
         rs = self.rigid_shape
         if rs is not None:
             self.local_bsz, self.accum = rigid_batch(self.app, t, self.jm, r, rs[1])
+        elif self.kind == "strong":  # sia-eval: the requested batch on any GPU count (the published update_local_bsz)
+            self.local_bsz, self.accum = rigid_batch(self.app, t, self.jm, r, self.batch_size)
         else:
             cur = self.batch if self.local_bsz else self.jm.truth(self.app).init_batch
             self.local_bsz, self.accum = _adaptive_batch(self.app, t, self.jm, n, r, self.epoch, float(cur))
@@ -315,7 +396,7 @@ class JobState:
         if self._rate is None:
             assert self.config is not None
             m = self.jm.truth(self.app)
-            n, r = len(self.nodes), sum(self.nodes.values())
+            n, r = len(self.nodes), self.replicas()  # sia-eval: replicas (pipelines for a pipeline application)
             B = r * self.local_bsz * (self.accum + 1)
             scale = B / m.init_batch
             sqr, var = _grad_stats(self.jm, self.app, float(B), self.epoch)
@@ -323,7 +404,7 @@ class JobState:
             gain = (var + sqr) / den if den > 0 else 1.0
             it = _step_time(m.params[self.config.gpu_type], n, r, self.local_bsz, self.accum)
             # -- sia-eval: measured truth (schedopt.sim.measured), the fit only where nothing was measured --
-            if self.jm.measured:
+            if self.jm.measured and not self.scale_units:
                 from .measured import step_time as measured_step_time
 
                 got = measured_step_time(self.app, self.config.gpu_type, tuple(self.nodes.values()),
@@ -379,7 +460,7 @@ class JobState:
         (nodes, GPUs, local batch) on a GPU type, as both simulators' ``update_params`` keep one profile entry per
         key)."""
         assert self.config is not None
-        key = (self.config.gpu_type, len(self.nodes), sum(self.nodes.values()), int(self.local_bsz))
+        key = (self.config.gpu_type, len(self.nodes), self.replicas(), int(self.local_bsz))
         if key not in self.seen:
             self.seen = tuple(sorted((*self.seen, key)))
 
@@ -441,6 +522,7 @@ def goodput_estimate(job: JobState) -> JobGoodputModel:
     types bootstrapped from the measured one. ``"oracle"``, and every rigid job (Sia seeds a rigid job's profile with
     the measured placements of its own shape, ``seed_profiles_rigid``): the zoo's fitted (true) throughput model.
     One object per (application, observations, epoch), so jobs at the same point share it."""
-    if job.estimator == "oracle" or job.rigid_shape is not None:
+    if (job.estimator == "oracle" or job.rigid_shape is not None or job.scale_units  # sia-eval: pipelines: oracle
+            or job.app in job.jm.oracle_apps):
         return _estimate(job.jm, job.app, job.epoch)
     return _online(job.jm, job.app, job.seen, job.epoch)

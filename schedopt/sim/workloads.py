@@ -28,8 +28,8 @@ from ..sia import Cluster, GpuType
 from .jobs import applications
 from .limits import MAX_ARRIVAL_SECONDS, MAX_BATCH_SIZE, MAX_REPLICAS, MAX_WORKLOAD_JOBS
 
-__all__ = ["CLUSTERS", "UnsortedWorkloadWarning", "Workload", "WorkloadJob", "cluster_preset", "decode_workload_bytes",
-           "list_workloads", "load_workload", "read_workload"]
+__all__ = ["CLUSTERS", "GPT_REQUEST", "UnsortedWorkloadWarning", "Workload", "WorkloadJob", "cluster_preset", "decode_workload_bytes",
+           "list_workloads", "load_workload", "read_workload", "with_gpt_jobs"]
 
 _COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
 
@@ -261,7 +261,8 @@ def list_workloads() -> dict[str, str]:
 
 def load_workload(name_or_path: str | Path) -> Workload:
     """A shipped workload (``"saturn/1"``, ``"pollux@1.5/3"``) or a CSV file path; ``"<set>@<load>/<k>"`` at another
-    load and ``"FILE:load=X[:seed=K]"`` are made by :mod:`schedopt.traces.named`."""
+    load and ``"FILE:load=X[:seed=K]"`` are made by :mod:`schedopt.traces.named`; ``"<workload>+gpt=<f>[:seed=K]"``
+    by :func:`with_gpt_jobs`."""
     if not isinstance(name_or_path, (str, Path)) or not str(name_or_path).strip():
         raise InputError("workload", name_or_path, "must name a shipped workload ('saturn/1') or a CSV file")
     key = str(name_or_path)
@@ -281,6 +282,15 @@ def load_workload(name_or_path: str | Path) -> Workload:
         return read_workload(data, p.stem or "workload", source=str(p))
     if p.exists():
         raise InputError("workload", key, "is not a regular file (a folder?)")
+    if "+gpt=" in key:  # sia-eval: "<workload>+gpt=<fraction>[:seed=<k>]", the name with_gpt_jobs gives
+        base, _, rest = key.rpartition("+gpt=")
+        frac, _, seed = rest.partition(":seed=")
+        try:
+            frac_f, seed_i = float(frac), int(seed or "0")
+        except ValueError:
+            raise InputError("workload", key, "'<workload>+gpt=<fraction>[:seed=<k>]' needs a number and an integer "
+                             "seed") from None
+        return with_gpt_jobs(load_workload(base), frac_f, seed=seed_i)
     # workload sources of installed packages (entry-point group "schedopt.workloads"; schedopt.traces gives
     # "<set>@<load>/<k>" at any load and "FILE:load=X[:seed=K...]"): each resolver returns a Workload or None
     for resolve in workload_resolvers():
@@ -305,12 +315,15 @@ def workload_resolvers() -> list[Callable[[str], Workload | None]]:
 CLUSTERS = {
     "pollux": Cluster((GpuType("t4", 4, 16),)),
     "sia-64": Cluster((GpuType("t4", 4, 6), GpuType("a100", 8, 2), GpuType("rtx2080ti", 8, 3))),
+    # sia-eval: Sia's A100 and RTX 2080Ti nodes, the GPU types the artifact profiled its pipeline-parallel GPT on
+    "sia-gpt": Cluster((GpuType("a100", 8, 2), GpuType("rtx2080ti", 8, 3))),
 }
 _DEFAULT_JOB_MODEL = {"pollux": "pollux"}
 
 
 def cluster_preset(name: str) -> Cluster:
-    """``"pollux"``, ``"sia-64"`` or ``"sia-<64 k>"`` (e.g. ``"sia-2048"``: node counts times k)."""
+    """``"pollux"``, ``"sia-64"``, ``"sia-gpt"`` (sia-64 without its T4 nodes) or ``"sia-<64 k>"`` (e.g.
+    ``"sia-2048"``: node counts times k)."""
     if not isinstance(name, str):
         raise InputError("cluster", name, "must be a cluster preset name ('pollux', 'sia-64', 'sia-<multiple of 64>')")
     if name in CLUSTERS:
@@ -326,3 +339,30 @@ def cluster_preset(name: str) -> Cluster:
 def default_job_model(cluster_name: str) -> str:
     """The job model that goes with a cluster preset: ``pollux`` for Pollux's cluster, ``sia`` otherwise."""
     return _DEFAULT_JOB_MODEL.get(cluster_name, "sia")
+
+
+# -- sia-eval: a workload with pipeline-model-parallel GPT jobs (issue 31 item 2) --
+#: Requested GPUs and batch of a GPT job in :func:`with_gpt_jobs`: 8 GPUs (4 pipelines on the A100, 1 on the RTX
+#: 2080Ti: a count both depths divide) at 4 pipelines x 48 samples.
+GPT_REQUEST = (8, 192)
+
+
+def with_gpt_jobs(workload: Workload | str, fraction: float = 0.1, *, seed: int = 0,
+                  application: str = "gpt_pmp") -> Workload:
+    """``workload`` with ``round(fraction * jobs)`` of its jobs, drawn without replacement by
+    ``numpy.random.default_rng(seed)``, turned into ``application`` jobs (named ``<application>-<name>``, same arrival) asking for
+    :data:`GPT_REQUEST`. The Sia artifact ships the GPT traces (``traces/gpt_pmp``) but no workload with GPT jobs,
+    so this seeded mix stands in for one; named ``<workload>+gpt=<fraction>:seed=<seed>``."""
+    import numpy as np
+
+    w = load_workload(workload) if isinstance(workload, str) else workload
+    if not isinstance(fraction, (int, float)) or isinstance(fraction, bool) or not 0.0 <= float(fraction) <= 1.0:
+        raise InputError("fraction", fraction, "must be a fraction in [0, 1]")
+    if application not in applications():
+        raise InputError("application", application, f"unknown; have {sorted(applications())}")
+    k = round(float(fraction) * len(w.jobs))
+    pick = {int(i) for i in np.random.default_rng(int(seed)).permutation(len(w.jobs))[:k]}
+    g, b = GPT_REQUEST
+    jobs = tuple(WorkloadJob(f"{application}-{j.name}", j.time, application, g, b) if i in pick else j
+                 for i, j in enumerate(w.jobs))
+    return Workload(f"{w.name}+gpt={float(fraction):g}:seed={int(seed)}", jobs)

@@ -21,8 +21,12 @@ from importlib import resources
 from typing import Any
 
 from ..errors import InputError
+from ..goodput import JobGoodputModel, ThroughputParams
 
-__all__ = ["PipelineApplication", "gpt_pmp"]
+__all__ = ["PIPELINE_APPS", "PipelineApplication", "gpt_pmp", "pipeline_application"]
+
+#: The shipped pipeline-model-parallel applications (name -> loader).
+PIPELINE_APPS = ("gpt_pmp",)
 
 
 def _key(placement: Sequence[int]) -> str:
@@ -79,6 +83,48 @@ class PipelineApplication:
         """Samples per second at ``placement`` (``None`` where not measured)."""
         it = self.iteration_time(gpu_type, placement, with_sync=with_sync)
         return None if it is None else self.batch(gpu_type, sum(int(x) for x in placement)) / it
+
+    @property
+    def local_batch(self) -> int:
+        """Samples per pipeline per iteration: ``M`` micro-batches of ``microbatch_size``."""
+        return self.microbatches * self.microbatch_size
+
+    def stage_time(self, gpu_type: str) -> float:
+        """The forward time of one stage for one micro-batch on ``gpu_type``: the same in every measured placement
+        of the artifact's tables (checked here; a table where it varied would need a per-placement truth)."""
+        self.scale_unit(gpu_type)
+        fwd = {v[self.microbatch_size][0] for v in self.rows[gpu_type].values() if self.microbatch_size in v}
+        if len(fwd) != 1:
+            raise InputError(f"{self.name}.rows[{gpu_type!r}]", sorted(fwd),
+                             "the stage time differs between placements: no single pipeline time per type")
+        return fwd.pop()
+
+    def pipeline_time(self, gpu_type: str) -> float:
+        """Seconds per iteration of one pipeline on ``gpu_type``, ``3 ((P - 1) + M) t_fwd`` (any measured
+        placement: the stage time does not depend on it)."""
+        return 3.0 * ((self.scale_unit(gpu_type) - 1) + self.microbatches) * self.stage_time(gpu_type)
+
+    def goodput_model(self) -> JobGoodputModel:
+        """The application as a data-parallel :class:`~schedopt.goodput.JobGoodputModel` whose *replica is one
+        pipeline*: per GPU type a :class:`~schedopt.goodput.ThroughputParams` with ``beta_c = pipeline_time /
+        local_batch`` and no network term, so ``step_time(nodes, pipelines, local_batch)`` is exactly
+        :meth:`pipeline_time` (the published ``Job.step`` adds no sync time for pipelines); local batch fixed at
+        ``local_batch``; the batch limits and gradient statistics of its training curve's application (BERT's).
+        Callers pass pipelines (``GPUs // scale_unit(type)``) as replicas."""
+        from .. import zoo
+
+        curve = zoo.load_model(self.training_curve)
+        params = {t: ThroughputParams(0.0, self.pipeline_time(t) / self.local_batch, 0.0, 0.0, 0.0, 0.0, 1.0)
+                  for t in self.gpu_types}
+        lims = {t: (self.local_batch, self.local_batch) for t in self.gpu_types}
+        return JobGoodputModel(self.name, params, curve.init_batch, curve.max_batch, lims, curve.grad_batch,
+                               curve.grad_sqr, curve.grad_var, self.epochs,
+                               {"scale_units": dict(self.stages), "training_curve": self.training_curve})
+
+
+def pipeline_application(name: str) -> PipelineApplication | None:
+    """The shipped pipeline application ``name`` (``None`` for a data-parallel application)."""
+    return gpt_pmp() if name == "gpt_pmp" else None
 
 
 @cache

@@ -13,11 +13,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from schedopt.errors import InputError
 from schedopt.goodput import JobGoodputModel
 from schedopt.problem import Answer
 from schedopt.sia import Cluster, Config, Placement
 
-__all__ = ["Decision", "GpuRequest", "JobView", "Policy", "RoundState"]
+__all__ = ["JOB_KINDS", "Decision", "GpuRequest", "JobView", "Policy", "RoundState"]
+
+#: What a :class:`JobView`'s ``kind`` may be (the Sia ILP's job kinds, :data:`schedopt.sia.KINDS`).
+JOB_KINDS = ("adaptive", "strong", "rigid")
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,22 @@ class JobView:
     estimate: JobGoodputModel       # the policy's goodput estimate (bootstrapped/refined; not the truth)
     progress: float                 # fraction of its target done, in [0, 1)
     max_gpus: int                   # cap (application's max replicas)
+    # -- sia-eval (issue 31): the job's kind and scale units; defaults keep views made without them valid --
+    kind: str | None = None         # "adaptive" | "strong" (fixed batch, GPUs adapt) | "rigid"; None: from `adaptive`
+    scale_units: Mapping[str, int] = field(default_factory=dict)  # GPU type -> GPUs per replica (pipeline depth P)
+
+    def __post_init__(self) -> None:
+        if self.kind is None:
+            object.__setattr__(self, "kind", "adaptive" if self.adaptive else "rigid")
+        elif self.kind not in JOB_KINDS:
+            raise InputError(f"JobView({self.id!r}).kind", self.kind, f"must be one of {list(JOB_KINDS)}")
+        elif (self.kind == "rigid") == self.adaptive:
+            raise InputError(f"JobView({self.id!r}).kind", self.kind, f"contradicts adaptive={self.adaptive}")
+
+    def scale_unit(self, gpu_type: str) -> int:
+        """GPUs per replica on ``gpu_type`` (1 unless the application is pipeline-parallel)."""
+        return int(self.scale_units.get(gpu_type, 1))
+    # -- end sia-eval --
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ configuration (the policy tracks when it changed a job's configuration and the j
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -52,7 +53,7 @@ class SiaPolicy:
         self.mip_rel_gap = mip_rel_gap
         self._changed: dict[str, tuple[Any, float]] = {}  # job -> (configuration, time it took it)
         self._table: tuple[Any, ConfigTable, list[str]] | None = None
-        self._cache: dict[tuple[int, float | None], tuple[Any, np.ndarray]] = {}
+        self._cache: dict[tuple[int, float | None, tuple[tuple[str, int], ...]], tuple[Any, np.ndarray]] = {}
         self._build = SiaBuildCache()  # the model built incrementally across rounds (the same model)
 
     def _pinned(self, state: RoundState, jid: str, app: str, current: Any) -> bool:
@@ -74,9 +75,12 @@ class SiaPolicy:
             pinned = self._pinned(state, v.id, v.application, v.current)
             common: dict[str, Any] = {"current": v.current, "age_s": v.age, "restarts": v.restarts,
                                       "restart_cost_s": self.restart_penalty(v.application), "preemptible": not pinned}
+            # -- sia-eval (issue 31): strong-scaling jobs and pipeline scale units (GPU counts in multiples of P) --
             if v.adaptive:
-                out.append(Job(id=v.id, kind="adaptive", max_gpus=v.max_gpus, max_profiled_gpus=v.max_gpus,
-                               **common))
+                unit = math.gcd(*v.scale_units.values()) if v.scale_units else 1
+                out.append(Job(id=v.id, kind=v.kind or "adaptive", max_gpus=v.max_gpus, max_profiled_gpus=v.max_gpus,
+                               scale_unit=unit, batch_size=v.batch_size if v.kind == "strong" else None, **common))
+            # -- end sia-eval --
             else:
                 out.append(Job(id=v.id, kind="rigid", rigid_gpus=v.requested_gpus, batch_size=v.batch_size,
                                **common))
@@ -98,15 +102,17 @@ class SiaPolicy:
         cfg, point_types = self._table[1], self._table[2]
         K = len(cfg)
         rows: list[np.ndarray | None] = [None] * len(state.jobs)
-        new: dict[tuple[int, float | None], tuple[Any, list[int]]] = {}  # adaptive misses: key -> (estimate, jobs)
+        new: dict[tuple[int, float | None, tuple[tuple[str, int], ...]], tuple[Any, list[int]]] = {}  # adaptive misses
         cache = self._cache
         for i, v in enumerate(state.jobs):
             est = v.estimate
-            key = (id(est), None if v.adaptive else float(v.batch_size))
+            by_goodput = v.kind == "adaptive" or bool(v.scale_units)  # sia-eval: a pipeline's batch is its own
+            units = tuple(sorted(v.scale_units.items()))
+            key = (id(est), None if by_goodput else float(v.batch_size), units)
             hit = cache.get(key)
             if hit is not None and hit[0] is est:
                 rows[i] = hit[1]
-            elif v.adaptive:
+            elif by_goodput and not units:
                 got = new.get(key)
                 if got is None:
                     new[key] = (est, [i])
@@ -118,7 +124,14 @@ class SiaPolicy:
                     if t not in est.gpu_types:
                         continue
                     sel = np.flatnonzero(cfg.type_index == cl.type_index(t))
-                    row[sel] = est.throughput(t, cfg.n_nodes[sel], cfg.n_gpus[sel], float(v.batch_size))
+                    n, r = cfg.n_nodes[sel], cfg.n_gpus[sel]
+                    u = v.scale_unit(t)  # sia-eval: replicas are pipelines of u GPUs; other counts cannot run
+                    if u > 1:
+                        sel, n, r = sel[r % u == 0], n[r % u == 0], r[r % u == 0] // u
+                    if by_goodput:
+                        row[sel] = est.goodput(t, n, r).goodput
+                    else:
+                        row[sel] = est.throughput(t, n, r, float(v.batch_size))
                 if len(cache) > 4096:
                     cache.clear()
                 cache[key] = (est, row)
