@@ -2,8 +2,11 @@
 
 ``L(lam) = lam.b + sum_g max(0, max_{i in g} v_i - lam.W_i)`` is convex piecewise linear; every ``L(lam)`` is an
 upper bound (maximisation form) and its minimum equals the LP relaxation's bound. For given prices every group
-picks its best column with numpy (:class:`ColumnSet`); :class:`LagrangianDual` minimises ``L`` exactly by Kelley's
-cutting-plane method with Wentges smoothing on a (K+1)-variable HiGHS LP.
+picks its best column with numpy (:class:`ColumnSet`); :class:`LagrangianDual` minimises ``L`` exactly: on a
+structure of at most :data:`LP_DUAL_COLUMNS` columns by solving the LP relaxation once (its knapsack rows' duals are
+the minimising prices: one HiGHS LP of about 0.3-1 ms on a 100-column instance, against 20-35 Kelley iterations of
+about 5 ms), on larger ones by Kelley's cutting-plane method with Wentges smoothing on a (K+1)-variable HiGHS LP
+(measured faster from about 1,000 aggregated columns up: 10 against 27 ms at 2,669 columns).
 """
 
 from __future__ import annotations
@@ -16,10 +19,13 @@ import numpy as np
 
 from .structure import MckpStructure
 
-__all__ = ["STALL_ITERATIONS", "ColumnSet", "DualResult", "LagrangianDual", "OracleAnswer", "columns_of_groups"]
+__all__ = ["LP_DUAL_COLUMNS", "STALL_ITERATIONS", "ColumnSet", "DualResult", "LagrangianDual", "OracleAnswer", "columns_of_groups"]
 
 #: Kelley's loop stops after this many iterations without progress (see :meth:`LagrangianDual.kelley`)
 STALL_ITERATIONS = 20
+
+#: structures of at most this many columns get their prices from one LP solve of the relaxation (:meth:`LagrangianDual.lp_prices`)
+LP_DUAL_COLUMNS = 1000
 
 
 @dataclass
@@ -177,8 +183,11 @@ class LagrangianDual:
     """
 
     def __init__(self, st: MckpStructure, *, deadline: float = math.inf, seed: int | None = 0,
-                 tolerance: float = 1e-10, max_iterations: int = 500) -> None:
+                 tolerance: float = 1e-10, max_iterations: int = 500, method: str = "auto") -> None:
         self.st = st
+        self.method = method  #: "auto" (LP up to LP_DUAL_COLUMNS columns, Kelley above), "lp" or "kelley"
+        self.lp_status = ""  #: HiGHS's status of the LP relaxation when it was solved
+        self.used = ""  #: how the last solve found its prices: "zero" (lam = 0 fits), "lp" or "kelley"
         self.deadline = deadline
         self.seed = seed
         self.tolerance = tolerance
@@ -290,6 +299,48 @@ class LagrangianDual:
                     best, center = o2, lam_m
         return best, lb, it
 
+    def lp_prices(self) -> np.ndarray | None:
+        """The minimising prices from one solve of the LP relaxation (``max v.y``, ``sum_class y <= mult``,
+        ``W y <= cap``, ``y >= 0``: its dual is ``min_lam L(lam)``): the knapsack rows' duals, clipped at 0 (any
+        prices give a valid bound; the bound reported is ``L`` evaluated here at these prices, never the LP's own
+        value). None when HiGHS does not report the LP optimal (the caller falls back to Kelley's method).
+        Primal simplex without presolve: measured fastest on these LPs (about 2x at 1,000 columns)."""
+        import highspy
+
+        st = self.st
+        n, G, K = self.n, self.G, self.K
+        mult = np.ones(G) if self.mult is None else self.mult.astype(np.float64)
+        inf = highspy.kHighsInf
+        rows = np.concatenate([st.group[:, None], G + st.ri], axis=1)
+        vals = np.concatenate([np.ones((n, 1)), st.wt], axis=1)
+        keep = rows < G + K  # the ELL padding (row K) is no row
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = n, G + K
+        lp.sense_ = highspy.ObjSense.kMaximize
+        lp.col_cost_ = st.value
+        lp.col_lower_ = np.zeros(n)
+        lp.col_upper_ = np.full(n, inf)
+        lp.row_lower_ = np.full(G + K, -inf)
+        lp.row_upper_ = np.concatenate([mult, st.cap])
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = np.concatenate([[0], np.cumsum(keep.sum(axis=1))]).astype(np.int32)
+        lp.a_matrix_.index_ = rows[keep].astype(np.int32)
+        lp.a_matrix_.value_ = vals[keep]
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", 1)
+        h.setOptionValue("presolve", "off")
+        h.setOptionValue("simplex_strategy", 4)
+        if math.isfinite(self.deadline):
+            h.setOptionValue("time_limit", max(self.time_left(), 1e-3))
+        h.passModel(lp)
+        h.run()
+        self.lp_status = h.modelStatusToString(h.getModelStatus())
+        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return None
+        rd = np.asarray(h.getSolution().row_dual, dtype=np.float64)[G:]
+        return np.maximum(rd, 0.0)  # a maximisation's <= rows have nonnegative duals in HiGHS's convention
+
     def sample_prices(self, lmax: np.ndarray, tol: float) -> np.ndarray:
         """Prices of a random sample of the groups with proportionally scaled capacities (a warm start)."""
         m = min(max(300, self.G // 20), self.G)
@@ -318,7 +369,16 @@ class LagrangianDual:
         if self.pool.idx.size != self.st.n:  # a second solve starts from every column again
             self.pool = ColumnSet(self.st)
         if K == 0 or o0.s.min(initial=0.0) >= 0:
+            self.used = "zero"
             return DualResult(o0, rc0, g0, 1)  # lam = 0 is optimal: its choice fits (complementary slackness holds)
+        use_lp = self.method == "lp" or (self.method == "auto" and self.n <= LP_DUAL_COLUMNS)
+        lam_lp = self.lp_prices() if use_lp else None
+        if lam_lp is not None:
+            final, rc, gmax = self.full_oracle(lam_lp)
+            if final.L <= o0.L:
+                self.used = "lp"
+                return DualResult(final, rc, gmax, 2)
+        self.used = "kelley"
         lmax = self.lam_max()
         master = _Master(lmax)
         master.add_cut(o0)

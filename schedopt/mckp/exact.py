@@ -2,13 +2,16 @@
 
 Every solution better than the incumbent uses only options whose Lagrangian loss (against their class's best) is
 below the gap ``UB - LB``; :class:`ResidualClosure` keeps those, fixes classes left with one option and solves the
-rest (integer counts per aggregated option, or binaries per member) with the sub-solver it is given (``schedopt.solve``
-when called through it: this module imports no dispatcher).
+rest: a small residual by its own depth-first search (:meth:`ResidualClosure.search`: members of a class take their
+options in a fixed order, so identical jobs are never permuted, pruned by the Lagrangian loss), a larger one, or one
+the search gives up on, with the sub-solver it is given (integer counts per aggregated option, or binaries per
+member; ``schedopt.solve`` when called through it: this module imports no dispatcher).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +30,13 @@ __all__ = ["ResidualClosure", "RestrictedSolve", "default_residual_backend"]
 #: residual problems with fewer columns go to HiGHS while CP-SAT is not loaded yet (``residual_backend=None``)
 CPSAT_MIN_COLUMNS = 200
 
+#: :meth:`ResidualClosure.search` runs on residuals of at most this many members (one search level each) ...
+SEARCH_MAX_MEMBERS = 64
+#: ... and gives up (the sub-solver takes the residual) after this many nodes
+SEARCH_MAX_NODES = 4000
+
+_HAS_ORTOOLS: bool | None = None
+
 
 def default_residual_backend(columns: int | None = None) -> str:
     """CP-SAT when OR-Tools is installed (measured much faster on the aggregated residual), else HiGHS. With
@@ -34,7 +44,10 @@ def default_residual_backend(columns: int | None = None) -> str:
     CP-SAT is not loaded in this process yet, so that a cold small solve does not pay OR-Tools' first load (about
     0.3-1 s; a 64-GPU ``schedopt solve`` took 1.3 s of which 0.08 s was the solve), and HiGHS solves such a residual
     in milliseconds too (saturn/1's 303 residuals of at most 67 columns: the same CPU time within noise)."""
-    if importlib.util.find_spec("ortools") is None:
+    global _HAS_ORTOOLS
+    if _HAS_ORTOOLS is None:  # find_spec reads the file system: about 0.25 ms a call, once per residual before
+        _HAS_ORTOOLS = importlib.util.find_spec("ortools") is not None
+    if not _HAS_ORTOOLS:
         return "highs"
     if columns is not None and columns < CPSAT_MIN_COLUMNS and "ortools.sat.python.cp_model" not in sys.modules:
         return "highs"
@@ -50,6 +63,11 @@ class RestrictedSolve:
     counts: np.ndarray | None
     columns: int
     fixed: int
+    #: the search's proof when it solved the residual (``result`` is then None): every solution of the residual
+    #: has a value (maximisation form, constant included) of at most ``bound``; NaN otherwise
+    bound: float = math.nan
+    #: the search's node count (0: it did not run or gave up)
+    nodes: int = 0
 
 
 class ResidualClosure:
@@ -61,8 +79,10 @@ class ResidualClosure:
 
     def __init__(self, agg: Aggregate, delta: np.ndarray, bestg: np.ndarray, sub_solve: Callable[..., SolveResult], *,
                  backend: str | None = None, form: str = "auto", gap_tol: float = 1e-6, threads: int = 1,
-                 seed: int = 0) -> None:
+                 seed: int = 0, lam: np.ndarray | None = None, search_nodes: int = SEARCH_MAX_NODES) -> None:
         self.agg = agg
+        self.lam = lam  # the prices delta and bestg were computed at (the search needs them; None: no search)
+        self.search_nodes = search_nodes
         self.delta = delta
         self.bestg = bestg
         self.sub_solve = sub_solve
@@ -78,11 +98,13 @@ class ResidualClosure:
         form = self.form_option
         self.form = ("integer" if self.backend == "cpsat" else "binary") if form == "auto" else form
 
-    def restricted(self, y_inc: np.ndarray, gam: float, tau: float, time_limit: float | None) -> RestrictedSolve:
+    def restricted(self, y_inc: np.ndarray, gam: float, tau: float, time_limit: float | None,
+                   search: bool = False) -> RestrictedSolve:
         """Solve the aggregated problem restricted to the options within ``tau`` of their class's best (the
         incumbent's counts ``y_inc`` always kept; classes left with one option keep the incumbent's), each option
         used by at most ``floor(gam / delta)`` members (any improving solution has total loss < ``gam`` = UB - LB);
-        returns the counts of every aggregated column (fixed ones included) when a solution was found."""
+        returns the counts of every aggregated column (fixed ones included) when a solution was found. With
+        ``search``: by :meth:`search` only (its proof in ``bound``; NaN when it cannot run or gives up)."""
         agg, ast, delta, bestg = self.agg, self.agg.st, self.delta, self.bestg
         mult = ast.mult if ast.mult is not None else np.ones(ast.G, dtype=np.int64)
         none_inc = mult - np.add.reduceat(y_inc, ast.starts)
@@ -107,6 +129,16 @@ class ResidualClosure:
         cap = ast.cap - ast.usage(np.flatnonzero(y_fixed), y_fixed[y_fixed > 0])
         const = float(ast.value @ y_fixed) + ast.const
         del agg
+        if search:  # the search only: its proof, or nothing (the caller then goes on with the sub-solver)
+            if self.lam is None or int(mult[og].sum()) > SEARCH_MAX_MEMBERS:
+                return RestrictedSolve(None, None, int(res_cols.size), fixed)
+            found = self.search(res_cols, ub, og, lo_rows, mult[og], cap, const, y_inc[res_cols])
+            if found is None:
+                return RestrictedSolve(None, None, int(res_cols.size), fixed)
+            ys, bound, nodes = found
+            found_counts = y_fixed.copy()
+            found_counts[res_cols] = ys
+            return RestrictedSolve(None, found_counts, int(res_cols.size), fixed, bound, nodes)
         if self.auto:
             self._choose(default_residual_backend(int(res_cols.size)))
         r, y = self.residual(res_cols, ub, og, lo_rows, mult[og], cap, const, y_inc[res_cols], time_limit)
@@ -115,6 +147,102 @@ class ResidualClosure:
             counts = y_fixed.copy()
             counts[res_cols] = y
         return RestrictedSolve(r, counts, int(res_cols.size), fixed)
+
+    def search(self, res_cols: np.ndarray, ub: np.ndarray, og: np.ndarray, lo_rows: np.ndarray,
+               up_rows: np.ndarray, cap: np.ndarray, const: float, ws: np.ndarray
+               ) -> tuple[np.ndarray, float, int] | None:
+        """Solve the residual problem of :meth:`residual` by depth-first search, or give up (None) after
+        ``search_nodes`` nodes. Returns (counts per residual column, proven bound, nodes).
+
+        Every member of an open class takes one *choice*: one of the class's residual options (at most ``ub`` members
+        each) or nothing (at most ``up_rows - lo_rows`` members); the choices of a class are sorted by their
+        Lagrangian loss ``delta`` (nothing: ``bestg``) and its members take them in non-decreasing order, so no two
+        nodes differ only by a permutation of identical members. With ``lam`` the prices of ``delta``, every
+        solution's value is ``R - (its total loss) - lam . (capacity it leaves)``, ``R = const + sum_o up_o bestg_o
+        + lam . cap``, so a node whose loss (plus the least loss its members still to place must take) leaves at most
+        the best value found plus half the gap is pruned; the proven bound is the largest pruned node bound (or the
+        best value). Starts from the incumbent ``ws`` (its value is the first best)."""
+        ast = self.agg.st
+        lam = self.lam
+        assert lam is not None
+        K = ast.K
+        gi = np.searchsorted(og, ast.group[res_cols])
+        bestg = self.bestg[og]
+        R = const + float(up_rows @ bestg) + float(lam @ cap)
+        D = ast.dense(res_cols) if K else np.zeros((res_cols.size, 0))
+        # per open class: its choices sorted by loss, as plain lists (the search is scalar Python)
+        order = np.lexsort((np.arange(res_cols.size), self.delta[res_cols], gi))
+        classes: list[tuple[int, list[tuple[float, float, tuple[float, ...], int, int]]]] = []
+        for o in range(og.size):
+            sel = order[gi[order] == o]
+            ch = [(float(self.delta[res_cols[i]]), float(ast.value[res_cols[i]]), tuple(D[i].tolist()), int(ub[i]),
+                   int(i)) for i in sel if ub[i] > 0]
+            none_max = int(up_rows[o] - lo_rows[o])
+            if none_max > 0:
+                ch.append((float(bestg[o]), 0.0, (0.0,) * K, none_max, -1))
+                ch.sort(key=lambda c: c[0])
+            classes.append((int(up_rows[o]), ch))
+        # the least loss still to come after class o (every member takes at least its class's least loss)
+        rest = [0.0] * (len(classes) + 1)
+        for o in range(len(classes) - 1, -1, -1):
+            m_o, ch = classes[o]
+            rest[o] = rest[o + 1] + (m_o * ch[0][0] if ch else math.inf)
+        if math.isinf(rest[0]):
+            return None  # a class with members and no choice: leave it to the sub-solver (it proves infeasibility)
+        tol_rel = self.gap_tol / 2
+        best_val = const + float(ast.value[res_cols] @ ws)
+        best_y: list[int] = [int(v) for v in ws]
+        y = [0] * res_cols.size
+        capl = [float(c) for c in cap]
+        ctol = [1e-9 * max(1.0, abs(c)) for c in capl]
+        pruned = -math.inf
+        nodes = 0
+        limit = self.search_nodes
+        nclass = len(classes)
+
+        class _GiveUp(Exception):
+            pass
+
+        def place(o: int, left: int, pos: int, used: int, loss: float, val: float) -> None:
+            # member ``left`` members of class o still to place, taking choices from position ``pos`` on; ``used``
+            # members of the current choice already take it
+            nonlocal best_val, best_y, pruned, nodes
+            if o == nclass:
+                if val > best_val:
+                    best_val, best_y = val, y.copy()
+                return
+            if left == 0:
+                place(o + 1, classes[o + 1][0] if o + 1 < nclass else 0, 0, 0, loss, val)
+                return
+            ch = classes[o][1]
+            for p in range(pos, len(ch)):
+                d, v, w, lim, col = ch[p]
+                if p == pos and used >= lim:
+                    continue
+                bound = R - (loss + left * d + rest[o + 1])
+                if bound <= best_val + tol_rel * max(abs(best_val), 1e-10):
+                    pruned = max(pruned, bound)
+                    break  # the later choices lose at least as much
+                if any(w[k] > capl[k] + ctol[k] for k in range(K)):
+                    continue
+                nodes += 1
+                if nodes > limit:
+                    raise _GiveUp
+                for k in range(K):
+                    capl[k] -= w[k]
+                if col >= 0:
+                    y[col] += 1
+                place(o, left - 1, p, used + 1 if p == pos else 1, loss + d, val + v)
+                if col >= 0:
+                    y[col] -= 1
+                for k in range(K):
+                    capl[k] += w[k]
+
+        try:
+            place(0, classes[0][0] if nclass else 0, 0, 0, 0.0, const)
+        except _GiveUp:
+            return None
+        return np.asarray(best_y, dtype=np.int64), max(best_val, pruned), nodes
 
     def residual(self, res_cols: np.ndarray, ub: np.ndarray, og: np.ndarray, lo_rows: np.ndarray,
                  up_rows: np.ndarray, cap: np.ndarray, const: float, ws: np.ndarray, time_limit: float | None
