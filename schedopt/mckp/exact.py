@@ -32,8 +32,13 @@ CPSAT_MIN_COLUMNS = 200
 
 #: :meth:`ResidualClosure.search` runs on residuals of at most this many members (one search level each) ...
 SEARCH_MAX_MEMBERS = 64
-#: ... and gives up (the sub-solver takes the residual) after this many nodes
-SEARCH_MAX_NODES = 4000
+#: ... whose tree, before any pruning, has at most 10 ** SEARCH_MAX_LOG10_TREE leaves (the number of ways to give
+#: each class's members a multiset of its choices; saturn/1's residuals: up to 10 ** 10.5, solved in <= 3,500
+#: nodes; the generated 64-GPU ones with identical jobs: 10 ** 11-12, given up after 4,000 nodes, 20-30 ms) ...
+SEARCH_MAX_LOG10_TREE = 9.0
+#: ... and gives up (the sub-solver takes the residual) after this many nodes (about 4-5 us each: about the cost
+#: of the sub-solver's model build and HiGHS solve of such a residual, 7 ms)
+SEARCH_MAX_NODES = 1500
 
 _HAS_ORTOOLS: bool | None = None
 
@@ -52,6 +57,17 @@ def default_residual_backend(columns: int | None = None) -> str:
     if columns is not None and columns < CPSAT_MIN_COLUMNS and "ortools.sat.python.cp_model" not in sys.modules:
         return "highs"
     return "cpsat"
+
+
+def search_tree_log10(groups: np.ndarray, og: np.ndarray, members: np.ndarray, none_ok: np.ndarray) -> float:
+    """log10 of the number of leaves of :meth:`ResidualClosure.search`'s tree before pruning: class ``og[o]`` with
+    ``members[o]`` members and ``c`` choices (its residual columns ``groups == og[o]``, plus nothing when
+    ``none_ok[o]``) gives its members one of ``C(members + c - 1, c - 1)`` multisets."""
+    c = np.bincount(np.searchsorted(og, groups), minlength=og.size) + none_ok.astype(np.int64)
+    m = members.astype(np.float64)
+    c = np.maximum(c, 1).astype(np.float64)
+    ln = sum(math.lgamma(a + b) - math.lgamma(a + 1) - math.lgamma(b) for a, b in zip(m.tolist(), c.tolist()))
+    return ln / math.log(10)
 
 
 @dataclass(frozen=True)
@@ -130,7 +146,8 @@ class ResidualClosure:
         const = float(ast.value @ y_fixed) + ast.const
         del agg
         if search:  # the search only: its proof, or nothing (the caller then goes on with the sub-solver)
-            if self.lam is None or int(mult[og].sum()) > SEARCH_MAX_MEMBERS:
+            if self.lam is None or int(mult[og].sum()) > SEARCH_MAX_MEMBERS or \
+                    search_tree_log10(ast.group[res_cols], og, mult[og], none_alive[og]) > SEARCH_MAX_LOG10_TREE:
                 return RestrictedSolve(None, None, int(res_cols.size), fixed)
             found = self.search(res_cols, ub, og, lo_rows, mult[og], cap, const, y_inc[res_cols])
             if found is None:
@@ -189,6 +206,19 @@ class ResidualClosure:
             rest[o] = rest[o + 1] + (m_o * ch[0][0] if ch else math.inf)
         if math.isinf(rest[0]):
             return None  # a class with members and no choice: leave it to the sub-solver (it proves infeasibility)
+        # the most weight per row a member can still take from choice p of class o on (mw), and all the members of
+        # the classes after o together (restw): capacity no one can use any more is value lost at its price
+        mw: list[list[tuple[float, ...]]] = []
+        for _m_o, ch in classes:
+            suf: list[tuple[float, ...]] = [(0.0,) * K] * (len(ch) + 1)
+            for p in range(len(ch) - 1, -1, -1):
+                suf[p] = tuple(max(a, b) for a, b in zip(suf[p + 1], ch[p][2]))
+            mw.append(suf)
+        restw = [[0.0] * K for _ in range(len(classes) + 1)]
+        for o in range(len(classes) - 1, -1, -1):
+            restw[o] = [restw[o + 1][k] + classes[o][0] * mw[o][0][k] for k in range(K)]
+        lam_l = [float(v) for v in lam]
+        priced = [k for k in range(K) if lam_l[k] > 0]
         tol_rel = self.gap_tol / 2
         best_val = const + float(ast.value[res_cols] @ ws)
         best_y: list[int] = [int(v) for v in ws]
@@ -225,6 +255,16 @@ class ResidualClosure:
                     break  # the later choices lose at least as much
                 if any(w[k] > capl[k] + ctol[k] for k in range(K)):
                     continue
+                if priced:
+                    waste = 0.0
+                    mwp, rw = mw[o][p], restw[o + 1]
+                    for k in priced:
+                        unused = capl[k] - w[k] - (left - 1) * mwp[k] - rw[k]
+                        if unused > 0:
+                            waste += lam_l[k] * unused
+                    if waste > 0 and bound - waste <= best_val + tol_rel * max(abs(best_val), 1e-10):
+                        pruned = max(pruned, bound - waste)
+                        continue
                 nodes += 1
                 if nodes > limit:
                     raise _GiveUp
