@@ -36,9 +36,14 @@ SEARCH_MAX_MEMBERS = 64
 #: each class's members a multiset of its choices; saturn/1's residuals: up to 10 ** 10.5, solved in <= 3,500
 #: nodes; the generated 64-GPU ones with identical jobs: 10 ** 11-12, given up after 4,000 nodes, 20-30 ms) ...
 SEARCH_MAX_LOG10_TREE = 9.0
-#: ... and gives up (the sub-solver takes the residual) after this many nodes (about 4-5 us each: about the cost
-#: of the sub-solver's model build and HiGHS solve of such a residual, 7 ms)
+#: ... and gives up (the table or the sub-solver takes the residual) after this many nodes (about 4-5 us each)
 SEARCH_MAX_NODES = 1500
+#: :meth:`ResidualClosure.table` runs when (capacity states) x (member choices) is at most this many cells (about
+#: 1-3 ns a cell plus 10-20 us per member choice: a few ms, against about 8 ms CPU for the sub-solver's model build
+#: and HiGHS's solve of a 35-column residual that it proves at its root node)
+TABLE_MAX_CELLS = 4_000_000
+#: the search's node budget when the table can take the residual after it
+SEARCH_NODES_BEFORE_TABLE = 300
 
 _HAS_ORTOOLS: bool | None = None
 
@@ -82,8 +87,10 @@ class RestrictedSolve:
     #: the search's proof when it solved the residual (``result`` is then None): every solution of the residual
     #: has a value (maximisation form, constant included) of at most ``bound``; NaN otherwise
     bound: float = math.nan
-    #: the search's node count (0: it did not run or gave up)
+    #: the search's node count, or the table's cells (0: neither ran to the end)
     nodes: int = 0
+    #: which proved the residual: "search" (:meth:`ResidualClosure.search`) or "table" (:meth:`ResidualClosure.table`)
+    method: str = ""
 
 
 class ResidualClosure:
@@ -145,17 +152,24 @@ class ResidualClosure:
         cap = ast.cap - ast.usage(np.flatnonzero(y_fixed), y_fixed[y_fixed > 0])
         const = float(ast.value @ y_fixed) + ast.const
         del agg
-        if search:  # the search only: its proof, or nothing (the caller then goes on with the sub-solver)
-            if self.lam is None or int(mult[og].sum()) > SEARCH_MAX_MEMBERS or \
-                    search_tree_log10(ast.group[res_cols], og, mult[og], none_alive[og]) > SEARCH_MAX_LOG10_TREE:
-                return RestrictedSolve(None, None, int(res_cols.size), fixed)
-            found = self.search(res_cols, ub, og, lo_rows, mult[og], cap, const, y_inc[res_cols])
+        if search:  # the search or the table only: a proof, or nothing (the caller then goes on with the sub-solver)
+            found: tuple[np.ndarray, float, int] | None = None
+            how = ""
+            plan = self.table_plan(res_cols, og, mult[og], cap)
+            if self.lam is not None and int(mult[og].sum()) <= SEARCH_MAX_MEMBERS and \
+                    search_tree_log10(ast.group[res_cols], og, mult[og], none_alive[og]) <= SEARCH_MAX_LOG10_TREE:
+                # a short search when the table can take over (most searches end within 100 nodes)
+                budget = self.search_nodes if plan is None else min(self.search_nodes, SEARCH_NODES_BEFORE_TABLE)
+                found = self.search(res_cols, ub, og, lo_rows, mult[og], cap, const, y_inc[res_cols], budget)
+                how = "search"
+            if found is None and plan is not None:
+                found, how = self.table(res_cols, og, mult[og], const, plan), "table"
             if found is None:
                 return RestrictedSolve(None, None, int(res_cols.size), fixed)
             ys, bound, nodes = found
             found_counts = y_fixed.copy()
             found_counts[res_cols] = ys
-            return RestrictedSolve(None, found_counts, int(res_cols.size), fixed, bound, nodes)
+            return RestrictedSolve(None, found_counts, int(res_cols.size), fixed, bound, nodes, how)
         if self.auto:
             self._choose(default_residual_backend(int(res_cols.size)))
         r, y = self.residual(res_cols, ub, og, lo_rows, mult[og], cap, const, y_inc[res_cols], time_limit)
@@ -165,11 +179,82 @@ class ResidualClosure:
             counts[res_cols] = y
         return RestrictedSolve(r, counts, int(res_cols.size), fixed)
 
+    def table_plan(self, res_cols: np.ndarray, og: np.ndarray, members: np.ndarray, cap: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
+        """What :meth:`table` needs (the integer weights on the rows the residual uses, each row's limit, the
+        class of every column, the cells), or None when the weights are not integers or the table would exceed
+        :data:`TABLE_MAX_CELLS` cells."""
+        ast = self.agg.st
+        K = ast.K
+        m = res_cols.size
+        if not m:
+            return None
+        D = ast.dense(res_cols) if K else np.zeros((m, 0))
+        if not np.array_equal(D, np.rint(D)):
+            return None
+        rows = np.flatnonzero(D.max(axis=0, initial=0.0) > 0) if K else np.zeros(0, dtype=np.int64)
+        Dr = np.rint(D[:, rows]).astype(np.int64)
+        gi = np.searchsorted(og, ast.group[res_cols])
+        heaviest = np.zeros((og.size, rows.size), dtype=np.int64)
+        np.maximum.at(heaviest, gi, Dr)
+        lim = np.minimum(np.floor(cap[rows] + 1e-9).astype(np.int64), members.astype(np.int64) @ heaviest)
+        states = float(np.prod(lim + 1.0))
+        choices = int(members.astype(np.int64) @ np.bincount(gi, minlength=og.size))
+        cells = states * max(choices, 1)
+        if cells > TABLE_MAX_CELLS:
+            return None
+        return Dr, lim, gi, int(cells)
+
+    def table(self, res_cols: np.ndarray, og: np.ndarray, members: np.ndarray, const: float,
+              plan: tuple[np.ndarray, np.ndarray, np.ndarray, int]) -> tuple[np.ndarray, float, int]:
+        """Solve the residual problem exactly by dynamic programming over the capacities (``plan`` from
+        :meth:`table_plan`). Returns (counts per residual column, the optimum as the proven bound, cells).
+
+        It solves a relaxation that is still a restriction of the whole problem: every member of an open class may
+        take any of its class's residual options or nothing (the per-option and per-class count limits of
+        :meth:`residual` only cut away solutions no better than the incumbent), so its optimum, a feasible choice of
+        the whole problem, is the best of every improving solution. ``f[u]`` is the best value of the members so far
+        using at most ``u`` of each capacity row (rows no residual option uses are left out, the others capped at
+        what all members could use); one member at a time, ``f'[u] = max(f[u], max_c f[u - w_c] + v_c)``, the choice
+        kept per cell and read back from the full capacity. Independent of ties: on the generated 64-GPU Sia
+        instances with identical jobs, where the search gives up, about 1-3 ms."""
+        ast = self.agg.st
+        Dr, lim, gi, cells = plan
+        m = res_cols.size
+        shape = tuple(int(x) + 1 for x in lim)
+        val = ast.value[res_cols]
+        f = np.zeros(shape)
+        picks: list[np.ndarray] = []
+        cols_of = [np.flatnonzero(gi == o) for o in range(og.size)]
+        for o in range(og.size):
+            opts = [(int(c), tuple(int(x) for x in Dr[c]), float(val[c])) for c in cols_of[o]
+                    if np.all(Dr[c] <= lim)]
+            for _ in range(int(members[o])):
+                g = f.copy()
+                arg = np.full(shape, -1, dtype=np.int32)
+                for c, w, v in opts:
+                    src = f[tuple(slice(0, n - wk) for n, wk in zip(shape, w))] + v
+                    dst = g[tuple(slice(wk, None) for wk in w)]
+                    better = src > dst
+                    dst[better] = src[better]
+                    arg[tuple(slice(wk, None) for wk in w)][better] = c
+                f = g
+                picks.append(arg)
+        u = lim.copy()
+        y = np.zeros(m, dtype=np.int64)
+        for arg in reversed(picks):
+            c = int(arg[tuple(u)])
+            if c >= 0:
+                y[c] += 1
+                u -= Dr[c]
+        best = const + float(f[tuple(lim)])
+        return y, max(best, const + float(val @ y)), cells
+
     def search(self, res_cols: np.ndarray, ub: np.ndarray, og: np.ndarray, lo_rows: np.ndarray,
-               up_rows: np.ndarray, cap: np.ndarray, const: float, ws: np.ndarray
+               up_rows: np.ndarray, cap: np.ndarray, const: float, ws: np.ndarray, budget: int | None = None
                ) -> tuple[np.ndarray, float, int] | None:
         """Solve the residual problem of :meth:`residual` by depth-first search, or give up (None) after
-        ``search_nodes`` nodes. Returns (counts per residual column, proven bound, nodes).
+        ``budget`` nodes (default ``search_nodes``). Returns (counts per residual column, proven bound, nodes).
 
         Every member of an open class takes one *choice*: one of the class's residual options (at most ``ub`` members
         each) or nothing (at most ``up_rows - lo_rows`` members); the choices of a class are sorted by their
@@ -227,7 +312,7 @@ class ResidualClosure:
         ctol = [1e-9 * max(1.0, abs(c)) for c in capl]
         pruned = -math.inf
         nodes = 0
-        limit = self.search_nodes
+        limit = self.search_nodes if budget is None else budget
         nclass = len(classes)
 
         class _GiveUp(Exception):

@@ -385,11 +385,11 @@ class MckpSolver:
             return None
         self.stats["columns_fixed"] = rs.fixed
         self.stats["residual_columns"] = rs.columns
-        self.stats["residual_backend"] = "search"
-        self.stats["search_nodes"] = rs.nodes
+        self.stats["residual_backend"] = rs.method
+        self.stats["search_nodes" if rs.method == "search" else "table_cells"] = rs.nodes
         bound = min(self.UB, max(self.LB, rs.bound))
         if self.within(bound, self.LB):
-            return self._end(TerminationReason.OPTIMAL, None, "residual problem solved by the search",
+            return self._end(TerminationReason.OPTIMAL, None, f"residual problem solved by the {rs.method}",
                              max(bound, self.LB))
         return None
 
