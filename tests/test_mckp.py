@@ -545,7 +545,7 @@ def test_sia_2048_local_search_reaches_optimum_and_proves_it() -> None:
     the exact solve without the local search."""
     sia = pytest.importorskip("schedopt.sia")
     m = sia.generate_instance(2048, 1).problem().build()
-    r = schedopt.solve(m, "mckp")
+    r = schedopt.solve(m, "mckp", lp_rounding=False)  # from the Lagrangian choice (the LP's start is closer)
     assert r.termination.reason is TerminationReason.OPTIMAL
     assert "residual_columns" not in r.stats and r.stats["local_search_moves"] >= 1
     assert r.stats["repair_objective"] - r.objective > 0.1  # minimisation: the local search gained
@@ -563,9 +563,9 @@ def test_sia_2048_kicks_reach_optimum_that_local_search_misses() -> None:
     equals the exact solve (gap 1e-9) within 1e-4 and the bound never passes the true optimum."""
     sia = pytest.importorskip("schedopt.sia")
     m = sia.generate_instance(2048, 4).problem().build()
-    r0 = schedopt.solve(m.copy(), "mckp", mip_rel_gap=1e-4, kick_seconds=0.0)
+    r0 = schedopt.solve(m.copy(), "mckp", mip_rel_gap=1e-4, kick_seconds=0.0, lp_rounding=False)
     assert "residual_columns" in r0.stats  # the local search alone does not close the gap
-    r = schedopt.solve(m.copy(), "mckp", mip_rel_gap=1e-4, kick_seconds=5.0)
+    r = schedopt.solve(m.copy(), "mckp", mip_rel_gap=1e-4, kick_seconds=5.0, lp_rounding=False)
     assert r.termination.reason is TerminationReason.OPTIMAL
     assert "residual_columns" not in r.stats and r.stats["kick_improvements"] >= 1
     assert r.stats["local_search_objective"] < r0.stats["local_search_objective"] - 1e-3  # minimisation

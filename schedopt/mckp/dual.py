@@ -5,8 +5,10 @@ upper bound (maximisation form) and its minimum equals the LP relaxation's bound
 picks its best column with numpy (:class:`ColumnSet`); :class:`LagrangianDual` minimises ``L`` exactly: on a
 structure of at most :data:`LP_DUAL_COLUMNS` columns by solving the LP relaxation once (its knapsack rows' duals are
 the minimising prices: one HiGHS LP of about 0.3-1 ms on a 100-column instance, against 20-35 Kelley iterations of
-about 5 ms), on larger ones by Kelley's cutting-plane method with Wentges smoothing on a (K+1)-variable HiGHS LP
-(measured faster from about 1,000 aggregated columns up: 10 against 27 ms at 2,669 columns).
+about 5 ms; 4 against 9 ms at 1,049 columns), on larger ones by Kelley's cutting-plane method with Wentges
+smoothing on a (K+1)-variable HiGHS LP (measured faster from about 2,000 aggregated columns up: 14 against 30 ms
+at 2,495, 20 against 90 ms at 4,544), followed by the LP on the columns best at its prices for LP-optimal counts.
+Those counts, rounded down, are the repair's best start.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ __all__ = ["LP_DUAL_COLUMNS", "STALL_ITERATIONS", "ColumnSet", "DualResult", "La
 STALL_ITERATIONS = 20
 
 #: structures of at most this many columns get their prices from one LP solve of the relaxation (:meth:`LagrangianDual.lp_prices`)
-LP_DUAL_COLUMNS = 1000
+LP_DUAL_COLUMNS = 2000
 
 
 @dataclass
@@ -148,6 +150,8 @@ class DualResult:
     rc: np.ndarray
     gmax: np.ndarray
     iterations: int
+    #: the LP relaxation's optimal counts per column when the prices came from it (a start for the repair)
+    y_lp: np.ndarray | None = None
 
     @property
     def lam(self) -> np.ndarray:
@@ -183,10 +187,13 @@ class LagrangianDual:
     """
 
     def __init__(self, st: MckpStructure, *, deadline: float = math.inf, seed: int | None = 0,
-                 tolerance: float = 1e-10, max_iterations: int = 500, method: str = "auto") -> None:
+                 tolerance: float = 1e-10, max_iterations: int = 500, method: str = "auto",
+                 primal: bool = True) -> None:
         self.st = st
+        self.primal = primal  #: also find LP-optimal counts after Kelley's method (``DualResult.y_lp``)
         self.method = method  #: "auto" (LP up to LP_DUAL_COLUMNS columns, Kelley above), "lp" or "kelley"
         self.lp_status = ""  #: HiGHS's status of the LP relaxation when it was solved
+        self.y_lp: np.ndarray | None = None  #: its optimal counts per column
         self.used = ""  #: how the last solve found its prices: "zero" (lam = 0 fits), "lp" or "kelley"
         self.deadline = deadline
         self.seed = seed
@@ -303,21 +310,44 @@ class LagrangianDual:
         """The minimising prices from one solve of the LP relaxation (``max v.y``, ``sum_class y <= mult``,
         ``W y <= cap``, ``y >= 0``: its dual is ``min_lam L(lam)``): the knapsack rows' duals, clipped at 0 (any
         prices give a valid bound; the bound reported is ``L`` evaluated here at these prices, never the LP's own
-        value). None when HiGHS does not report the LP optimal (the caller falls back to Kelley's method).
-        Primal simplex without presolve: measured fastest on these LPs (about 2x at 1,000 columns)."""
+        value). None when HiGHS does not report the LP optimal (the caller falls back to Kelley's method). The
+        LP's optimal counts are kept in ``y_lp``."""
+        out = self.solve_lp(np.arange(self.n))
+        if out is None:
+            return None
+        self.y_lp, duals = out
+        return duals
+
+    def lp_counts(self, rc: np.ndarray, gmax: np.ndarray) -> np.ndarray | None:
+        """LP-optimal counts from prices found by Kelley's method: the LP restricted to every class's columns
+        within a small tolerance of its best reduced value there (complementary slackness: an LP optimum uses no
+        other column at optimal prices), a much smaller LP. A start for the repair only (never a bound)."""
+        tol = 1e-7 * (1.0 + np.abs(self.v))
+        idx = np.flatnonzero(rc >= np.maximum(gmax, 0.0)[self.st.group] - tol)
+        out = self.solve_lp(idx)
+        if out is None:
+            return None
+        y = np.zeros(self.n)
+        y[idx] = out[0]
+        return y
+
+    def solve_lp(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """The LP relaxation on the columns ``idx`` (sorted): (optimal counts of those columns, the knapsack rows'
+        duals clipped at 0), or None when HiGHS does not report it optimal. Primal simplex without presolve:
+        measured fastest on these LPs (about 2x at 1,000 columns)."""
         import highspy
 
         st = self.st
-        n, G, K = self.n, self.G, self.K
+        n, G, K = idx.size, self.G, self.K
         mult = np.ones(G) if self.mult is None else self.mult.astype(np.float64)
         inf = highspy.kHighsInf
-        rows = np.concatenate([st.group[:, None], G + st.ri], axis=1)
-        vals = np.concatenate([np.ones((n, 1)), st.wt], axis=1)
+        rows = np.concatenate([st.group[idx, None], G + st.ri[idx]], axis=1)
+        vals = np.concatenate([np.ones((n, 1)), st.wt[idx]], axis=1)
         keep = rows < G + K  # the ELL padding (row K) is no row
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = n, G + K
         lp.sense_ = highspy.ObjSense.kMaximize
-        lp.col_cost_ = st.value
+        lp.col_cost_ = st.value[idx]
         lp.col_lower_ = np.zeros(n)
         lp.col_upper_ = np.full(n, inf)
         lp.row_lower_ = np.full(G + K, -inf)
@@ -338,8 +368,10 @@ class LagrangianDual:
         self.lp_status = h.modelStatusToString(h.getModelStatus())
         if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return None
-        rd = np.asarray(h.getSolution().row_dual, dtype=np.float64)[G:]
-        return np.maximum(rd, 0.0)  # a maximisation's <= rows have nonnegative duals in HiGHS's convention
+        sol = h.getSolution()
+        y = np.maximum(np.asarray(sol.col_value, dtype=np.float64), 0.0)
+        rd = np.asarray(sol.row_dual, dtype=np.float64)[G:]
+        return y, np.maximum(rd, 0.0)  # a maximisation's <= rows have nonnegative duals in HiGHS's convention
 
     def sample_prices(self, lmax: np.ndarray, tol: float) -> np.ndarray:
         """Prices of a random sample of the groups with proportionally scaled capacities (a warm start)."""
@@ -377,7 +409,7 @@ class LagrangianDual:
             final, rc, gmax = self.full_oracle(lam_lp)
             if final.L <= o0.L:
                 self.used = "lp"
-                return DualResult(final, rc, gmax, 2)
+                return DualResult(final, rc, gmax, 2, self.y_lp)
         self.used = "kelley"
         lmax = self.lam_max()
         master = _Master(lmax)
@@ -419,6 +451,6 @@ class LagrangianDual:
             lam_c = lam
             width *= 3
         final, rc, gmax = self.full_oracle(best.lam)
-        return DualResult(final, rc, gmax, it + 1)
+        return DualResult(final, rc, gmax, it + 1, self.lp_counts(rc, gmax) if self.primal else None)
 
     # ---- helpers on group choices

@@ -52,7 +52,9 @@ class MckpOptions:
     depth-first search (:meth:`~schedopt.mckp.ResidualClosure.search`, tried before the kicks on residuals of at most
     ``SEARCH_MAX_MEMBERS`` members; 0: never, every residual goes to the sub-solver). ``dual_method``: how
     the prices are found, ``"auto"`` (one LP solve of the relaxation up to ``LP_DUAL_COLUMNS`` aggregated columns,
-    Kelley's method above), ``"lp"`` or ``"kelley"``."""
+    Kelley's method above), ``"lp"`` or ``"kelley"``. ``lp_rounding``: the repair starts from the LP relaxation's
+    optimal counts rounded down (the Lagrangian choice repaired only when that leaves a gap); False: from the
+    Lagrangian choice alone."""
 
     exact: bool = True
     local_search: bool = True
@@ -68,6 +70,7 @@ class MckpOptions:
     race_delay: float | None = None
     search_nodes: int = SEARCH_MAX_NODES
     dual_method: str = "auto"
+    lp_rounding: bool = True
 
     @classmethod
     def known(cls) -> tuple[str, ...]:
@@ -82,7 +85,7 @@ class MckpOptions:
                 raise InputError(f"options.{name}", options[name], f"is no mckp option; known: {', '.join(known)}")
         vals: dict[str, Any] = {}
         for name, v in options.items():
-            if name in ("exact", "local_search"):
+            if name in ("exact", "local_search", "lp_rounding"):
                 if not isinstance(v, (bool, np.bool_)):
                     raise InputError(f"options.{name}", v, "must be True or False")
                 vals[name] = bool(v)
@@ -266,8 +269,20 @@ class MckpSolver:
         self.repairer = GreedyRepair(st, pool, self.deadline)
         if self.stopped:
             self.repairer.deadline = -math.inf
-        self.choice = self.repairer.repair(agg.expand(self.dual.best.choice), self.dual.lam)
+        self.choice = np.full(st.G, -1, dtype=np.int64)
         self.LB = st.value_of(self.choice)
+        if self.dual.y_lp is not None and self.opts.lp_rounding:
+            # the LP optimum rounded down (a basic solution splits at most K classes' counts; W >= 0, so rounding
+            # down keeps every row), improved greedily: usually much closer to the bound than the Lagrangian
+            # choice repaired (a 1,024-GPU preset instance: 264.69 = the bound against 268.5, optimum 264.69)
+            ch = self._lp_rounded(self.dual.y_lp)
+            if ch is not None:
+                self.adopt(self.repairer.improve(ch))
+                self.stats["lp_rounding_objective"] = self.sign * self.LB
+        if not self.within(self.UB, self.LB):
+            ch = self.repairer.repair(agg.expand(self.dual.best.choice), self.dual.lam)
+            self.stats["lagrangian_repair_objective"] = self.sign * st.value_of(ch)
+            self.adopt(ch)
         if self.warm_start is not None:
             ch = self._warm_choice(self.warm_start)
             if ch is not None:
@@ -277,6 +292,15 @@ class MckpSolver:
         self._timed("repair", t)
         self.stats["repair_objective"] = self.sign * self.LB
         self._say("mckp: repaired incumbent %.10g", self.sign * self.LB)
+
+    def _lp_rounded(self, y_lp: np.ndarray) -> np.ndarray | None:
+        """The aggregated LP counts rounded down, as a choice of the original groups (None if it does not fit)."""
+        ast = self.agg.st
+        y = np.floor(y_lp + 1e-7).astype(np.int64)
+        if ast.mult is not None and ast.n and np.any(np.add.reduceat(y, ast.starts) > ast.mult):
+            return None
+        ch = self.agg.disaggregate(y)
+        return ch if self.st.fits(ch) else None
 
     def _warm_choice(self, ws: np.ndarray) -> np.ndarray | None:
         """The group choice of a full 0/1 warm start, or None when it is not a feasible choice of the structure."""
