@@ -102,8 +102,10 @@ class ResidualClosure:
 
     def __init__(self, agg: Aggregate, delta: np.ndarray, bestg: np.ndarray, sub_solve: Callable[..., SolveResult], *,
                  backend: str | None = None, form: str = "auto", gap_tol: float = 1e-6, threads: int = 1,
-                 seed: int = 0, lam: np.ndarray | None = None, search_nodes: int = SEARCH_MAX_NODES) -> None:
+                 seed: int = 0, lam: np.ndarray | None = None, search_nodes: int = SEARCH_MAX_NODES,
+                 table: bool = True) -> None:
         self.agg = agg
+        self.use_table = table  # whether :meth:`table` may take a residual the search leaves
         self.lam = lam  # the prices delta and bestg were computed at (the search needs them; None: no search)
         self.search_nodes = search_nodes
         self.delta = delta
@@ -155,8 +157,8 @@ class ResidualClosure:
         if search:  # the search or the table only: a proof, or nothing (the caller then goes on with the sub-solver)
             found: tuple[np.ndarray, float, int] | None = None
             how = ""
-            plan = self.table_plan(res_cols, og, mult[og], cap)
-            if self.lam is not None and int(mult[og].sum()) <= SEARCH_MAX_MEMBERS and \
+            plan = self.table_plan(res_cols, og, mult[og], cap) if self.use_table else None
+            if self.search_nodes > 0 and self.lam is not None and int(mult[og].sum()) <= SEARCH_MAX_MEMBERS and \
                     search_tree_log10(ast.group[res_cols], og, mult[og], none_alive[og]) <= SEARCH_MAX_LOG10_TREE:
                 # a short search when the table can take over (most searches end within 100 nodes)
                 budget = self.search_nodes if plan is None else min(self.search_nodes, SEARCH_NODES_BEFORE_TABLE)

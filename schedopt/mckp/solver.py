@@ -50,11 +50,14 @@ class MckpOptions:
     mckp can be on a structure hard for its exact mode (tied coefficients); None: no race. Needs the model
     (``MckpSolver(model=...)``; the backend passes it). ``search_nodes``: the node budget of the residual's own
     depth-first search (:meth:`~schedopt.mckp.ResidualClosure.search`, tried before the kicks on residuals of at most
-    ``SEARCH_MAX_MEMBERS`` members; 0: never, every residual goes to the sub-solver). ``dual_method``: how
+    ``SEARCH_MAX_MEMBERS`` members; 0: never; with ``residual_table=False`` too, every residual goes to the
+    sub-solver). ``dual_method``: how
     the prices are found, ``"auto"`` (one LP solve of the relaxation up to ``LP_DUAL_COLUMNS`` aggregated columns,
     Kelley's method above), ``"lp"`` or ``"kelley"``. ``lp_rounding``: the repair starts from the LP relaxation's
     optimal counts rounded down (the Lagrangian choice repaired only when that leaves a gap); False: from the
-    Lagrangian choice alone."""
+    Lagrangian choice alone. ``residual_table``: a residual with integer weights and at most
+    ``TABLE_MAX_CELLS`` cells that the search leaves is solved by :meth:`~schedopt.mckp.ResidualClosure.table`
+    (dynamic programming over the capacities) before any sub-solver."""
 
     exact: bool = True
     local_search: bool = True
@@ -71,6 +74,7 @@ class MckpOptions:
     search_nodes: int = SEARCH_MAX_NODES
     dual_method: str = "auto"
     lp_rounding: bool = True
+    residual_table: bool = True
 
     @classmethod
     def known(cls) -> tuple[str, ...]:
@@ -85,7 +89,7 @@ class MckpOptions:
                 raise InputError(f"options.{name}", options[name], f"is no mckp option; known: {', '.join(known)}")
         vals: dict[str, Any] = {}
         for name, v in options.items():
-            if name in ("exact", "local_search", "lp_rounding"):
+            if name in ("exact", "local_search", "lp_rounding", "residual_table"):
                 if not isinstance(v, (bool, np.bool_)):
                     raise InputError(f"options.{name}", v, "must be True or False")
                 vals[name] = bool(v)
@@ -362,7 +366,7 @@ class MckpSolver:
         assert self.sub_solve is not None
         c = ResidualClosure(self.agg, self.delta, self.bestg, self.sub_solve, backend=self.opts.residual_backend,
                             form=self.opts.residual_form, gap_tol=self.gap_tol, threads=self.threads, seed=self.seed,
-                            lam=self.dual.lam)
+                            lam=self.dual.lam, search_nodes=self.opts.search_nodes, table=self.opts.residual_table)
         return c
 
     def _eps(self) -> float:
@@ -460,7 +464,8 @@ class MckpSolver:
         t = time.perf_counter()
         self.local_search()
         quick = None
-        if (self.opts.exact and self.sub_solve is not None and self.opts.search_nodes > 0 and not self.stopped
+        if (self.opts.exact and self.sub_solve is not None and (self.opts.search_nodes > 0 or self.opts.residual_table)
+                and not self.stopped
                 and not self.within(self.UB, self.LB) and self.time_left() > 0):
             # a small residual is proved by the search at once: the kicks would only spend their budget first
             self._timed("local_search", t)
