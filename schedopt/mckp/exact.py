@@ -195,11 +195,13 @@ class ResidualClosure:
         if not np.array_equal(D, np.rint(D)):
             return None
         rows = np.flatnonzero(D.max(axis=0, initial=0.0) > 0) if K else np.zeros(0, dtype=np.int64)
+        if not rows.size:
+            return None  # no capacity binds the residual: the search (or the sub-solver) takes it
         Dr = np.rint(D[:, rows]).astype(np.int64)
         gi = np.searchsorted(og, ast.group[res_cols])
         heaviest = np.zeros((og.size, rows.size), dtype=np.int64)
         np.maximum.at(heaviest, gi, Dr)
-        lim = np.minimum(np.floor(cap[rows] + 1e-9).astype(np.int64), members.astype(np.int64) @ heaviest)
+        lim = np.maximum(np.minimum(np.floor(cap[rows] + 1e-9).astype(np.int64), members.astype(np.int64) @ heaviest), 0)
         states = float(np.prod(lim + 1.0))
         choices = int(members.astype(np.int64) @ np.bincount(gi, minlength=og.size))
         cells = states * max(choices, 1)
