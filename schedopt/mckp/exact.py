@@ -278,7 +278,7 @@ class ResidualClosure:
         D = ast.dense(res_cols) if K else np.zeros((res_cols.size, 0))
         # per open class: its choices sorted by loss, as plain lists (the search is scalar Python)
         order = np.lexsort((np.arange(res_cols.size), self.delta[res_cols], gi))
-        classes: list[tuple[int, list[tuple[float, float, tuple[float, ...], int, int]]]] = []
+        classes: list[tuple[int, list[_Choice]]] = []
         for o in range(og.size):
             sel = order[gi[order] == o]
             ch = [(float(self.delta[res_cols[i]]), float(ast.value[res_cols[i]]), tuple(D[i].tolist()), int(ub[i]),
@@ -306,72 +306,14 @@ class ResidualClosure:
         restw = [[0.0] * K for _ in range(len(classes) + 1)]
         for o in range(len(classes) - 1, -1, -1):
             restw[o] = [restw[o + 1][k] + classes[o][0] * mw[o][0][k] for k in range(K)]
-        lam_l = [float(v) for v in lam]
-        priced = [k for k in range(K) if lam_l[k] > 0]
-        tol_rel = self.gap_tol / 2
-        best_val = const + float(ast.value[res_cols] @ ws)
-        best_y: list[int] = [int(v) for v in ws]
-        y = [0] * res_cols.size
-        capl = [float(c) for c in cap]
-        ctol = [1e-9 * max(1.0, abs(c)) for c in capl]
-        pruned = -math.inf
-        nodes = 0
-        limit = self.search_nodes if budget is None else budget
-        nclass = len(classes)
-
-        class _GiveUp(Exception):
-            pass
-
-        def place(o: int, left: int, pos: int, used: int, loss: float, val: float) -> None:
-            # member ``left`` members of class o still to place, taking choices from position ``pos`` on; ``used``
-            # members of the current choice already take it
-            nonlocal best_val, best_y, pruned, nodes
-            if o == nclass:
-                if val > best_val:
-                    best_val, best_y = val, y.copy()
-                return
-            if left == 0:
-                place(o + 1, classes[o + 1][0] if o + 1 < nclass else 0, 0, 0, loss, val)
-                return
-            ch = classes[o][1]
-            for p in range(pos, len(ch)):
-                d, v, w, lim, col = ch[p]
-                if p == pos and used >= lim:
-                    continue
-                bound = R - (loss + left * d + rest[o + 1])
-                if bound <= best_val + tol_rel * max(abs(best_val), 1e-10):
-                    pruned = max(pruned, bound)
-                    break  # the later choices lose at least as much
-                if any(w[k] > capl[k] + ctol[k] for k in range(K)):
-                    continue
-                if priced:
-                    waste = 0.0
-                    mwp, rw = mw[o][p], restw[o + 1]
-                    for k in priced:
-                        unused = capl[k] - w[k] - (left - 1) * mwp[k] - rw[k]
-                        if unused > 0:
-                            waste += lam_l[k] * unused
-                    if waste > 0 and bound - waste <= best_val + tol_rel * max(abs(best_val), 1e-10):
-                        pruned = max(pruned, bound - waste)
-                        continue
-                nodes += 1
-                if nodes > limit:
-                    raise _GiveUp
-                for k in range(K):
-                    capl[k] -= w[k]
-                if col >= 0:
-                    y[col] += 1
-                place(o, left - 1, p, used + 1 if p == pos else 1, loss + d, val + v)
-                if col >= 0:
-                    y[col] -= 1
-                for k in range(K):
-                    capl[k] += w[k]
-
+        tree = _SearchTree(classes, rest, mw, restw, [float(v) for v in lam], R, self.gap_tol / 2,
+                           const + float(ast.value[res_cols] @ ws), [int(v) for v in ws], [float(c) for c in cap],
+                           self.search_nodes if budget is None else budget)
         try:
-            place(0, classes[0][0] if nclass else 0, 0, 0, 0.0, const)
-        except _GiveUp:
+            tree.place(0, classes[0][0] if classes else 0, 0, 0, 0.0, const)
+        except _SearchBudgetExceeded:
             return None
-        return np.asarray(best_y, dtype=np.int64), max(best_val, pruned), nodes
+        return np.asarray(tree.best_y, dtype=np.int64), max(tree.best_val, tree.pruned), tree.nodes
 
     def residual(self, res_cols: np.ndarray, ub: np.ndarray, og: np.ndarray, lo_rows: np.ndarray,
                  up_rows: np.ndarray, cap: np.ndarray, const: float, ws: np.ndarray, time_limit: float | None
@@ -451,3 +393,76 @@ class ResidualClosure:
         if not r.has_solution:
             return r, None
         return r, np.bincount(var_rc, weights=np.rint(r.x), minlength=m).astype(np.int64)
+
+
+class _SearchBudgetExceeded(Exception):
+    """Raised by :meth:`_SearchTree.place` past its node budget (the search gives up)."""
+
+
+#: a choice of a class in the search: (loss, value, weights per row, most members, residual column or -1 for none)
+_Choice = tuple[float, float, tuple[float, ...], int, int]
+
+
+class _SearchTree:
+    """The state of one :meth:`ResidualClosure.search`: the classes' sorted choices, the bounds' precomputed parts,
+    the best value and counts found, the largest pruned bound, the capacity left and the counts on the path."""
+
+    def __init__(self, classes: list[tuple[int, list[_Choice]]], rest: list[float], mw: list[list[tuple[float, ...]]],
+                 restw: list[list[float]], lam: list[float], R: float, tol_rel: float, best_val: float,
+                 best_y: list[int], capl: list[float], limit: int) -> None:
+        self.classes, self.rest, self.mw, self.restw, self.lam, self.R = classes, rest, mw, restw, lam, R
+        self.tol_rel, self.best_val, self.best_y, self.capl, self.limit = tol_rel, best_val, best_y, capl, limit
+        self.K = len(capl)
+        self.priced = [k for k in range(self.K) if lam[k] > 0]
+        self.ctol = [1e-9 * max(1.0, abs(c)) for c in capl]
+        self.y = [0] * len(best_y)
+        self.pruned = -math.inf
+        self.nodes = 0
+
+    def _beaten(self, bound: float) -> bool:
+        return bound <= self.best_val + self.tol_rel * max(abs(self.best_val), 1e-10)
+
+    def place(self, o: int, left: int, pos: int, used: int, loss: float, val: float) -> None:
+        """Place the ``left`` members of class ``o`` still to place, taking choices from position ``pos`` on
+        (``used`` members already take the choice at ``pos``), then the next classes; ``loss`` / ``val`` so far."""
+        classes, K, capl, y = self.classes, self.K, self.capl, self.y
+        if o == len(classes):
+            if val > self.best_val:
+                self.best_val, self.best_y = val, y.copy()
+            return
+        if left == 0:
+            self.place(o + 1, classes[o + 1][0] if o + 1 < len(classes) else 0, 0, 0, loss, val)
+            return
+        ch = classes[o][1]
+        for p in range(pos, len(ch)):
+            d, v, w, lim, col = ch[p]
+            if p == pos and used >= lim:
+                continue
+            bound = self.R - (loss + left * d + self.rest[o + 1])
+            if self._beaten(bound):
+                self.pruned = max(self.pruned, bound)
+                break  # the later choices lose at least as much
+            if any(w[k] > capl[k] + self.ctol[k] for k in range(K)):
+                continue
+            if self.priced:
+                waste = 0.0
+                mwp, rw = self.mw[o][p], self.restw[o + 1]
+                for k in self.priced:
+                    unused = capl[k] - w[k] - (left - 1) * mwp[k] - rw[k]
+                    if unused > 0:
+                        waste += self.lam[k] * unused
+                if waste > 0 and self._beaten(bound - waste):
+                    self.pruned = max(self.pruned, bound - waste)
+                    continue
+            self.nodes += 1
+            if self.nodes > self.limit:
+                raise _SearchBudgetExceeded
+            for k in range(K):
+                capl[k] -= w[k]
+            if col >= 0:
+                y[col] += 1
+            self.place(o, left - 1, p, used + 1 if p == pos else 1, loss + d, val + v)
+            if col >= 0:
+                y[col] -= 1
+            for k in range(K):
+                capl[k] += w[k]
