@@ -171,6 +171,7 @@ class MckpSolver:
         self.bestg = np.zeros(0)
         self.stopped = False  # set by stop(): end at the next check with the incumbent, Limit.INTERRUPTED
         self._dual_run: LagrangianDual | None = None
+        self._second_start: np.ndarray | None = None
         self._race_run: _Racer | None = None
 
     # ---------------------------------------------------------------- helpers
@@ -286,7 +287,8 @@ class MckpSolver:
         if not self.within(self.UB, self.LB):
             ch = self.repairer.repair(agg.expand(self.dual.best.choice), self.dual.lam)
             self.stats["lagrangian_repair_objective"] = self.sign * st.value_of(ch)
-            self.adopt(ch)
+            if not self.adopt(ch) and st.fits(ch):
+                self._second_start = ch  # the local search may reach further from it (see second_start)
         if self.warm_start is not None:
             ch = self._warm_choice(self.warm_start)
             if ch is not None:
@@ -338,6 +340,23 @@ class MckpSolver:
         self.stats["local_search_moves"] = nmoves
         if nmoves:
             self.adopt(agg.disaggregate(y1))
+
+    def second_start(self) -> None:
+        """When the gap is still open after the local search and the kicks from the best start (the LP's rounded
+        counts), the same from the Lagrangian choice repaired, when that was the worse start: they end in different
+        local optima, and one more local search costs far less than the residual MIP that follows otherwise (a
+        2,048-GPU exact instance, seed 2: 235 -> 40 ms CPU). The better end is kept."""
+        alt = self._second_start
+        self._second_start = None
+        if alt is None or self.within(self.UB, self.LB) or self.stopped or self.time_left() <= 0:
+            return
+        kept, kept_lb = self.choice, self.LB
+        self.choice, self.LB = alt, self.st.value_of(alt)
+        self.local_search()
+        self.kicks()
+        self.stats["second_start_objective"] = self.sign * self.LB
+        if self.LB < kept_lb:
+            self.choice, self.LB = kept, kept_lb
 
     def kicks(self) -> None:
         """A few ms of iterated local search with random kicks, when the gap is still open."""
@@ -473,6 +492,7 @@ class MckpSolver:
             t = time.perf_counter() - self.phases["local_search"]
         if quick is None:
             self.kicks()
+            self.second_start()
         self._timed("local_search", t)
         self.stats["local_search_objective"] = self.sign * self.LB
         self.stats["gap_after_repair"] = max(self.UB - self.LB, 0.0) / max(abs(self.LB), 1e-10)
