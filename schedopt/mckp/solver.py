@@ -34,6 +34,9 @@ RACE_DELAY_MIN = 0.05
 #: the default kick budget per aggregated column (seconds): 0.03 s from 3,000 columns up
 KICK_SECONDS_PER_COLUMN = 1e-5
 
+#: the local search's second start (:meth:`MckpSolver.second_start`) runs from this many aggregated columns up
+SECOND_START_COLUMNS = 2000
+
 
 @dataclass(frozen=True)
 class MckpOptions:
@@ -345,10 +348,13 @@ class MckpSolver:
         """When the gap is still open after the local search and the kicks from the best start (the LP's rounded
         counts), the same from the Lagrangian choice repaired, when that was the worse start: they end in different
         local optima, and one more local search costs far less than the residual MIP that follows otherwise (a
-        2,048-GPU exact instance, seed 2: 235 -> 40 ms CPU). The better end is kept."""
+        2,048-GPU exact instance, seed 2: 235 -> 56 ms CPU). Only from :data:`SECOND_START_COLUMNS` aggregated
+        columns up: below, the residual MIP is cheap (a 256-GPU preset instance: 12 ms) and the second start cost
+        more than it saved. The better end is kept."""
         alt = self._second_start
         self._second_start = None
-        if alt is None or self.within(self.UB, self.LB) or self.stopped or self.time_left() <= 0:
+        if alt is None or self.within(self.UB, self.LB) or self.stopped or self.time_left() <= 0 or \
+                self.agg.st.n < SECOND_START_COLUMNS:
             return
         kept, kept_lb = self.choice, self.LB
         self.choice, self.LB = alt, self.st.value_of(alt)
