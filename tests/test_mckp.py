@@ -545,7 +545,7 @@ def test_sia_2048_local_search_reaches_optimum_and_proves_it() -> None:
     the exact solve without the local search."""
     sia = pytest.importorskip("schedopt.sia")
     m = sia.generate_instance(2048, 1).problem().build()
-    r = schedopt.solve(m, "mckp")
+    r = schedopt.solve(m, "mckp", lp_rounding=False)  # from the Lagrangian choice (the LP's start is closer)
     assert r.termination.reason is TerminationReason.OPTIMAL
     assert "residual_columns" not in r.stats and r.stats["local_search_moves"] >= 1
     assert r.stats["repair_objective"] - r.objective > 0.1  # minimisation: the local search gained
@@ -563,9 +563,9 @@ def test_sia_2048_kicks_reach_optimum_that_local_search_misses() -> None:
     equals the exact solve (gap 1e-9) within 1e-4 and the bound never passes the true optimum."""
     sia = pytest.importorskip("schedopt.sia")
     m = sia.generate_instance(2048, 4).problem().build()
-    r0 = schedopt.solve(m.copy(), "mckp", mip_rel_gap=1e-4, kick_seconds=0.0)
+    r0 = schedopt.solve(m.copy(), "mckp", mip_rel_gap=1e-4, kick_seconds=0.0, lp_rounding=False)
     assert "residual_columns" in r0.stats  # the local search alone does not close the gap
-    r = schedopt.solve(m.copy(), "mckp", mip_rel_gap=1e-4, kick_seconds=5.0)
+    r = schedopt.solve(m.copy(), "mckp", mip_rel_gap=1e-4, kick_seconds=5.0, lp_rounding=False)
     assert r.termination.reason is TerminationReason.OPTIMAL
     assert "residual_columns" not in r.stats and r.stats["kick_improvements"] >= 1
     assert r.stats["local_search_objective"] < r0.stats["local_search_objective"] - 1e-3  # minimisation
@@ -642,11 +642,12 @@ def test_default_kick_budget_scales_with_the_aggregated_columns() -> None:
     m.add_variables("x", 3, kind="binary")
     m.add_constraints("gpu_capacity", {"x": [[2, 2, 2]]}, upper=5)
     m.set_objective({"x": [2, 2, 2]})
-    r = schedopt.solve(m, "mckp")
+    # the residual's search or table would prove it before any kick
+    r = schedopt.solve(m, "mckp", search_nodes=0, residual_table=False)
     assert KICK_SECONDS_PER_COLUMN == 1e-5
     assert r.stats["kick_budget_seconds"] == pytest.approx(1e-5 * r.stats["aggregated_columns"])
     assert r.objective == pytest.approx(4.0) and r.termination.reason is TerminationReason.OPTIMAL
-    r2 = schedopt.solve(m, "mckp", kick_seconds=0.02)
+    r2 = schedopt.solve(m, "mckp", kick_seconds=0.02, search_nodes=0, residual_table=False)
     assert r2.stats["kick_budget_seconds"] == 0.02 and r2.objective == pytest.approx(4.0)
 
 
@@ -698,7 +699,8 @@ def test_race_backend_wins_when_the_residual_is_slow_and_the_residual_is_stopped
 
     ms._Racer.start = start_and_release  # type: ignore[method-assign]
     try:
-        params = SolveParams(mip_rel_gap=1e-4, options={"race_delay": 0.0, "kick_seconds": 0.0},
+        params = SolveParams(mip_rel_gap=1e-4, options={"race_delay": 0.0, "kick_seconds": 0.0, "search_nodes": 0,
+                                                        "residual_table": False},
                              sub_solve=sub_solve)
         r = MckpBackend().solve(m, params)
     finally:
@@ -713,9 +715,9 @@ def test_race_backend_off_or_too_late_leaves_mckp_alone() -> None:
     """race_backend=None: no race; the default delay (>= 0.05 s) on a model mckp proves in milliseconds: the race
     never starts. Both answers are the optimum 12 with mckp's own proof."""
     m = _gap_model()
-    r = schedopt.solve(m, "mckp", race_backend=None)
+    r = schedopt.solve(m, "mckp", race_backend=None, search_nodes=0, residual_table=False)
     assert r.objective == pytest.approx(12.0) and "race_backend" not in r.stats
-    r2 = schedopt.solve(m, "mckp")
+    r2 = schedopt.solve(m, "mckp", search_nodes=0, residual_table=False)
     assert r2.objective == pytest.approx(12.0) and r2.termination.reason is TerminationReason.OPTIMAL
     assert r2.stats["race_backend"] == "highs" and "fallback" not in r2.stats
 
@@ -736,7 +738,7 @@ def test_small_residual_goes_to_highs_until_cpsat_is_loaded() -> None:
         "m.add_variables('x', 7, kind='binary')\n"
         "m.add_constraints('gpu_capacity', {'x': [[2] * 7]}, upper=13)\n"
         "m.set_objective({'x': [2] * 7})\n"
-        "r = schedopt.solve(m, 'mckp')\n"
+        "r = schedopt.solve(m, 'mckp', search_nodes=0, residual_table=False)\n"
         "print(CPSAT_MIN_COLUMNS, d(199), d(200), d(), r.stats['residual_backend'], r.objective,\n"
         "      'ortools.sat.python.cp_model' in sys.modules)\n"
         "import ortools.sat.python.cp_model\n"

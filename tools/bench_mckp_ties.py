@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import pickle
 import platform
 import statistics
@@ -62,20 +63,48 @@ def instances(sizes: list[int], seeds: list[int], snapshots: str | None) -> list
     return out
 
 
+def parse_backends(text: str) -> dict[str, tuple[str, dict[str, Any]]]:
+    """``"mckp,highs,old=mckp:{...}"`` -> {name: (backend, options)} (entries split at ';' when one is in the text)."""
+    out: dict[str, tuple[str, dict[str, Any]]] = {}
+    for item in (text.split(";") if ";" in text else text.split(",")):
+        item = item.strip()
+        if not item:
+            continue
+        if "=" in item:
+            name, rest = item.split("=", 1)
+            backend, _, opts = rest.partition(":")
+            out[name] = (backend, json.loads(opts) if opts else {})
+        else:
+            out[item] = (item, {})
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="64,256,1024,2048")
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--snapshots", default=None)
-    ap.add_argument("--backends", default="mckp,highs")
+    ap.add_argument("--backends", default="mckp,highs",
+                    help="comma-separated backends; a variant as NAME=BACKEND:JSON-OPTIONS, e.g. "
+                         "'old=mckp:{\"dual_method\": \"kelley\"}' (split at ';' when given)")
     ap.add_argument("--gap", type=float, default=1e-4)
     ap.add_argument("--time-limit", type=float, default=120.0)
     ap.add_argument("--out", default=None)
     ap.add_argument("--label", default="")
     ap.add_argument("--repeat", type=int, default=3, help="runs per (instance, backend): medians")
+    ap.add_argument("--table", default=None, metavar="CSV",
+                    help="print the README table from this CSV (labels --before and --after) and exit")
+    ap.add_argument("--before", default="before")
+    ap.add_argument("--after", default="after")
     a = ap.parse_args()
-    backends = a.backends.split(",")
-    for b in backends:
+    if a.table:
+        with open(a.table, newline="") as f:
+            table_rows = list(csv.DictReader(f))
+        print(markdown(table_rows, a.before, a.after))
+        return
+    specs = parse_backends(a.backends)
+    backends = list(specs)
+    for b, _ in specs.values():
         get_backend(b).warm_up()
     sizes = [int(x) for x in a.sizes.split(",") if x]
     seeds = [int(x) for x in a.seeds.split(",")]
@@ -87,7 +116,7 @@ def main() -> None:
             walls, cpus = [], []
             for _ in range(a.repeat):
                 t0, c0 = time.perf_counter(), time.process_time()
-                r = schedopt.solve(m.copy(), b, mip_rel_gap=a.gap, time_limit=a.time_limit)
+                r = schedopt.solve(m.copy(), specs[b][0], mip_rel_gap=a.gap, time_limit=a.time_limit, **specs[b][1])
                 walls.append(time.perf_counter() - t0)
                 cpus.append(time.process_time() - c0)
             wall, cpu = statistics.median(walls), statistics.median(cpus)
@@ -106,21 +135,71 @@ def main() -> None:
             if new:
                 w.writeheader()
             w.writerows(rows)
-    # summary: mckp / best backend per instance
-    for key in ("wall_s", "cpu_s"):
-        by: dict[tuple[str, str, str], dict[str, float]] = {}
+    print()
+    print(summary(rows, {n: b for n, (b, _) in specs.items()}, a.repeat))
+
+
+def summary(rows: list[dict[str, Any]], kinds: dict[str, str], repeat: int | str) -> str:
+    """Per (label, mckp variant, family, mode): the worst and median ratio of its time to the best other backend's
+    (wall and CPU), and how many of its answers were not OPTIMAL."""
+    lines = []
+    others = [n for n, b in kinds.items() if b != "mckp"]
+    for key in ("cpu_s", "wall_s"):
+        by: dict[tuple[str, str, str, str], dict[str, float]] = {}
         for r in rows:
-            by.setdefault((r["family"], r["mode"], r["instance"]), {})[r["backend"]] = r[key]
-        if "mckp" in backends and len(backends) > 1:
-            groups: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
-            for (fam, mode, _), t in by.items():
-                groups.setdefault((fam, mode), []).append((t["mckp"] / min(t.values()), t["mckp"], min(t.values())))
-            print(f"\nmckp / best backend ({key}, medians of {a.repeat} runs), per family and mode: worst (times), "
-                  "median ratio")
-            for (fam, mode), rs in sorted(groups.items()):
-                w = max(rs)
-                print(f"{fam:22s} {mode:16s} worst {w[0]:6.2f} ({w[1]:.3f} vs {w[2]:.3f} s)  "
-                      f"median {statistics.median(x[0] for x in rs):6.2f}  ({len(rs)})")
+            by.setdefault((r["label"], r["family"], r["mode"], r["instance"]), {})[r["backend"]] = float(r[key])
+        groups: dict[tuple[str, str, str, str], list[tuple[float, float, float]]] = {}
+        for (label, fam, mode, _), t in by.items():
+            best = min((t[o] for o in others if o in t), default=float("nan"))
+            for name, b in kinds.items():
+                if b == "mckp" and name in t:
+                    groups.setdefault((label, name, fam, mode), []).append((t[name] / best, t[name], best))
+        lines.append(f"mckp / best other backend ({key}, medians of {repeat} runs): worst (times), median ratio")
+        for (label, name, fam, mode), rs in sorted(groups.items()):
+            w = max(rs)
+            lines.append(f"{label:8s} {name:10s} {fam:22s} {mode:16s} worst {w[0]:6.2f} ({w[1]:.3f} vs {w[2]:.3f} s)  "
+                         f"median {statistics.median(x[0] for x in rs):6.2f}  ({len(rs)})")
+    return "\n".join(lines)
+
+
+def markdown(rows: list[dict[str, Any]], before: str, after: str) -> str:
+    """The README table: per family and mode, mckp's median CPU before and after, the best other backend's (per
+    instance, by CPU), and the worst ratio of mckp's time to that backend's (CPU and wall) before and after, with
+    mckp's answers that were not OPTIMAL."""
+    by: dict[tuple[str, str, str, str], dict[str, dict[str, Any]]] = {}
+    for r in rows:
+        by.setdefault((r["family"], r["mode"], r["instance"], r["label"]), {})[r["backend"]] = r
+    fams = sorted({(r["family"], r["mode"]) for r in rows},
+                  key=lambda k: (k[0].startswith("snapshot"), int(k[0].split("-")[-1]) if k[0][-1].isdigit() else 0,
+                                 ["exact", "preset", "preset+lambda_a"].index(k[1])))
+    out = ["| family | mode | instances | mckp CPU before | mckp CPU after | best other CPU | worst mckp / best other "
+           "before (CPU; wall) | worst after (CPU; wall) | not optimal after |", "|---|---|---|---|---|---|---|---|---|"]
+    for fam, mode in fams:
+        cells: dict[str, list[tuple[float, float, float, float, str]]] = {before: [], after: []}
+        for (f, m, _i, label), t in by.items():
+            if (f, m) != (fam, mode) or label not in cells or "mckp" not in t or all(n.startswith("mckp") for n in t):
+                continue
+            mk = t["mckp"]
+            hi = min((r for n, r in t.items() if not n.startswith("mckp")), key=lambda r: float(r["cpu_s"]))
+            cells[label].append((float(mk["cpu_s"]), float(hi["cpu_s"]), float(mk["wall_s"]), float(hi["wall_s"]),
+                                 str(mk["termination"])))
+        b, a = cells[before], cells[after]
+        if not a:
+            continue
+
+        def ms(x: float) -> str:
+            return f"{x * 1e3:.0f} ms" if x < 10 else f"{x:.1f} s"
+
+        def worst(c: list[tuple[float, float, float, float, str]]) -> str:
+            if not c:
+                return "-"
+            return f"{max(x[0] / x[1] for x in c):.2f}x; {max(x[2] / x[3] for x in c):.2f}x"
+
+        med = statistics.median
+        out.append(f"| {fam} | {mode} | {len(a)} | {ms(med(x[0] for x in b)) if b else '-'} | "
+                   f"{ms(med(x[0] for x in a))} | {ms(med(x[1] for x in a))} | {worst(b)} | {worst(a)} | "
+                   f"{sum(x[4] != 'OPTIMAL' for x in a)} |")
+    return "\n".join(out)
 
 
 if __name__ == "__main__":

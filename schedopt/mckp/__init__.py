@@ -12,9 +12,11 @@ The package, step by step (``formulations/mckp.md`` has the mathematics):
 * :mod:`~schedopt.mckp.structure`: :func:`analyze` (detection and presolve into an :class:`MckpStructure`, a
   maximisation; :class:`~schedopt.errors.StructureError` names the row or column outside the family);
 * :mod:`~schedopt.mckp.aggregate`: :func:`aggregate` (identical groups collapsed into classes);
-* :mod:`~schedopt.mckp.dual`: :class:`LagrangianDual` (Kelley's method with Wentges smoothing over the prices);
+* :mod:`~schedopt.mckp.dual`: :class:`LagrangianDual` (the prices from one LP solve of the relaxation up to
+  ``LP_DUAL_COLUMNS`` columns, Kelley's method with Wentges smoothing above; the LP's optimal counts for the repair);
 * :mod:`~schedopt.mckp.heuristics`: :class:`GreedyRepair`, :func:`local_search`, :func:`kick_search`;
-* :mod:`~schedopt.mckp.exact`: :class:`ResidualClosure` (reduced-cost fixing, the residual problem solved by a
+* :mod:`~schedopt.mckp.exact`: :class:`ResidualClosure` (reduced-cost fixing; the residual problem by its own
+  depth-first search with identical jobs in a fixed order, by dynamic programming over integer capacities, or by a
   sub-solver it is handed);
 * :mod:`~schedopt.mckp.solver`: :class:`MckpSolver`, the steps in order, and :func:`solve_structure`.
 
@@ -30,13 +32,14 @@ import numpy as np
 
 from ..results import SolveResult
 from .aggregate import Aggregate, aggregate
-from .dual import ColumnSet, DualResult, LagrangianDual, OracleAnswer, columns_of_groups
+from .dual import LP_DUAL_COLUMNS, ColumnSet, DualResult, LagrangianDual, OracleAnswer, columns_of_groups
 from .exact import ResidualClosure, RestrictedSolve, default_residual_backend
 from .heuristics import GreedyRepair, kick_search, local_search
 from .solver import MckpOptions, MckpOutcome, MckpSolver
 from .structure import MAX_KNAPSACK_ROWS, TOL, Detected, MckpStructure, analyze, detect, detect_structure, presolve
 
 __all__ = [
+    "LP_DUAL_COLUMNS",
     "MAX_KNAPSACK_ROWS",
     "TOL",
     "Aggregate",

@@ -2,8 +2,13 @@
 
 ``L(lam) = lam.b + sum_g max(0, max_{i in g} v_i - lam.W_i)`` is convex piecewise linear; every ``L(lam)`` is an
 upper bound (maximisation form) and its minimum equals the LP relaxation's bound. For given prices every group
-picks its best column with numpy (:class:`ColumnSet`); :class:`LagrangianDual` minimises ``L`` exactly by Kelley's
-cutting-plane method with Wentges smoothing on a (K+1)-variable HiGHS LP.
+picks its best column with numpy (:class:`ColumnSet`); :class:`LagrangianDual` minimises ``L`` exactly: on a
+structure of at most :data:`LP_DUAL_COLUMNS` columns by solving the LP relaxation once (its knapsack rows' duals are
+the minimising prices: one HiGHS LP of about 0.3-1 ms on a 100-column instance, against 20-35 Kelley iterations of
+about 5 ms; 4 against 9 ms at 1,049 columns), on larger ones by Kelley's cutting-plane method with Wentges
+smoothing on a (K+1)-variable HiGHS LP (measured faster from about 2,000 aggregated columns up: 14 against 30 ms
+at 2,495, 20 against 90 ms at 4,544), followed by the LP on the columns best at its prices for LP-optimal counts.
+Those counts, rounded down, are the repair's best start.
 """
 
 from __future__ import annotations
@@ -16,10 +21,13 @@ import numpy as np
 
 from .structure import MckpStructure
 
-__all__ = ["STALL_ITERATIONS", "ColumnSet", "DualResult", "LagrangianDual", "OracleAnswer", "columns_of_groups"]
+__all__ = ["LP_DUAL_COLUMNS", "STALL_ITERATIONS", "ColumnSet", "DualResult", "LagrangianDual", "OracleAnswer", "columns_of_groups"]
 
 #: Kelley's loop stops after this many iterations without progress (see :meth:`LagrangianDual.kelley`)
 STALL_ITERATIONS = 20
+
+#: structures of at most this many columns get their prices from one LP solve of the relaxation (:meth:`LagrangianDual.lp_prices`)
+LP_DUAL_COLUMNS = 2000
 
 
 @dataclass
@@ -142,6 +150,8 @@ class DualResult:
     rc: np.ndarray
     gmax: np.ndarray
     iterations: int
+    #: the LP relaxation's optimal counts per column when the prices came from it (a start for the repair)
+    y_lp: np.ndarray | None = None
 
     @property
     def lam(self) -> np.ndarray:
@@ -177,8 +187,14 @@ class LagrangianDual:
     """
 
     def __init__(self, st: MckpStructure, *, deadline: float = math.inf, seed: int | None = 0,
-                 tolerance: float = 1e-10, max_iterations: int = 500) -> None:
+                 tolerance: float = 1e-10, max_iterations: int = 500, method: str = "auto",
+                 primal: bool = True) -> None:
         self.st = st
+        self.primal = primal  #: also find LP-optimal counts after Kelley's method (``DualResult.y_lp``)
+        self.method = method  #: "auto" (LP up to LP_DUAL_COLUMNS columns, Kelley above), "lp" or "kelley"
+        self.lp_status = ""  #: HiGHS's status of the LP relaxation when it was solved
+        self.y_lp: np.ndarray | None = None  #: its optimal counts per column
+        self.used = ""  #: how the last solve found its prices: "zero" (lam = 0 fits), "lp" or "kelley"
         self.deadline = deadline
         self.seed = seed
         self.tolerance = tolerance
@@ -290,6 +306,73 @@ class LagrangianDual:
                     best, center = o2, lam_m
         return best, lb, it
 
+    def lp_prices(self) -> np.ndarray | None:
+        """The minimising prices from one solve of the LP relaxation (``max v.y``, ``sum_class y <= mult``,
+        ``W y <= cap``, ``y >= 0``: its dual is ``min_lam L(lam)``): the knapsack rows' duals, clipped at 0 (any
+        prices give a valid bound; the bound reported is ``L`` evaluated here at these prices, never the LP's own
+        value). None when HiGHS does not report the LP optimal (the caller falls back to Kelley's method). The
+        LP's optimal counts are kept in ``y_lp``."""
+        out = self.solve_lp(np.arange(self.n))
+        if out is None:
+            return None
+        self.y_lp, duals = out
+        return duals
+
+    def lp_counts(self, rc: np.ndarray, gmax: np.ndarray) -> np.ndarray | None:
+        """LP-optimal counts from prices found by Kelley's method: the LP restricted to every class's columns
+        within a small tolerance of its best reduced value there (complementary slackness: an LP optimum uses no
+        other column at optimal prices), a much smaller LP. A start for the repair only (never a bound)."""
+        tol = 1e-7 * (1.0 + np.abs(self.v))
+        idx = np.flatnonzero(rc >= np.maximum(gmax, 0.0)[self.st.group] - tol)
+        out = self.solve_lp(idx)
+        if out is None:
+            return None
+        y = np.zeros(self.n)
+        y[idx] = out[0]
+        return y
+
+    def solve_lp(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """The LP relaxation on the columns ``idx`` (sorted): (optimal counts of those columns, the knapsack rows'
+        duals clipped at 0), or None when HiGHS does not report it optimal. Primal simplex without presolve:
+        measured fastest on these LPs (about 2x at 1,000 columns)."""
+        import highspy
+
+        st = self.st
+        n, G, K = idx.size, self.G, self.K
+        mult = np.ones(G) if self.mult is None else self.mult.astype(np.float64)
+        inf = highspy.kHighsInf
+        rows = np.concatenate([st.group[idx, None], G + st.ri[idx]], axis=1)
+        vals = np.concatenate([np.ones((n, 1)), st.wt[idx]], axis=1)
+        keep = rows < G + K  # the ELL padding (row K) is no row
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = n, G + K
+        lp.sense_ = highspy.ObjSense.kMaximize
+        lp.col_cost_ = st.value[idx]
+        lp.col_lower_ = np.zeros(n)
+        lp.col_upper_ = np.full(n, inf)
+        lp.row_lower_ = np.full(G + K, -inf)
+        lp.row_upper_ = np.concatenate([mult, st.cap])
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = np.concatenate([[0], np.cumsum(keep.sum(axis=1))]).astype(np.int32)
+        lp.a_matrix_.index_ = rows[keep].astype(np.int32)
+        lp.a_matrix_.value_ = vals[keep]
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", 1)
+        h.setOptionValue("presolve", "off")
+        h.setOptionValue("simplex_strategy", 4)
+        if math.isfinite(self.deadline):
+            h.setOptionValue("time_limit", max(self.time_left(), 1e-3))
+        h.passModel(lp)
+        h.run()
+        self.lp_status = h.modelStatusToString(h.getModelStatus())
+        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return None
+        sol = h.getSolution()
+        y = np.maximum(np.asarray(sol.col_value, dtype=np.float64), 0.0)
+        rd = np.asarray(sol.row_dual, dtype=np.float64)[G:]
+        return y, np.maximum(rd, 0.0)  # a maximisation's <= rows have nonnegative duals in HiGHS's convention
+
     def sample_prices(self, lmax: np.ndarray, tol: float) -> np.ndarray:
         """Prices of a random sample of the groups with proportionally scaled capacities (a warm start)."""
         m = min(max(300, self.G // 20), self.G)
@@ -318,7 +401,16 @@ class LagrangianDual:
         if self.pool.idx.size != self.st.n:  # a second solve starts from every column again
             self.pool = ColumnSet(self.st)
         if K == 0 or o0.s.min(initial=0.0) >= 0:
+            self.used = "zero"
             return DualResult(o0, rc0, g0, 1)  # lam = 0 is optimal: its choice fits (complementary slackness holds)
+        use_lp = self.method == "lp" or (self.method == "auto" and self.n <= LP_DUAL_COLUMNS)
+        lam_lp = self.lp_prices() if use_lp else None
+        if lam_lp is not None:
+            final, rc, gmax = self.full_oracle(lam_lp)
+            if final.L <= o0.L:
+                self.used = "lp"
+                return DualResult(final, rc, gmax, 2, self.y_lp)
+        self.used = "kelley"
         lmax = self.lam_max()
         master = _Master(lmax)
         master.add_cut(o0)
@@ -359,6 +451,6 @@ class LagrangianDual:
             lam_c = lam
             width *= 3
         final, rc, gmax = self.full_oracle(best.lam)
-        return DualResult(final, rc, gmax, it + 1)
+        return DualResult(final, rc, gmax, it + 1, self.lp_counts(rc, gmax) if self.primal else None)
 
     # ---- helpers on group choices
