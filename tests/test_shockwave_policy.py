@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from schedopt.errors import InputError
 from schedopt.sia import Cluster, GpuType
 from schedopt.sim import Workload, WorkloadJob, get_policy, simulate
 from schedopt.sim.policies.base import JobView, RoundState
@@ -109,3 +110,21 @@ def test_closed_loop_with_contention_time_slices_every_round() -> None:
     assert set(s) == {"a", "b", "c"}
     assert min(s.values()) > max(f.values())
     assert all(j.restarts >= 20 for j in r.jobs)
+
+
+def test_reopt_rounds_replays_the_window_until_it_is_due_or_the_jobs_change() -> None:
+    """reopt_rounds=3 (uw-mad-dash/shockwave uses 8): rounds 0-2 follow the plan made at round 0 (b, the least
+    progressed, all window long), round 3 re-plans; a new job at round 4 forces a re-plan."""
+    pol = ShockwavePolicy(reopt_rounds=3)
+    jobs = (view("a", 0.5), view("b", 0.0))
+
+    def at(k: int, js: tuple[JobView, ...] = jobs) -> RoundState:
+        return RoundState(time=60.0 * k, round_index=k, round_seconds=60.0, cluster=T4, jobs=js, placement=None)
+
+    got = [pol.decide(at(k)) for k in range(4)]
+    assert [d.info["replanned"] for d in got] == [True, False, False, True]
+    assert [d.nodes for d in got[:3]] == [{"b": {"t4-0": 4}}] * 3
+    assert got[1].answer is None and got[3].answer is not None
+    assert pol.decide(at(4, (*jobs, view("c", 0.0)))).info["replanned"] is True
+    with pytest.raises(InputError, match="reopt_rounds"):
+        ShockwavePolicy(reopt_rounds=0)

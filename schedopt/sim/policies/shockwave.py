@@ -121,22 +121,26 @@ class ShockwavePolicy:
     """``shockwave``: the Sia artifact's Shockwave baseline. Options (defaults: the artifact's
     ``multi_simulator_unaware.py``): ``rounds`` (the planning window, ``--nfuture 5``), ``k`` (1e-9), ``lam`` (12),
     ``rho_max`` (1), ``momentum`` (0.9), ``time_limit`` (15 s per model) and ``mip_rel_gap`` (1e-3) as its Gurobi
-    call, ``backend`` (any schedopt backend that solves MILPs; default ``highs``)."""
+    call, ``backend`` (any schedopt backend that solves MILPs; default ``highs``), ``reopt_rounds`` (re-plan every
+    that many rounds and whenever the active jobs change; 1 as the Sia artifact, 8 in uw-mad-dash/shockwave)."""
 
     name = "shockwave"
     adaptive = False
 
     def __init__(self, *, backend: str = "highs", rounds: int = 5, k: float = 1e-9, lam: float = 12.0,
                  rho_max: float = 1.0, momentum: float = 0.9, time_limit: float | None = 15.0,
-                 mip_rel_gap: float = 1e-3) -> None:
+                 mip_rel_gap: float = 1e-3, reopt_rounds: int = 1) -> None:
         if not isinstance(backend, str) or not backend:
             raise InputError("backend", backend, "must be a backend name")
         if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
             raise InputError("rounds", rounds, "must be a whole number of rounds >= 1")
+        if isinstance(reopt_rounds, bool) or not isinstance(reopt_rounds, int) or reopt_rounds < 1:
+            raise InputError("reopt_rounds", reopt_rounds, "must be a whole number of rounds >= 1")
         if not (isinstance(momentum, (int, float)) and 0.0 <= momentum <= 1.0):
             raise InputError("momentum", momentum, "must be a number in [0, 1]")
         self.backend = backend
         self.rounds = rounds
+        self.reopt_rounds = reopt_rounds
         self.k, self.lam, self.rho_max = float(k), float(lam), float(rho_max)
         self.momentum = float(momentum)
         self.options = SolveOptions(backend=backend, time_limit=time_limit, mip_rel_gap=mip_rel_gap)
@@ -145,15 +149,13 @@ class ShockwavePolicy:
         self._virtual: dict[str, tuple[int, ...]] = {}
         self._xput: dict[tuple[int, int, int], tuple[Any, np.ndarray]] = {}
         self._last_round = -1
+        self._plan_rounds: dict[int, list[str]] = {}
+        self._active: tuple[str, ...] = ()
+        self._solved_at = -1
+        self._stuck: list[str] = []
 
     def spec(self, state: RoundState) -> tuple[ShockwaveSpec, list[JobView], list[str]]:
         """This round's spec (the jobs that can run on some GPU type), those jobs, and the ids of the others."""
-        if state.round_index <= self._last_round:  # a new simulation with the same object: forget everything
-            self._series.clear()
-            self._total.clear()
-            self._virtual.clear()
-            self._xput.clear()
-        self._last_round = state.round_index
         X, sf = gavel_throughputs(state.cluster, state.jobs, self._xput)
         run = [j for j in range(len(state.jobs)) if (X[j] > 0).any()]
         jobs = [state.jobs[j] for j in run]
@@ -181,27 +183,45 @@ class ShockwavePolicy:
         if not isinstance(state, RoundState):
             raise InputError("state", type(state).__name__, "must be a schedopt.sim.policies.RoundState")
         t0 = time.perf_counter()
-        spec, jobs, stuck = self.spec(state)
+        if state.round_index <= self._last_round:  # a new simulation with the same object: forget everything
+            for d in (self._series, self._total, self._virtual, self._xput, self._plan_rounds):
+                d.clear()
+            self._active, self._solved_at = (), -1
+        self._last_round = state.round_index
         alive = {v.id for v in state.jobs}
         for gone in [j for j in self._series if j not in alive]:
             self._series.pop(gone, None)
             self._total.pop(gone, None)
-        if not jobs:
-            self._virtual = {}
-            return Decision(nodes={}, info={"jobs": len(state.jobs), "unschedulable": stuck})
-        plan: ShockwavePlan = solve_spec(spec, self.options)
-        if plan.has_solution:
-            now = plan.rounds[0]
-        else:  # no plan within the limits (the artifact would stop): the work-conserving fill alone
-            now = [spec.jobs[j] for j in fill_rounds(spec, np.zeros((spec.num_jobs, spec.rounds), dtype=bool))[0]]
-        size = {v.id: int(v.requested_gpus) for v in jobs}
+        active = tuple(sorted(alive))
+        # re-plan every reopt_rounds rounds (the artifact: REOPT_ROUNDS = 1) and whenever the active set changes
+        due = (active != self._active or state.round_index - self._solved_at >= self.reopt_rounds
+               or state.round_index not in self._plan_rounds)
+        self._active = active
+        plan: ShockwavePlan | None = None
+        if due:
+            spec, jobs, self._stuck = self.spec(state)
+            if not jobs:
+                self._virtual, self._plan_rounds = {}, {}
+                return Decision(nodes={}, info={"jobs": len(state.jobs), "unschedulable": self._stuck})
+            plan = solve_spec(spec, self.options)
+            if plan.has_solution:
+                window = plan.rounds
+            else:  # no plan within the limits (the artifact would stop): the work-conserving fill alone
+                window = [[spec.jobs[j] for j in r]
+                          for r in fill_rounds(spec, np.zeros((spec.num_jobs, spec.rounds), dtype=bool))]
+            self._plan_rounds = {state.round_index + t: r for t, r in enumerate(window)}
+            self._solved_at = state.round_index
+        now = self._plan_rounds[state.round_index]
+        size = {v.id: int(v.requested_gpus) for v in state.jobs}
         per = int(state.cluster.gpus_per_node.min())
-        servers = spec.gpus // per
+        servers = int(state.cluster.total_gpus.sum()) // per
         virt = virtual_workers([(j, size[j]) for j in now], self._virtual, servers, per)
         nodes = repair_to_types(state.cluster, virt, per)
         self._virtual = {j: w for j, w in virt.items() if j in nodes}  # the artifact forgets a repaired-away job
-        info = {"jobs": len(state.jobs), "stage": plan.stage if plan.has_solution else "none", "running": len(nodes),
-                "repaired_away": sorted(set(virt) - set(nodes)), "unschedulable": stuck,
-                "max_rho": float(plan.rho.max()) if plan.rho.size else math.nan,
-                "seconds": time.perf_counter() - t0}
+        info: dict[str, Any] = {"jobs": len(state.jobs), "replanned": due, "running": len(nodes),
+                                "repaired_away": sorted(set(virt) - set(nodes)), "unschedulable": self._stuck}
+        if plan is not None:
+            info["stage"] = plan.stage if plan.has_solution else "none"
+            info["max_rho"] = float(plan.rho.max()) if plan.rho.size else math.nan
+        info["seconds"] = time.perf_counter() - t0
         return Decision(nodes=nodes, answer=plan, info=info)
