@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .build import STAGES, ShockwaveIndex, build, build_rank, objective_weights
 from .check import check_plan
-from .solve import METHODS, ShockwavePlan, evaluate, fill_rounds, relaxed_priorities, solve_spec
+from .solve import METHODS, ShockwavePlan, evaluate, fill_rounds, ftf_unreachable, relaxed_priorities, solve_spec
 from .spec import LOG_BASES, LOG_ORIGIN, ShockwaveSpec
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "check_plan",
     "evaluate",
     "fill_rounds",
+    "ftf_unreachable",
     "objective_weights",
     "relaxed_priorities",
     "solve_spec",

@@ -18,7 +18,7 @@ from ..results import SolveResult, Termination, TerminationReason, Timings
 from .build import ShockwaveIndex, build, build_rank
 from .spec import ShockwaveSpec
 
-__all__ = ["METHODS", "ShockwavePlan", "evaluate", "fill_rounds", "relaxed_priorities", "solve_spec"]
+__all__ = ["METHODS", "ShockwavePlan", "evaluate", "fill_rounds", "ftf_unreachable", "relaxed_priorities", "solve_spec"]
 
 #: the methods ``solve`` accepts: the MILPs through any backend that solves MILPs
 METHODS: tuple[str, ...] = ("milp",)
@@ -34,6 +34,16 @@ def relaxed_priorities(spec: ShockwaveSpec) -> tuple[np.ndarray, np.ndarray]:
     power = np.where(spec.remaining_seconds < spec.round_seconds, spec.priority_finish, spec.lam)
     logp = np.where(rho > spec.rho_max, power * np.log10(np.maximum(rho, 1e-300)), 0.0)
     return rho, logp
+
+
+def ftf_unreachable(spec: ShockwaveSpec) -> np.ndarray:
+    """Jobs whose ``ftf`` row fails even with the most steps the window can give them (every round:
+    ``p_j = min(steps left, R T / step_j)``): one is enough to make the ftf plan infeasible, which is then known
+    without a solve (an exact shortcut: the row only involves the job's own ``p_j``)."""
+    p = np.minimum(spec.steps_left, spec.round_seconds * spec.rounds / spec.step_seconds)
+    fin = spec.age + spec.round_seconds * spec.rounds + (spec.remaining_seconds - spec.step_seconds * p) / spec.share
+    lim = spec.rho_max * spec.ftf_target
+    return fin > lim + 1e-9 * np.maximum(1.0, lim)
 
 
 def evaluate(spec: ShockwaveSpec, progress: np.ndarray, priorities: np.ndarray | None = None,
@@ -91,6 +101,7 @@ class ShockwavePlan(Answer):
     log10_priority: np.ndarray = field(default_factory=lambda: np.zeros(0))
     priority_scale_log10: float = 0.0
     ftf_result: SolveResult | None = None
+    ftf_unreachable: tuple[str, ...] = ()
     rank: SolveResult | None = None
 
     def rows(self) -> list[dict[str, Any]]:
@@ -142,12 +153,15 @@ def solve_spec(spec: ShockwaveSpec, options: SolveOptions | None = None) -> Shoc
         plan.rounds = [[] for _ in range(T)]
         plan.timings = Timings(build=0.0)
         return plan
-    tb = time.perf_counter()
-    f = build(spec, stage="ftf")
-    t_build += time.perf_counter() - tb
-    res = _milp(f, opts)
-    plan.ftf_result = res
-    if not res.has_solution:
+    plan.ftf_unreachable = tuple(spec.jobs[j] for j in np.flatnonzero(ftf_unreachable(spec)).tolist())
+    res: SolveResult | None = None
+    if not plan.ftf_unreachable:  # else the ftf plan is infeasible without a solve: some row fails on its own
+        tb = time.perf_counter()
+        f = build(spec, stage="ftf")
+        t_build += time.perf_counter() - tb
+        res = _milp(f, opts)
+        plan.ftf_result = res
+    if res is None or not res.has_solution:
         top = float(logp.max())
         w = np.maximum(10.0 ** (logp - top), _MIN_WEIGHT)
         tb = time.perf_counter()
