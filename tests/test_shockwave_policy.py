@@ -49,6 +49,18 @@ def test_repair_gives_each_job_its_majority_type_or_nothing() -> None:
     assert got == {"four": {"t4-0": 4}, "two": {"t4-1": 2}}
 
 
+def test_repair_keeps_a_job_on_its_previous_nodes() -> None:
+    """From scratch, a (first) packs on t4-0 and b on t4-1; b held t4-0 last round, so it keeps it and a takes t4-1
+    (the artifact's simulator restarts a job only when the shape of its placement changes). A job whose previous
+    nodes are of another type, or of another size, is packed as usual."""
+    cl = Cluster((GpuType("t4", 4, 2), GpuType("a100", 8, 1)))
+    w = {"a": (0, 1, 2, 3), "b": (4, 5, 6, 7)}
+    assert repair_to_types(cl, w, 4) == {"a": {"t4-0": 4}, "b": {"t4-1": 4}}
+    assert repair_to_types(cl, w, 4, {"b": {"t4-0": 4}}) == {"b": {"t4-0": 4}, "a": {"t4-1": 4}}
+    assert repair_to_types(cl, w, 4, {"b": {"a100-0": 4}}) == {"a": {"t4-0": 4}, "b": {"t4-1": 4}}
+    assert repair_to_types(cl, w, 4, {"b": {"t4-0": 2}}) == {"a": {"t4-0": 4}, "b": {"t4-1": 4}}
+
+
 def view(jid: str, progress: float) -> JobView:
     return JobView(id=jid, application="cifar10", arrival=0.0, age=0.0, attained_gpu_seconds=0.0, restarts=0,
                    requested_gpus=4, batch_size=int(CIFAR.init_batch), adaptive=False, current=None,

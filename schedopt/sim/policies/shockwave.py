@@ -22,6 +22,7 @@ import dataclasses
 import math
 import time
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -83,13 +84,17 @@ def virtual_workers(order: list[tuple[str, int]], previous: dict[str, tuple[int,
     return out
 
 
-def repair_to_types(cluster: Cluster, workers: dict[str, tuple[int, ...]], per_server: int
-                    ) -> dict[str, dict[str, int]]:
+def repair_to_types(cluster: Cluster, workers: dict[str, tuple[int, ...]], per_server: int,
+                    previous: Mapping[str, Mapping[str, int]] | None = None) -> dict[str, dict[str, int]]:
     """The artifact's ``repair_allocations_mip_fix``: virtual server ``s`` is the ``s``-th server of
     ``per_server`` GPUs in type order (a node of ``g`` GPUs holds ``g / per_server`` of them); a job's type is the
     one holding most of its workers (ties: the first seen); per type (cluster order) its jobs by decreasing GPUs
-    (stable) take GPUs from the servers with the most free ones (ties: the first); a job its type cannot hold gets
-    nothing. Returns job id -> {node id: GPUs} (jobs that got nothing are absent)."""
+    (stable) are admitted while the type's free GPUs hold them (a job that does not fit gets nothing) and take GPUs
+    from the servers with the most free ones (ties: the first). ``previous`` (job id -> {node id: GPUs} it holds
+    now): an admitted job whose previous nodes are all of its type, hold its GPU count and are still free keeps
+    them first (the artifact packs from scratch, but its simulator restarts a job only when the shape of its
+    placement changes, ``job.py`` ``reallocate``: node identity within a type is free there, not in our engine).
+    Returns job id -> {node id: GPUs} (jobs that got nothing are absent)."""
     vserver: list[tuple[str, str]] = []
     for t in cluster.gpu_types:
         for nid in cluster.node_ids(t.name):
@@ -99,19 +104,39 @@ def repair_to_types(cluster: Cluster, workers: dict[str, tuple[int, ...]], per_s
         counts = Counter(vserver[w // per_server][0] for w in ws)
         top = max(counts.values())
         primary[next(t for t in counts if counts[t] == top)].append((j, len(ws)))
+    prev = previous or {}
     out: dict[str, dict[str, int]] = {}
     for name in cluster.type_names:
         free = Counter({s: per_server for s, (tt, _) in enumerate(vserver) if tt == name})
+        node_free = Counter({nid: cluster[name].gpus_per_node for nid in cluster.node_ids(name)})
+        admitted: list[tuple[str, int]] = []
+        left = sum(free.values())
         for j, need in sorted(primary[name], key=lambda e: -e[1]):
-            if sum(free.values()) < need:
-                continue
+            if left >= need:
+                admitted.append((j, need))
+                left -= need
+        rest = []
+        for j, need in admitted:
+            was = dict(prev.get(j, {}))
+            if was and sum(was.values()) == need and all(node_free.get(n, 0) >= c for n, c in was.items()):
+                for n, c in was.items():  # c GPUs of node n, from its virtual servers in order
+                    node_free[n] -= c
+                    for sv in (sv for sv, (tt, nn) in enumerate(vserver) if tt == name and nn == n):
+                        d = min(free[sv], c)
+                        free[sv] -= d
+                        c -= d
+                out[j] = {n: int(c) for n, c in was.items()}
+            else:
+                rest.append((j, need))
+        for j, need in rest:
             nodes: dict[str, int] = {}
             while need > 0:
-                s, c = free.most_common(1)[0]
+                sv, c = free.most_common(1)[0]
                 k = min(c, need)
-                nid = vserver[s][1]
+                nid = vserver[sv][1]
                 nodes[nid] = nodes.get(nid, 0) + k
-                free[s] -= k
+                free[sv] -= k
+                node_free[nid] -= k
                 need -= k
             out[j] = nodes
     return out
@@ -216,7 +241,8 @@ class ShockwavePolicy:
         per = int(state.cluster.gpus_per_node.min())
         servers = int(state.cluster.total_gpus.sum()) // per
         virt = virtual_workers([(j, size[j]) for j in now], self._virtual, servers, per)
-        nodes = repair_to_types(state.cluster, virt, per)
+        held = {v.id: v.current_nodes for v in state.jobs if v.current_nodes}
+        nodes = repair_to_types(state.cluster, virt, per, held)
         self._virtual = {j: w for j, w in virt.items() if j in nodes}  # the artifact forgets a repaired-away job
         info: dict[str, Any] = {"jobs": len(state.jobs), "replanned": due, "running": len(nodes),
                                 "repaired_away": sorted(set(virt) - set(nodes)), "unschedulable": self._stuck}
