@@ -27,6 +27,7 @@ POLICIES: dict[str, tuple[str, str] | tuple[str, str, dict[str, OptionValue]]] =
     "gavel:ftf": ("gavel", "GavelPolicy", {"objective": "ftf"}),
     "gavel:makespan": ("gavel", "GavelPolicy", {"objective": "makespan"}),
     "optimus": ("optimus", "OptimusPolicy"),
+    "shockwave": ("shockwave", "ShockwavePolicy"),
     # --- end issue 29 ---
 }
 

@@ -1,0 +1,253 @@
+"""Shockwave (Zheng et al., NSDI'23) as a :mod:`schedopt.sim` policy, as the Sia artifact runs it
+(``sia-simulator/shockwave.py`` driven by ``multi_simulator_unaware.py`` / ``cluster_unaware.py``; card
+``formulations/shockwave.md``).
+
+Every round (``REOPT_ROUNDS = 1``): each active job's predicted seconds per step (the mean over GPU types of
+``batch / throughput`` at its requested GPUs, ``predict_iter_time_avg_cluster``), its steps done and total at its
+batch (:func:`schedopt.sim.policies.gavel.remaining_steps`), a new finish-time estimate ``(age + remaining) /
+share`` appended to its series and the series' momentum average as its finish-time target; then the plan of
+:func:`schedopt.shockwave.solve_spec` over ``rounds`` future rounds and the first round of its filled schedule.
+
+Heterogeneity-unaware, as the artifact: the plan sees one pool of all GPUs; jobs get workers on a virtual
+cluster of servers of the smallest node size (``schedule_jobs_on_workers``: by decreasing scale factor, kept on
+their previous workers when those are free, else from a forward server pointer), servers in GPU-type order; each
+job's GPU type is the one holding most of its virtual GPUs, and per type the jobs are packed again by decreasing
+scale factor onto the servers with the most free GPUs, a job that does not fit its type getting nothing
+(``repair_allocations_mip_fix``). Returns ``Decision(nodes=...)``. Rigid: requested GPUs and batch size.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ...errors import InputError
+from ...problem import SolveOptions
+from ...shockwave import ShockwavePlan, ShockwaveSpec, fill_rounds, solve_spec
+from ...sia import Cluster
+from .base import Decision, JobView, RoundState
+from .gavel import gavel_throughputs, remaining_steps
+
+__all__ = ["ShockwavePolicy", "momentum_average", "repair_to_types", "virtual_workers"]
+
+
+def momentum_average(series: list[tuple[int, float]], now: int, momentum: float = 0.9) -> float:
+    """``finish_time_momentumed_average``: the estimates weighted by how many rounds each stood (the last up to
+    ``now``), then ``momentum * that + (1 - momentum) * the last estimate``."""
+    if not series:
+        raise InputError("series", series, "needs at least one (round, estimate)")
+    rounds = [r for r, _ in series] + [int(now)]
+    windows = np.diff(np.asarray(rounds, dtype=np.float64))
+    vals = np.array([v for _, v in series], dtype=np.float64)
+    probs = np.ones(1) if windows.max() == 0 else windows / windows.sum()
+    avg = float((probs * vals).sum()) if probs.size == vals.size else float(vals[-1])
+    return momentum * avg + (1.0 - momentum) * float(vals[-1])
+
+
+def virtual_workers(order: list[tuple[str, int]], previous: dict[str, tuple[int, ...]], servers: int,
+                    per_server: int) -> dict[str, tuple[int, ...]]:
+    """Shockwave's own placement on its homogeneous pool (``schedule_jobs_on_workers``): jobs ``(id, GPUs)`` by
+    decreasing GPUs (stable); per size, first the jobs whose ``previous`` workers are all still free keep them,
+    then the others take free workers from a forward server pointer. Worker ``w`` is on server ``w // per_server``."""
+    jobs = sorted(order, key=lambda e: -e[1])
+    pools = [list(range(s * per_server, (s + 1) * per_server)) for s in range(servers)]
+    taken: set[int] = set()
+    out: dict[str, tuple[int, ...]] = {}
+    ptr = 0
+    for size in sorted({g for _, g in jobs}, reverse=True):
+        mine = [j for j, g in jobs if g == size]
+        for j in mine:
+            prev = previous.get(j)
+            if prev is not None and len(prev) == size and not any(w in taken for w in prev):
+                out[j] = prev
+                taken.update(prev)
+        for j in mine:
+            got = list(out.get(j, ()))
+            while len(got) < size and ptr < servers:
+                if not pools[ptr]:
+                    ptr += 1
+                    continue
+                w = pools[ptr].pop(0)
+                if w not in taken:
+                    got.append(w)
+                    taken.add(w)
+            if len(got) == size:
+                out[j] = tuple(got)
+            else:  # cannot happen while the round's jobs fit the pool; kept out rather than half-placed
+                taken.difference_update(got)
+    return out
+
+
+def repair_to_types(cluster: Cluster, workers: dict[str, tuple[int, ...]], per_server: int,
+                    previous: Mapping[str, Mapping[str, int]] | None = None) -> dict[str, dict[str, int]]:
+    """The artifact's ``repair_allocations_mip_fix``: virtual server ``s`` is the ``s``-th server of
+    ``per_server`` GPUs in type order (a node of ``g`` GPUs holds ``g / per_server`` of them); a job's type is the
+    one holding most of its workers (ties: the first seen); per type (cluster order) its jobs by decreasing GPUs
+    (stable) are admitted while the type's free GPUs hold them (a job that does not fit gets nothing) and take GPUs
+    from the servers with the most free ones (ties: the first). ``previous`` (job id -> {node id: GPUs} it holds
+    now): an admitted job whose previous nodes are all of its type, hold its GPU count and are still free keeps
+    them first (the artifact packs from scratch, but its simulator restarts a job only when the shape of its
+    placement changes, ``job.py`` ``reallocate``: node identity within a type is free there, not in our engine).
+    Returns job id -> {node id: GPUs} (jobs that got nothing are absent)."""
+    vserver: list[tuple[str, str]] = []
+    for t in cluster.gpu_types:
+        for nid in cluster.node_ids(t.name):
+            vserver.extend([(t.name, nid)] * max(t.gpus_per_node // per_server, 1))
+    primary: dict[str, list[tuple[str, int]]] = {t: [] for t in cluster.type_names}
+    for j, ws in workers.items():
+        counts = Counter(vserver[w // per_server][0] for w in ws)
+        top = max(counts.values())
+        primary[next(t for t in counts if counts[t] == top)].append((j, len(ws)))
+    prev = previous or {}
+    out: dict[str, dict[str, int]] = {}
+    for name in cluster.type_names:
+        free = Counter({s: per_server for s, (tt, _) in enumerate(vserver) if tt == name})
+        node_free = Counter({nid: cluster[name].gpus_per_node for nid in cluster.node_ids(name)})
+        admitted: list[tuple[str, int]] = []
+        left = sum(free.values())
+        for j, need in sorted(primary[name], key=lambda e: -e[1]):
+            if left >= need:
+                admitted.append((j, need))
+                left -= need
+        rest = []
+        for j, need in admitted:
+            was = dict(prev.get(j, {}))
+            if was and sum(was.values()) == need and all(node_free.get(n, 0) >= c for n, c in was.items()):
+                for n, c in was.items():  # c GPUs of node n, from its virtual servers in order
+                    node_free[n] -= c
+                    for sv in (sv for sv, (tt, nn) in enumerate(vserver) if tt == name and nn == n):
+                        d = min(free[sv], c)
+                        free[sv] -= d
+                        c -= d
+                out[j] = {n: int(c) for n, c in was.items()}
+            else:
+                rest.append((j, need))
+        for j, need in rest:
+            nodes: dict[str, int] = {}
+            while need > 0:
+                sv, c = free.most_common(1)[0]
+                k = min(c, need)
+                nid = vserver[sv][1]
+                nodes[nid] = nodes.get(nid, 0) + k
+                free[sv] -= k
+                node_free[nid] -= k
+                need -= k
+            out[j] = nodes
+    return out
+
+
+class ShockwavePolicy:
+    """``shockwave``: the Sia artifact's Shockwave baseline. Options (defaults: the artifact's
+    ``multi_simulator_unaware.py``): ``rounds`` (the planning window, ``--nfuture 5``), ``k`` (1e-9), ``lam`` (12),
+    ``rho_max`` (1), ``momentum`` (0.9), ``time_limit`` (15 s per model) and ``mip_rel_gap`` (1e-3) as its Gurobi
+    call, ``backend`` (any schedopt backend that solves MILPs; default ``highs``), ``reopt_rounds`` (re-plan every
+    that many rounds and whenever the active jobs change; 1 as the Sia artifact, 8 in uw-mad-dash/shockwave)."""
+
+    name = "shockwave"
+    adaptive = False
+
+    def __init__(self, *, backend: str = "highs", rounds: int = 5, k: float = 1e-9, lam: float = 12.0,
+                 rho_max: float = 1.0, momentum: float = 0.9, time_limit: float | None = 15.0,
+                 mip_rel_gap: float = 1e-3, reopt_rounds: int = 1) -> None:
+        if not isinstance(backend, str) or not backend:
+            raise InputError("backend", backend, "must be a backend name")
+        if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+            raise InputError("rounds", rounds, "must be a whole number of rounds >= 1")
+        if isinstance(reopt_rounds, bool) or not isinstance(reopt_rounds, int) or reopt_rounds < 1:
+            raise InputError("reopt_rounds", reopt_rounds, "must be a whole number of rounds >= 1")
+        if not (isinstance(momentum, (int, float)) and 0.0 <= momentum <= 1.0):
+            raise InputError("momentum", momentum, "must be a number in [0, 1]")
+        self.backend = backend
+        self.rounds = rounds
+        self.reopt_rounds = reopt_rounds
+        self.k, self.lam, self.rho_max = float(k), float(lam), float(rho_max)
+        self.momentum = float(momentum)
+        self.options = SolveOptions(backend=backend, time_limit=time_limit, mip_rel_gap=mip_rel_gap)
+        self._series: dict[str, list[tuple[int, float]]] = {}
+        self._total: dict[str, float] = {}
+        self._virtual: dict[str, tuple[int, ...]] = {}
+        self._xput: dict[tuple[int, int, int], tuple[Any, np.ndarray]] = {}
+        self._last_round = -1
+        self._plan_rounds: dict[int, list[str]] = {}
+        self._active: tuple[str, ...] = ()
+        self._solved_at = -1
+        self._stuck: list[str] = []
+
+    def spec(self, state: RoundState) -> tuple[ShockwaveSpec, list[JobView], list[str]]:
+        """This round's spec (the jobs that can run on some GPU type), those jobs, and the ids of the others."""
+        X, sf = gavel_throughputs(state.cluster, state.jobs, self._xput)
+        run = [j for j in range(len(state.jobs)) if (X[j] > 0).any()]
+        jobs = [state.jobs[j] for j in run]
+        stuck = [v.id for j, v in enumerate(state.jobs) if j not in set(run)]
+        step = np.array([float(np.mean(float(v.batch_size) / X[j][X[j] > 0])) for j, v in zip(run, jobs, strict=True)])
+        total = np.array([self._total.setdefault(v.id, remaining_steps(dataclasses.replace(v, progress=0.0)))
+                          for v in jobs])
+        left = np.minimum(np.array([remaining_steps(v) for v in jobs]), total)
+        gpus = int(state.cluster.total_gpus.sum())
+        share = min(1.0, gpus / max(len(jobs), 1))
+        age = np.array([max(float(v.age), 0.0) for v in jobs])
+        target = np.zeros(len(jobs))
+        for i, v in enumerate(jobs):
+            est = (age[i] + left[i] * step[i]) / share  # finish_time_uniform_share (the artifact divides the age too)
+            ser = self._series.setdefault(v.id, [])
+            ser.append((state.round_index, est))
+            target[i] = momentum_average(ser, state.round_index, self.momentum)
+        spec = ShockwaveSpec(jobs=tuple(v.id for v in jobs), gpus=gpus, scale_factors=sf[run].astype(np.float64),
+                             step_seconds=step, steps_done=total - left, steps_total=total, age=age,
+                             ftf_target=target, rounds=self.rounds, round_seconds=float(state.round_seconds),
+                             k=self.k, lam=self.lam, rho_max=self.rho_max)
+        return spec, jobs, stuck
+
+    def decide(self, state: RoundState) -> Decision:
+        if not isinstance(state, RoundState):
+            raise InputError("state", type(state).__name__, "must be a schedopt.sim.policies.RoundState")
+        t0 = time.perf_counter()
+        if state.round_index <= self._last_round:  # a new simulation with the same object: forget everything
+            for d in (self._series, self._total, self._virtual, self._xput, self._plan_rounds):
+                d.clear()
+            self._active, self._solved_at = (), -1
+        self._last_round = state.round_index
+        alive = {v.id for v in state.jobs}
+        for gone in [j for j in self._series if j not in alive]:
+            self._series.pop(gone, None)
+            self._total.pop(gone, None)
+        active = tuple(sorted(alive))
+        # re-plan every reopt_rounds rounds (the artifact: REOPT_ROUNDS = 1) and whenever the active set changes
+        due = (active != self._active or state.round_index - self._solved_at >= self.reopt_rounds
+               or state.round_index not in self._plan_rounds)
+        self._active = active
+        plan: ShockwavePlan | None = None
+        if due:
+            spec, jobs, self._stuck = self.spec(state)
+            if not jobs:
+                self._virtual, self._plan_rounds = {}, {}
+                return Decision(nodes={}, info={"jobs": len(state.jobs), "unschedulable": self._stuck})
+            plan = solve_spec(spec, self.options)
+            if plan.has_solution:
+                window = plan.rounds
+            else:  # no plan within the limits (the artifact would stop): the work-conserving fill alone
+                window = [[spec.jobs[j] for j in r]
+                          for r in fill_rounds(spec, np.zeros((spec.num_jobs, spec.rounds), dtype=bool))]
+            self._plan_rounds = {state.round_index + t: r for t, r in enumerate(window)}
+            self._solved_at = state.round_index
+        now = self._plan_rounds[state.round_index]
+        size = {v.id: int(v.requested_gpus) for v in state.jobs}
+        per = int(state.cluster.gpus_per_node.min())
+        servers = int(state.cluster.total_gpus.sum()) // per
+        virt = virtual_workers([(j, size[j]) for j in now], self._virtual, servers, per)
+        held = {v.id: v.current_nodes for v in state.jobs if v.current_nodes}
+        nodes = repair_to_types(state.cluster, virt, per, held)
+        self._virtual = {j: w for j, w in virt.items() if j in nodes}  # the artifact forgets a repaired-away job
+        info: dict[str, Any] = {"jobs": len(state.jobs), "replanned": due, "running": len(nodes),
+                                "repaired_away": sorted(set(virt) - set(nodes)), "unschedulable": self._stuck}
+        if plan is not None:
+            info["stage"] = plan.stage if plan.has_solution else "none"
+            info["max_rho"] = float(plan.rho.max()) if plan.rho.size else math.nan
+        info["seconds"] = time.perf_counter() - t0
+        return Decision(nodes=nodes, answer=plan, info=info)
