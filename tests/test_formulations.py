@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CARDS = ["sia", "synergy", "heterps", "hived", "gandiva", "sim", "sim_hived", "gavel", "fairness", "traces", "pollux"]
+CARDS = ["sia", "synergy", "heterps", "hived", "gandiva", "sim", "sim_hived", "gavel", "fairness", "traces", "pollux", "shockwave"]
 NAME = re.compile(r"^- `([A-Za-z_][A-Za-z0-9_]*)`", flags=re.M)
 
 
