@@ -28,6 +28,7 @@ from .cli_support import (
     EXIT_INTERRUPTED,
     EXIT_NO_SOLUTION,
     EXIT_OK,
+    add_executor_arguments,
     csv_ints,
     csv_names,
     document,
@@ -478,12 +479,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="run the sweep's runs one after another in one kept process (the import and the first "
                             "solve paid once; each record's warm_run says which run of its process it was); default: "
                             "a fresh process per run")
-    bench.add_argument("--executor", default=None, metavar="SPEC",
-                       help="where runs go: threads[:N], processes[:N], dask[:N], dask://HOST:PORT, ray[:N], "
-                            "ray://HOST:PORT")
-    bench.add_argument("--dask", nargs="?", const="local", default=None, metavar="HOST:PORT",
-                       help="run on a Dask scheduler (no address: a local cluster)")
-    bench.add_argument("--ray", action="store_true", help="run on a local Ray pool")
+    add_executor_arguments(bench, "runs")
     bench.add_argument("--progress", choices=("auto", "on", "off"), default="auto",
                        help="progress on stderr: on forces the bar, off silences it, auto draws the bar on a "
                             "terminal and otherwise writes a plain line every --progress-every seconds and at the end")

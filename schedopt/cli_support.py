@@ -159,3 +159,14 @@ def format_timings(timings: Mapping[str, float | None]) -> str:
     parts = [f"{_PHASE_NAMES.get(k, k)} {v * 1e3:.1f} ms" for k, v in timings.items()
              if v is not None and math.isfinite(v)]
     return ", ".join(parts) or "-"
+
+
+def add_executor_arguments(parser: argparse.ArgumentParser, what: str) -> None:
+    """The ``--executor SPEC`` / ``--dask [HOST:PORT]`` / ``--ray`` flags of a command that runs ``what`` (e.g.
+    "runs", "simulations") at once; read them with :func:`schedopt.executors.spec_from_flags`."""
+    parser.add_argument("--executor", default=None, metavar="SPEC",
+                        help=f"where the {what} go: threads[:N], processes[:N], dask[:N] (a local Dask "
+                             "cluster), dask://HOST:PORT, ray[:N], ray://HOST:PORT")
+    parser.add_argument("--dask", nargs="?", const="local", default=None, metavar="HOST:PORT",
+                        help="run on a Dask scheduler (no address: a local cluster)")
+    parser.add_argument("--ray", action="store_true", help="run on a local Ray pool")

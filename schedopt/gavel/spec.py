@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .._validate import number_vector
 from ..errors import InputError
 
 __all__ = ["OBJECTIVES", "GavelSpec"]
@@ -17,24 +18,6 @@ __all__ = ["OBJECTIVES", "GavelSpec"]
 #: (``max_min_fairness.py``), finish-time fairness (``finish_time_fairness.py``), minimum makespan
 #: (``min_total_duration.py``), max-sum throughput and cost under SLOs (``max_sum_throughput.py``)
 OBJECTIVES = ("max_min", "ftf", "makespan", "max_sum_throughput", "cost_slo")
-
-
-def _vec(name: str, v: Any, n: int, lo: float, default: float | None = None, strict: bool = False) -> np.ndarray:
-    if v is None:
-        if default is None:
-            raise InputError(name, v, f"is needed ({n} numbers)")
-        return np.full(n, float(default))
-    try:
-        a = np.asarray(v, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        raise InputError(name, v, "must be numbers") from None
-    if a.shape != (n,):
-        raise InputError(name, list(np.asarray(v).reshape(-1))[:8], f"needs {n} numbers, has {a.size}")
-    bad = np.flatnonzero(~np.isfinite(a) | (a < lo) | ((a <= lo) if strict else False))
-    if bad.size:
-        k = int(bad[0])
-        raise InputError(f"{name}[{k}]", float(a[k]), f"must be a finite number {'>' if strict else '>='} {lo:g}")
-    return a
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,7 +86,7 @@ class GavelSpec:
             dup = next(j for j in jobs if jobs.count(j) > 1)
             raise InputError("jobs", dup, "job ids must be distinct")
         J, T = len(jobs), len(types)
-        cap = _vec("capacity", self.capacity, T, 0.0)
+        cap = number_vector("capacity", self.capacity, T, 0.0)
         try:
             X = np.asarray(self.throughputs, dtype=np.float64)
         except (TypeError, ValueError):
@@ -114,21 +97,21 @@ class GavelSpec:
         if bad.size:
             j, k = (int(v) for v in bad[0])
             raise InputError(f"throughputs[{jobs[j]}][{types[k]}]", float(X[j, k]), "must be a finite number >= 0")
-        sf = _vec("scale_factors", self.scale_factors, J, 1.0)
+        sf = number_vector("scale_factors", self.scale_factors, J, 1.0)
         nonint = np.flatnonzero(sf != np.round(sf))
         if nonint.size:
             raise InputError(f"scale_factors[{jobs[int(nonint[0])]}]", float(sf[nonint[0]]), "must be an integer >= 1")
-        pw = _vec("priority_weights", self.priority_weights, J, 0.0, 1.0, strict=True)
+        pw = number_vector("priority_weights", self.priority_weights, J, 0.0, 1.0, strict=True)
         need_rem = self.objective in ("ftf", "makespan") or (self.objective == "cost_slo" and self.slos is not None)
-        rem = _vec("steps_remaining", self.steps_remaining, J, 0.0, None if need_rem else 0.0)
+        rem = number_vector("steps_remaining", self.steps_remaining, J, 0.0, None if need_rem else 0.0)
         must = np.ones(J, bool)
         if self.objective == "cost_slo" and self.slos is not None:
             must = np.isfinite(np.asarray(self.slos, dtype=np.float64).reshape(-1)) if np.size(self.slos) == J else must
         if need_rem and (must & (rem <= 0)).any():
             k = int(np.flatnonzero(must & (rem <= 0))[0])
             raise InputError(f"steps_remaining[{jobs[k]}]", float(rem[k]), "must be > 0 (finished jobs leave the round)")
-        tss = _vec("time_since_start", self.time_since_start, J, 0.0, 0.0)
-        costs = _vec("costs", self.costs, T, 0.0, 1.0, strict=True)
+        tss = number_vector("time_since_start", self.time_since_start, J, 0.0, 0.0)
+        costs = number_vector("costs", self.costs, T, 0.0, 1.0, strict=True)
         slos = None
         if self.slos is not None:
             s = np.asarray(self.slos, dtype=np.float64).reshape(-1)

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .._validate import number_vector
 from ..errors import InputError
 
 __all__ = ["LOG_BASES", "LOG_ORIGIN", "ShockwaveSpec"]
@@ -18,20 +19,6 @@ __all__ = ["LOG_BASES", "LOG_ORIGIN", "ShockwaveSpec"]
 LOG_BASES: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 #: the value standing in for 0 in ``log`` at the first breakpoint (``logapx_origin = {0.0: 1e-6}``)
 LOG_ORIGIN = 1e-6
-
-
-def _vec(name: str, v: Any, n: int, lo: float, strict: bool = False) -> np.ndarray:
-    try:
-        a = np.asarray(v, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        raise InputError(name, v, "must be numbers") from None
-    if a.shape != (n,):
-        raise InputError(name, list(np.asarray(v).reshape(-1))[:8], f"needs {n} numbers, has {a.size}")
-    bad = np.flatnonzero(~np.isfinite(a) | (a < lo) | ((a <= lo) if strict else False))
-    if bad.size:
-        k = int(bad[0])
-        raise InputError(f"{name}[{k}]", float(a[k]), f"must be a finite number {'>' if strict else '>='} {lo:g}")
-    return a
 
 
 def _pos(name: str, v: Any, *, strict: bool = True, integer: bool = False) -> float:
@@ -86,7 +73,7 @@ class ShockwaveSpec:
         n = len(jobs)
         object.__setattr__(self, "jobs", jobs)
         object.__setattr__(self, "gpus", int(_pos("gpus", self.gpus, integer=True)))
-        sf = _vec("scale_factors", self.scale_factors, n, 0.0, strict=True)
+        sf = number_vector("scale_factors", self.scale_factors, n, 0.0, strict=True)
         if (sf != np.round(sf)).any():
             k = int(np.flatnonzero(sf != np.round(sf))[0])
             raise InputError(f"scale_factors[{k}]", float(sf[k]), "must be a whole number of GPUs")
@@ -95,17 +82,17 @@ class ShockwaveSpec:
             k = int(big[0])
             raise InputError(f"scale_factors[{jobs[k]}]", float(sf[k]), f"more than the {self.gpus} GPUs of the pool")
         object.__setattr__(self, "scale_factors", sf)
-        object.__setattr__(self, "step_seconds", _vec("step_seconds", self.step_seconds, n, 0.0, strict=True))
-        total = _vec("steps_total", self.steps_total, n, 0.0, strict=True)
-        done = _vec("steps_done", self.steps_done, n, 0.0)
+        object.__setattr__(self, "step_seconds", number_vector("step_seconds", self.step_seconds, n, 0.0, strict=True))
+        total = number_vector("steps_total", self.steps_total, n, 0.0, strict=True)
+        done = number_vector("steps_done", self.steps_done, n, 0.0)
         over = np.flatnonzero(done > total)
         if over.size:
             k = int(over[0])
             raise InputError(f"steps_done[{jobs[k]}]", float(done[k]), f"more than its steps_total {total[k]:g}")
         object.__setattr__(self, "steps_total", total)
         object.__setattr__(self, "steps_done", done)
-        object.__setattr__(self, "age", _vec("age", self.age, n, 0.0))
-        object.__setattr__(self, "ftf_target", _vec("ftf_target", self.ftf_target, n, 0.0, strict=True))
+        object.__setattr__(self, "age", number_vector("age", self.age, n, 0.0))
+        object.__setattr__(self, "ftf_target", number_vector("ftf_target", self.ftf_target, n, 0.0, strict=True))
         object.__setattr__(self, "rounds", int(_pos("rounds", self.rounds, integer=True)))
         object.__setattr__(self, "round_seconds", _pos("round_seconds", self.round_seconds))
         object.__setattr__(self, "k", _pos("k", self.k, strict=False))

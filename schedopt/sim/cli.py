@@ -29,6 +29,7 @@ from ..cli_support import (
     EXIT_INTERRUPTED,
     EXIT_NO_SOLUTION,
     EXIT_OK,
+    add_executor_arguments,
     document,
     emit,
     positive_float,
@@ -294,12 +295,7 @@ def add_parser(subparsers: Any) -> None:
     s.add_argument("--workers", type=_workers, default=1,
                    help="simulations at once (processes; default 1; with --executor/--dask/--ray the worker count "
                         "of a local pool or cluster it opens)")
-    s.add_argument("--executor", default=None, metavar="SPEC",
-                   help="where simulations go: processes[:N], threads[:N], dask[:N] (a local Dask cluster), "
-                        "dask://HOST:PORT, ray[:N], ray://HOST:PORT (default: our own process pool)")
-    s.add_argument("--dask", nargs="?", const="local", default=None, metavar="HOST:PORT",
-                   help="run on a Dask scheduler (no address: a local cluster)")
-    s.add_argument("--ray", action="store_true", help="run on a local Ray pool")
+    add_executor_arguments(s, "simulations")
     s.add_argument("--progress", choices=("auto", "on", "off"), default="auto",
                    help="progress on stderr: on forces the bar, off silences it, auto draws the bar on a terminal and "
                         "otherwise writes a block every --progress-every seconds (each running simulation with its "
