@@ -62,6 +62,7 @@ class Plan:
     main_policies: tuple[str, ...] = ("sia", "pollux-unaware", "gavel")
     adaptivity_workloads: tuple[str, ...] = ("saturn/1",)
     rigid_fractions: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
+    strong_fractions: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)  #: strong-scaling jobs (the rest adaptive)
     adaptivity_policies: tuple[str, ...] = ("schedopt.sim.adaptivity:SiaAnyRigid", "pollux", "gavel")
     load_workloads: tuple[str, ...] = ("saturn/1",)
     loads: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0)
@@ -89,6 +90,7 @@ def plan(quick: bool = False) -> Plan:
                     load_workloads=("saturn/1", "saturn/2", "saturn/3"),
                     sensitivity_workloads=("saturn/1", "saturn/2", "saturn/3"))
     return Plan(True, ("saturn/1",), main_policies=("sia", "pollux-unaware"), rigid_fractions=(0.0, 1.0),
+                strong_fractions=(1.0,),
                 adaptivity_policies=("schedopt.sim.adaptivity:SiaAnyRigid", "pollux"),
                 loads=(1.0, 2.0), p_values=(-1.0, 1.0), lam_values=(1.1, 2.0), scale_gpus=(64, 128),
                 scale_policies=("sia:backend=mckp",), scale_max_time=900.0, truncate=10, only_apps=("cifar10",),
@@ -302,7 +304,31 @@ def _adaptivity(pl: Plan, wl: _Workloads, run: _Runner) -> tuple[str, dict[str, 
     md += _line_figure(run.out / "adaptivity.png", [100 * f for f in pl.rigid_fractions],
                        {p: [val[(p, f)] for f in pl.rigid_fractions] for p in pl.adaptivity_policies},
                        "rigid jobs (%)", "average JCT (s)")
-    return md, {f"{p}@{f:g}": v for (p, f), v in val.items()}
+    data: dict[str, Any] = {f"{p}@{f:g}": v for (p, f), v in val.items()}
+    # strong-scaling jobs (their requested batch on 1 .. their requested GPUs), the rest adaptive; 0 % is the rigid
+    # sweep's first row when it has one
+    strong = [f for f in pl.strong_fractions if f > 0]
+    if strong:
+        sval: dict[tuple[str, float], float] = {(p, 0.0): val[(p, 0.0)] for p in pl.adaptivity_policies
+                                                if (p, 0.0) in val}
+        for f in strong:
+            per = {p: [] for p in pl.adaptivity_policies}
+            for w in pl.adaptivity_workloads:
+                base = wl.base(w)
+                jm = limit_adaptivity(base, strong=f, seed=0)
+                res = run.run("adaptivity", f"strong{f:g}-{w}", pl.adaptivity_policies, [base], job_model=jm,
+                              seeds=pl.seeds)
+                for p in pl.adaptivity_policies:
+                    per[p].append(summarize(res[(p, base)])["avg_jct_s"])
+            for p in pl.adaptivity_policies:
+                sval[(p, f)] = _mean(per[p])
+        xs = ([0.0] if all((p, 0.0) in sval for p in pl.adaptivity_policies) else []) + strong
+        md += "\n\n" + _sweep_table("strong-scaling jobs", xs, pl.adaptivity_policies, sval, "{:.0%}")
+        md += _line_figure(run.out / "adaptivity_strong.png", [100 * f for f in xs],
+                           {p: [sval[(p, f)] for f in xs] for p in pl.adaptivity_policies},
+                           "strong-scaling jobs (%)", "average JCT (s)")
+        data.update({f"{p}@strong{f:g}": v for (p, f), v in sval.items() if f > 0})
+    return md, data
 
 
 def _load(pl: Plan, wl: _Workloads, run: _Runner) -> tuple[str, dict[str, Any]]:
@@ -367,7 +393,7 @@ def _scale(pl: Plan, wl: _Workloads, run: _Runner) -> tuple[str, dict[str, Any]]
 
 
 _RUN = {"main": _main, "adaptivity": _adaptivity, "load": _load, "sensitivity": _sensitivity, "scale": _scale}
-_TITLES = {"main": "Main comparison", "adaptivity": "Limited adaptivity (rigid jobs)",
+_TITLES = {"main": "Main comparison", "adaptivity": "Limited adaptivity (rigid and strong-scaling jobs)",
            "load": "Load", "sensitivity": "Sensitivity to p and lambda", "scale": "Policy time per round vs cluster size"}
 
 

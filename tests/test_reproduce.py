@@ -55,9 +55,11 @@ def test_quick_reproduction_writes_every_table_and_resumes(tmp_path) -> None:
     # all-rigid: both policies run the same rigid jobs; the JCTs are finite and positive
     ad = res["sections"]["adaptivity"]
     assert all(v > 0 for v in ad.values())
+    assert {k for k in ad if "@strong" in k} == {"schedopt.sim.adaptivity:SiaAnyRigid@strong1", "pollux@strong1"}
     assert (tmp_path / "adaptivity.png").is_file() and (tmp_path / "scale.png").is_file()
+    assert (tmp_path / "adaptivity_strong.png").is_file()
     n = len(list((tmp_path / "raw").rglob("*.jsonl")))
-    assert n == 2 + 4 + 4 + 4 + 2
+    assert n == 2 + 6 + 4 + 4 + 2  # main, adaptivity (rigid 0 and 1, strong-scaling 1), load, sensitivity, scale
     # a rerun reads everything back from disk and writes the same tables
     logs: list[str] = []
     rep2 = reproduce_sia(tmp_path, quick=True, workers=1, progress=False, log=logs.append,
