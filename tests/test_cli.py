@@ -19,6 +19,7 @@ import jsonschema
 import pytest
 
 from schedopt import schemas
+from schedopt.testing.interrupt import sigint_default
 
 PROBLEMS = ["sia", "synergy", "heterps", "gandiva", "hived", "gavel", "pollux"]
 ROOT = Path(__file__).resolve().parents[1]
@@ -316,7 +317,8 @@ def test_ctrl_c_keeps_the_finished_runs_and_exits_130(tmp_path: Path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen(
         [sys.executable, "-m", "schedopt", "bench", "--problem", "heterps", "--sizes", "16", "--backends",
-         "greedy,milp@highs", "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+         "greedy,milp@highs", "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        preexec_fn=sigint_default)
     t0 = time.time()
     while not (out.exists() and out.read_text().count("\n") >= 2) and time.time() - t0 < 120:
         time.sleep(0.1)
@@ -351,7 +353,8 @@ def test_ctrl_c_stops_a_long_scipy_solve_at_once_from_the_command_line(tmp_path:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen(
         [sys.executable, "-m", "schedopt", "solve", str(inst), "--method", "opt", "--backend", "scipy",
-         "--time-limit", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+         "--time-limit", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        preexec_fn=sigint_default)
     time.sleep(4.0)  # imports, load, build: the LP is running by now
     assert proc.poll() is None, proc.communicate()
     t0 = time.time()

@@ -35,6 +35,7 @@ from schedopt.sim.records import (
 )
 from schedopt.sim.runs import SimFailure, SimulationFailed, run_tasks
 from schedopt.sim.sweep import SimTask, run_task, tasks
+from schedopt.testing.interrupt import sigint_default
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
@@ -301,7 +302,7 @@ def test_read_only_output_is_exit_2_naming_the_path(small_csv: str, tmp_path: Pa
 def test_sigint_exits_130_within_5s_keeping_finished_records(small_csv: str, tmp_path: Path) -> None:
     out = tmp_path / "runs"
     p = subprocess.Popen(_cli(*_sweep_args(small_csv, out, 10)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env=ENV)
+                         text=True, env=ENV, preexec_fn=sigint_default)
     try:
         _wait_for(lambda: len(list(out.glob("*.jsonl"))) >= 1, 60, "a first record")
         workers = _children(p.pid)
@@ -331,7 +332,7 @@ def test_sigint_inside_a_policy_solve_stops_at_once_keeping_finished_records(sma
     out = tmp_path / "runs"
     p = subprocess.Popen(_cli("--workload", f"{small_csv},saturn/1", "--policy", "fifo,sia", "--cluster", "sia-64",
                               "--workers", "1", "-o", str(out), "--progress", "off", "--json"),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, preexec_fn=sigint_default)
     try:
         _wait_for(lambda: len(list(out.glob("*.jsonl"))) >= 3, 60, "three records")
         time.sleep(0.5)  # sia on saturn/1: solving, round after round
