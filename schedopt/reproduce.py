@@ -284,22 +284,31 @@ def _line_figure(path: Path, xs: Sequence[float], series: dict[str, Sequence[flo
     return f"\n\n![{path.stem}]({path.name})"
 
 
-def _adaptivity(pl: Plan, wl: _Workloads, run: _Runner) -> tuple[str, dict[str, Any]]:
+def _fraction_sweep(pl: Plan, wl: _Workloads, run: _Runner, fractions: Sequence[float], name: str,
+                    kind: str) -> dict[tuple[str, float], float]:
+    """Each adaptivity policy's average JCT (mean over the workloads) with a seeded fraction of jobs of ``kind``
+    (``rigid`` or ``strong``), per fraction."""
     from .sim import summarize
     from .sim.adaptivity import limit_adaptivity
 
     val: dict[tuple[str, float], float] = {}
-    for f in pl.rigid_fractions:
+    for f in fractions:
         per: dict[str, list[float]] = {p: [] for p in pl.adaptivity_policies}
         for w in pl.adaptivity_workloads:
             base = wl.base(w)
-            jm = limit_adaptivity(base, rigid=f, seed=0)
-            res = run.run("adaptivity", f"rigid{f:g}-{w}", pl.adaptivity_policies, [base], job_model=jm,
+            jm = (limit_adaptivity(base, rigid=f, seed=0) if kind == "rigid" else
+                  limit_adaptivity(base, strong=f, seed=0))
+            res = run.run("adaptivity", f"{name}{f:g}-{w}", pl.adaptivity_policies, [base], job_model=jm,
                           seeds=pl.seeds)
             for p in pl.adaptivity_policies:
                 per[p].append(summarize(res[(p, base)])["avg_jct_s"])
         for p in pl.adaptivity_policies:
             val[(p, f)] = _mean(per[p])
+    return val
+
+
+def _adaptivity(pl: Plan, wl: _Workloads, run: _Runner) -> tuple[str, dict[str, Any]]:
+    val = _fraction_sweep(pl, wl, run, pl.rigid_fractions, "rigid", "rigid")
     md = _sweep_table("rigid jobs", pl.rigid_fractions, pl.adaptivity_policies, val, "{:.0%}")
     md += _line_figure(run.out / "adaptivity.png", [100 * f for f in pl.rigid_fractions],
                        {p: [val[(p, f)] for f in pl.rigid_fractions] for p in pl.adaptivity_policies},
@@ -309,19 +318,8 @@ def _adaptivity(pl: Plan, wl: _Workloads, run: _Runner) -> tuple[str, dict[str, 
     # sweep's first row when it has one
     strong = [f for f in pl.strong_fractions if f > 0]
     if strong:
-        sval: dict[tuple[str, float], float] = {(p, 0.0): val[(p, 0.0)] for p in pl.adaptivity_policies
-                                                if (p, 0.0) in val}
-        for f in strong:
-            per = {p: [] for p in pl.adaptivity_policies}
-            for w in pl.adaptivity_workloads:
-                base = wl.base(w)
-                jm = limit_adaptivity(base, strong=f, seed=0)
-                res = run.run("adaptivity", f"strong{f:g}-{w}", pl.adaptivity_policies, [base], job_model=jm,
-                              seeds=pl.seeds)
-                for p in pl.adaptivity_policies:
-                    per[p].append(summarize(res[(p, base)])["avg_jct_s"])
-            for p in pl.adaptivity_policies:
-                sval[(p, f)] = _mean(per[p])
+        sval = {k: v for k, v in val.items() if k[1] == 0.0}
+        sval.update(_fraction_sweep(pl, wl, run, strong, "strong", "strong"))
         xs = ([0.0] if all((p, 0.0) in sval for p in pl.adaptivity_policies) else []) + strong
         md += "\n\n" + _sweep_table("strong-scaling jobs", xs, pl.adaptivity_policies, sval, "{:.0%}")
         md += _line_figure(run.out / "adaptivity_strong.png", [100 * f for f in xs],
