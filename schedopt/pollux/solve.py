@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,13 +79,13 @@ def evaluate(spec: PolluxSpec, matrix: np.ndarray) -> tuple[float, np.ndarray]:
     return float(power_mean(spd, spec.p)) if spd.size else math.nan, spd
 
 
-def _as_nodes(spec: PolluxSpec, best: np.ndarray) -> dict[str, dict[str, int]]:
-    ids = spec.cols.ids
+def allocation_nodes(job_ids: Sequence[str], col_ids: Sequence[str], matrix: np.ndarray) -> dict[str, dict[str, int]]:
+    """A (jobs x columns) allocation matrix as job id -> {column (node) id: GPUs}, jobs without GPUs left out."""
     nodes: dict[str, dict[str, int]] = {}
-    for j, jid in enumerate(spec.jobs):
-        nz = np.flatnonzero(best[j])
+    for j, jid in enumerate(job_ids):
+        nz = np.flatnonzero(matrix[j])
         if nz.size:
-            nodes[jid] = {ids[k]: int(best[j, k]) for k in nz.tolist()}
+            nodes[jid] = {col_ids[k]: int(matrix[j, k]) for k in nz.tolist()}
     return nodes
 
 
@@ -116,7 +116,7 @@ def genetic_search(spec: PolluxSpec, *, population: int = 100, generations: int 
     return PolluxAnswer(
         termination=heuristic_termination("pollux genetic search: no optimality proof"),
         objective_value=float(fit[0]), method="ga", timings=Timings(solve=t1 - t0),
-        nodes=_as_nodes(spec, pop[0]), speedups={jid: float(spd[0, j]) for j, jid in enumerate(spec.jobs)},
+        nodes=allocation_nodes(spec.jobs, spec.cols.ids, pop[0]), speedups={jid: float(spd[0, j]) for j, jid in enumerate(spec.jobs)},
         generations=gens, matrix=pop[0], population=pop)
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,7 @@ from ...pollux import (
     PolluxAnswer,
     PolluxSpec,
     SpeedupTable,
+    allocation_nodes,
     build,
     genetic_search,
     node_columns,
@@ -71,6 +72,18 @@ def _node_table(cluster: Cluster) -> tuple[list[str], np.ndarray, np.ndarray]:
     """(node ids in cluster order, GPUs per node, type index per node)."""
     c = node_columns(cluster)
     return list(c.ids), c.gpus, c.types
+
+
+def _current_allocation(obj: PolluxObjective, col_ids: Sequence[str]) -> np.ndarray:
+    """The jobs' current allocations as a (jobs x columns) matrix over ``col_ids`` (node ids)."""
+    pos = {n: i for i, n in enumerate(col_ids)}
+    cur = np.zeros((len(obj.jobs), len(col_ids)), dtype=np.int64)
+    for j, v in enumerate(obj.jobs):
+        for n, c in (v.current_nodes or {}).items():
+            if n not in pos:
+                raise InputError(f"jobs[{v.id}].current_nodes", n, "names no node of the cluster")
+            cur[j, pos[n]] += int(c)
+    return cur
 
 
 class PolluxObjective:
@@ -297,23 +310,11 @@ class PolluxPolicy(_Memory):
 
     def current_matrix(self, obj: PolluxObjective, col_ids: list[str]) -> np.ndarray:
         """The jobs' current allocations as a (jobs x columns) matrix (the search's base state)."""
-        pos = {n: i for i, n in enumerate(col_ids)}
-        base = np.zeros((len(obj.jobs), len(col_ids)), dtype=np.int64)
-        for j, v in enumerate(obj.jobs):
-            for n, c in (v.current_nodes or {}).items():
-                if n not in pos:
-                    raise InputError(f"jobs[{v.id}].current_nodes", n, "names no node of the cluster")
-                base[j, pos[n]] += int(c)
-        return base
+        return _current_allocation(obj, col_ids)
 
     def to_nodes(self, obj: PolluxObjective, col_ids: list[str], best: np.ndarray) -> dict[str, dict[str, int]]:
         """The chosen (jobs x columns) matrix as job id -> {node id: GPUs} (the decision)."""
-        nodes: dict[str, dict[str, int]] = {}
-        for j, jid in enumerate(obj.ids):
-            nz = np.flatnonzero(best[j])
-            if nz.size:
-                nodes[jid] = {col_ids[k]: int(best[j, k]) for k in nz.tolist()}
-        return nodes
+        return allocation_nodes(obj.ids, col_ids, best)
 
     def decide(self, state: RoundState) -> Decision:
         t0 = time.perf_counter()
@@ -392,15 +393,7 @@ class PolluxExactPolicy(_Memory):
 
     @staticmethod
     def _current(obj: PolluxObjective) -> np.ndarray:
-        ids = node_columns(obj.cluster).ids
-        pos = {n: i for i, n in enumerate(ids)}
-        cur = np.zeros((len(obj.jobs), len(ids)), dtype=np.int64)
-        for j, v in enumerate(obj.jobs):
-            for n, c in (v.current_nodes or {}).items():
-                if n not in pos:
-                    raise InputError(f"jobs[{v.id}].current_nodes", n, "names no node of the cluster")
-                cur[j, pos[n]] += int(c)
-        return cur
+        return _current_allocation(obj, node_columns(obj.cluster).ids)
 
     def decide(self, state: RoundState) -> Decision:
         t0 = time.perf_counter()
