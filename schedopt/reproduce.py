@@ -77,6 +77,7 @@ class Plan:
     truncate: int | None = None  #: keep only the first jobs of every workload (quick runs)
     only_apps: tuple[str, ...] | None = None  #: with ``truncate``: keep only jobs of these applications
     estimator: str = "bootstrap"  #: what the policies see (``simulate(estimator=...)``)
+    job_model: str = "sia-measured"  #: the jobs' truth (the Sia presets' default: the artifact's measured step times)
     seeds: tuple[int, ...] = (0,)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -159,9 +160,9 @@ class _Runner:
     """simulate_many groups with their records on disk (skipped when already there)."""
 
     def __init__(self, out: Path, workers: int | None, executor: Any, progress: bool | None,
-                 log: Callable[[str], None], estimator: str = "bootstrap") -> None:
+                 log: Callable[[str], None], estimator: str = "bootstrap", job_model: str | None = None) -> None:
         self.out, self.workers, self.executor, self.progress, self.log = out, workers, executor, progress, log
-        self.estimator = estimator
+        self.estimator, self.job_model = estimator, job_model
         self.simulations = 0
 
     def run(self, section: str, key: str, policies: Sequence[str], workloads: Sequence[str],
@@ -181,7 +182,8 @@ class _Runner:
         if todo_pols and todo_wls:
             t0 = time.perf_counter()
             res = simulate_many(todo_pols, todo_wls, executor=self.executor, workers=self.workers,
-                                progress=self.progress, estimator=self.estimator, **kw)
+                                progress=self.progress, estimator=self.estimator,
+                                **({"job_model": self.job_model} | kw))
             k = 0
             for p in todo_pols:
                 for w in todo_wls:
@@ -296,8 +298,8 @@ def _fraction_sweep(pl: Plan, wl: _Workloads, run: _Runner, fractions: Sequence[
         per: dict[str, list[float]] = {p: [] for p in pl.adaptivity_policies}
         for w in pl.adaptivity_workloads:
             base = wl.base(w)
-            jm = (limit_adaptivity(base, rigid=f, seed=0) if kind == "rigid" else
-                  limit_adaptivity(base, strong=f, seed=0))
+            jm = (limit_adaptivity(base, rigid=f, seed=0, job_model=pl.job_model) if kind == "rigid" else
+                  limit_adaptivity(base, strong=f, seed=0, job_model=pl.job_model))
             res = run.run("adaptivity", f"{name}{f:g}-{w}", pl.adaptivity_policies, [base], job_model=jm,
                           seeds=pl.seeds)
             for p in pl.adaptivity_policies:
@@ -409,13 +411,13 @@ def reproduce_sia(out: str | Path, *, quick: bool = False, sections: Sequence[st
     o = Path(out)
     o.mkdir(parents=True, exist_ok=True)
     say = log or (lambda m: print(m, file=sys.stderr))
-    run = _Runner(o, workers, executor, progress, say, pl.estimator)
+    run = _Runner(o, workers, executor, progress, say, pl.estimator, pl.job_model)
     wl = _Workloads(o, pl.truncate, pl.only_apps)
     t0 = time.perf_counter()
     parts = [f"# Sia (SOSP'23): the evaluation reproduced with schedopt{' (quick subset)' if pl.quick else ''}\n",
              f"Command: `schedopt reproduce sia -o {o}{' --quick' if pl.quick else ''}`. Sia's 64-GPU cluster "
-             "(6 x 4 T4, 2 x 8 A100, 3 x 8 RTX 2080Ti), 60 s rounds, the `sia` job model, the "
-             f"{pl.estimator} estimator."]
+             "(6 x 4 T4, 2 x 8 A100, 3 x 8 RTX 2080Ti), 60 s rounds, "
+             f"the `{pl.job_model}` job model, the {pl.estimator} estimator."]
     results: dict[str, Any] = {}
     for s in secs:
         t = time.perf_counter()

@@ -285,7 +285,8 @@ def add_parser(subparsers: Any) -> None:
     s.add_argument("--seeds", default="0", help="e.g. 0-3 or 0,1")
     s.add_argument("--round-seconds", type=positive_float, default=None, help="default: 60 (synergy policies: 300)")
     s.add_argument("--job-model", default=None, choices=["pollux", "sia", "sia-measured"],
-                   help="default: pollux on the pollux cluster, else sia (sia-measured: the published step times)")
+                   help="default: pollux on the pollux cluster, sia-measured (the published step times) on the sia-* "
+                        "presets, else sia (the fitted model)")
     s.add_argument("--backend", default=None, help="solver backend of model-based policies (sia: mckp, highs, cpsat, ...)")
     s.add_argument("--time-limit", type=positive_float, default=None, help="solver time limit per round (seconds)")
     s.add_argument("--charge-policy-time", action="store_true", help="delay re-allocated jobs by the policy's wall time")

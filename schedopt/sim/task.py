@@ -25,7 +25,7 @@ class SimTask:
     workload: str
     seed: int = 0
     cluster: str | None = None  #: None: the family's default (``sia-64`` for the elastic policies)
-    job_model: str | JobModel | None = None  #: None: the preset's (``pollux`` for ``pollux``, else ``sia``)
+    job_model: str | JobModel | None = None  #: None: the preset's (``pollux`` for ``pollux``, ``sia-measured`` for Sia's, else ``sia``)
     round_seconds: float | None = None  #: None: the family's default (60 s; Synergy 300 s)
     policy_params: Mapping[str, Any] = field(default_factory=dict)
     charge_policy_time: bool = False

@@ -337,8 +337,18 @@ def cluster_preset(name: str) -> Cluster:
 
 
 def default_job_model(cluster_name: str) -> str:
-    """The job model that goes with a cluster preset: ``pollux`` for Pollux's cluster, ``sia`` otherwise."""
-    return _DEFAULT_JOB_MODEL.get(cluster_name, "sia")
+    """The job model that goes with a cluster preset: ``pollux`` for Pollux's cluster, ``sia-measured`` for Sia's
+    (``sia-64``, ``sia-gpt``, ``sia-<64 k>``: the artifact's measured step times, the fit only beyond them; issue 31
+    item 0), ``sia`` (the fitted model) for any other cluster."""
+    if cluster_name in _DEFAULT_JOB_MODEL:
+        return _DEFAULT_JOB_MODEL[cluster_name]
+    if isinstance(cluster_name, str) and cluster_name.startswith("sia-"):
+        try:
+            cluster_preset(cluster_name)
+        except InputError:
+            return "sia"
+        return "sia-measured"
+    return "sia"
 
 
 # -- sia-eval: a workload with pipeline-model-parallel GPT jobs (issue 31 item 2) --
