@@ -72,7 +72,7 @@ class Plan:
     lam_values: tuple[float, ...] = (1.0, 1.1, 1.5, 2.0)
     scale_workload: str = "saturn/1"
     scale_gpus: tuple[int, ...] = (64, 128, 256, 512, 1024, 2048)
-    scale_policies: tuple[str, ...] = ("sia:backend=mckp", "sia:backend=highs", "pollux-unaware", "gavel")
+    scale_policies: tuple[str, ...] = ("sia:backend=mckp", "sia:backend=highs", "pollux-unaware", "gavel", "shockwave")
     scale_max_time: float = 3600.0
     truncate: int | None = None  #: keep only the first jobs of every workload (quick runs)
     only_apps: tuple[str, ...] | None = None  #: with ``truncate``: keep only jobs of these applications
