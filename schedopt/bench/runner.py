@@ -1,15 +1,22 @@
-"""Run benchmark sweeps: one fresh process per run, every phase timed apart, a wall-clock guard outside the solver.
+"""Run benchmark sweeps: one process per run, every phase timed apart, a wall-clock guard outside the solver.
 
-Each run executes in a fresh interpreter, ``python -m schedopt.bench.worker`` (no solver state or memory high-water
-mark inherited from the parent, and no re-import of the caller's ``__main__`` as multiprocessing's spawn would do). The child imports what the run needs and does a
-tiny warm-up solve with the same backend (so import and first-call costs are not charged to the measured phases;
-they are recorded as ``t_warmup``), then generates the instance and goes through the phases, sending each phase's
-result to the parent as it finishes. The parent waits at most ``guard_seconds`` after the child reports ready; past
-that it kills the child and records the run as ``termination="guard"`` — a killed run never holds an incumbent,
-which is kept apart from a solver time limit that returned one (``feasible`` with ``limit="time"``).
+Each run executes in a process of its own, started one of two ways (``run(..., start=)``): a fork of the caller
+(``"fork"``, the default on Linux for a serial sweep from a single-threaded process: the caller has imported the
+package and the problem to find the spec, so the run starts in milliseconds), or a fresh interpreter, ``python -m
+schedopt.bench.worker`` (``"exec"``: pool and executor runs, other platforms, a caller with threads; it imports the
+package again, about 1.5-2 s of CPU, and never re-imports the caller's ``__main__`` as multiprocessing's spawn
+would). Either way the process has its own session (a kill takes every process it started), its stdout on
+/dev/null and its stderr in a log whose tail an error record quotes, and its memory peak its own (a forked process
+resets the high-water mark it inherits). The child does a tiny warm-up solve with the same backend (so the
+backend's import and first-call costs are not charged to the measured phases; they are recorded as ``t_warmup``),
+then generates the instance and goes through the phases, sending each phase's result to the parent as it finishes.
+The parent waits at most ``guard_seconds`` after the child reports ready; past that it kills the child and records
+the run as ``termination="guard"`` — a killed run never holds an incumbent, which is kept apart from a solver time
+limit that returned one (``feasible`` with ``limit="time"``).
 
-Peak memory is the child's ``ru_maxrss`` (the whole process: Python objects, numpy arrays and the solver's own
-memory), with ``base_rss_mb`` (after imports and warm-up) recorded next to it.
+Peak memory is the child's (``ru_maxrss``, or the high-water mark since its start in a forked or warm process: the
+whole process, Python objects, numpy arrays and the solver's own memory), with ``base_rss_mb`` (after imports and
+warm-up) recorded next to it.
 """
 
 from __future__ import annotations
@@ -29,11 +36,12 @@ from typing import Any
 from ..errors import InputError
 from ..params import SolveParams
 from ..progress import Progress
-from .pipelines import execute, rss_mb
+from .pipelines import execute, reset_peak_rss, rss_mb
 from .records import Record, machine_info, write_records
 from .registry import BenchSpec, ProblemIOPipeline, get_spec
 
-__all__ = ["Progress", "SweepInterrupted", "WarmWorkers", "child_main", "default_output", "execute", "run"]
+__all__ = ["START_METHODS", "Progress", "SweepInterrupted", "WarmWorkers", "child_main", "default_output", "execute",
+           "fork_usable", "run"]
 
 _STARTUP_SECONDS = 180.0  #: the most a child may take to import and warm up before its guard starts
 
@@ -80,11 +88,127 @@ def _payload(task: dict[str, Any]) -> bytes:
                          f"'module:function' strings): {exc}") from exc
 
 
-class _Child:
-    """A run's process, ``python -m schedopt.bench.worker FD [--serve]``: started with the parent's ``sys.path``;
-    with ``serve`` it runs task after task (a warm process kept across runs) until its stdin closes."""
+START_METHODS = ("auto", "fork", "exec")  #: how a run's process starts (see :func:`run`'s ``start``)
 
-    def __init__(self, serve: bool = False) -> None:
+
+def fork_usable() -> str:
+    """Why a run's process cannot be forked from this one here ("" when it can): fork needs Linux (the run's memory
+    peak is reset with ``/proc/self/clear_refs``; macOS's system libraries are not fork-safe), this process's main
+    thread, and no other Python thread but idle solve workers (:mod:`schedopt.interrupt` keeps them after a solve;
+    the forked process starts its own). A fork copies only the calling thread, so a lock another thread held would
+    stay held in the child."""
+    import threading
+
+    from .. import interrupt
+
+    if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
+        return f"no fork with a resettable memory peak on {sys.platform}"
+    if not os.access("/proc/self/clear_refs", os.W_OK):
+        return "/proc/self/clear_refs is not writable (the run's memory peak could not be reset)"
+    if threading.current_thread() is not threading.main_thread():
+        return "the sweep runs outside the main thread"
+    others = [t for t in threading.enumerate() if t is not threading.current_thread()]
+    workers = interrupt._WORKERS
+    solve_workers = sum(t.name == "schedopt-solve" and t.daemon for t in others)
+    if len(others) > solve_workers or workers._idle != workers.started:  # a thread of its own, or a solve running
+        return f"other Python threads run in this process ({', '.join(sorted(t.name for t in others))})"
+    return ""
+
+
+def _fresh_solve_workers() -> None:  # pragma: no cover - runs in the forked child
+    """Forget the parent's solve worker threads (:mod:`schedopt.interrupt`): none of them exists in a fork, and a
+    task queued for an "idle" one would wait forever. (The at-fork reset belongs in schedopt.interrupt itself:
+    ``os.register_at_fork(after_in_child=...)``; until it is there, the forked run does it.)"""
+    from .. import interrupt
+
+    interrupt._WORKERS = interrupt._Workers()
+
+
+class _Forked:
+    """A run's process forked from this one, with the part of :class:`subprocess.Popen`'s interface the runner
+    uses (``pid``, ``returncode``, ``poll``, ``wait``, ``kill``)."""
+
+    stdin = None
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere (SIGCHLD ignored): its status is lost
+                self.returncode = -1
+                return self.returncode
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        import subprocess
+
+        end = None if timeout is None else time.perf_counter() + timeout
+        pause = 0.0005
+        while (code := self.poll()) is None:
+            if end is not None and time.perf_counter() >= end:
+                raise subprocess.TimeoutExpired(f"forked run process {self.pid}", timeout or 0.0)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+        return code
+
+    def kill(self) -> None:
+        import signal
+
+        if self.poll() is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def _forked_main(task: dict[str, Any], rfd: int, wfd: int, errfd: int) -> None:  # pragma: no cover - the child
+    """The body of a forked run's process: a session of its own (a kill takes its group; a terminal's Ctrl-C reaches
+    only the parent, which decides), stdout to /dev/null and stderr to the run's log as a fresh process has them,
+    the memory peak reset, then :func:`child_main`; it never returns into the parent's stack (``os._exit``)."""
+    import signal
+
+    code = 1
+    try:
+        os.setsid()
+        os.close(rfd)
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)
+        os.dup2(null, 1)
+        os.dup2(errfd, 2)
+        os.close(null)
+        os.close(errfd)
+        sys.stdin, sys.stdout, sys.stderr = (open(fd, mode, closefd=False) for fd, mode in ((0, "r"), (1, "w"),
+                                                                                            (2, "w")))
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # what a fresh interpreter has
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        _fresh_solve_workers()
+        from multiprocessing.connection import Connection
+
+        reset_peak_rss()
+        child_main(Connection(wfd, readable=False), task)
+        code = 0
+    except BaseException:
+        try:
+            traceback.print_exc()
+            sys.stderr.flush()
+        except BaseException:
+            pass
+    finally:
+        os._exit(code)
+
+
+class _Child:
+    """A run's process: ``python -m schedopt.bench.worker FD [--serve]`` started with the parent's ``sys.path``
+    (with ``serve`` it runs task after task, a warm process kept across runs, until its stdin closes), or, given
+    ``task``, a fork of this process that runs that one task (:func:`fork_usable`)."""
+
+    def __init__(self, serve: bool = False, task: dict[str, Any] | None = None) -> None:
         import pickle
         import subprocess
         import tempfile
@@ -92,16 +216,53 @@ class _Child:
 
         rfd, wfd = os.pipe()
         self.errlog = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "schedopt.bench.worker", str(wfd), *(["--serve"] if serve else [])],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self.errlog, pass_fds=(wfd,), close_fds=True,
-            start_new_session=True,  # its own process group: a kill also takes any solver process it started
-        )
-        os.close(wfd)
-        self.recv = Connection(rfd, writable=False)
         self.serve = serve
         self.runs = 0
-        self._send(pickle.dumps(list(sys.path)), last=False)
+        self.forked = task is not None
+        self.proc: Any
+        if task is not None:
+            try:
+                self._fork(task, rfd, wfd)
+            except BaseException:  # a Ctrl-C delivered as the fork returned: leave no process behind
+                if hasattr(self, "proc"):
+                    self.proc.kill()
+                    self.proc.wait()
+                for fd in (rfd, wfd):
+                    os.close(fd)
+                self.errlog.close()
+                raise
+        else:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "schedopt.bench.worker", str(wfd), *(["--serve"] if serve else [])],
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self.errlog, pass_fds=(wfd,),
+                close_fds=True, start_new_session=True,  # its own process group: a kill also takes its solvers
+            )
+        os.close(wfd)
+        self.recv = Connection(rfd, writable=False)
+        if task is None:
+            self._send(pickle.dumps(list(sys.path)), last=False)
+
+    def _fork(self, task: dict[str, Any], rfd: int, wfd: int) -> None:
+        import gc
+        import signal
+
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()  # the child inherits unflushed buffers: write them once, here
+            except (AttributeError, ValueError, OSError):
+                pass
+        # SIGINT stays blocked until the child has its own session (a Ctrl-C in between would otherwise raise
+        # KeyboardInterrupt in the child's copy of this stack) and until the parent holds the child's handle
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        gc.freeze()  # the child's collections then leave the inherited objects' pages shared (no copy on write)
+        try:
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child
+                _forked_main(task, rfd, wfd, self.errlog.fileno())
+            self.proc = _Forked(pid)
+        finally:
+            gc.unfreeze()
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
     def _send(self, data: bytes, last: bool) -> bool:
         """Write one pickle to the process's stdin (length-prefixed when it serves; ``last`` closes the input of a
@@ -126,7 +287,8 @@ class _Child:
         phase = "startup"
         deadline = time.perf_counter() + _STARTUP_SECONDS
         final: tuple[str, Any] | None = None
-        self._send(payload, last=True)
+        if not self.forked:  # a forked process has its task already
+            self._send(payload, last=True)
         while final is None:
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
@@ -203,17 +365,22 @@ def _finish(fields: dict[str, Any], final: tuple[str, Any] | None, phase: str, g
     return fields
 
 
-def _run_in_child(task: dict[str, Any], guard: float) -> dict[str, Any]:
-    """Run ``task`` in ``python -m schedopt.bench.worker``; kill it ``guard`` seconds after it reports ready."""
-    payload = _payload(task)
-    start = time.perf_counter()
-    child = _Child()
+def _run_in_child(task: dict[str, Any], guard: float, start: str = "exec") -> dict[str, Any]:
+    """Run ``task`` in a process of its own (``start``: ``"exec"``, ``python -m schedopt.bench.worker``, or
+    ``"fork"``, a fork of this one); kill it ``guard`` seconds after it reports ready."""
+    payload = _payload(task)  # also for a fork: hooks must pickle whichever way the run starts
+    t0 = time.perf_counter()
+    child = _Child(task=task) if start == "fork" else _Child()
     final: tuple[str, Any] | None = None
     try:
         final, fields, phase = child.exchange(payload, guard)
     finally:
         err_tail = child.close(kill=final is None or final[0] == "died")
-    return _finish(fields, final, phase, guard, time.perf_counter() - start, child.proc.returncode, err_tail)
+    out = _finish(fields, final, phase, guard, time.perf_counter() - t0, child.proc.returncode, err_tail)
+    extra = json.loads(out["extra"]) if out.get("extra") else {}
+    extra["start"] = start  # how the run's process started (fork: it inherited this process's loaded modules)
+    out["extra"] = json.dumps(extra)
+    return out
 
 
 class WarmWorkers:
@@ -323,6 +490,7 @@ def run(
     executor: Any = None,
     progress_interval: float = 30.0,
     warm: bool = False,
+    start: str = "auto",
 ) -> list[Record]:
     """Run a sweep: every (size, seed, load) x repetition x backend in its own process; one :class:`Record` each.
 
@@ -349,6 +517,15 @@ def run(
     (``warm_run``), its ``peak_rss_mb`` is reset at the run's start, and what it inherits is loaded modules and their
     caches, so timings of first calls belong to ``warm=False`` sweeps.
 
+    ``start``: how a run's own process starts (``warm=False``). ``"exec"``: a fresh interpreter, ``python -m
+    schedopt.bench.worker``, which imports the package and the problem again (about 1.5-2 s of CPU per run);
+    ``"fork"``: a fork of this process, which has imported them already to find the spec (a few ms); ``"auto"``
+    (default): fork where :func:`fork_usable` allows it (Linux, one Python thread) on a serial sweep, else exec.
+    Either way the run has its own process, session and guard, imports and exercises its backend in ``warm_up``
+    (``t_warmup``), and its ``peak_rss_mb`` is its own process's (a forked run's high-water mark is reset at its
+    start: like a fresh one's, it counts the modules it holds, which are this process's); each record's ``extra``
+    says which (``start``). Pool and executor runs always exec.
+
     Ctrl-C stops the sweep: the finished runs are written to ``out`` and :class:`SweepInterrupted` (a
     ``KeyboardInterrupt``) carries them.
     """
@@ -373,6 +550,14 @@ def run(
         raise InputError("workers", workers, "must be a positive integer")
     if not isinstance(warm, bool):
         raise InputError("warm", warm, "must be True or False")
+    if start not in START_METHODS:
+        raise InputError("start", start, f"must be one of {', '.join(START_METHODS)}")
+    if start == "fork":
+        why = fork_usable() or ("a pool or an executor runs the sweep: its runs exec" if workers > 1 or executor
+                                is not None else "") or ("warm=True runs the sweep in one kept process" if warm
+                                                         else "")
+        if why:
+            raise InputError("start", start, f"cannot fork here: {why}")
     if warm and (workers > 1 or executor is not None):
         raise InputError("warm", warm, "runs the sweep serially in one kept process: use it with workers=1 and no "
                          "executor")
@@ -452,7 +637,11 @@ def run(
         if engine is None:
             for i, task in enumerate(tasks):
                 bar.update(label(task))
-                finish(i, kept.run(task, guard) if kept is not None else _run_in_child(task, guard))
+                if kept is not None:
+                    finish(i, kept.run(task, guard))
+                else:  # decided per run: a thread started by a hook or the caller makes the next run exec
+                    finish(i, _run_in_child(task, guard, "fork" if start != "exec" and not fork_usable() else
+                                            "exec"))
         else:
             with open_executor(engine, workers) as ex:
                 for i, fields in map_unordered(_run_task, tasks, ex):

@@ -26,18 +26,8 @@ def _read(stdin: BinaryIO) -> bytes | None:
     return data if len(data) == n else None
 
 
-def _reset_peak_rss() -> bool:
-    """Reset this process's resident-memory high-water mark (Linux 4.0+); False where it cannot be."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
-
-
 def _serve(conn: Any, stdin: BinaryIO) -> int:
-    from .pipelines import set_peak_rss_source
+    from .pipelines import reset_peak_rss
     from .runner import child_main
 
     while (data := _read(stdin)) is not None:
@@ -46,7 +36,7 @@ def _serve(conn: Any, stdin: BinaryIO) -> int:
         except Exception as exc:  # a hook that does not import here
             conn.send(("error", {"error": f"cannot load the task in the run's process: {type(exc).__name__}: {exc}"}))
             continue
-        set_peak_rss_source("hwm" if _reset_peak_rss() else "none")
+        reset_peak_rss()
         child_main(conn, task, close=False)
     conn.close()
     return 0

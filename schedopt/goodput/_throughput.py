@@ -7,7 +7,6 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import numpy as np
-import scipy.optimize
 from threadpoolctl import ThreadpoolController
 
 from ._validate import (
@@ -337,6 +336,8 @@ def fit_throughput(
     best_val, best_theta = np.inf, None
     # OpenBLAS's thread pool makes L-BFGS-B on these few parameters 5-8x slower (its threads spin on tiny
     # vectors): by default the fit runs on one BLAS thread (tools/bench_fit_threads.py measures it).
+    import scipy.optimize  # here, not at import: it costs ~0.25 s CPU that a solve without a fit never uses
+
     with _blas_libraries().limit(limits=blas_threads):
         for gamma0 in starts:
             start = np.clip(np.log([alpha_c0, beta_c0, *net_start(gamma0)]), lo, hi)
