@@ -118,6 +118,16 @@ def test_a_running_thread_makes_auto_exec_and_fork_refused() -> None:
         t.join()
 
 
+@pytest.mark.parametrize("start", ["fork", "exec"])
+def test_a_warm_sweeps_kept_process_forks_or_execs(start: str) -> None:
+    """``warm=True``: the kept process is forked or a fresh interpreter (``worker --serve``); either serves the runs
+    one after another with the same records."""
+    recs = bench.run(KNAP, repeat=2, progress=False, warm=True, start=start)
+    assert [r.objective for r in recs] == [9.0, 9.0, 10.0, 10.0]
+    assert [json.loads(r.extra) for r in recs] == [{"start": start, "warm_run": k} for k in (1, 2, 3, 4)]
+    assert all(0 < r.peak_rss_mb < 10_000 for r in recs)
+
+
 def test_runs_fork_after_a_solve_in_this_process() -> None:
     """A solve here leaves an idle solve worker thread (schedopt.interrupt): the run still forks, and its own solves
     do not wait for that thread, which its process does not have (they would hang until the guard)."""
@@ -129,7 +139,7 @@ def test_runs_fork_after_a_solve_in_this_process() -> None:
     assert rec.objective == 9.0 and _start(rec) == "fork" and time.perf_counter() - t0 < 30
 
 
-@pytest.mark.parametrize("kw", [{"start": "spawn"}, {"start": "fork", "workers": 2}, {"start": "fork", "warm": True}])
+@pytest.mark.parametrize("kw", [{"start": "spawn"}, {"start": "fork", "workers": 2}, {"start": "fork", "executor": "serial"}])
 def test_bad_start_is_refused_by_name_before_any_run(kw: dict) -> None:
     with pytest.raises(InputError, match="start"):
         bench.run(KNAP, progress=False, **kw)

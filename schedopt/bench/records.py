@@ -79,7 +79,7 @@ class Record:
     t_place: float | None = None
     t_path: float | None = None  #: goodput + build + handoff + solve + decode + place: the whole path
     t_lp: float | None = None  #: the LP relaxation solve (not part of the path)
-    t_warmup: float | None = None  #: imports and a tiny warm-up solve in the fresh process (not part of the path)
+    t_warmup: float | None = None  #: imports and a tiny warm-up solve in the run's process (not part of the path)
     t_wall: float | None = None  #: wall clock of the whole run as seen by the harness (process start to end)
     # --- memory (MiB)
     peak_rss_mb: float | None = None  #: peak resident set of the run's process (getrusage ru_maxrss)

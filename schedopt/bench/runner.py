@@ -31,7 +31,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..errors import InputError
 from ..params import SolveParams
@@ -66,6 +66,34 @@ def child_main(conn: Any, task: dict[str, Any], close: bool = True) -> None:
     finally:
         if close:
             conn.close()
+
+
+def read_message(stdin: BinaryIO) -> bytes | None:
+    """One length-prefixed message (8 bytes of length, little endian, then the bytes), or None at the end of the
+    input."""
+    head = stdin.read(8)
+    if len(head) < 8:
+        return None
+    n = int.from_bytes(head, "little")
+    data = stdin.read(n)
+    return data if len(data) == n else None
+
+
+def serve(conn: Any, stdin: BinaryIO) -> int:
+    """Run the length-prefixed task pickles read from ``stdin`` one after another, each reported on ``conn``, until
+    the input ends: the body of ``python -m schedopt.bench.worker FD --serve`` and of a forked warm process."""
+    import pickle
+
+    while (data := read_message(stdin)) is not None:
+        try:
+            task = pickle.loads(data)
+        except Exception as exc:  # a hook that does not import here
+            conn.send(("error", {"error": f"cannot load the task in the run's process: {type(exc).__name__}: {exc}"}))
+            continue
+        reset_peak_rss()
+        child_main(conn, task, close=False)
+    conn.close()
+    return 0
 
 
 # ------------------------------------------------------------------------------------------------------ parent
@@ -128,11 +156,10 @@ class _Forked:
     """A run's process forked from this one, with the part of :class:`subprocess.Popen`'s interface the runner
     uses (``pid``, ``returncode``, ``poll``, ``wait``, ``kill``)."""
 
-    stdin = None
-
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.returncode: int | None = None
+        self.stdin: BinaryIO | None = None  #: a warm process's task pipe
 
     def poll(self) -> int | None:
         if self.returncode is None:
@@ -167,10 +194,13 @@ class _Forked:
                 pass
 
 
-def _forked_main(task: dict[str, Any], rfd: int, wfd: int, errfd: int) -> None:  # pragma: no cover - the child
+def _forked_main(task: dict[str, Any] | None, rfd: int, wfd: int, errfd: int,
+                 tasks_fd: int | None = None) -> None:  # pragma: no cover - the child
     """The body of a forked run's process: a session of its own (a kill takes its group; a terminal's Ctrl-C reaches
     only the parent, which decides), stdout to /dev/null and stderr to the run's log as a fresh process has them,
-    the memory peak reset, then :func:`child_main`; it never returns into the parent's stack (``os._exit``)."""
+    the memory peak reset, then :func:`child_main` on ``task``, or (``tasks_fd``, a warm process) the tasks read
+    from that pipe, as ``python -m schedopt.bench.worker --serve`` reads them from its stdin. It never returns
+    into the parent's stack (``os._exit``)."""
     import signal
 
     code = 1
@@ -190,9 +220,14 @@ def _forked_main(task: dict[str, Any], rfd: int, wfd: int, errfd: int) -> None: 
         _fresh_solve_workers()
         from multiprocessing.connection import Connection
 
-        reset_peak_rss()
-        child_main(Connection(wfd, readable=False), task)
-        code = 0
+        conn = Connection(wfd, readable=False)
+        if tasks_fd is not None:
+            code = serve(conn, os.fdopen(tasks_fd, "rb"))
+        else:
+            assert task is not None
+            reset_peak_rss()
+            child_main(conn, task)
+            code = 0
     except BaseException:
         try:
             traceback.print_exc()
@@ -204,11 +239,11 @@ def _forked_main(task: dict[str, Any], rfd: int, wfd: int, errfd: int) -> None: 
 
 
 class _Child:
-    """A run's process: ``python -m schedopt.bench.worker FD [--serve]`` started with the parent's ``sys.path``
-    (with ``serve`` it runs task after task, a warm process kept across runs, until its stdin closes), or, given
-    ``task``, a fork of this process that runs that one task (:func:`fork_usable`)."""
+    """A run's process: ``python -m schedopt.bench.worker FD [--serve]`` started with the parent's ``sys.path``, or
+    (``fork``) a fork of this process (:func:`fork_usable`) that runs ``task``. With ``serve`` it runs task after
+    task (a warm process kept across runs) until its input closes."""
 
-    def __init__(self, serve: bool = False, task: dict[str, Any] | None = None) -> None:
+    def __init__(self, serve: bool = False, fork: bool = False, task: dict[str, Any] | None = None) -> None:
         import pickle
         import subprocess
         import tempfile
@@ -218,9 +253,9 @@ class _Child:
         self.errlog = tempfile.TemporaryFile()
         self.serve = serve
         self.runs = 0
-        self.forked = task is not None
+        self.forked = fork
         self.proc: Any
-        if task is not None:
+        if fork:
             try:
                 self._fork(task, rfd, wfd)
             except BaseException:  # a Ctrl-C delivered as the fork returned: leave no process behind
@@ -239,10 +274,10 @@ class _Child:
             )
         os.close(wfd)
         self.recv = Connection(rfd, writable=False)
-        if task is None:
+        if not fork:
             self._send(pickle.dumps(list(sys.path)), last=False)
 
-    def _fork(self, task: dict[str, Any], rfd: int, wfd: int) -> None:
+    def _fork(self, task: dict[str, Any] | None, rfd: int, wfd: int) -> None:
         import gc
         import signal
 
@@ -254,12 +289,18 @@ class _Child:
         # SIGINT stays blocked until the child has its own session (a Ctrl-C in between would otherwise raise
         # KeyboardInterrupt in the child's copy of this stack) and until the parent holds the child's handle
         old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        tasks_r, tasks_w = os.pipe() if self.serve else (None, None)
         gc.freeze()  # the child's collections then leave the inherited objects' pages shared (no copy on write)
         try:
             pid = os.fork()
             if pid == 0:  # pragma: no cover - the child
-                _forked_main(task, rfd, wfd, self.errlog.fileno())
+                if tasks_w is not None:
+                    os.close(tasks_w)
+                _forked_main(task, rfd, wfd, self.errlog.fileno(), tasks_r)
             self.proc = _Forked(pid)
+            if tasks_r is not None and tasks_w is not None:
+                os.close(tasks_r)
+                self.proc.stdin = os.fdopen(tasks_w, "wb")
         finally:
             gc.unfreeze()
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
@@ -287,7 +328,7 @@ class _Child:
         phase = "startup"
         deadline = time.perf_counter() + _STARTUP_SECONDS
         final: tuple[str, Any] | None = None
-        if not self.forked:  # a forked process has its task already
+        if self.serve or not self.forked:  # a forked one-run process has its task already
             self._send(payload, last=True)
         while final is None:
             remaining = deadline - time.perf_counter()
@@ -370,7 +411,7 @@ def _run_in_child(task: dict[str, Any], guard: float, start: str = "exec") -> di
     ``"fork"``, a fork of this one); kill it ``guard`` seconds after it reports ready."""
     payload = _payload(task)  # also for a fork: hooks must pickle whichever way the run starts
     t0 = time.perf_counter()
-    child = _Child(task=task) if start == "fork" else _Child()
+    child = _Child(fork=True, task=task) if start == "fork" else _Child()
     final: tuple[str, Any] | None = None
     try:
         final, fields, phase = child.exchange(payload, guard)
@@ -391,15 +432,16 @@ class WarmWorkers:
     ``peak_rss_mb`` stays the run's own; what a run inherits is loaded modules and their caches (a backend's
     first-call cost, memoised model pieces), so keep ``warm=False`` where a run's cold cost is the measurement."""
 
-    def __init__(self) -> None:
+    def __init__(self, start: str = "auto") -> None:
         self.child: _Child | None = None
         self.started = 0  #: processes started so far
+        self.start = start  #: how a process starts (:func:`run`'s ``start``), decided at each start for ``"auto"``
 
     def run(self, task: dict[str, Any], guard: float) -> dict[str, Any]:
         payload = _payload(task)
-        start = time.perf_counter()
+        t0 = time.perf_counter()
         if self.child is None or self.child.proc.poll() is not None:
-            self.child = _Child(serve=True)
+            self.child = _Child(serve=True, fork=self.start != "exec" and not fork_usable())
             self.started += 1
         child = self.child
         final: tuple[str, Any] | None = None
@@ -410,8 +452,9 @@ class WarmWorkers:
             if final is None or final[0] == "died":
                 err_tail = child.close(kill=True)
                 self.child = None
-        out = _finish(fields, final, phase, guard, time.perf_counter() - start, child.proc.returncode, err_tail)
+        out = _finish(fields, final, phase, guard, time.perf_counter() - t0, child.proc.returncode, err_tail)
         extra = json.loads(out["extra"]) if out.get("extra") else {}
+        extra["start"] = "fork" if child.forked else "exec"
         extra["warm_run"] = child.runs  # the runs its process has served, this one included (1: a cold process)
         out["extra"] = json.dumps(extra)
         return out
@@ -512,19 +555,21 @@ def run(
     ``workers=1`` for timings. Records keep the sweep order.
 
     ``warm``: run the sweep's runs one after another in a kept process (:class:`WarmWorkers`; serial only) instead
-    of a fresh interpreter each: the start-up, imports and first calls (about 3 s of CPU per run for a 64-GPU Sia
-    run whose measured path is 0.07 s) are paid once; each record's ``extra`` says which run of its process it was
+    of a process each: the start-up, imports and the backends' first calls are paid once (about 0.1-0.3 s of CPU
+    per run against a forked process, 1.5-2 s against a fresh interpreter, for a 64-GPU Sia run whose measured
+    path is 0.02-0.07 s); each record's ``extra`` says which run of its process it was
     (``warm_run``), its ``peak_rss_mb`` is reset at the run's start, and what it inherits is loaded modules and their
     caches, so timings of first calls belong to ``warm=False`` sweeps.
 
-    ``start``: how a run's own process starts (``warm=False``). ``"exec"``: a fresh interpreter, ``python -m
+    ``start``: how a run's own process (with ``warm``, the kept one) starts. ``"exec"``: a fresh interpreter, ``python -m
     schedopt.bench.worker``, which imports the package and the problem again (about 1.5-2 s of CPU per run);
     ``"fork"``: a fork of this process, which has imported them already to find the spec (a few ms); ``"auto"``
-    (default): fork where :func:`fork_usable` allows it (Linux, one Python thread) on a serial sweep, else exec.
-    Either way the run has its own process, session and guard, imports and exercises its backend in ``warm_up``
-    (``t_warmup``), and its ``peak_rss_mb`` is its own process's (a forked run's high-water mark is reset at its
-    start: like a fresh one's, it counts the modules it holds, which are this process's); each record's ``extra``
-    says which (``start``). Pool and executor runs always exec.
+    (default): fork where :func:`fork_usable` allows it (Linux, the main thread, no other thread but idle solve
+    workers) on a serial sweep, else exec. Either way the run has its own process, session and guard, imports and
+    exercises its backend in ``warm_up`` (``t_warmup``), and its ``peak_rss_mb`` is its own process's (a forked
+    run's high-water mark is reset at its start and counts the pages it holds, inherited ones included, as a
+    fresh process counts its own imports); each record's ``extra`` says which (``start``). Pool and executor runs
+    always exec.
 
     Ctrl-C stops the sweep: the finished runs are written to ``out`` and :class:`SweepInterrupted` (a
     ``KeyboardInterrupt``) carries them.
@@ -554,8 +599,7 @@ def run(
         raise InputError("start", start, f"must be one of {', '.join(START_METHODS)}")
     if start == "fork":
         why = fork_usable() or ("a pool or an executor runs the sweep: its runs exec" if workers > 1 or executor
-                                is not None else "") or ("warm=True runs the sweep in one kept process" if warm
-                                                         else "")
+                                is not None else "")
         if why:
             raise InputError("start", start, f"cannot fork here: {why}")
     if warm and (workers > 1 or executor is not None):
@@ -632,7 +676,7 @@ def run(
         bar.update(label(tasks[i]), advance=1)
 
     engine = executor if executor is not None else (f"threads:{workers}" if workers > 1 else None)
-    kept = WarmWorkers() if warm else None
+    kept = WarmWorkers(start) if warm else None
     try:
         if engine is None:
             for i, task in enumerate(tasks):
