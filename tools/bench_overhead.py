@@ -1,7 +1,8 @@
 """The benchmark harness's fixed cost (issue 26, items 3 and 5), two ways.
 
-A sweep (``--mode both|fresh|warm``): a sweep's process CPU (this process and its run processes) minus the sum of
-the runs' measured paths (``t_path``), per run, fresh processes against ``warm=True``::
+A sweep (``--mode all|exec|fork|warm``): a sweep's process CPU (this process and its run processes) minus the sum
+of the runs' measured paths (``t_path``), per run: a fresh interpreter per run (``start="exec"``), a fork of the
+sweep's process per run (``start="fork"``) and one kept process (``warm=True``)::
 
     python tools/bench_overhead.py --seeds 10 --backend mckp
 
@@ -75,16 +76,16 @@ print(json.dumps({"code": code, "schedopt": schedopt.__file__, "interpreter_cpu"
 """
 
 
-def one(warm: bool, seeds: int, backend: str, gpus: int) -> None:
+def one(mode: str, seeds: int, backend: str, gpus: int) -> None:
     from schedopt import bench
 
     recs = bench.run("sia", sizes=[gpus], seeds=list(range(seeds)), loads=["normal"], backends=[backend],
-                     progress=False, warm=warm)
+                     progress=False, warm=mode == "warm", start="fork" if mode == "warm" else mode)
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
     path = sum(r.t_path or 0.0 for r in recs)
     later = [r.t_wall - (r.t_path or 0.0) for r in recs[1:]]
-    print(f"{'warm ' if warm else 'fresh'}: {len(recs)} runs, process CPU {cpu:.2f} s, sum t_path {path:.3f} s, "
+    print(f"{mode:5s}: {len(recs)} runs, process CPU {cpu:.2f} s, sum t_path {path:.3f} s, "
           f"fixed cost {(cpu - path) / len(recs):.3f} s CPU per run; wall minus t_path after the first run: median "
           f"{sorted(later)[len(later) // 2] if later else float('nan'):.3f} s; objectives "
           f"{[round(r.objective, 6) for r in recs if r.objective is not None]}")
@@ -226,7 +227,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--backend", default="mckp")
     ap.add_argument("--gpus", type=int, default=64)
-    ap.add_argument("--mode", choices=("both", "fresh", "warm"), default="both")
+    ap.add_argument("--mode", choices=("all", "exec", "fork", "warm"), default="all")
     ap.add_argument("--cold", type=int, default=0, metavar="N",
                     help="measure a lone cold 'schedopt bench' run and 'schedopt solve' N times each instead")
     ap.add_argument("--tree", type=_tree, action="append", default=[], metavar="LABEL=PATH",
@@ -240,12 +241,12 @@ def main() -> None:
         cold(dict(a.tree) or {"after": ROOT}, a.cold, a.backend, a.gpus, a.instance.resolve(), a.output,
              a.bytecode_cache)
         return
-    if a.mode == "both":  # each mode in its own process, so the CPU counts are apart
-        for mode in ("fresh", "warm"):
+    if a.mode == "all":  # each mode in its own process, so the CPU counts are apart
+        for mode in ("exec", "fork", "warm"):
             subprocess.run([sys.executable, __file__, "--seeds", str(a.seeds), "--backend", a.backend, "--gpus",
                             str(a.gpus), "--mode", mode], check=True)
         return
-    one(a.mode == "warm", a.seeds, a.backend, a.gpus)
+    one(a.mode, a.seeds, a.backend, a.gpus)
 
 
 if __name__ == "__main__":
