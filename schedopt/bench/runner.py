@@ -290,7 +290,9 @@ class _Child:
         # KeyboardInterrupt in the child's copy of this stack) and until the parent holds the child's handle
         old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         tasks_r, tasks_w = os.pipe() if self.serve else (None, None)
-        gc.freeze()  # the child's collections then leave the inherited objects' pages shared (no copy on write)
+        freeze = gc.get_freeze_count() == 0  # a caller's own frozen objects stay frozen
+        if freeze:
+            gc.freeze()  # the child's collections then leave the inherited objects' pages shared (no copy on write)
         try:
             pid = os.fork()
             if pid == 0:  # pragma: no cover - the child
@@ -302,7 +304,8 @@ class _Child:
                 os.close(tasks_r)
                 self.proc.stdin = os.fdopen(tasks_w, "wb")
         finally:
-            gc.unfreeze()
+            if freeze:
+                gc.unfreeze()
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
     def _send(self, data: bytes, last: bool) -> bool:

@@ -243,10 +243,12 @@ _BLAS: list[Any] = []  # the process's BLAS libraries (a threadpoolctl selection
 
 
 def _blas_libraries() -> Any:
-    """The BLAS libraries loaded in this process (numpy's and scipy's OpenBLAS; both are loaded when this module
-    is imported), found once per process: ``threadpoolctl.threadpool_limits`` scans every loaded library on each
-    entry (about 4 ms with a simulator's imports; 572 fits of a saturn/1 run spent 2.3 s there), a kept selection
-    sets the limit in microseconds."""
+    """The BLAS libraries loaded in this process (numpy's and scipy's OpenBLAS; scipy's comes with scipy.optimize,
+    imported here before the scan), found once per process: ``threadpoolctl.threadpool_limits`` scans every loaded
+    library on each entry (about 4 ms with a simulator's imports; 572 fits of a saturn/1 run spent 2.3 s there), a
+    kept selection sets the limit in microseconds."""
+    import scipy.optimize  # noqa: F401  (loads scipy's OpenBLAS, which the fit uses, before the scan)
+
     if not _BLAS:
         _BLAS.append(ThreadpoolController().select(user_api="blas"))
     return _BLAS[0]
