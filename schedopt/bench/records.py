@@ -92,7 +92,9 @@ class Record:
     packages: str = ""  #: "name=version;..." of schedopt and the solvers / modelling packages installed
     timestamp: str = ""
     error: str = ""
-    extra: str = ""  #: JSON text of anything else a run reports (solver statistics, checker results)
+    #: JSON text of anything else a run reports (solver statistics, checker results), and how its process started:
+    #: ``start`` ("fork" or "exec") and, in a warm sweep, ``warm_run`` (which run of its kept process it was)
+    extra: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
