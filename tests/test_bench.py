@@ -1,7 +1,7 @@
 """The benchmark harness: a real smoke sweep, the report, the wall-clock guard, a solver time limit, round trips.
 
-Every run goes through the real harness (a spawned process per run, real solvers). Test-only specs use
-module-level hooks so the spawned child can import them.
+Every run goes through the real harness (a process per run, forked or a fresh interpreter, real solvers). Test-only
+specs use module-level hooks so a fresh interpreter can import them.
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@
 >>> recs = bench.run("sia", sizes=[64, 512], backends=["highs", "cvxpy-glpk"], repeat=3, out="results.csv")
 >>> bench.report("results.csv", "report/")                          # report/report.md + PNG figures
 
-Every run happens in a fresh process with a wall-clock guard; every phase (instance generation, goodput / model
-build, hand-off, solve, decode, placement) is timed apart, with peak memory, the LP relaxation bound and the machine
+Every run happens in a process of its own (forked from the caller, or a fresh interpreter: ``run(start=)``) with a
+wall-clock guard; every phase (instance generation, goodput / model build, hand-off, solve, decode, placement) is
+timed apart, with peak memory, the LP relaxation bound and the machine
 recorded in one :class:`Record` per run (CSV or JSON Lines). Two pipelines (:mod:`schedopt.bench.pipelines`): a
 problem's typed ProblemIO (``generate`` + ``solve(spec, SolveOptions) -> Answer``; entries are backends, methods or
 ``method@backend``) and a :class:`ModelPipeline` (phase by phase; Sia's spec lives in :mod:`schedopt.sia.bench`).

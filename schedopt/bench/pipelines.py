@@ -28,8 +28,8 @@ from ..problem import SolveOptions, get_problem
 from ..results import SolveResult, Termination, TerminationReason
 from .registry import BenchSpec, ModelPipeline, ProblemIOPipeline, resolve, split_entry
 
-__all__ = ["Run", "execute", "instance_hash", "lp_bound", "model_sizes", "outcome", "rss_mb", "run_model_pipeline",
-           "run_problemio", "set_peak_rss_source", "warm_up"]
+__all__ = ["Run", "execute", "instance_hash", "lp_bound", "model_sizes", "outcome", "reset_peak_rss", "rss_mb",
+           "run_model_pipeline", "run_problemio", "set_peak_rss_source", "warm_up"]
 
 
 @dataclass
@@ -89,6 +89,20 @@ def set_peak_rss_source(source: str) -> None:
     """How :func:`rss_mb` reads the peak: ``"maxrss"`` (``ru_maxrss``: the process's life, a one-run process),
     ``"hwm"`` (``VmHWM``, reset at the run's start by a serving worker), ``"none"`` (unknown: NaN)."""
     _PEAK_SOURCE[0] = source
+
+
+def reset_peak_rss() -> bool:
+    """Reset this process's resident-memory high-water mark (Linux 4.0+: ``/proc/self/clear_refs``) and make
+    :func:`rss_mb` read it (``"hwm"``); where it cannot be reset, :func:`rss_mb` gives NaN (``"none"``) rather than
+    a peak that is not the run's. Returns whether it was reset."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        ok = True
+    except OSError:
+        ok = False
+    set_peak_rss_source("hwm" if ok else "none")
+    return ok
 
 
 def rss_mb() -> float:

@@ -79,7 +79,7 @@ class Record:
     t_place: float | None = None
     t_path: float | None = None  #: goodput + build + handoff + solve + decode + place: the whole path
     t_lp: float | None = None  #: the LP relaxation solve (not part of the path)
-    t_warmup: float | None = None  #: imports and a tiny warm-up solve in the fresh process (not part of the path)
+    t_warmup: float | None = None  #: imports and a tiny warm-up solve in the run's process (not part of the path)
     t_wall: float | None = None  #: wall clock of the whole run as seen by the harness (process start to end)
     # --- memory (MiB)
     peak_rss_mb: float | None = None  #: peak resident set of the run's process (getrusage ru_maxrss)
@@ -92,7 +92,9 @@ class Record:
     packages: str = ""  #: "name=version;..." of schedopt and the solvers / modelling packages installed
     timestamp: str = ""
     error: str = ""
-    extra: str = ""  #: JSON text of anything else a run reports (solver statistics, checker results)
+    #: JSON text of anything else a run reports (solver statistics, checker results), and how its process started:
+    #: ``start`` ("fork" or "exec") and, in a warm sweep, ``warm_run`` (which run of its kept process it was)
+    extra: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -1,7 +1,7 @@
 """Benchmark specs: which problem, how instances are generated, at which sizes and seeds, with which backends and
 parameters, and how one run goes through its phases.
 
-A :class:`BenchSpec` runs in a fresh process per run (see :mod:`schedopt.bench.runner`), so its hooks must be
+A :class:`BenchSpec` runs in a process of its own per run (see :mod:`schedopt.bench.runner`), so its hooks must be
 picklable: module-level functions (or ``"module:function"`` strings resolved in the child).
 
 Two kinds of pipeline:

@@ -1,15 +1,22 @@
-"""Run benchmark sweeps: one fresh process per run, every phase timed apart, a wall-clock guard outside the solver.
+"""Run benchmark sweeps: one process per run, every phase timed apart, a wall-clock guard outside the solver.
 
-Each run executes in a fresh interpreter, ``python -m schedopt.bench.worker`` (no solver state or memory high-water
-mark inherited from the parent, and no re-import of the caller's ``__main__`` as multiprocessing's spawn would do). The child imports what the run needs and does a
-tiny warm-up solve with the same backend (so import and first-call costs are not charged to the measured phases;
-they are recorded as ``t_warmup``), then generates the instance and goes through the phases, sending each phase's
-result to the parent as it finishes. The parent waits at most ``guard_seconds`` after the child reports ready; past
-that it kills the child and records the run as ``termination="guard"`` — a killed run never holds an incumbent,
-which is kept apart from a solver time limit that returned one (``feasible`` with ``limit="time"``).
+Each run executes in a process of its own, started one of two ways (``run(..., start=)``): a fork of the caller
+(``"fork"``, the default on Linux for a serial sweep from a single-threaded process: the caller has imported the
+package and the problem to find the spec, so the run starts in milliseconds), or a fresh interpreter, ``python -m
+schedopt.bench.worker`` (``"exec"``: pool and executor runs, other platforms, a caller with threads; it imports the
+package again, about 1.5-2 s of CPU, and never re-imports the caller's ``__main__`` as multiprocessing's spawn
+would). Either way the process has its own session (a kill takes every process it started), its stdout on
+/dev/null and its stderr in a log whose tail an error record quotes, and its memory peak its own (a forked process
+resets the high-water mark it inherits). The child does a tiny warm-up solve with the same backend (so the
+backend's import and first-call costs are not charged to the measured phases; they are recorded as ``t_warmup``),
+then generates the instance and goes through the phases, sending each phase's result to the parent as it finishes.
+The parent waits at most ``guard_seconds`` after the child reports ready; past that it kills the child and records
+the run as ``termination="guard"`` — a killed run never holds an incumbent, which is kept apart from a solver time
+limit that returned one (``feasible`` with ``limit="time"``).
 
-Peak memory is the child's ``ru_maxrss`` (the whole process: Python objects, numpy arrays and the solver's own
-memory), with ``base_rss_mb`` (after imports and warm-up) recorded next to it.
+Peak memory is the child's (``ru_maxrss``, or the high-water mark since its start in a forked or warm process: the
+whole process, Python objects, numpy arrays and the solver's own memory), with ``base_rss_mb`` (after imports and
+warm-up) recorded next to it.
 """
 
 from __future__ import annotations
@@ -24,16 +31,17 @@ import traceback
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..errors import InputError
 from ..params import SolveParams
 from ..progress import Progress
-from .pipelines import execute, rss_mb
+from .pipelines import execute, reset_peak_rss, rss_mb
 from .records import Record, machine_info, write_records
 from .registry import BenchSpec, ProblemIOPipeline, get_spec
 
-__all__ = ["Progress", "SweepInterrupted", "WarmWorkers", "child_main", "default_output", "execute", "run"]
+__all__ = ["START_METHODS", "Progress", "SweepInterrupted", "WarmWorkers", "child_main", "default_output", "execute",
+           "fork_usable", "run"]
 
 _STARTUP_SECONDS = 180.0  #: the most a child may take to import and warm up before its guard starts
 
@@ -60,6 +68,34 @@ def child_main(conn: Any, task: dict[str, Any], close: bool = True) -> None:
             conn.close()
 
 
+def read_message(stdin: BinaryIO) -> bytes | None:
+    """One length-prefixed message (8 bytes of length, little endian, then the bytes), or None at the end of the
+    input."""
+    head = stdin.read(8)
+    if len(head) < 8:
+        return None
+    n = int.from_bytes(head, "little")
+    data = stdin.read(n)
+    return data if len(data) == n else None
+
+
+def serve(conn: Any, stdin: BinaryIO) -> int:
+    """Run the length-prefixed task pickles read from ``stdin`` one after another, each reported on ``conn``, until
+    the input ends: the body of ``python -m schedopt.bench.worker FD --serve`` and of a forked warm process."""
+    import pickle
+
+    while (data := read_message(stdin)) is not None:
+        try:
+            task = pickle.loads(data)
+        except Exception as exc:  # a hook that does not import here
+            conn.send(("error", {"error": f"cannot load the task in the run's process: {type(exc).__name__}: {exc}"}))
+            continue
+        reset_peak_rss()
+        child_main(conn, task, close=False)
+    conn.close()
+    return 0
+
+
 # ------------------------------------------------------------------------------------------------------ parent
 def _kill_group(proc: Any) -> None:
     import signal
@@ -80,11 +116,134 @@ def _payload(task: dict[str, Any]) -> bytes:
                          f"'module:function' strings): {exc}") from exc
 
 
-class _Child:
-    """A run's process, ``python -m schedopt.bench.worker FD [--serve]``: started with the parent's ``sys.path``;
-    with ``serve`` it runs task after task (a warm process kept across runs) until its stdin closes."""
+START_METHODS = ("auto", "fork", "exec")  #: how a run's process starts (see :func:`run`'s ``start``)
 
-    def __init__(self, serve: bool = False) -> None:
+
+def fork_usable() -> str:
+    """Why a run's process cannot be forked from this one here ("" when it can): fork needs Linux (the run's memory
+    peak is reset with ``/proc/self/clear_refs``; macOS's system libraries are not fork-safe), this process's main
+    thread, and no other Python thread but idle solve workers (:mod:`schedopt.interrupt` keeps them after a solve;
+    the forked process starts its own). A fork copies only the calling thread, so a lock another thread held would
+    stay held in the child."""
+    import threading
+
+    from .. import interrupt
+
+    if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
+        return f"no fork with a resettable memory peak on {sys.platform}"
+    if not os.access("/proc/self/clear_refs", os.W_OK):
+        return "/proc/self/clear_refs is not writable (the run's memory peak could not be reset)"
+    if threading.current_thread() is not threading.main_thread():
+        return "the sweep runs outside the main thread"
+    others = [t for t in threading.enumerate() if t is not threading.current_thread()]
+    workers = interrupt._WORKERS
+    solve_workers = sum(t.name == "schedopt-solve" and t.daemon for t in others)
+    if len(others) > solve_workers or workers._idle != workers.started:  # a thread of its own, or a solve running
+        return f"other Python threads run in this process ({', '.join(sorted(t.name for t in others))})"
+    return ""
+
+
+def _fresh_solve_workers() -> None:  # pragma: no cover - runs in the forked child
+    """Forget the parent's solve worker threads (:mod:`schedopt.interrupt`): none of them exists in a fork, and a
+    task queued for an "idle" one would wait forever. (The at-fork reset belongs in schedopt.interrupt itself:
+    ``os.register_at_fork(after_in_child=...)``; until it is there, the forked run does it.)"""
+    from .. import interrupt
+
+    interrupt._WORKERS = interrupt._Workers()
+
+
+class _Forked:
+    """A run's process forked from this one, with the part of :class:`subprocess.Popen`'s interface the runner
+    uses (``pid``, ``returncode``, ``poll``, ``wait``, ``kill``)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+        self.stdin: BinaryIO | None = None  #: a warm process's task pipe
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere (SIGCHLD ignored): its status is lost
+                self.returncode = -1
+                return self.returncode
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        import subprocess
+
+        end = None if timeout is None else time.perf_counter() + timeout
+        pause = 0.0005
+        while (code := self.poll()) is None:
+            if end is not None and time.perf_counter() >= end:
+                raise subprocess.TimeoutExpired(f"forked run process {self.pid}", timeout or 0.0)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+        return code
+
+    def kill(self) -> None:
+        import signal
+
+        if self.poll() is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def _forked_main(task: dict[str, Any] | None, rfd: int, wfd: int, errfd: int,
+                 tasks_fd: int | None = None) -> None:  # pragma: no cover - the child
+    """The body of a forked run's process: a session of its own (a kill takes its group; a terminal's Ctrl-C reaches
+    only the parent, which decides), stdout to /dev/null and stderr to the run's log as a fresh process has them,
+    the memory peak reset, then :func:`child_main` on ``task``, or (``tasks_fd``, a warm process) the tasks read
+    from that pipe, as ``python -m schedopt.bench.worker --serve`` reads them from its stdin. It never returns
+    into the parent's stack (``os._exit``)."""
+    import signal
+
+    code = 1
+    try:
+        os.setsid()
+        os.close(rfd)
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)
+        os.dup2(null, 1)
+        os.dup2(errfd, 2)
+        os.close(null)
+        os.close(errfd)
+        sys.stdin, sys.stdout, sys.stderr = (open(fd, mode, closefd=False) for fd, mode in ((0, "r"), (1, "w"),
+                                                                                            (2, "w")))
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # what a fresh interpreter has
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        _fresh_solve_workers()
+        from multiprocessing.connection import Connection
+
+        conn = Connection(wfd, readable=False)
+        if tasks_fd is not None:
+            code = serve(conn, os.fdopen(tasks_fd, "rb"))
+        else:
+            assert task is not None
+            reset_peak_rss()
+            child_main(conn, task)
+            code = 0
+    except BaseException:
+        try:
+            traceback.print_exc()
+            sys.stderr.flush()
+        except BaseException:
+            pass
+    finally:
+        os._exit(code)
+
+
+class _Child:
+    """A run's process: ``python -m schedopt.bench.worker FD [--serve]`` started with the parent's ``sys.path``, or
+    (``fork``) a fork of this process (:func:`fork_usable`) that runs ``task``. With ``serve`` it runs task after
+    task (a warm process kept across runs) until its input closes."""
+
+    def __init__(self, serve: bool = False, fork: bool = False, task: dict[str, Any] | None = None) -> None:
         import pickle
         import subprocess
         import tempfile
@@ -92,16 +251,62 @@ class _Child:
 
         rfd, wfd = os.pipe()
         self.errlog = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "schedopt.bench.worker", str(wfd), *(["--serve"] if serve else [])],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self.errlog, pass_fds=(wfd,), close_fds=True,
-            start_new_session=True,  # its own process group: a kill also takes any solver process it started
-        )
-        os.close(wfd)
-        self.recv = Connection(rfd, writable=False)
         self.serve = serve
         self.runs = 0
-        self._send(pickle.dumps(list(sys.path)), last=False)
+        self.forked = fork
+        self.proc: Any
+        if fork:
+            try:
+                self._fork(task, rfd, wfd)
+            except BaseException:  # a Ctrl-C delivered as the fork returned: leave no process behind
+                if hasattr(self, "proc"):
+                    self.proc.kill()
+                    self.proc.wait()
+                for fd in (rfd, wfd):
+                    os.close(fd)
+                self.errlog.close()
+                raise
+        else:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "schedopt.bench.worker", str(wfd), *(["--serve"] if serve else [])],
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self.errlog, pass_fds=(wfd,),
+                close_fds=True, start_new_session=True,  # its own process group: a kill also takes its solvers
+            )
+        os.close(wfd)
+        self.recv = Connection(rfd, writable=False)
+        if not fork:
+            self._send(pickle.dumps(list(sys.path)), last=False)
+
+    def _fork(self, task: dict[str, Any] | None, rfd: int, wfd: int) -> None:
+        import gc
+        import signal
+
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()  # the child inherits unflushed buffers: write them once, here
+            except (AttributeError, ValueError, OSError):
+                pass
+        # SIGINT stays blocked until the child has its own session (a Ctrl-C in between would otherwise raise
+        # KeyboardInterrupt in the child's copy of this stack) and until the parent holds the child's handle
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        tasks_r, tasks_w = os.pipe() if self.serve else (None, None)
+        freeze = gc.get_freeze_count() == 0  # a caller's own frozen objects stay frozen
+        if freeze:
+            gc.freeze()  # the child's collections then leave the inherited objects' pages shared (no copy on write)
+        try:
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child
+                if tasks_w is not None:
+                    os.close(tasks_w)
+                _forked_main(task, rfd, wfd, self.errlog.fileno(), tasks_r)
+            self.proc = _Forked(pid)
+            if tasks_r is not None and tasks_w is not None:
+                os.close(tasks_r)
+                self.proc.stdin = os.fdopen(tasks_w, "wb")
+        finally:
+            if freeze:
+                gc.unfreeze()
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
     def _send(self, data: bytes, last: bool) -> bool:
         """Write one pickle to the process's stdin (length-prefixed when it serves; ``last`` closes the input of a
@@ -126,7 +331,8 @@ class _Child:
         phase = "startup"
         deadline = time.perf_counter() + _STARTUP_SECONDS
         final: tuple[str, Any] | None = None
-        self._send(payload, last=True)
+        if self.serve or not self.forked:  # a forked one-run process has its task already
+            self._send(payload, last=True)
         while final is None:
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
@@ -203,17 +409,22 @@ def _finish(fields: dict[str, Any], final: tuple[str, Any] | None, phase: str, g
     return fields
 
 
-def _run_in_child(task: dict[str, Any], guard: float) -> dict[str, Any]:
-    """Run ``task`` in ``python -m schedopt.bench.worker``; kill it ``guard`` seconds after it reports ready."""
-    payload = _payload(task)
-    start = time.perf_counter()
-    child = _Child()
+def _run_in_child(task: dict[str, Any], guard: float, start: str = "exec") -> dict[str, Any]:
+    """Run ``task`` in a process of its own (``start``: ``"exec"``, ``python -m schedopt.bench.worker``, or
+    ``"fork"``, a fork of this one); kill it ``guard`` seconds after it reports ready."""
+    payload = _payload(task)  # also for a fork: hooks must pickle whichever way the run starts
+    t0 = time.perf_counter()
+    child = _Child(fork=True, task=task) if start == "fork" else _Child()
     final: tuple[str, Any] | None = None
     try:
         final, fields, phase = child.exchange(payload, guard)
     finally:
         err_tail = child.close(kill=final is None or final[0] == "died")
-    return _finish(fields, final, phase, guard, time.perf_counter() - start, child.proc.returncode, err_tail)
+    out = _finish(fields, final, phase, guard, time.perf_counter() - t0, child.proc.returncode, err_tail)
+    extra = json.loads(out["extra"]) if out.get("extra") else {}
+    extra["start"] = start  # how the run's process started (fork: it inherited this process's loaded modules)
+    out["extra"] = json.dumps(extra)
+    return out
 
 
 class WarmWorkers:
@@ -224,15 +435,16 @@ class WarmWorkers:
     ``peak_rss_mb`` stays the run's own; what a run inherits is loaded modules and their caches (a backend's
     first-call cost, memoised model pieces), so keep ``warm=False`` where a run's cold cost is the measurement."""
 
-    def __init__(self) -> None:
+    def __init__(self, start: str = "auto") -> None:
         self.child: _Child | None = None
         self.started = 0  #: processes started so far
+        self.start = start  #: how a process starts (:func:`run`'s ``start``), decided at each start for ``"auto"``
 
     def run(self, task: dict[str, Any], guard: float) -> dict[str, Any]:
         payload = _payload(task)
-        start = time.perf_counter()
+        t0 = time.perf_counter()
         if self.child is None or self.child.proc.poll() is not None:
-            self.child = _Child(serve=True)
+            self.child = _Child(serve=True, fork=self.start != "exec" and not fork_usable())
             self.started += 1
         child = self.child
         final: tuple[str, Any] | None = None
@@ -243,8 +455,9 @@ class WarmWorkers:
             if final is None or final[0] == "died":
                 err_tail = child.close(kill=True)
                 self.child = None
-        out = _finish(fields, final, phase, guard, time.perf_counter() - start, child.proc.returncode, err_tail)
+        out = _finish(fields, final, phase, guard, time.perf_counter() - t0, child.proc.returncode, err_tail)
         extra = json.loads(out["extra"]) if out.get("extra") else {}
+        extra["start"] = "fork" if child.forked else "exec"
         extra["warm_run"] = child.runs  # the runs its process has served, this one included (1: a cold process)
         out["extra"] = json.dumps(extra)
         return out
@@ -323,6 +536,7 @@ def run(
     executor: Any = None,
     progress_interval: float = 30.0,
     warm: bool = False,
+    start: str = "auto",
 ) -> list[Record]:
     """Run a sweep: every (size, seed, load) x repetition x backend in its own process; one :class:`Record` each.
 
@@ -344,10 +558,21 @@ def run(
     ``workers=1`` for timings. Records keep the sweep order.
 
     ``warm``: run the sweep's runs one after another in a kept process (:class:`WarmWorkers`; serial only) instead
-    of a fresh interpreter each: the start-up, imports and first calls (about 3 s of CPU per run for a 64-GPU Sia
-    run whose measured path is 0.07 s) are paid once; each record's ``extra`` says which run of its process it was
+    of a process each: the start-up, imports and the backends' first calls are paid once (about 0.1-0.3 s of CPU
+    per run against a forked process, 1.5-2 s against a fresh interpreter, for a 64-GPU Sia run whose measured
+    path is 0.02-0.07 s); each record's ``extra`` says which run of its process it was
     (``warm_run``), its ``peak_rss_mb`` is reset at the run's start, and what it inherits is loaded modules and their
     caches, so timings of first calls belong to ``warm=False`` sweeps.
+
+    ``start``: how a run's own process (with ``warm``, the kept one) starts. ``"exec"``: a fresh interpreter, ``python -m
+    schedopt.bench.worker``, which imports the package and the problem again (about 1.5-2 s of CPU per run);
+    ``"fork"``: a fork of this process, which has imported them already to find the spec (a few ms); ``"auto"``
+    (default): fork where :func:`fork_usable` allows it (Linux, the main thread, no other thread but idle solve
+    workers) on a serial sweep, else exec. Either way the run has its own process, session and guard, imports and
+    exercises its backend in ``warm_up`` (``t_warmup``), and its ``peak_rss_mb`` is its own process's (a forked
+    run's high-water mark is reset at its start and counts the pages it holds, inherited ones included, as a
+    fresh process counts its own imports); each record's ``extra`` says which (``start``). Pool and executor runs
+    always exec.
 
     Ctrl-C stops the sweep: the finished runs are written to ``out`` and :class:`SweepInterrupted` (a
     ``KeyboardInterrupt``) carries them.
@@ -373,6 +598,13 @@ def run(
         raise InputError("workers", workers, "must be a positive integer")
     if not isinstance(warm, bool):
         raise InputError("warm", warm, "must be True or False")
+    if start not in START_METHODS:
+        raise InputError("start", start, f"must be one of {', '.join(START_METHODS)}")
+    if start == "fork":
+        why = fork_usable() or ("a pool or an executor runs the sweep: its runs exec" if workers > 1 or executor
+                                is not None else "")
+        if why:
+            raise InputError("start", start, f"cannot fork here: {why}")
     if warm and (workers > 1 or executor is not None):
         raise InputError("warm", warm, "runs the sweep serially in one kept process: use it with workers=1 and no "
                          "executor")
@@ -447,12 +679,16 @@ def run(
         bar.update(label(tasks[i]), advance=1)
 
     engine = executor if executor is not None else (f"threads:{workers}" if workers > 1 else None)
-    kept = WarmWorkers() if warm else None
+    kept = WarmWorkers(start) if warm else None
     try:
         if engine is None:
             for i, task in enumerate(tasks):
                 bar.update(label(task))
-                finish(i, kept.run(task, guard) if kept is not None else _run_in_child(task, guard))
+                if kept is not None:
+                    finish(i, kept.run(task, guard))
+                else:  # decided per run: a thread started by a hook or the caller makes the next run exec
+                    finish(i, _run_in_child(task, guard, "fork" if start != "exec" and not fork_usable() else
+                                            "exec"))
         else:
             with open_executor(engine, workers) as ex:
                 for i, fields in map_unordered(_run_task, tasks, ex):

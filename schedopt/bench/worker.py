@@ -13,71 +13,34 @@ from __future__ import annotations
 
 import pickle
 import sys
-from typing import Any, BinaryIO
-
-
-def _read(stdin: BinaryIO) -> bytes | None:
-    """One length-prefixed message, or None at the end of the input."""
-    head = stdin.read(8)
-    if len(head) < 8:
-        return None
-    n = int.from_bytes(head, "little")
-    data = stdin.read(n)
-    return data if len(data) == n else None
-
-
-def _reset_peak_rss() -> bool:
-    """Reset this process's resident-memory high-water mark (Linux 4.0+); False where it cannot be."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def _serve(conn: Any, stdin: BinaryIO) -> int:
-    from .pipelines import set_peak_rss_source
-    from .runner import child_main
-
-    while (data := _read(stdin)) is not None:
-        try:
-            task = pickle.loads(data)
-        except Exception as exc:  # a hook that does not import here
-            conn.send(("error", {"error": f"cannot load the task in the run's process: {type(exc).__name__}: {exc}"}))
-            continue
-        set_peak_rss_source("hwm" if _reset_peak_rss() else "none")
-        child_main(conn, task, close=False)
-    conn.close()
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     fd = int(args[0])
-    serve = "--serve" in args[1:]
+    serving = "--serve" in args[1:]
     from multiprocessing.connection import Connection
+
+    from .runner import child_main, read_message, serve
 
     conn = Connection(fd, readable=False)
     stdin = sys.stdin.buffer
-    if serve:
-        data = _read(stdin)
+    if serving:
+        data = read_message(stdin)
         paths = pickle.loads(data) if data is not None else []
     else:
         paths = pickle.load(stdin)
     for p in reversed(paths):
         if p not in sys.path:
             sys.path.insert(0, p)
-    if serve:
-        return _serve(conn, stdin)
+    if serving:
+        return serve(conn, stdin)
     try:
         task = pickle.load(stdin)
     except Exception as exc:  # a hook that does not import here
         conn.send(("error", {"error": f"cannot load the task in the run's process: {type(exc).__name__}: {exc}"}))
         conn.close()
         return 1
-    from .runner import child_main
-
     child_main(conn, task)
     return 0
 

@@ -7,7 +7,6 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import numpy as np
-import scipy.optimize
 from threadpoolctl import ThreadpoolController
 
 from ._validate import (
@@ -244,10 +243,12 @@ _BLAS: list[Any] = []  # the process's BLAS libraries (a threadpoolctl selection
 
 
 def _blas_libraries() -> Any:
-    """The BLAS libraries loaded in this process (numpy's and scipy's OpenBLAS; both are loaded when this module
-    is imported), found once per process: ``threadpoolctl.threadpool_limits`` scans every loaded library on each
-    entry (about 4 ms with a simulator's imports; 572 fits of a saturn/1 run spent 2.3 s there), a kept selection
-    sets the limit in microseconds."""
+    """The BLAS libraries loaded in this process (numpy's and scipy's OpenBLAS; scipy's comes with scipy.optimize,
+    imported here before the scan), found once per process: ``threadpoolctl.threadpool_limits`` scans every loaded
+    library on each entry (about 4 ms with a simulator's imports; 572 fits of a saturn/1 run spent 2.3 s there), a
+    kept selection sets the limit in microseconds."""
+    import scipy.optimize  # noqa: F401  (loads scipy's OpenBLAS, which the fit uses, before the scan)
+
     if not _BLAS:
         _BLAS.append(ThreadpoolController().select(user_api="blas"))
     return _BLAS[0]
@@ -337,6 +338,8 @@ def fit_throughput(
     best_val, best_theta = np.inf, None
     # OpenBLAS's thread pool makes L-BFGS-B on these few parameters 5-8x slower (its threads spin on tiny
     # vectors): by default the fit runs on one BLAS thread (tools/bench_fit_threads.py measures it).
+    import scipy.optimize  # here, not at import: it costs ~0.25 s CPU that a solve without a fit never uses
+
     with _blas_libraries().limit(limits=blas_threads):
         for gamma0 in starts:
             start = np.clip(np.log([alpha_c0, beta_c0, *net_start(gamma0)]), lo, hi)

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from ..errors import InputError
+
+if TYPE_CHECKING:  # networkx (~0.1 s to import) only where the graph is asked for
+    import networkx as nx
 
 __all__ = [
     "CellType",
@@ -414,6 +416,8 @@ class PhysicalCluster:
     def graph(self) -> nx.DiGraph:
         """The forest as a networkx DiGraph (edges parent -> child; node attributes chain, level, address, type)."""
         if getattr(self, "_graph", None) is None:
+            import networkx as nx
+
             g = nx.DiGraph()
             types = [self.chains[self.chain_names[c]].types[k] for c, k in zip(self.chain_index, self.level)]
             g.add_nodes_from(
