@@ -279,6 +279,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             time_limit=args.time_limit, guard_seconds=args.guard, threads=args.threads, out=out, workers=args.workers,
             executor=executor, progress=progress, loads=args.loads, progress_interval=args.progress_every,
             warm=args.warm,
+            start=args.start,
         )
     except SweepInterrupted as exc:
         print(f"schedopt bench: interrupted: kept {len(exc.records)} of {exc.total} runs in {out}", file=sys.stderr)
@@ -479,6 +480,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="run the sweep's runs one after another in one kept process (the import and the first "
                             "solve paid once; each record's warm_run says which run of its process it was); default: "
                             "a fresh process per run")
+    bench.add_argument("--start", choices=("auto", "fork", "exec"), default="auto",
+                       help="how a run's process starts: fork (from this process, imports already paid), exec (a "
+                            "fresh interpreter) or auto (fork where it is safe: Linux, a serial sweep, no other threads)")
     add_executor_arguments(bench, "runs")
     bench.add_argument("--progress", choices=("auto", "on", "off"), default="auto",
                        help="progress on stderr: on forces the bar, off silences it, auto draws the bar on a "

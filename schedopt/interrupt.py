@@ -7,6 +7,7 @@ mckp solver both use it, so the mckp package needs nothing from the backends pac
 
 from __future__ import annotations
 
+import os
 import queue
 import signal
 import threading
@@ -131,7 +132,30 @@ class _Workers:
                 task.done.set()
 
 
+    def busy(self) -> bool:
+        """Whether a solve is running (or queued) on a worker thread right now."""
+        with self._lock:
+            return self._idle != self.started
+
+
 _WORKERS = _Workers()
+
+
+def _fresh_workers_after_fork() -> None:
+    """A forked child has none of its parent's worker threads (a fork copies only the calling thread): without this
+    reset, a task queued for an "idle" inherited worker would wait forever (found by the forked benchmark runs)."""
+    global _WORKERS
+    _WORKERS = _Workers()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_fresh_workers_after_fork)
+
+
+def solve_workers_busy() -> bool:
+    """Whether one of the process's solve worker threads is running a solve (a fork now would copy a half-done one's
+    locks): :func:`schedopt.bench.runner.fork_usable` asks before it forks."""
+    return _WORKERS.busy()
 
 
 def submit(call: Callable[[], Any], scope: StopScope | None = None) -> WorkerTask:

@@ -143,3 +143,19 @@ def test_runs_fork_after_a_solve_in_this_process() -> None:
 def test_bad_start_is_refused_by_name_before_any_run(kw: dict) -> None:
     with pytest.raises(InputError, match="start"):
         bench.run(KNAP, progress=False, **kw)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_plain_fork_after_a_solve_gets_its_own_solve_workers() -> None:
+    """schedopt.interrupt resets its worker pool at fork (os.register_at_fork): the parent's idle worker thread does
+    not exist in the child, and a solve queued for it there used to wait forever."""
+    from schedopt import interrupt
+
+    first = interrupt.submit(lambda: 1)
+    assert first.done.wait(10) and not interrupt.solve_workers_busy()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        task = interrupt.submit(lambda: 2)
+        os._exit(0 if task.done.wait(5) and task.value == 2 else 3)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -136,20 +136,10 @@ def fork_usable() -> str:
     if threading.current_thread() is not threading.main_thread():
         return "the sweep runs outside the main thread"
     others = [t for t in threading.enumerate() if t is not threading.current_thread()]
-    workers = interrupt._WORKERS
     solve_workers = sum(t.name == "schedopt-solve" and t.daemon for t in others)
-    if len(others) > solve_workers or workers._idle != workers.started:  # a thread of its own, or a solve running
+    if len(others) > solve_workers or interrupt.solve_workers_busy():  # a thread of its own, or a solve running
         return f"other Python threads run in this process ({', '.join(sorted(t.name for t in others))})"
     return ""
-
-
-def _fresh_solve_workers() -> None:  # pragma: no cover - runs in the forked child
-    """Forget the parent's solve worker threads (:mod:`schedopt.interrupt`): none of them exists in a fork, and a
-    task queued for an "idle" one would wait forever. (The at-fork reset belongs in schedopt.interrupt itself:
-    ``os.register_at_fork(after_in_child=...)``; until it is there, the forked run does it.)"""
-    from .. import interrupt
-
-    interrupt._WORKERS = interrupt._Workers()
 
 
 class _Forked:
@@ -217,7 +207,6 @@ def _forked_main(task: dict[str, Any] | None, rfd: int, wfd: int, errfd: int,
                                                                                             (2, "w")))
         signal.signal(signal.SIGINT, signal.default_int_handler)  # what a fresh interpreter has
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-        _fresh_solve_workers()
         from multiprocessing.connection import Connection
 
         conn = Connection(wfd, readable=False)
