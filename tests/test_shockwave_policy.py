@@ -3,6 +3,8 @@ hand-checked, and closed-loop runs with real JCTs."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from schedopt.errors import InputError
@@ -140,3 +142,28 @@ def test_reopt_rounds_replays_the_window_until_it_is_due_or_the_jobs_change() ->
     assert pol.decide(at(4, (*jobs, view("c", 0.0)))).info["replanned"] is True
     with pytest.raises(InputError, match="reopt_rounds"):
         ShockwavePolicy(reopt_rounds=0)
+
+
+def test_steps_left_is_remaining_steps_bit_for_bit_and_follows_progress() -> None:
+    """The policy's per-job cache of the steps left gives exactly ``remaining_steps`` (the same float, so the plan
+    is unchanged), and recomputes when the job's progress moves: half done is the training curve's later half."""
+    from schedopt.sim.policies.gavel import remaining_steps
+
+    pol = ShockwavePolicy()
+    a0, a1 = view("a", 0.0), view("a", 0.5)
+    assert pol._steps_left(a0) == remaining_steps(a0)
+    assert pol._steps_left(a0) == remaining_steps(a0)  # the cached value
+    assert pol._steps_left(a1) == remaining_steps(a1) < remaining_steps(a0)
+
+
+def test_keep_nodes_false_packs_from_scratch() -> None:
+    """Two 4-GPU t4 nodes, one 4-GPU job that held t4-1: it keeps t4-1 (default), or, with ``keep_nodes=false``
+    (the artifact's packing from scratch), takes virtual server 0, i.e. t4-0, and restarts."""
+    cl = Cluster((GpuType("t4", 4, 2),))
+    v = view("a", 0.0)
+    held = dataclasses.replace(v, current_nodes={"t4-1": 4})
+    st = RoundState(time=0.0, round_index=0, round_seconds=60.0, cluster=cl, jobs=(held,), placement=None)
+    assert ShockwavePolicy().decide(st).nodes == {"a": {"t4-1": 4}}
+    assert get_policy("shockwave:keep_nodes=false").decide(st).nodes == {"a": {"t4-0": 4}}
+    with pytest.raises(InputError, match="keep_nodes"):
+        ShockwavePolicy(keep_nodes=1)  # type: ignore[arg-type]

@@ -147,30 +147,36 @@ class ShockwavePolicy:
     ``multi_simulator_unaware.py``): ``rounds`` (the planning window, ``--nfuture 5``), ``k`` (1e-9), ``lam`` (12),
     ``rho_max`` (1), ``momentum`` (0.9), ``time_limit`` (15 s per model) and ``mip_rel_gap`` (1e-3) as its Gurobi
     call, ``backend`` (any schedopt backend that solves MILPs; default ``highs``), ``reopt_rounds`` (re-plan every
-    that many rounds and whenever the active jobs change; 1 as the Sia artifact, 8 in uw-mad-dash/shockwave)."""
+    that many rounds and whenever the active jobs change; 1 as the Sia artifact, 8 in uw-mad-dash/shockwave),
+    ``keep_nodes`` (an admitted job keeps its previous nodes when they still fit it, :func:`repair_to_types`;
+    false: every job is packed from scratch each round, as the artifact packs)."""
 
     name = "shockwave"
     adaptive = False
 
     def __init__(self, *, backend: str = "highs", rounds: int = 5, k: float = 1e-9, lam: float = 12.0,
                  rho_max: float = 1.0, momentum: float = 0.9, time_limit: float | None = 15.0,
-                 mip_rel_gap: float = 1e-3, reopt_rounds: int = 1) -> None:
+                 mip_rel_gap: float = 1e-3, reopt_rounds: int = 1, keep_nodes: bool = True) -> None:
         if not isinstance(backend, str) or not backend:
             raise InputError("backend", backend, "must be a backend name")
         if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
             raise InputError("rounds", rounds, "must be a whole number of rounds >= 1")
         if isinstance(reopt_rounds, bool) or not isinstance(reopt_rounds, int) or reopt_rounds < 1:
             raise InputError("reopt_rounds", reopt_rounds, "must be a whole number of rounds >= 1")
+        if not isinstance(keep_nodes, bool):
+            raise InputError("keep_nodes", keep_nodes, "must be true or false")
         if not (isinstance(momentum, (int, float)) and 0.0 <= momentum <= 1.0):
             raise InputError("momentum", momentum, "must be a number in [0, 1]")
         self.backend = backend
         self.rounds = rounds
         self.reopt_rounds = reopt_rounds
+        self.keep_nodes = keep_nodes
         self.k, self.lam, self.rho_max = float(k), float(lam), float(rho_max)
         self.momentum = float(momentum)
         self.options = SolveOptions(backend=backend, time_limit=time_limit, mip_rel_gap=mip_rel_gap)
         self._series: dict[str, list[tuple[int, float]]] = {}
         self._total: dict[str, float] = {}
+        self._left: dict[str, tuple[tuple[str, float, int, float], float]] = {}
         self._virtual: dict[str, tuple[int, ...]] = {}
         self._xput: dict[tuple[int, int, int], tuple[Any, np.ndarray]] = {}
         self._last_round = -1
@@ -179,16 +185,28 @@ class ShockwavePolicy:
         self._solved_at = -1
         self._stuck: list[str] = []
 
+    def _steps_left(self, v: JobView) -> float:
+        """:func:`remaining_steps` of ``v``, recomputed only when what it reads changed (a job that did not run
+        keeps its progress: most jobs of a contended round)."""
+        key = (v.application, float(v.progress), int(v.batch_size), float(v.estimate.init_batch))
+        hit = self._left.get(v.id)
+        if hit is None or hit[0] != key:
+            hit = self._left[v.id] = (key, remaining_steps(v))
+        return hit[1]
+
     def spec(self, state: RoundState) -> tuple[ShockwaveSpec, list[JobView], list[str]]:
         """This round's spec (the jobs that can run on some GPU type), those jobs, and the ids of the others."""
         X, sf = gavel_throughputs(state.cluster, state.jobs, self._xput)
-        run = [j for j in range(len(state.jobs)) if (X[j] > 0).any()]
+        can = (X > 0).any(axis=1)
+        run = np.flatnonzero(can).tolist()
         jobs = [state.jobs[j] for j in run]
-        stuck = [v.id for j, v in enumerate(state.jobs) if j not in set(run)]
+        stuck = [state.jobs[j].id for j in np.flatnonzero(~can).tolist()]
         step = np.array([float(np.mean(float(v.batch_size) / X[j][X[j] > 0])) for j, v in zip(run, jobs, strict=True)])
-        total = np.array([self._total.setdefault(v.id, remaining_steps(dataclasses.replace(v, progress=0.0)))
-                          for v in jobs])
-        left = np.minimum(np.array([remaining_steps(v) for v in jobs]), total)
+        for v in jobs:
+            if v.id not in self._total:
+                self._total[v.id] = remaining_steps(dataclasses.replace(v, progress=0.0))
+        total = np.array([self._total[v.id] for v in jobs])
+        left = np.minimum(np.array([self._steps_left(v) for v in jobs]), total)
         gpus = int(state.cluster.total_gpus.sum())
         share = min(1.0, gpus / max(len(jobs), 1))
         age = np.array([max(float(v.age), 0.0) for v in jobs])
@@ -209,7 +227,7 @@ class ShockwavePolicy:
             raise InputError("state", type(state).__name__, "must be a schedopt.sim.policies.RoundState")
         t0 = time.perf_counter()
         if state.round_index <= self._last_round:  # a new simulation with the same object: forget everything
-            for d in (self._series, self._total, self._virtual, self._xput, self._plan_rounds):
+            for d in (self._series, self._total, self._left, self._virtual, self._xput, self._plan_rounds):
                 d.clear()
             self._active, self._solved_at = (), -1
         self._last_round = state.round_index
@@ -217,6 +235,7 @@ class ShockwavePolicy:
         for gone in [j for j in self._series if j not in alive]:
             self._series.pop(gone, None)
             self._total.pop(gone, None)
+            self._left.pop(gone, None)
         active = tuple(sorted(alive))
         # re-plan every reopt_rounds rounds (the artifact: REOPT_ROUNDS = 1) and whenever the active set changes
         due = (active != self._active or state.round_index - self._solved_at >= self.reopt_rounds
@@ -241,7 +260,7 @@ class ShockwavePolicy:
         per = int(state.cluster.gpus_per_node.min())
         servers = int(state.cluster.total_gpus.sum()) // per
         virt = virtual_workers([(j, size[j]) for j in now], self._virtual, servers, per)
-        held = {v.id: v.current_nodes for v in state.jobs if v.current_nodes}
+        held = {v.id: v.current_nodes for v in state.jobs if v.current_nodes} if self.keep_nodes else None
         nodes = repair_to_types(state.cluster, virt, per, held)
         self._virtual = {j: w for j, w in virt.items() if j in nodes}  # the artifact forgets a repaired-away job
         info: dict[str, Any] = {"jobs": len(state.jobs), "replanned": due, "running": len(nodes),
