@@ -167,3 +167,17 @@ def test_keep_nodes_false_packs_from_scratch() -> None:
     assert get_policy("shockwave:keep_nodes=false").decide(st).nodes == {"a": {"t4-0": 4}}
     with pytest.raises(InputError, match="keep_nodes"):
         ShockwavePolicy(keep_nodes=1)  # type: ignore[arg-type]
+
+
+def test_series_arrays_give_momentum_average_bit_for_bit() -> None:
+    """The policy's growing arrays of estimates (past their first doubling) give exactly ``momentum_average`` of the
+    same list, including an estimate made in the round itself (a window of 0 rounds)."""
+    from schedopt.sim.policies.shockwave import _Series
+
+    ser, lst = _Series(), []
+    for k in range(40):
+        est = 1000.0 + 37.0 * k + (k % 7) * 0.1
+        ser.append(3 * k, est)
+        lst.append((3 * k, est))
+        assert ser.average(3 * k, 0.9) == momentum_average(lst, 3 * k)
+        assert ser.average(3 * k + 2, 0.9) == momentum_average(lst, 3 * k + 2)

@@ -43,8 +43,35 @@ def momentum_average(series: list[tuple[int, float]], now: int, momentum: float 
     if not series:
         raise InputError("series", series, "needs at least one (round, estimate)")
     rounds = [r for r, _ in series] + [int(now)]
-    windows = np.diff(np.asarray(rounds, dtype=np.float64))
-    vals = np.array([v for _, v in series], dtype=np.float64)
+    return _momentum(np.asarray(rounds, dtype=np.float64), np.array([v for _, v in series], dtype=np.float64),
+                     momentum)
+
+
+class _Series:
+    """A job's finish-time estimates as growing arrays (capacity doubled when full): the momentum average reads
+    them without converting a Python list of every past estimate each round (a job alive for 30 h has 1,800)."""
+
+    def __init__(self) -> None:
+        self.rounds = np.zeros(16)
+        self.vals = np.zeros(16)
+        self.n = 0
+
+    def append(self, rnd: int, est: float) -> None:
+        if self.n + 1 >= self.rounds.size:  # one slot kept free for "now"
+            self.rounds = np.concatenate([self.rounds, np.zeros(self.rounds.size)])
+            self.vals = np.concatenate([self.vals, np.zeros(self.vals.size)])
+        self.rounds[self.n], self.vals[self.n] = float(rnd), float(est)
+        self.n += 1
+
+    def average(self, now: int, momentum: float) -> float:
+        """:func:`momentum_average` of the series at round ``now`` (the same float: same arrays, same operations)."""
+        self.rounds[self.n] = float(int(now))
+        return _momentum(self.rounds[:self.n + 1], self.vals[:self.n], momentum)
+
+
+def _momentum(rounds: np.ndarray, vals: np.ndarray, momentum: float) -> float:
+    """The momentum average from the estimates' rounds (then ``now``) and values, as floats."""
+    windows = np.diff(rounds)
     probs = np.ones(1) if windows.max() == 0 else windows / windows.sum()
     avg = float((probs * vals).sum()) if probs.size == vals.size else float(vals[-1])
     return momentum * avg + (1.0 - momentum) * float(vals[-1])
@@ -174,7 +201,7 @@ class ShockwavePolicy:
         self.k, self.lam, self.rho_max = float(k), float(lam), float(rho_max)
         self.momentum = float(momentum)
         self.options = SolveOptions(backend=backend, time_limit=time_limit, mip_rel_gap=mip_rel_gap)
-        self._series: dict[str, list[tuple[int, float]]] = {}
+        self._series: dict[str, _Series] = {}
         self._total: dict[str, float] = {}
         self._left: dict[str, tuple[tuple[str, float, int, float], float]] = {}
         self._virtual: dict[str, tuple[int, ...]] = {}
@@ -213,9 +240,11 @@ class ShockwavePolicy:
         target = np.zeros(len(jobs))
         for i, v in enumerate(jobs):
             est = (age[i] + left[i] * step[i]) / share  # finish_time_uniform_share (the artifact divides the age too)
-            ser = self._series.setdefault(v.id, [])
-            ser.append((state.round_index, est))
-            target[i] = momentum_average(ser, state.round_index, self.momentum)
+            ser = self._series.get(v.id)
+            if ser is None:
+                ser = self._series[v.id] = _Series()
+            ser.append(state.round_index, est)
+            target[i] = ser.average(state.round_index, self.momentum)
         spec = ShockwaveSpec(jobs=tuple(v.id for v in jobs), gpus=gpus, scale_factors=sf[run].astype(np.float64),
                              step_seconds=step, steps_done=total - left, steps_total=total, age=age,
                              ftf_target=target, rounds=self.rounds, round_seconds=float(state.round_seconds),
