@@ -14,6 +14,7 @@ from schedopt.sim.policies.base import JobView, RoundState
 from schedopt.sim.policies.shockwave import (
     ShockwavePolicy,
     momentum_average,
+    relabel_nodes,
     repair_to_types,
     virtual_workers,
 )
@@ -156,17 +157,32 @@ def test_steps_left_is_remaining_steps_bit_for_bit_and_follows_progress() -> Non
     assert pol._steps_left(a1) == remaining_steps(a1) < remaining_steps(a0)
 
 
-def test_keep_nodes_false_packs_from_scratch() -> None:
-    """Two 4-GPU t4 nodes, one 4-GPU job that held t4-1: it keeps t4-1 (default), or, with ``keep_nodes=false``
-    (the artifact's packing from scratch), takes virtual server 0, i.e. t4-0, and restarts."""
+def test_node_modes_keep_scratch_relabel() -> None:
+    """Two 4-GPU t4 nodes, one 4-GPU job that held t4-1: it keeps t4-1 (``keep``, the default, and ``relabel``:
+    t4-0 from scratch renamed t4-1), or takes virtual server 0, i.e. t4-0, and restarts (``scratch``)."""
     cl = Cluster((GpuType("t4", 4, 2),))
-    v = view("a", 0.0)
-    held = dataclasses.replace(v, current_nodes={"t4-1": 4})
+    held = dataclasses.replace(view("a", 0.0), current_nodes={"t4-1": 4})
     st = RoundState(time=0.0, round_index=0, round_seconds=60.0, cluster=cl, jobs=(held,), placement=None)
     assert ShockwavePolicy().decide(st).nodes == {"a": {"t4-1": 4}}
-    assert get_policy("shockwave:keep_nodes=false").decide(st).nodes == {"a": {"t4-0": 4}}
-    with pytest.raises(InputError, match="keep_nodes"):
-        ShockwavePolicy(keep_nodes=1)  # type: ignore[arg-type]
+    assert get_policy("shockwave:nodes=relabel").decide(st).nodes == {"a": {"t4-1": 4}}
+    assert get_policy("shockwave:nodes=scratch").decide(st).nodes == {"a": {"t4-0": 4}}
+    with pytest.raises(InputError, match="nodes"):
+        ShockwavePolicy(nodes="stay")
+
+
+def test_keeping_nodes_splits_a_job_a_free_node_holds_and_relabel_does_not() -> None:
+    """Two 8-GPU a100 nodes; k (4 GPUs) ran on a100-0, n (8 GPUs) is new. ``keep``: k stays, and n takes the
+    virtual servers with the most free GPUs, the free half of a100-0 first, then half of a100-1: n runs on two
+    nodes though a100-1 alone holds it. From scratch (largest first) n takes a100-0 whole and k moves to a100-1;
+    ``relabel`` swaps the two names: k stays on a100-0, n gets a100-1 whole (the shape from scratch, no restart)."""
+    cl = Cluster((GpuType("a100", 8, 2),))
+    w = {"k": (0, 1, 2, 3), "n": tuple(range(4, 12))}
+    prev = {"k": {"a100-0": 4}}
+    assert repair_to_types(cl, w, 4, prev) == {"k": {"a100-0": 4}, "n": {"a100-0": 4, "a100-1": 4}}
+    scratch = repair_to_types(cl, w, 4)
+    assert scratch == {"n": {"a100-0": 8}, "k": {"a100-1": 4}}
+    assert relabel_nodes(cl, scratch, prev) == {"n": {"a100-1": 8}, "k": {"a100-0": 4}}
+    assert relabel_nodes(cl, scratch, {}) == scratch  # nothing to keep: names unchanged
 
 
 def test_series_arrays_give_momentum_average_bit_for_bit() -> None:

@@ -34,7 +34,13 @@ from ...sia import Cluster
 from .base import Decision, JobView, RoundState
 from .gavel import gavel_throughputs, remaining_steps
 
-__all__ = ["ShockwavePolicy", "momentum_average", "repair_to_types", "virtual_workers"]
+__all__ = ["NODE_MODES", "ShockwavePolicy", "momentum_average", "relabel_nodes", "repair_to_types", "virtual_workers"]
+
+#: how the policy maps the round's jobs onto real nodes: ``keep`` (an admitted job keeps its previous nodes when
+#: they still fit it; the others packed as the artifact packs), ``scratch`` (every job packed from scratch each
+#: round, as the artifact: jobs that keep running may move, and our engine restarts them), ``relabel`` (packed
+#: from scratch, then each type's nodes renamed to keep jobs where they were: :func:`relabel_nodes`)
+NODE_MODES = ("keep", "scratch", "relabel")
 
 
 def momentum_average(series: list[tuple[int, float]], now: int, momentum: float = 0.9) -> float:
@@ -169,35 +175,63 @@ def repair_to_types(cluster: Cluster, workers: dict[str, tuple[int, ...]], per_s
     return out
 
 
+def relabel_nodes(cluster: Cluster, nodes: Mapping[str, Mapping[str, int]],
+                  previous: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, int]]:
+    """``nodes`` (job id -> {node id: GPUs}) with the nodes of each type renamed so that jobs stay where they
+    were: the placement's shape is kept (every job's GPUs per node, so its speed), only which node of a type plays
+    which part changes. Per type, new node ``n`` becomes old node ``m`` by the assignment maximising the GPUs the
+    jobs keep (``sum_j min(GPUs of j on n now, on m before)``; ties: a node keeps its own name). The artifact's
+    simulator restarts a job only when its placement's shape changes (``job.py`` ``reallocate``); our engine
+    restarts it when its nodes change, so a packing from scratch renamed this way restarts the jobs the artifact
+    would restart, and few others."""
+    from scipy.optimize import linear_sum_assignment
+
+    rename: dict[str, str] = {}
+    for name in cluster.type_names:
+        ids = list(cluster.node_ids(name))
+        pos = {n: i for i, n in enumerate(ids)}
+        k = len(ids)
+        score = np.zeros((k, k))
+        for j, alloc in nodes.items():
+            was = previous.get(j, {})
+            for n, c in alloc.items():
+                if n in pos:
+                    for m, c0 in was.items():
+                        if m in pos:
+                            score[pos[n], pos[m]] += min(c, c0)
+        rows, cols = linear_sum_assignment(-(score * (k + 1) + np.eye(k)))
+        rename.update({ids[r]: ids[c] for r, c in zip(rows.tolist(), cols.tolist(), strict=True)})
+    return {j: {rename.get(n, n): c for n, c in alloc.items()} for j, alloc in nodes.items()}
+
+
 class ShockwavePolicy:
     """``shockwave``: the Sia artifact's Shockwave baseline. Options (defaults: the artifact's
     ``multi_simulator_unaware.py``): ``rounds`` (the planning window, ``--nfuture 5``), ``k`` (1e-9), ``lam`` (12),
     ``rho_max`` (1), ``momentum`` (0.9), ``time_limit`` (15 s per model) and ``mip_rel_gap`` (1e-3) as its Gurobi
     call, ``backend`` (any schedopt backend that solves MILPs; default ``highs``), ``reopt_rounds`` (re-plan every
     that many rounds and whenever the active jobs change; 1 as the Sia artifact, 8 in uw-mad-dash/shockwave),
-    ``keep_nodes`` (an admitted job keeps its previous nodes when they still fit it, :func:`repair_to_types`;
-    false: every job is packed from scratch each round, as the artifact packs)."""
+    ``nodes`` (:data:`NODE_MODES`: ``keep``, the default; ``scratch``, the artifact's packing; ``relabel``)."""
 
     name = "shockwave"
     adaptive = False
 
     def __init__(self, *, backend: str = "highs", rounds: int = 5, k: float = 1e-9, lam: float = 12.0,
                  rho_max: float = 1.0, momentum: float = 0.9, time_limit: float | None = 15.0,
-                 mip_rel_gap: float = 1e-3, reopt_rounds: int = 1, keep_nodes: bool = True) -> None:
+                 mip_rel_gap: float = 1e-3, reopt_rounds: int = 1, nodes: str = "keep") -> None:
         if not isinstance(backend, str) or not backend:
             raise InputError("backend", backend, "must be a backend name")
         if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
             raise InputError("rounds", rounds, "must be a whole number of rounds >= 1")
         if isinstance(reopt_rounds, bool) or not isinstance(reopt_rounds, int) or reopt_rounds < 1:
             raise InputError("reopt_rounds", reopt_rounds, "must be a whole number of rounds >= 1")
-        if not isinstance(keep_nodes, bool):
-            raise InputError("keep_nodes", keep_nodes, "must be true or false")
+        if nodes not in NODE_MODES:
+            raise InputError("nodes", nodes, f"must be one of {', '.join(NODE_MODES)}")
         if not (isinstance(momentum, (int, float)) and 0.0 <= momentum <= 1.0):
             raise InputError("momentum", momentum, "must be a number in [0, 1]")
         self.backend = backend
         self.rounds = rounds
         self.reopt_rounds = reopt_rounds
-        self.keep_nodes = keep_nodes
+        self.nodes = nodes
         self.k, self.lam, self.rho_max = float(k), float(lam), float(rho_max)
         self.momentum = float(momentum)
         self.options = SolveOptions(backend=backend, time_limit=time_limit, mip_rel_gap=mip_rel_gap)
@@ -289,8 +323,10 @@ class ShockwavePolicy:
         per = int(state.cluster.gpus_per_node.min())
         servers = int(state.cluster.total_gpus.sum()) // per
         virt = virtual_workers([(j, size[j]) for j in now], self._virtual, servers, per)
-        held = {v.id: v.current_nodes for v in state.jobs if v.current_nodes} if self.keep_nodes else None
-        nodes = repair_to_types(state.cluster, virt, per, held)
+        held = {v.id: v.current_nodes for v in state.jobs if v.current_nodes}
+        nodes = repair_to_types(state.cluster, virt, per, held if self.nodes == "keep" else None)
+        if self.nodes == "relabel":
+            nodes = relabel_nodes(state.cluster, nodes, held)
         self._virtual = {j: w for j, w in virt.items() if j in nodes}  # the artifact forgets a repaired-away job
         info: dict[str, Any] = {"jobs": len(state.jobs), "replanned": due, "running": len(nodes),
                                 "repaired_away": sorted(set(virt) - set(nodes)), "unschedulable": self._stuck}
