@@ -3,6 +3,8 @@ hand-checked, and closed-loop runs with real JCTs."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from schedopt.errors import InputError
@@ -12,6 +14,7 @@ from schedopt.sim.policies.base import JobView, RoundState
 from schedopt.sim.policies.shockwave import (
     ShockwavePolicy,
     momentum_average,
+    relabel_nodes,
     repair_to_types,
     virtual_workers,
 )
@@ -140,3 +143,57 @@ def test_reopt_rounds_replays_the_window_until_it_is_due_or_the_jobs_change() ->
     assert pol.decide(at(4, (*jobs, view("c", 0.0)))).info["replanned"] is True
     with pytest.raises(InputError, match="reopt_rounds"):
         ShockwavePolicy(reopt_rounds=0)
+
+
+def test_steps_left_is_remaining_steps_bit_for_bit_and_follows_progress() -> None:
+    """The policy's per-job cache of the steps left gives exactly ``remaining_steps`` (the same float, so the plan
+    is unchanged), and recomputes when the job's progress moves: half done is the training curve's later half."""
+    from schedopt.sim.policies.gavel import remaining_steps
+
+    pol = ShockwavePolicy()
+    a0, a1 = view("a", 0.0), view("a", 0.5)
+    assert pol._steps_left(a0) == remaining_steps(a0)
+    assert pol._steps_left(a0) == remaining_steps(a0)  # the cached value
+    assert pol._steps_left(a1) == remaining_steps(a1) < remaining_steps(a0)
+
+
+def test_node_modes_keep_scratch_relabel() -> None:
+    """Two 4-GPU t4 nodes, one 4-GPU job that held t4-1: it keeps t4-1 (``keep``, the default, and ``relabel``:
+    t4-0 from scratch renamed t4-1), or takes virtual server 0, i.e. t4-0, and restarts (``scratch``)."""
+    cl = Cluster((GpuType("t4", 4, 2),))
+    held = dataclasses.replace(view("a", 0.0), current_nodes={"t4-1": 4})
+    st = RoundState(time=0.0, round_index=0, round_seconds=60.0, cluster=cl, jobs=(held,), placement=None)
+    assert ShockwavePolicy().decide(st).nodes == {"a": {"t4-1": 4}}
+    assert get_policy("shockwave:nodes=relabel").decide(st).nodes == {"a": {"t4-1": 4}}
+    assert get_policy("shockwave:nodes=scratch").decide(st).nodes == {"a": {"t4-0": 4}}
+    with pytest.raises(InputError, match="nodes"):
+        ShockwavePolicy(nodes="stay")
+
+
+def test_keeping_nodes_splits_a_job_a_free_node_holds_and_relabel_does_not() -> None:
+    """Two 8-GPU a100 nodes; k (4 GPUs) ran on a100-0, n (8 GPUs) is new. ``keep``: k stays, and n takes the
+    virtual servers with the most free GPUs, the free half of a100-0 first, then half of a100-1: n runs on two
+    nodes though a100-1 alone holds it. From scratch (largest first) n takes a100-0 whole and k moves to a100-1;
+    ``relabel`` swaps the two names: k stays on a100-0, n gets a100-1 whole (the shape from scratch, no restart)."""
+    cl = Cluster((GpuType("a100", 8, 2),))
+    w = {"k": (0, 1, 2, 3), "n": tuple(range(4, 12))}
+    prev = {"k": {"a100-0": 4}}
+    assert repair_to_types(cl, w, 4, prev) == {"k": {"a100-0": 4}, "n": {"a100-0": 4, "a100-1": 4}}
+    scratch = repair_to_types(cl, w, 4)
+    assert scratch == {"n": {"a100-0": 8}, "k": {"a100-1": 4}}
+    assert relabel_nodes(cl, scratch, prev) == {"n": {"a100-1": 8}, "k": {"a100-0": 4}}
+    assert relabel_nodes(cl, scratch, {}) == scratch  # nothing to keep: names unchanged
+
+
+def test_series_arrays_give_momentum_average_bit_for_bit() -> None:
+    """The policy's growing arrays of estimates (past their first doubling) give exactly ``momentum_average`` of the
+    same list, including an estimate made in the round itself (a window of 0 rounds)."""
+    from schedopt.sim.policies.shockwave import _Series
+
+    ser, lst = _Series(), []
+    for k in range(40):
+        est = 1000.0 + 37.0 * k + (k % 7) * 0.1
+        ser.append(3 * k, est)
+        lst.append((3 * k, est))
+        assert ser.average(3 * k, 0.9) == momentum_average(lst, 3 * k)
+        assert ser.average(3 * k + 2, 0.9) == momentum_average(lst, 3 * k + 2)
