@@ -73,10 +73,10 @@ class GeneticSearch:
 
     def _set_dtype(self, vmax: int) -> None:
         """The population's integer type: int16 (a quarter of the memory each vector operation reads) while every
-        prefix sum over jobs of entries up to ``vmax`` fits, else int64; the constant arrays the operators combine
+        sum over jobs or nodes of entries up to ``vmax`` fits, else int64; the constant arrays the operators combine
         with it are of the same type (a mixed operation would convert)."""
         self._vmax = vmax
-        self.dtype: type[np.signedinteger] = np.int16 if vmax * (self.J + 1) < 2**15 else np.int64
+        self.dtype: type[np.signedinteger] = np.int16 if vmax * (max(self.J, self.N) + 1) < 2**15 else np.int64
         self.base = np.ascontiguousarray(self.spec.current_matrix.T[:, :, None], dtype=self.dtype)  # (N, J, 1)
         self.cap_node = self.spec.cols.gpus[:, None, None].astype(self.dtype)  # (N, 1, 1)
         self._capn: dict[int, np.ndarray] = {}
@@ -155,24 +155,33 @@ class GeneticSearch:
         of every column the job still holds after the repair (the later steps only lower entries)."""
         N, J, P = s.shape
         assert s.flags.c_contiguous  # the steps below write through reshaped views
+        dt = self.dtype  # sums over nodes or jobs in the population's type (they fit: _set_dtype)
         keep = None
         # one GPU type per job: keep the type holding most of its GPUs (ties: the first type)
         if self.T > 1:
             per_type = self._onehot_t @ s.reshape(N, J * P).astype(np.float64)  # (T, J*P), exact small integers
-            keep = np.argmax(per_type, axis=0)
+            if self.T <= 4:  # argmax over the first axis, as a few comparisons (numpy's is slow on that axis)
+                keep = np.zeros(J * P, dtype=np.int64)
+                best = per_type[0]
+                for k in range(1, self.T):
+                    keep[per_type[k] > best] = k
+                    if k < self.T - 1:
+                        best = np.maximum(best, per_type[k])
+            else:
+                keep = np.argmax(per_type, axis=0)
             s *= (self.node_type[:, None] == keep[None, :]).reshape(N, J, P)
         # at most one distributed job per node (the first in job order keeps it)
         on = s > 0
-        mask = on & (on.sum(axis=0) > 1)[None]
+        mask = on & (on.sum(axis=0, dtype=dt) > 1)[None]
         if mask.any():
             first = mask.argmax(axis=1)  # (N, P): the first distributed job on each node
             s[mask & (self._jcol != first[:, None, :])] = 0
         # at most cap GPUs and max_nodes nodes per job, over a random node order (only job rows over a limit change)
         flat = s.reshape(N, J * P)
         capr = self._cap_cols(J * P)
-        over = flat.sum(axis=0) > capr
+        over = flat.sum(axis=0, dtype=dt) > capr
         if self.max_nodes < N:
-            over |= (flat > 0).sum(axis=0) > self.max_nodes
+            over |= (flat > 0).sum(axis=0, dtype=dt) > self.max_nodes
         cols = np.flatnonzero(over)
         k = cols.size
         if k:
@@ -186,13 +195,13 @@ class GeneticSearch:
             v[fi] = c.reshape(-1)
             flat[:, cols] = v.reshape(N, k)
         # node capacity, in job order (only when some node is over)
-        if (s.sum(axis=1, keepdims=True) > self.cap_node).any():
+        if (s.sum(axis=1, keepdims=True, dtype=dt) > self.cap_node).any():
             c = np.minimum(self._cumsum_jobs(s), self.cap_node)
-            s[:, 1:] = c[:, 1:] - c[:, :-1]
+            np.subtract(c[:, 1:], c[:, :-1], out=s[:, 1:])
             s[:, 0] = c[:, 0]
         # rigid jobs: exactly their count or nothing
         if self._any_rigid:
-            s *= ~((self.rigid > 0) & (s.sum(axis=0, keepdims=True) != self.rigid))
+            s *= ~((self.rigid > 0) & (s.sum(axis=0, keepdims=True, dtype=dt) != self.rigid))
         return s, (None if keep is None else keep.reshape(J, P))
 
     def mutate(self, s: np.ndarray, draws: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> np.ndarray:
@@ -213,12 +222,13 @@ class GeneticSearch:
             s[:, jj, pp] = sub
         # the raise: on a node with a free GPU, each entry with probability p1 + p2 - p1 p2 (p1 = 1 / J, p2 = 1 / the
         # jobs already on the node, for them), to a count uniform in its value .. the node's capacity
-        free = s.sum(axis=1, keepdims=True) < self.cap_node  # (N, 1, P)
+        dt = self.dtype
+        free = s.sum(axis=1, keepdims=True, dtype=dt) < self.cap_node  # (N, 1, P)
         on = s > 0
         p1 = free * (1.0 / max(J, 1))  # (N, 1, P)
         # per (node, individual): p1 + p2 - p1 p2 for the jobs on a free node (0 on a full one), read from a table
         # by the count of jobs on the node; p1 for the others
-        p_on = self._p_on(J)[free * (on.sum(axis=1, keepdims=True) + 1)]
+        p_on = self._p_on(J)[free * (on.sum(axis=1, keepdims=True, dtype=dt) + 1)]
         prob = np.where(on, p_on, p1)
         hit = np.flatnonzero(u < prob)
         if hit.size:
