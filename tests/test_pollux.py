@@ -193,6 +193,35 @@ def test_generated_instance_both_methods() -> None:
     assert mckp.objective == pytest.approx(ex.objective, rel=1e-6)
 
 
+def test_search_in_int16_and_int64_agree_bit_for_bit() -> None:
+    """The search holds its population in int16 while every prefix sum fits (``GeneticSearch._set_dtype``); forced to
+    int64 it draws the same numbers and returns the same population and fitness."""
+    from schedopt.pollux import GeneticSearch
+
+    spec = generate(64, 2)
+    init = np.concatenate([spec.current_matrix[None], np.zeros((1, spec.num_jobs, len(spec.cols)), np.int64)])
+    outs = []
+    for force in (False, True):
+        gs = GeneticSearch(spec, np.random.default_rng(7))
+        if force:
+            gs._set_dtype(2**15)
+        outs.append((gs.dtype, gs.run(init, 40, 20)))
+    (d16, a), (d64, b) = outs
+    assert d16 == np.int16 and d64 == np.int64
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) and a[0].dtype == np.int64
+
+
+def test_search_takes_an_init_beyond_int16() -> None:
+    """An initial individual with an entry no int16 prefix sum holds switches the search to int64; the repair brings
+    it within the node's GPUs (regression: the population type must follow what ``init`` holds)."""
+    spec = generate(64, 2)
+    big = np.zeros((1, spec.num_jobs, len(spec.cols)), np.int64)
+    big[0, 0, 0] = 40_000
+    ans = genetic_search(spec, population=20, generations=5, rng=1, init=big)
+    assert check_allocation(spec, ans) == []
+    assert ans.population is not None and ans.population.max() <= spec.cols.gpus.max()
+
+
 def _entry_point_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Declare ``pollux`` through a ``schedopt.problems`` entry point of a distribution on the path (what the
     pyproject entry point gives an installed schedopt), so the benchmark's worker processes find it too."""

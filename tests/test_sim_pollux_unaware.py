@@ -3,6 +3,8 @@ model per job, drop-to-majority-type repair), checked by hand against the hetero
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import math
 
 import numpy as np
@@ -94,6 +96,69 @@ def test_repair_keeps_the_majority_type_and_merges_virtual_nodes():
     best[obj.ids.index("b")] = [0, 1, 1]     # both halves of a100-0: one real node, 2 GPUs
     best[obj.ids.index("c")] = [2, 1, 0]     # T4 majority: the A100 GPU dropped
     assert pol.to_nodes(obj, cols, best) == {"a": {"a100-0": 2}, "b": {"a100-0": 2}, "c": {"t4-0": 2}}
+
+
+def rigid_view(jid: str, gpus: int, est: JobGoodputModel = EVEN, nodes: dict[str, int] | None = None) -> JobView:
+    return dataclasses.replace(view(jid, est, nodes, max_gpus=gpus), adaptive=False, kind="rigid", requested_gpus=gpus)
+
+
+def test_rigid_job_split_across_types_is_placed_again_on_its_majority_type():
+    """Issue 29: the search sees untyped virtual nodes, so a rigid 4-GPU job may come out as 2 T4 + 2 A100 GPUs.
+    The tie keeps A100 (TIE_PRIORITY); 2 A100 GPUs are short of 4, so the job is placed again on A100: the virtual
+    node a100-0/0 where it holds its 2 has 4 free, so all 4 go there (one virtual node, not distributed). Before
+    the fix the drop left it with nothing."""
+    pol = PolluxUnawarePolicy()
+    s = state(MIXED, [rigid_view("r", 4)])
+    obj = pol.objective(s)
+    cols = virtual_nodes(MIXED)[0]
+    assert list(obj.rigid) == [4]
+    assert pol.to_nodes(obj, cols, np.array([[2, 2, 0]])) == {"r": {"a100-0": 4}}
+    assert pol._vprev == {"r": {"a100-0/0": 4}} and pol._dropped == 0
+    # a rigid job whose count spans the two A100 virtual nodes: spread over both (no other distributed job there)
+    s = state(MIXED, [rigid_view("r", 6)])
+    obj = pol.objective(s)
+    assert pol.to_nodes(obj, cols, np.array([[3, 2, 1]])) == {"r": {"a100-0": 6}}
+    assert pol._vprev == {"r": {"a100-0/0": 4, "a100-0/1": 2}}
+
+
+def test_rigid_job_gets_nothing_when_its_type_is_full():
+    """'a' (adaptive) keeps both A100 virtual nodes whole (8 GPUs, first in job order: least attained service); the
+    rigid 'r' comes out as 3 T4 + 1 A100 GPU on top, so T4 is its majority: 3 T4 GPUs are short of 4 and the T4
+    node has 4 free GPUs: it gets all 4 there. With 'b' holding 2 of the T4 GPUs, 2 free T4 GPUs are too few: 'r'
+    gets nothing this round and its 4 GPUs are counted as dropped."""
+    pol = PolluxUnawarePolicy()
+    jobs = [view("a", EVEN, max_gpus=8), rigid_view("r", 4)]
+    jobs[1] = dataclasses.replace(jobs[1], attained_gpu_seconds=1.0)
+    obj = pol.objective(state(MIXED, jobs))
+    cols = virtual_nodes(MIXED)[0]
+    assert obj.ids == ["a", "r"]
+    assert pol.to_nodes(obj, cols, np.array([[0, 4, 4], [3, 1, 0]])) == {"a": {"a100-0": 8}, "r": {"t4-0": 4}}
+    jobs.append(dataclasses.replace(jobs[0], id="b", attained_gpu_seconds=0.5))
+    obj = pol.objective(state(MIXED, jobs))
+    assert obj.ids == ["a", "b", "r"]
+    nodes = pol.to_nodes(obj, cols, np.array([[0, 4, 4], [2, 0, 0], [1, 3, 0]]))
+    # 'r': A100 majority (3), short of 4; both A100 virtual nodes are full: nothing
+    assert nodes == {"a": {"a100-0": 8}, "b": {"t4-0": 2}} and pol._dropped == 4
+
+
+def test_rigid_jobs_above_the_cap_finish_one_after_the_other():
+    """Regression (issue 29): two rigid 8-GPU cifar10 jobs on one 4-GPU T4 node and one 8-GPU A100 node. Only the
+    A100 node holds 8 GPUs of one type, so by hand: each runs there alone, on all 8, one after the other, and both
+    finish. Before, the search valued them at 0 (the unaware cap, 4 GPUs = the fewest of any type, cut their
+    goodput table short) and the repair dropped any split across types: neither ever ran."""
+    from schedopt import sim
+    from schedopt.sim.adaptivity import limit_adaptivity
+
+    w = sim.read_workload("name,time,application,num_replicas,batch_size\nc0,0,cifar10,8,1024\n"
+                          "c1,30,cifar10,8,1024\n", "rigid8")
+    jm = limit_adaptivity(w, 1.0, job_model="sia")
+    assert len(jm.rigid_jobs) == 2
+    r = sim.simulate(MIXED, w, get_policy("pollux-unaware", population=20, generations=5), job_model=jm,
+                     max_time=20_000, progress=False)
+    assert all(j.finish is not None for j in r.jobs)
+    segs = sorted(seg for j in r.jobs for seg in j.segments)
+    assert segs and {(seg[2], seg[3]) for seg in segs} == {("a100", 8)}
+    assert all(a[1] <= b[0] + 1e-9 for a, b in itertools.pairwise(segs))  # never both at once
 
 
 def test_deterministic_across_rounds():

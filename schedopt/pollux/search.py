@@ -2,12 +2,16 @@
 population (card: ``formulations/pollux.md``; operators from petuum/adaptdl ``osdi21-artifact``
 ``simulator/pollux.py``).
 
-The population is held as one ``(columns, jobs, individuals)`` integer array: every per-job sum, count and
-prefix sum the operators need runs over the two outer axes with the individuals contiguous, so each numpy call is
-a few long vector operations instead of hundreds of 11-element rows. A generation is still ~100 numpy calls whatever
-the population (about 0.5 ms on saturn/1's 11 nodes x 1-10 jobs x 100 individuals): on small instances the cost is
-call overhead, not arithmetic. The random stream differs from the (individuals, jobs, columns) implementation it
-replaced (random draws of several generations are made at once); the operators and their probabilities do not."""
+The population is held as one ``(columns, jobs, individuals)`` integer array (int16 while every prefix sum fits:
+a quarter of the bytes each operation reads): every per-job sum, count and prefix sum the operators need runs over
+the two outer axes with the individuals contiguous, so each numpy call is a few long vector operations instead of
+hundreds of 11-element rows. A generation is ~90 numpy calls whatever the population (about 0.35 ms on saturn/1's
+11 nodes x 1-10 jobs x 100 individuals): on small instances the cost is call overhead, not arithmetic, so the
+operators are written to make few calls (the tournament's candidates and the crossover masks of several generations
+at once, the raise's probabilities read from a table by node occupancy, the GPU type of each job kept from the
+repair for the evaluation, duplicates told apart by hash alone). The random stream differs from the (individuals,
+jobs, columns) implementation it replaced (random draws of several generations are made at once); the operators and
+their probabilities do not."""
 
 from __future__ import annotations
 
@@ -39,8 +43,7 @@ class GeneticSearch:
         self.rng = rng
         self.J, self.N = spec.current_matrix.shape
         J, N = self.J, self.N
-        self.base = spec.current_matrix.T[:, :, None].copy()  # (N, J, 1)
-        self.cap_node = spec.cols.gpus[:, None, None]  # (N, 1, 1)
+        self._set_dtype(max(int(spec.current_matrix.max(initial=0)), int(spec.cols.gpus.max(initial=0))))
         node_type = spec.cols.types
         self.node_type = node_type
         self.T = int(node_type.max()) + 1 if node_type.size else 0
@@ -61,10 +64,22 @@ class GeneticSearch:
         self._rigid_over = bool((spec.rigid_gpus > self._R).any())
         self._view_t = None if spec.view is None else np.where(spec.view >= 0, spec.view, 0)[:, None]
         self._capc: dict[int, np.ndarray] = {}
-        self._capn: dict[int, np.ndarray] = {}
-        # (job, type) block offsets in nodes units where the type is fixed per job (a view, or one type)
-        self._jt_view = (self._jidx * Tt + (0 if self._view_t is None else self._view_t)) * Nn
+        self._pon: dict[int, np.ndarray] = {}
+        # flat offsets of the (job, type) blocks: of each job's type where it is fixed (a view, or one type), and of
+        # each job's first type
+        self._jt_off = (self._jidx * Tt + (0 if self._view_t is None else self._view_t)) * Nn * R
+        self._j_off = self._jidx * (Tt * Nn * R)
         self._w = np.random.default_rng(0x5EED).integers(1, 2**62, size=N * J)  # the duplicate hash
+
+    def _set_dtype(self, vmax: int) -> None:
+        """The population's integer type: int16 (a quarter of the memory each vector operation reads) while every
+        sum over jobs or nodes of entries up to ``vmax`` fits, else int64; the constant arrays the operators combine
+        with it are of the same type (a mixed operation would convert)."""
+        self._vmax = vmax
+        self.dtype: type[np.signedinteger] = np.int16 if vmax * (max(self.J, self.N) + 1) < 2**15 else np.int64
+        self.base = np.ascontiguousarray(self.spec.current_matrix.T[:, :, None], dtype=self.dtype)  # (N, J, 1)
+        self.cap_node = self.spec.cols.gpus[:, None, None].astype(self.dtype)  # (N, 1, 1)
+        self._capn: dict[int, np.ndarray] = {}
 
     # ------------------------------------------------------------------ speedups
     def _speedup_table(self) -> np.ndarray:
@@ -86,23 +101,27 @@ class GeneticSearch:
         blk[:, 0] = 0.0
         self._S[lo:lo + Nn * R] = blk.reshape(-1)
 
-    def _lookup(self, t: np.ndarray, n: np.ndarray, r: np.ndarray) -> np.ndarray:
-        """Scaled speedups at (job, type, nodes, replicas) for (J, P) arrays, filling missing table entries."""
+    def _lookup(self, t: np.ndarray | None, n: np.ndarray, r: np.ndarray) -> np.ndarray:
+        """Scaled speedups at (job, type, nodes, replicas) for (J, P) arrays (``t`` None: each job's one type, its
+        view's or the only one), filling missing table entries."""
         Tt, Nn, R = self._dims
         rr = np.minimum(r, self._R) if self._rigid_over else r
-        if self._view_t is not None:
-            t = np.broadcast_to(self._view_t, r.shape)
-            idx = (self._jt_view + n) * R + rr
-        elif Tt == 1:
-            idx = (self._jt_view + n) * R + rr
+        idx = n * R
+        idx += rr
+        if t is None:
+            idx += self._jt_off  # (job, type) block offsets (J, 1)
         else:
-            idx = ((self._jidx * Tt + t) * Nn + n) * R + rr
+            idx += self._j_off
+            idx += t * (Nn * R)
         vals = self._S[idx]
-        miss = np.isnan(vals)
-        if miss.any():
+        tot = float(np.add.reduce(vals, axis=None))
+        if tot != tot:  # NaN: some point not computed yet
+            miss = np.isnan(vals)
+            tt = np.broadcast_to(self._view_t if t is None and self._view_t is not None else
+                                 (np.zeros((1, 1), np.int64) if t is None else t), r.shape)
             jj = np.broadcast_to(self._jidx, r.shape)[miss]
-            self.table(jj, t[miss], n[miss], r[miss])  # fills spec.goodput there (and the rest of each job's type)
-            for jt in np.unique(jj * Tt + t[miss]).tolist():
+            self.table(jj, tt[miss], n[miss], r[miss])  # fills spec.goodput there (and the rest of each job's type)
+            for jt in np.unique(jj * Tt + tt[miss]).tolist():
                 j4, t4 = divmod(jt, Tt)
                 self._S_job(j4, t4)
             vals = self._S[idx]
@@ -129,25 +148,40 @@ class GeneticSearch:
 
     def repair(self, s: np.ndarray) -> np.ndarray:
         """Repair ``s`` (N, J, P, C-contiguous) in place and return it."""
+        return self._repair(s)[0]
+
+    def _repair(self, s: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """:meth:`repair`, and the GPU type index each (job, individual) keeps, (J, P) (None on one type): the type
+        of every column the job still holds after the repair (the later steps only lower entries)."""
         N, J, P = s.shape
         assert s.flags.c_contiguous  # the steps below write through reshaped views
+        dt = self.dtype  # sums over nodes or jobs in the population's type (they fit: _set_dtype)
+        keep = None
         # one GPU type per job: keep the type holding most of its GPUs (ties: the first type)
         if self.T > 1:
             per_type = self._onehot_t @ s.reshape(N, J * P).astype(np.float64)  # (T, J*P), exact small integers
-            keep = np.argmax(per_type, axis=0)
+            if self.T <= 4:  # argmax over the first axis, as a few comparisons (numpy's is slow on that axis)
+                keep = np.zeros(J * P, dtype=np.int64)
+                best = per_type[0]
+                for k in range(1, self.T):
+                    keep[per_type[k] > best] = k
+                    if k < self.T - 1:
+                        best = np.maximum(best, per_type[k])
+            else:
+                keep = np.argmax(per_type, axis=0)
             s *= (self.node_type[:, None] == keep[None, :]).reshape(N, J, P)
         # at most one distributed job per node (the first in job order keeps it)
         on = s > 0
-        mask = on & (on.sum(axis=0) > 1)[None]
+        mask = on & (on.sum(axis=0, dtype=dt) > 1)[None]
         if mask.any():
             first = mask.argmax(axis=1)  # (N, P): the first distributed job on each node
             s[mask & (self._jcol != first[:, None, :])] = 0
         # at most cap GPUs and max_nodes nodes per job, over a random node order (only job rows over a limit change)
         flat = s.reshape(N, J * P)
         capr = self._cap_cols(J * P)
-        over = flat.sum(axis=0) > capr
+        over = flat.sum(axis=0, dtype=dt) > capr
         if self.max_nodes < N:
-            over |= (flat > 0).sum(axis=0) > self.max_nodes
+            over |= (flat > 0).sum(axis=0, dtype=dt) > self.max_nodes
         cols = np.flatnonzero(over)
         k = cols.size
         if k:
@@ -161,14 +195,14 @@ class GeneticSearch:
             v[fi] = c.reshape(-1)
             flat[:, cols] = v.reshape(N, k)
         # node capacity, in job order (only when some node is over)
-        if (s.sum(axis=1, keepdims=True) > self.cap_node).any():
+        if (s.sum(axis=1, keepdims=True, dtype=dt) > self.cap_node).any():
             c = np.minimum(self._cumsum_jobs(s), self.cap_node)
-            s[:, 1:] = c[:, 1:] - c[:, :-1]
+            np.subtract(c[:, 1:], c[:, :-1], out=s[:, 1:])
             s[:, 0] = c[:, 0]
         # rigid jobs: exactly their count or nothing
         if self._any_rigid:
-            s *= ~((self.rigid > 0) & (s.sum(axis=0, keepdims=True) != self.rigid))
-        return s
+            s *= ~((self.rigid > 0) & (s.sum(axis=0, keepdims=True, dtype=dt) != self.rigid))
+        return s, (None if keep is None else keep.reshape(J, P))
 
     def mutate(self, s: np.ndarray, draws: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> np.ndarray:
         """Mutate ``s`` (N, J, P, C-contiguous) in place and return it. ``draws``: the generation's pre-drawn
@@ -188,58 +222,83 @@ class GeneticSearch:
             s[:, jj, pp] = sub
         # the raise: on a node with a free GPU, each entry with probability p1 + p2 - p1 p2 (p1 = 1 / J, p2 = 1 / the
         # jobs already on the node, for them), to a count uniform in its value .. the node's capacity
-        free = s.sum(axis=1, keepdims=True) < self.cap_node  # (N, 1, P)
-        on = (s > 0) & free
+        dt = self.dtype
+        free = s.sum(axis=1, keepdims=True, dtype=dt) < self.cap_node  # (N, 1, P)
+        on = s > 0
         p1 = free * (1.0 / max(J, 1))  # (N, 1, P)
-        prob = on * ((1.0 - p1) / np.maximum(on.sum(axis=1, keepdims=True), 1)) + p1  # p1 + p2 - p1 p2
+        # per (node, individual): p1 + p2 - p1 p2 for the jobs on a free node (0 on a full one), read from a table
+        # by the count of jobs on the node; p1 for the others
+        p_on = self._p_on(J)[free * (on.sum(axis=1, keepdims=True, dtype=dt) + 1)]
+        prob = np.where(on, p_on, p1)
         hit = np.flatnonzero(u < prob)
         if hit.size:
             # given u < prob, u / prob is uniform in [0, 1): one draw decides both whether and to what
             flat = s.reshape(-1)
             lo = flat[hit]
-            hi = self._cap_flat(s.size)[hit]
-            flat[hit] = lo + (u.reshape(-1)[hit] / prob.reshape(-1)[hit] * (hi - lo + 1)).astype(np.int64)
+            flat[hit] = lo + (u.reshape(-1)[hit] / prob.reshape(-1)[hit]
+                              * (self._cap_flat(s.size)[hit] - lo)).astype(self.dtype)
         return s
 
-    def _cap_flat(self, size: int) -> np.ndarray:
-        """Each entry's node capacity, for a flat (N, J, P) array of ``size`` entries."""
-        got = self._capn.get(size)
+    def _p_on(self, J: int) -> np.ndarray:
+        """``[0, q(0), q(1), .., q(J)]`` with ``q(c) = p1 + (1 - p1) / max(c, 1)``, ``p1 = 1 / J``: the raise's
+        probability for a job on a free node holding ``c`` jobs (index ``c + 1``; index 0: a full node). Python
+        floats are IEEE doubles: the entries are the numbers numpy computed per entry before."""
+        got = self._pon.get(J)
         if got is None:
-            got = self._capn[size] = np.repeat(self.spec.cols.gpus, size // max(self.N, 1))
+            p1 = 1.0 / max(J, 1)
+            got = self._pon[J] = np.array([0.0] + [p1 + (1.0 - p1) / max(c, 1) for c in range(J + 1)])
         return got
 
-    def evaluate(self, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(power mean per individual (P,), scaled restart-penalised speedups (J, P)) of a repaired ``s``."""
+    def _cap_flat(self, size: int) -> np.ndarray:
+        """Each entry's node capacity plus one, for a flat (N, J, P) array of ``size`` entries."""
+        got = self._capn.get(size)
+        if got is None:
+            got = self._capn[size] = np.repeat(self.cap_node.reshape(-1) + 1, size // max(self.N, 1))
+        return got
+
+    def evaluate(self, s: np.ndarray, t: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(power mean per individual (P,), scaled restart-penalised speedups (J, P)) of a repaired ``s``; ``t``: the
+        GPU type of each (job, individual) as :meth:`_repair` returns it (found here when None). The sums over jobs
+        run on C-ordered arrays, so a fitness is the same number whatever the memory layout of ``s``."""
+        s = np.ascontiguousarray(s)
         on = s > 0
         reps = s.sum(axis=0)
         nn = on.sum(axis=0)
-        t = self.node_type[on.argmax(axis=0)] if self.T > 1 else np.zeros_like(reps)
+        if self.T <= 1 or self._view_t is not None:
+            t = None
+        elif t is None:
+            t = self.node_type[on.argmax(axis=0)]
         sp_ = self._lookup(t, nn, reps)
         changed = (s != self.base).any(axis=0)
         sp_ = np.where(changed, sp_ * self.restart, sp_)
+        # np.mean's sum and division without its Python wrapper (the same numbers)
         if self.p == -1.0:  # the published p: reciprocals, the same numbers as the powers without pow()
-            fit = 1.0 / np.mean(1.0 / (sp_ + EPS), axis=0)
+            fit = 1.0 / (np.add.reduce(1.0 / (sp_ + EPS), axis=0) / sp_.shape[0])
         else:
-            fit = np.mean((sp_ + EPS) ** self.p, axis=0) ** (1.0 / self.p)
+            fit = (np.add.reduce((sp_ + EPS) ** self.p, axis=0) / sp_.shape[0]) ** (1.0 / self.p)
         return fit, sp_
 
     def _hash(self, s: np.ndarray) -> np.ndarray:
         return self._w @ s.reshape(-1, s.shape[2])
 
     def _unique(self, s: np.ndarray, h: np.ndarray | None = None) -> np.ndarray:
-        """Sorted positions of the first occurrence of every distinct individual (hash ``h``, then exact)."""
-        flat = s.reshape(-1, s.shape[2])
-        if h is None:
-            h = self._w @ flat
-        order = np.argsort(h, kind="stable")
-        hs = h[order]
-        same = np.empty(order.size, dtype=bool)
-        same[0] = False
-        same[1:] = hs[1:] == hs[:-1]
-        if same.any():
-            k = np.flatnonzero(same)
-            same[k] = (flat[:, order[k]] == flat[:, order[k - 1]]).all(axis=0)
-        return np.sort(order[~same])
+        """Sorted positions of the first occurrence of every distinct individual (by hash ``h``)."""
+        return np.flatnonzero(self._first(h if h is not None else self._hash(s)))
+
+    @staticmethod
+    def _first(h: np.ndarray) -> np.ndarray:
+        """Mask of the first occurrence of every distinct hash in ``h``.
+
+        Individuals are told apart by their hash alone, ``w . s`` over 64-bit integers with fixed random weights
+        ``w`` in ``[1, 2^62)``: two distinct individuals share a hash when ``w . (s - s') = 0 mod 2^64``, which for
+        the weights' spread happens for about one pair in ``2^60``; a simulation compares ~10^9 pairs. Such a
+        collision would only drop one distinct individual from the population (every individual is a repaired,
+        valid allocation either way)."""
+        oh = np.argsort(h, kind="stable")
+        hs = h[oh]
+        first = np.ones(h.size, dtype=bool)
+        first[oh[1:][hs[1:] == hs[:-1]]] = False
+        return first
 
     #: generations whose random draws are made at once (bounded by memory: the uniforms are (G, N, J, P) floats)
     CHUNK = 10
@@ -247,10 +306,13 @@ class GeneticSearch:
     def run(self, init: np.ndarray, pop_size: int, generations: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """(population (P, J, N), fitness, speedups (P, J), generations run), best first."""
         rng = self.rng
-        pop = self.repair(np.ascontiguousarray(np.asarray(init, dtype=np.int64).transpose(2, 1, 0)))
+        init = np.asarray(init, dtype=np.int64)
+        if init.size and int(init.max()) > self._vmax:
+            self._set_dtype(int(init.max()))
+        pop = self.repair(np.ascontiguousarray(init.transpose(2, 1, 0), dtype=self.dtype))
         h = self._hash(pop)
-        keep = self._unique(pop, h)
-        pop, h = pop[:, :, keep], h[keep]
+        keep = np.flatnonzero(self._first(h))
+        pop, h = np.take(pop, keep, axis=2), h[keep]
         fit = self.evaluate(pop)[0]
         n_mat = max(pop_size // 2, 1)
         K = 2 * n_mat
@@ -258,32 +320,40 @@ class GeneticSearch:
         rows = self._jidx  # (J, 1)
         chunk = max(1, min(self.CHUNK, (1 << 22) // max(N * J * K, 1)))
         gens = 0
+        partner = np.roll(np.arange(K), n_mat)  # kid k's other parent: pairs (k, k + n_mat)
+        rows_p: dict[int, np.ndarray] = {}
         while gens < generations:
             g = min(chunk, generations - gens)
             cand = rng.random((g, 2, K))  # tournament candidates, as fractions of the population size
             points = rng.integers(0, J, size=(g, 1, n_mat))
             resets = rng.random((g, 2, J, K)) < 0.1  # the reset and the zero-row masks
             uniforms = rng.random((g, N, J, K))
+            # single-point crossover over jobs: both kids of a pair take rows above the point from their own parent
+            own = np.concatenate([rows < points] * 2, axis=2)  # (g, J, K)
+            P0 = pop.shape[2]
+            cand_p = (cand * P0).astype(np.int64)
             for i in range(g):
+                P = pop.shape[2]
+                c = cand_p[i] if P == P0 else (cand[i] * P).astype(np.int64)
                 # binary tournaments on the fitness
-                c = (cand[i] * pop.shape[2]).astype(np.int64)
                 win = np.where(fit[c[0]] >= fit[c[1]], c[0], c[1])
-                wa, wb = win[:n_mat], win[n_mat:]
-                # single-point crossover over jobs, two children per pair: one gather of (job, parent) columns
-                first = rows < points[i]  # (J, n_mat)
-                src = np.concatenate([np.where(first, wa, wb), np.where(first, wb, wa)], axis=1)  # (J, K)
-                kids = np.ascontiguousarray(pop[:, rows, src])  # (N, J, K)
-                kids = self.repair(self.mutate(kids, (resets[i, 0], resets[i, 1], uniforms[i])))
-                kf = self.evaluate(kids)[0]
+                src = np.where(own[i], win, win[partner])  # (J, K): the parent of each kid's job row
+                rp = rows_p.get(P)
+                if rp is None:
+                    rp = rows_p[P] = rows * P
+                kids = np.take(pop.reshape(N, -1), rp + src, axis=1)  # (N, J, K): one gather
+                kids, kt = self._repair(self.mutate(kids, (resets[i, 0], resets[i, 1], uniforms[i])))
+                kf = self.evaluate(kids, kt)[0]
                 allp = np.concatenate([pop, kids], axis=2)
                 allf = np.concatenate([fit, kf])
                 allh = np.concatenate([h, self._hash(kids)])
-                keep = self._unique(allp, allh)
-                order = keep[np.argsort(-allf[keep], kind="stable")][:pop_size]
-                pop, fit, h = allp[:, :, order], allf[order], allh[order]
+                # the best distinct individuals: by fitness, ties by position (the stable sort), duplicates out
+                order = np.argsort(-allf, kind="stable")
+                order = order[self._first(allh)[order]][:pop_size]
+                pop, fit, h = np.take(allp, order, axis=2), allf[order], allh[order]
             gens += g
         spd = self.evaluate(pop)[1]
-        return np.ascontiguousarray(pop.transpose(2, 1, 0)), fit, np.ascontiguousarray(spd.T), gens
+        return np.ascontiguousarray(pop.transpose(2, 1, 0)).astype(np.int64), fit, np.ascontiguousarray(spd.T), gens
 
 
 def first_unique(pop: np.ndarray) -> np.ndarray:

@@ -14,10 +14,20 @@ and what this policy does (``formulations/sim_policies.md`` section 1c):
   it has trained on at the most distinct (nodes, GPUs) shapes so far (the dominant part of that pooled profile;
   ties: the type seen first); a job that has not trained yet has the published linear speedup ``r / fair_r``.
 * **Cap** ``min(JobView.max_gpus, max_replicas)`` with ``max_replicas`` by default the fewest GPUs of any type (16
-  on Sia's cluster: the artifact's cluster-wide ``max_num_replicas``).
+  on Sia's cluster: the artifact's cluster-wide ``max_num_replicas``). A rigid job keeps its requested count even
+  above it (the artifact's rigid variant shrinks such a job to the smallest type's GPUs; our engine runs a rigid
+  job at its request).
 * **Repair after the search** (``fix_allocations_by_dropping``): a job keeps only the GPUs of the type holding most
   of its GPUs (ties: the faster type, :data:`TIE_PRIORITY`); the others are left idle this round. Virtual nodes
   are then merged back onto their real nodes (two halves of one 8-GPU node are one node of the job's placement).
+* **Rigid jobs** (issue 29): exactly their GPU count on one GPU type, or nothing this round. The search sees
+  untyped virtual nodes, so the drop above leaves a rigid job short whenever its count spans two types; such a
+  job is placed again on free GPUs of its majority type (its own GPUs there first; one virtual node if one has
+  room, else virtual nodes no other distributed job holds), after every job the drop left whole, in the job
+  order; if they do not fit, it gets nothing this round. The artifact's rigid variant (``PolluxPolicyUnawareFix``,
+  ``repair_allocations_mip_fix``) also keeps the majority type and the exact count but re-places every rigid job
+  from scratch each round (largest first, on the virtual nodes with the most free GPUs) whatever the search chose;
+  this one keeps what the search chose where it is whole, so an unchanged job is not restarted.
 """
 
 from __future__ import annotations
@@ -114,9 +124,13 @@ class PolluxUnawarePolicy(PolluxPolicy):
     def objective(self, state: RoundState) -> PolluxObjective:
         cap = self.cluster_cap if self.cluster_cap is not None else int(state.cluster.total_gpus.min())
         ids = virtual_nodes(state.cluster)[0]
-        return PolluxObjective(state, p=self.p, restart_delay=self.restart_delay, max_replicas=cap,
-                               max_nodes=self.max_nodes, cache=self.cache, num_nodes=len(ids),
-                               job_types=self.view_types(state))
+        # a rigid job asking more than the cap keeps its count (the goodput tables reach it), adaptive ones the cap
+        rigid_max = max((int(v.requested_gpus) for v in state.jobs if not v.adaptive), default=0)
+        obj = PolluxObjective(state, p=self.p, restart_delay=self.restart_delay, max_replicas=max(cap, rigid_max),
+                              max_nodes=self.max_nodes, cache=self.cache, num_nodes=len(ids),
+                              job_types=self.view_types(state))
+        obj.cap = np.where(obj.rigid > 0, obj.rigid, np.minimum(obj.cap, cap))
+        return obj
 
     def columns(self, cluster: Cluster) -> tuple[list[str], np.ndarray, np.ndarray]:
         ids, _, _, m = virtual_nodes(cluster)
@@ -161,16 +175,19 @@ class PolluxUnawarePolicy(PolluxPolicy):
 
     def to_nodes(self, obj: PolluxObjective, col_ids: list[str], best: np.ndarray) -> dict[str, dict[str, int]]:
         """Keep each job's GPUs of its majority type (ties: :data:`TIE_PRIORITY`), merge virtual nodes onto real
-        ones; remembers the kept virtual layout for the next round's base state."""
-        _, real, typ, _ = virtual_nodes(obj.cluster)
+        ones; remembers the kept virtual layout for the next round's base state.
+
+        A rigid job runs on exactly its GPU count or not at all: one left short by the drop is placed again on its
+        majority type (:meth:`_place_rigid`, in the job order, after every job the drop left whole), or gets nothing
+        this round."""
+        _, real, typ, m = virtual_nodes(obj.cluster)
         types = list(obj.cluster.type_names)
         rank = {t: (TIE_PRIORITY.index(t) if t in TIE_PRIORITY else len(TIE_PRIORITY) + types.index(t))
                 for t in types}
         col_t = np.array([types.index(t) for t in typ], dtype=np.int64)
-        nodes: dict[str, dict[str, int]] = {}
-        self._vprev = {}
-        dropped = 0
-        for j, jid in enumerate(obj.ids):
+        keep: dict[int, np.ndarray] = {}
+        short: list[tuple[int, int, np.ndarray]] = []
+        for j in range(len(obj.ids)):
             row = best[j]
             if not row.any():
                 continue
@@ -179,18 +196,58 @@ class PolluxUnawarePolicy(PolluxPolicy):
             keep_t = min((k for k in range(len(types)) if per[k] == top), key=lambda k: rank[types[k]])
             kept = np.where(col_t == keep_t, row, 0)
             if obj.rigid[j] and int(kept.sum()) != int(obj.rigid[j]):
-                kept = np.zeros_like(row)
-            dropped += int(row.sum() - kept.sum())
-            nz = np.flatnonzero(kept)
+                short.append((j, keep_t, kept))
+            else:
+                keep[j] = kept
+        used = sum(keep.values(), np.zeros(len(col_ids), dtype=np.int64))
+        dist = np.zeros(len(col_ids), dtype=bool)  # virtual nodes holding a distributed job
+        for kept in keep.values():
+            if np.count_nonzero(kept) > 1:
+                dist |= kept > 0
+        for j, keep_t, kept in short:
+            got = self._place_rigid(int(obj.rigid[j]), np.where(col_t == keep_t, m - used, 0), kept, dist)
+            if got is not None:
+                keep[j] = got
+                used += got
+                if np.count_nonzero(got) > 1:
+                    dist |= got > 0
+        nodes: dict[str, dict[str, int]] = {}
+        self._vprev = {}
+        for j in sorted(keep):
+            nz = np.flatnonzero(keep[j])
             if not nz.size:
                 continue
-            self._vprev[jid] = {col_ids[k]: int(kept[k]) for k in nz.tolist()}
+            jid = obj.ids[j]
+            self._vprev[jid] = {col_ids[k]: int(keep[j][k]) for k in nz.tolist()}
             out: dict[str, int] = {}
             for k in nz.tolist():
-                out[real[k]] = out.get(real[k], 0) + int(kept[k])
+                out[real[k]] = out.get(real[k], 0) + int(keep[j][k])
             nodes[jid] = out
-        self._dropped = dropped
+        self._dropped = int(best.sum()) - sum(int(v.sum()) for v in keep.values())
         return nodes
+
+    @staticmethod
+    def _place_rigid(need: int, free: np.ndarray, kept: np.ndarray, dist: np.ndarray) -> np.ndarray | None:
+        """``need`` GPUs on the virtual nodes with ``free`` GPUs (0 off the job's type), or None when they do not
+        fit: on one virtual node if one has room (the one holding most of ``kept``, the job's GPUs the search gave
+        it there, else the fullest that fits: the fewest free GPUs left idle beside it), else spread over the virtual
+        nodes no other distributed job holds, those of ``kept`` first, then the most free (the published "at most
+        one distributed job per node")."""
+        out = np.zeros_like(free)
+        fits = np.flatnonzero(free >= need)
+        if fits.size:
+            own = fits[kept[fits] > 0]
+            k = int(own[np.argmax(kept[own])]) if own.size else int(fits[np.argmin(free[fits])])
+            out[k] = need
+            return out
+        ok = free * ~dist
+        if int(ok.sum()) < need:
+            return None
+        for k in np.lexsort((-ok, -(kept > 0).astype(np.int64))).tolist():  # kept first, then most free; ties in node order
+            out[k] = min(int(ok[k]), need - int(out.sum()))
+            if out.sum() == need:
+                break
+        return out
 
     def decide(self, state: RoundState) -> Decision:
         self._dropped = 0
