@@ -6,8 +6,9 @@ Sections (each a set of :func:`schedopt.sim.simulate_many` calls on Sia's 64-GPU
   and Philly workloads.
 * ``adaptivity`` -- a seeded fraction of the jobs rigid at their requested GPUs and batch
   (:func:`schedopt.sim.adaptivity.limit_adaptivity`: 0, 25, 50, 75, 100 %), ``sia-any-rigid`` (Sia with rigid jobs
-  of any GPU count) against ``pollux`` and ``gavel`` (``pollux-unaware`` leaves rigid jobs unscheduled: 8 of 10
-  unfinished after 50 simulated minutes on ten all-rigid cifar10 jobs, so it is not used here).
+  of any GPU count) against ``pollux`` and ``gavel`` (``pollux``: Pollux's search on Sia's per-type goodput; the
+  section was designed when ``pollux-unaware`` left rigid jobs unscheduled, which its type-aware repair has fixed
+  since, and keeps ``pollux`` so its records stay comparable).
 * ``load`` -- arrival times divided by the load factor (0.5 ... 2: twice the jobs per hour at 2), ``sia`` against
   ``pollux-unaware``.
 * ``sensitivity`` -- Sia's ``p`` in [-1, 1] at ``lambda`` = 1.1 and ``lambda`` in [1.0, 2.0] at ``p`` = -0.5.
