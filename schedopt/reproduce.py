@@ -15,8 +15,9 @@ Sections (each a set of :func:`schedopt.sim.simulate_many` calls on Sia's 64-GPU
 * ``scale`` -- the policy's time per round (wall and CPU) on ``sia-<G>`` clusters (64 ... 2,048 GPUs) with the
   workload's jobs repeated G/64 times (the artifact's ``scale_<k>x`` construction), runs capped in simulated time.
 
-Every simulation's records are written to ``out/raw/<section>/*.jsonl`` the moment its group finishes; a rerun
-skips what is on disk (resumable at that granularity). ``out/report.md`` has one table per section beside the
+Every simulation's record is written under ``out/raw/<section>/<group>.parts/`` the moment it finishes, and the
+group's records to ``out/raw/<section>/*.jsonl`` when the group ends; a rerun skips what is on disk, so a stopped
+run loses at most the simulations that were running. ``out/report.md`` has one table per section beside the
 paper's claim, and ``out/*.png`` the figures. ``--quick``: the first 16 jobs of saturn/1 and two points per sweep
 (about a minute on two cores); the full run is many hours on two cores (see the README for the measured time).
 """
@@ -27,6 +28,7 @@ import argparse
 import json
 import math
 import re
+import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -182,8 +184,9 @@ class _Runner:
         todo_wls = [w for w in workloads if any(not path(p, w).is_file() for p in policies)]
         if todo_pols and todo_wls:
             t0 = time.perf_counter()
+            parts = d / f"{_slug(key)}.parts"  # every simulation's record the moment it ends: a stopped group resumes
             res = simulate_many(todo_pols, todo_wls, executor=self.executor, workers=self.workers,
-                                progress=self.progress, estimator=self.estimator,
+                                progress=self.progress, estimator=self.estimator, output_dir=parts, resume=True,
                                 **({"job_model": self.job_model} | kw))
             k = 0
             for p in todo_pols:
@@ -193,6 +196,7 @@ class _Runner:
                         raise RuntimeError(f"simulation {p} on {w} failed: {done.error}")
                     path(p, w).write_text(done.to_jsonl())
                     k += 1
+            shutil.rmtree(parts, ignore_errors=True)  # the group's files above hold every record now
             self.simulations += len(res)
             self.log(f"{section}/{key}: {len(res)} simulations in {time.perf_counter() - t0:.0f} s")
         for p in policies:

@@ -67,3 +67,27 @@ def test_quick_reproduction_writes_every_table_and_resumes(tmp_path) -> None:
     assert not logs  # nothing was simulated again
     strip = [ln for ln in text.splitlines() if "wall" not in ln]
     assert [ln for ln in rep2.read_text().splitlines() if "wall" not in ln] == strip
+
+
+def test_a_stopped_group_keeps_the_simulations_that_finished(tmp_path) -> None:
+    """A group's simulations are kept one by one (``<group>.parts``): a group stopped after its first simulation
+    reruns only the others, and the kept record comes back unchanged (its measured policy times included, which a
+    rerun could not reproduce to the bit)."""
+    from schedopt.reproduce import _Runner, _slug
+    from schedopt.sim import read_jsonl, simulate_many
+
+    wl = _Workloads(tmp_path, 4, ("cifar10",))
+    w = wl.base("saturn/1")
+    kw = {"cluster": "sia-64", "max_time": 1800.0}
+    d = tmp_path / "raw" / "main"
+    # the state a stop leaves: fifo's simulation of the group finished and kept, tiresias' not
+    simulate_many(["fifo"], [w], workers=1, progress=False, estimator="oracle", job_model="sia",
+                  output_dir=d / f"{_slug('g')}.parts", **kw)
+    (kept,) = [p for p in (d / "g.parts").iterdir() if p.suffix == ".jsonl"]
+    before = kept.read_text()
+    run = _Runner(tmp_path, 1, None, False, lambda m: None, "oracle", "sia")
+    res = run.run("main", "g", ["fifo", "tiresias"], [w], **kw)
+    times = [r.policy_seconds for r in read_jsonl(before).rounds]
+    assert len(times) > 10 and [r.policy_seconds for r in res[("fifo", w)].rounds] == times
+    assert res[("tiresias", w)].summary()["jobs"] == 4
+    assert not (d / "g.parts").exists()  # the group's own files hold every record now
