@@ -211,6 +211,28 @@ def test_search_in_int16_and_int64_agree_bit_for_bit() -> None:
     assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) and a[0].dtype == np.int64
 
 
+@pytest.mark.parametrize("seed", [2, 5])
+def test_search_by_products_and_by_loops_agree_bit_for_bit(seed: int) -> None:
+    """On small blocks the repair's prefix sums over jobs and its first-distributed-job rule run as products with
+    triangular matrices in float64 (``GeneticSearch._small``); forced onto the loop and argmax path they give the
+    same population and fitness, and the prefix sums equal numpy's cumsum on either path."""
+    from schedopt.pollux import GeneticSearch
+
+    spec = generate(64, seed)
+    init = np.concatenate([spec.current_matrix[None], np.zeros((1, spec.num_jobs, len(spec.cols)), np.int64)])
+    outs = []
+    for small in (True, False):
+        gs = GeneticSearch(spec, np.random.default_rng(7))
+        assert gs._small(40) is (spec.num_jobs >= 2)
+        if not small:
+            gs._small = lambda P: False  # type: ignore[method-assign]
+        blk = np.random.default_rng(seed).integers(0, 5, (len(spec.cols), spec.num_jobs, 40)).astype(gs.dtype)
+        assert np.array_equal(gs._cumsum_jobs(blk), np.cumsum(blk, axis=1, dtype=gs.dtype))
+        outs.append(gs.run(init, 40, 20))
+    (a, b) = outs
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+
+
 def test_search_takes_an_init_beyond_int16() -> None:
     """An initial individual with an entry no int16 prefix sum holds switches the search to int64; the repair brings
     it within the node's GPUs (regression: the population type must follow what ``init`` holds)."""

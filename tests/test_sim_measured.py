@@ -60,6 +60,21 @@ def test_an_unmeasured_placement_is_interpolated_over_the_measured_shapes() -> N
     assert measured.lookup("yolov3", "rtx2080ti", (32, 32, 32), 4.0) is None
 
 
+def test_shapes_measured_on_one_node_only_interpolate_over_the_coordinates_that_vary() -> None:
+    """The artifact measured the RTX 6000 on one node only (placements 1-4): its points are flat in (nodes,
+    replicas, batch), where the published LinearNDInterpolator raises QhullError. Ours interpolates over (replicas,
+    batch): a measured point returns its row, a point on a grid edge the midpoint, another node count nothing."""
+    prof = measured.profile("yolov3", "rtx6000")
+    assert prof is not None and set(prof.points[:, 0]) == {1.0}
+    assert measured.lookup_shape("yolov3", "rtx6000", 1, 3, 4.0) == pytest.approx(
+        (0.37714863, 0.18048739), rel=1e-7)
+    # (3 GPUs, batch 5) lies on the grid edge between batches 4 and 6 at 3 GPUs
+    assert measured.lookup_shape("yolov3", "rtx6000", 1, 3, 5.0) == pytest.approx(
+        ((0.37714863 + 0.49465001) / 2, (0.18048739 + 0.18019466) / 2), rel=1e-7)
+    assert measured.lookup_shape("yolov3", "rtx6000", 2, 4, 8.0) is None  # never measured across nodes
+    assert measured.lookup_shape("yolov3", "rtx6000", 1, 5, 8.0) is None  # beyond the measured GPU counts
+
+
 def test_step_time_adds_the_compute_part_per_accumulation_step() -> None:
     st, sy = A100_1[16]
     assert measured.step_time("yolov3", "a100", (1,), 16, 0) == pytest.approx(st)

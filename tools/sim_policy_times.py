@@ -39,10 +39,12 @@ FIELDS = ["date", "label", "policy", "workload", "cluster", "max_time_s", "wall_
 CHILD = """
 import json, sys
 from schedopt import sim
-from schedopt.sim.workloads import default_job_model
 wl, cl, pol, cap, jm = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+if not jm:  # the preset's default (imported only then: older versions, measured beside, lack it)
+    from schedopt.sim.workloads import default_job_model
+    jm = default_job_model(cl)
 r = sim.simulate(sim.cluster_preset(cl), sim.load_workload(wl), sim.get_policy(pol),
-                 job_model=jm or default_job_model(cl), max_time=float(cap) if cap else None, progress=False)
+                 job_model=jm, max_time=float(cap) if cap else None, progress=False)
 s = r.summary()
 print(json.dumps({"rounds": s["rounds"], "jobs": s["jobs"], "finished": s["finished"], "avg_jct_s": s["avg_jct_s"],
                   "policy_cpu_ms_median": 1e3 * s["policy_cpu_s_median"],

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from . import _lbfgsb
 from ._validate import (
     InputError,
     as_float_array,
@@ -334,24 +335,24 @@ def fit_throughput(
         th[free] = x
         return th
 
-    bounds = [(lo, hi) if i < 6 else (1.0, 10.0) for i in free]
+    lo_b = np.array([lo if i < 6 else 1.0 for i in free])
+    hi_b = np.array([hi if i < 6 else 10.0 for i in free])
     best_val, best_theta = np.inf, None
     # OpenBLAS's thread pool makes L-BFGS-B on these few parameters 5-8x slower (its threads spin on tiny
     # vectors): by default the fit runs on one BLAS thread (tools/bench_fit_threads.py measures it).
-    import scipy.optimize  # here, not at import: it costs ~0.25 s CPU that a solve without a fit never uses
-
+    # L-BFGS-B through _lbfgsb.minimize: scipy's routine without scipy.optimize.minimize's per-call and
+    # per-evaluation overhead, the same iterates (scipy.optimize is imported there on first use, not at import:
+    # it costs ~0.25 s CPU that a solve without a fit never uses)
     with _blas_libraries().limit(limits=blas_threads):
         for gamma0 in starts:
             start = np.clip(np.log([alpha_c0, beta_c0, *net_start(gamma0)]), lo, hi)
             start = np.append(start, gamma0)
             for i, v in fixed.items():
                 start[i] = v
-            res = scipy.optimize.minimize(
-                lambda x: _free_objective(full(x), free, args), start[free], method="L-BFGS-B", jac=True,
-                bounds=bounds, options={"maxiter": 1000},
-            )
-            if res.fun < best_val:
-                best_val, best_theta = res.fun, full(res.x)
+            x, fun = _lbfgsb.minimize(lambda x: _free_objective(full(x), free, args), start[free], lo_b, hi_b,
+                                      maxiter=1000)
+            if fun < best_val:
+                best_val, best_theta = fun, full(x)
     if best_theta is None:  # every start ended on a non-finite objective (degenerate measurements)
         raise InputError("measurements", len(starts), "the throughput fit found no finite optimum from any start")
     p = _theta_to_params(best_theta)

@@ -65,6 +65,7 @@ class GeneticSearch:
         self._view_t = None if spec.view is None else np.where(spec.view >= 0, spec.view, 0)[:, None]
         self._capc: dict[int, np.ndarray] = {}
         self._pon: dict[int, np.ndarray] = {}
+        self._tril: dict[int, np.ndarray] = {}
         # flat offsets of the (job, type) blocks: of each job's type where it is fixed (a view, or one type), and of
         # each job's first type
         self._jt_off = (self._jidx * Tt + (0 if self._view_t is None else self._view_t)) * Nn * R
@@ -138,13 +139,28 @@ class GeneticSearch:
         return got
 
     def _cumsum_jobs(self, s: np.ndarray) -> np.ndarray:
-        """Prefix sums over the jobs axis (a loop of J vector adds: faster than numpy's accumulate on this axis)."""
-        if self.J > 24:
-            return np.cumsum(s, axis=1)
+        """Prefix sums over the jobs axis, in the population's type. numpy's accumulate on this middle axis is the
+        slowest way; on small blocks one product with a lower-triangular matrix of ones in float64 (exact: sums of
+        small integers; a few BLAS calls) beats a loop of J vector adds 1.5-2x, and the loop wins on large blocks,
+        where BLAS would also start threads (a block of J * J * P multiply-adds under 2^15 stays on one thread)."""
+        if self._small(s.shape[2]):
+            return np.matmul(self._tri(0), s.astype(np.float64)).astype(s.dtype)
         c = s.copy()
         for j in range(1, self.J):
             c[:, j] += c[:, j - 1]
         return c
+
+    def _small(self, P: int) -> bool:
+        """Whether a product over the jobs axis of an (N, J, P) block is one BLAS thread's small work (J * J * P
+        multiply-adds under 2^15, where OpenBLAS stays on one thread and the product beats J vector adds)."""
+        return 2 <= self.J and self.J * self.J * P <= 1 << 15
+
+    def _tri(self, k: int) -> np.ndarray:
+        """The (J, J) lower-triangular matrix of ones from diagonal ``k`` (0: inclusive prefix sums; -1: strict)."""
+        got = self._tril.get(k)
+        if got is None:
+            got = self._tril[k] = np.tril(np.ones((self.J, self.J)), k)
+        return got
 
     def repair(self, s: np.ndarray) -> np.ndarray:
         """Repair ``s`` (N, J, P, C-contiguous) in place and return it."""
@@ -174,8 +190,13 @@ class GeneticSearch:
         on = s > 0
         mask = on & (on.sum(axis=0, dtype=dt) > 1)[None]
         if mask.any():
-            first = mask.argmax(axis=1)  # (N, P): the first distributed job on each node
-            s[mask & (self._jcol != first[:, None, :])] = 0
+            # every distributed job after the first on its node: a count of the ones before it (a product with a
+            # strictly lower-triangular matrix, exact in float64, on small blocks; else the first by argmax)
+            if self._small(P):
+                s[mask & (np.matmul(self._tri(-1), mask.astype(np.float64)) > 0)] = 0
+            else:
+                first = mask.argmax(axis=1)  # (N, P): the first distributed job on each node
+                s[mask & (self._jcol != first[:, None, :])] = 0
         # at most cap GPUs and max_nodes nodes per job, over a random node order (only job rows over a limit change)
         flat = s.reshape(N, J * P)
         capr = self._cap_cols(J * P)
@@ -215,11 +236,12 @@ class GeneticSearch:
         reset, zero_rows, u = draws
         np.copyto(s, self.base, where=reset[None])
         # the zero mutation: 10 % of job rows, each of their entries with probability 0.1
-        jj, pp = np.nonzero(zero_rows)
-        if jj.size:
-            sub = s[:, jj, pp]
+        cols = np.flatnonzero(zero_rows)  # (job, individual) columns of the (N, J * P) view, in (job, individual) order
+        if cols.size:
+            flat2 = s.reshape(s.shape[0], -1)
+            sub = flat2[:, cols]
             sub[rng.random(sub.shape) < 0.1] = 0
-            s[:, jj, pp] = sub
+            flat2[:, cols] = sub
         # the raise: on a node with a free GPU, each entry with probability p1 + p2 - p1 p2 (p1 = 1 / J, p2 = 1 / the
         # jobs already on the node, for them), to a count uniform in its value .. the node's capacity
         dt = self.dtype

@@ -76,15 +76,56 @@ class MeasuredProfile:
         return self.lookup_shape(len(p), sum(p), local_bsz)
 
     def lookup_shape(self, nodes: int, replicas: int, local_bsz: float) -> tuple[float, float] | None:
-        """(step, sync) by (nodes, replicas, local batch) in the triangulation of the measured points, or ``None``."""
-        if self._nd is None:
-            from scipy.interpolate import LinearNDInterpolator
+        """(step, sync) by (nodes, replicas, local batch) in the triangulation of the measured points, or ``None``.
 
-            self._nd = LinearNDInterpolator(self.points, self.values)
-        got = self._nd([[min(int(nodes), MAX_NODES), int(replicas), float(local_bsz)]])[0]
-        if not np.all(np.isfinite(got)):
+        A coordinate that every measured point shares (the artifact's rtx6000 rows are all on one node) leaves the
+        points flat in three dimensions, where a triangulation does not exist (the published ``LinearNDInterpolator``
+        raises ``QhullError``): the interpolation then runs over the coordinates that vary, and a query off the
+        shared value is outside the measurements (``None``). Points that are degenerate otherwise (collinear in
+        the varying coordinates) answer ``None`` too, so the caller falls back to the fitted model."""
+        q = np.array([min(int(nodes), MAX_NODES), int(replicas), float(local_bsz)], dtype=float)
+        if self._nd is None:
+            self._nd = _Interpolator(self.points, self.values)
+        got = self._nd(q)
+        if got is None or not np.all(np.isfinite(got)):
             return None
         return float(got[0]), float(got[1])
+
+
+class _Interpolator:
+    """Linear interpolation over the measured points' varying coordinates (see :meth:`MeasuredProfile.lookup_shape`)."""
+
+    def __init__(self, points: np.ndarray, values: np.ndarray) -> None:
+        self.fixed = np.flatnonzero(np.ptp(points, axis=0) == 0)
+        self.free = np.flatnonzero(np.ptp(points, axis=0) > 0)
+        self.at = points[0, self.fixed]
+        self.values = values
+        self.nd: Any = None
+        self.x: np.ndarray | None = None
+        if self.free.size >= 2:
+            from scipy.interpolate import LinearNDInterpolator
+            from scipy.spatial import QhullError
+
+            try:
+                self.nd = LinearNDInterpolator(points[:, self.free], values)
+            except QhullError:  # degenerate in the varying coordinates too: nothing to interpolate in
+                self.nd = None
+        elif self.free.size == 1:
+            x = points[:, self.free[0]]
+            order = np.argsort(x, kind="stable")
+            self.x, self.values = x[order], values[order]
+
+    def __call__(self, q: np.ndarray) -> np.ndarray | None:
+        if np.any(q[self.fixed] != self.at):
+            return None
+        if self.free.size >= 2:
+            return None if self.nd is None else np.asarray(self.nd(q[self.free][None, :])[0])
+        if self.free.size == 1:
+            x = float(q[self.free[0]])
+            if self.x is None or not self.x[0] <= x <= self.x[-1]:
+                return None
+            return np.array([np.interp(x, self.x, self.values[:, k]) for k in range(self.values.shape[1])])
+        return np.asarray(self.values[0])
 
 
 @cache
