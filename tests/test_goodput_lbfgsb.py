@@ -104,3 +104,21 @@ def test_a_failed_self_check_falls_back_to_scipy_minimize(fresh_state, monkeypat
     assert f == pytest.approx(0.0, abs=1e-6)
     _lbfgsb.minimize(_rosen, [0.5, 0.5, 0.5], lo, hi)
     assert len(calls) == 1
+
+
+def test_repeated_points_and_a_nan_region_count_evaluations_as_scipy() -> None:
+    """Where the objective is NaN the routine asks again at points it already had; scipy's ScalarFunction answers
+    those from its kept value, and so does the driver: the same point, value and count of real evaluations (which
+    scipy's maxfun rule reads)."""
+    if not _lbfgsb.lean_available():
+        pytest.skip("the lean driver is not available on this scipy")
+
+    def fg(x: np.ndarray) -> tuple[float, np.ndarray]:
+        if x[0] > 0.5:
+            return float("nan"), np.full_like(x, np.nan)
+        return float(np.sum((x - 1.0) ** 2)), 2.0 * (x - 1.0)
+
+    lo, hi = np.full(3, -2.0), np.full(3, 2.0)
+    x, f, nfev = _lbfgsb._lean(fg, np.zeros(3), lo, hi, 1000)
+    res = scipy.optimize.minimize(fg, np.zeros(3), method="L-BFGS-B", jac=True, bounds=list(zip(lo, hi)))
+    assert np.array_equal(x, res.x) and np.isnan(f) and np.isnan(res.fun) and nfev == res.nfev

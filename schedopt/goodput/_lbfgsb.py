@@ -52,13 +52,23 @@ def _lean(fg: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray, 
     isave = np.zeros(44, dtype=np.int32)
     dsave = np.zeros(29, dtype=np.float64)
     factr = _FTOL / np.finfo(float).eps
-    nit = nfev = 0
+    nit = 0
+    # scipy's ScalarFunction: evaluated once at the (clipped) start, then again only at a point that differs from
+    # the last one evaluated (a repeated point returns the kept value); ``nfev`` counts real evaluations, as scipy's
+    # maxfun rule reads them; the routine gets a copy of the gradient, so the kept one stays as evaluated
+    last_x = x.copy()
+    last_f, last_g = fg(x.copy())
+    last_g = np.array(last_g, dtype=np.float64)
+    nfev = 1
     while True:
         _lbfgsb.setulb(m, x, low, up, nbd, f, g, factr, _GTOL, wa, iwa, task, lsave, isave, dsave, _MAXLS, ln_task)
-        if task[0] == 3:  # f and g at x (scipy's ScalarFunction evaluates a copy of x)
-            f, g = fg(x.copy())
-            g = np.asarray(g, dtype=np.float64)
-            nfev += 1
+        if task[0] == 3:  # f and g at x
+            if not np.array_equal(x, last_x):
+                last_x = x.copy()
+                last_f, last_g = fg(x.copy())
+                last_g = np.array(last_g, dtype=np.float64)
+                nfev += 1
+            f, g = last_f, last_g.copy()
         elif task[0] == 1:  # a new iterate
             nit += 1
             if nit >= maxiter:
