@@ -1,4 +1,4 @@
-"""The throughput fit's lean L-BFGS-B driver (schedopt.goodput._lbfgsb, issue 26): the same iterates as
+"""The throughput fit's lean L-BFGS-B driver (schedopt.goodput.lbfgsb, issue 26): the same iterates as
 scipy.optimize.minimize, bit for bit, on the fit's own problems; a stopping rule that matches scipy's; and a
 fallback to scipy.optimize.minimize when its self-check fails."""
 
@@ -9,17 +9,17 @@ import pytest
 import scipy
 import scipy.optimize
 
-from schedopt.goodput import _lbfgsb
+from schedopt.goodput import lbfgsb
 from schedopt.goodput._throughput import PARAM_NAMES, ThroughputParams, fit_throughput
 
 
 @pytest.fixture
 def fresh_state():
     """Run a test with the process's self-check state cleared, and put it back afterwards."""
-    saved = list(_lbfgsb._STATE)
-    _lbfgsb._STATE.clear()
-    yield _lbfgsb._STATE
-    _lbfgsb._STATE[:] = saved
+    saved = list(lbfgsb._STATE)
+    lbfgsb._STATE.clear()
+    yield lbfgsb._STATE
+    lbfgsb._STATE[:] = saved
 
 
 def _rows(rng: np.random.Generator) -> tuple[np.ndarray, ...]:
@@ -41,7 +41,7 @@ def test_the_lean_driver_is_the_path_taken_on_this_scipy(fresh_state) -> None:
     """On scipy >= 1.15 (the C setulb the driver calls) the self-check passes, so the fast path is what runs."""
     if tuple(int(x) for x in scipy.__version__.split(".")[:2]) < (1, 15):
         pytest.skip("the lean driver targets scipy >= 1.15's setulb; older versions fall back")
-    assert _lbfgsb.lean_available() is True
+    assert lbfgsb.lean_available() is True
     assert fresh_state == [True]
 
 
@@ -49,7 +49,7 @@ def test_the_lean_driver_is_the_path_taken_on_this_scipy(fresh_state) -> None:
 def test_fits_are_bit_identical_to_scipy_minimize(fresh_state, starts) -> None:
     """40 random fits (pinned and free parameters, one or several starts): every parameter is the very same float
     through the lean driver and through scipy.optimize.minimize."""
-    if not _lbfgsb.lean_available():
+    if not lbfgsb.lean_available():
         pytest.skip("the lean driver is not available on this scipy")
     rng = np.random.default_rng(26)
     for _ in range(20):
@@ -73,11 +73,11 @@ def _rosen(x: np.ndarray) -> tuple[float, np.ndarray]:
 def test_minimize_matches_scipy_including_its_iteration_limit(maxiter) -> None:
     """Rosenbrock in 5 variables, one bound active at the optimum: the point and value equal scipy's, also when
     the iteration limit stops both early; a start outside the bounds is clipped as scipy clips it."""
-    if not _lbfgsb.lean_available():
+    if not lbfgsb.lean_available():
         pytest.skip("the lean driver is not available on this scipy")
     lo, hi = np.full(5, -2.0), np.array([2.0, 2.0, 2.0, 0.8, 2.0])
     x0 = np.array([-1.2, 1.0, 3.0, 0.5, -1.0])  # x0[2] outside its bound
-    x, f = _lbfgsb.minimize(_rosen, x0, lo, hi, maxiter=maxiter)
+    x, f = lbfgsb.minimize(_rosen, x0, lo, hi, maxiter=maxiter)
     res = scipy.optimize.minimize(_rosen, x0, method="L-BFGS-B", jac=True, bounds=list(zip(lo, hi)),
                                   options={"maxiter": maxiter})
     assert np.array_equal(x, res.x) and f == res.fun
@@ -96,13 +96,13 @@ def test_a_failed_self_check_falls_back_to_scipy_minimize(fresh_state, monkeypat
         calls.append(1)
         raise TypeError("setulb() takes 18 positional arguments")
 
-    monkeypatch.setattr(_lbfgsb, "_lean", broken)
+    monkeypatch.setattr(lbfgsb, "_lean", broken)
     lo, hi = np.full(3, -2.0), np.full(3, 2.0)
-    x, f = _lbfgsb.minimize(_rosen, [0.0, 0.0, 0.0], lo, hi)
+    x, f = lbfgsb.minimize(_rosen, [0.0, 0.0, 0.0], lo, hi)
     assert fresh_state == [False] and len(calls) == 1
     np.testing.assert_allclose(x, [1.0, 1.0, 1.0], atol=1e-3)
     assert f == pytest.approx(0.0, abs=1e-6)
-    _lbfgsb.minimize(_rosen, [0.5, 0.5, 0.5], lo, hi)
+    lbfgsb.minimize(_rosen, [0.5, 0.5, 0.5], lo, hi)
     assert len(calls) == 1
 
 
@@ -110,7 +110,7 @@ def test_repeated_points_and_a_nan_region_count_evaluations_as_scipy() -> None:
     """Where the objective is NaN the routine asks again at points it already had; scipy's ScalarFunction answers
     those from its kept value, and so does the driver: the same point, value and count of real evaluations (which
     scipy's maxfun rule reads)."""
-    if not _lbfgsb.lean_available():
+    if not lbfgsb.lean_available():
         pytest.skip("the lean driver is not available on this scipy")
 
     def fg(x: np.ndarray) -> tuple[float, np.ndarray]:
@@ -119,6 +119,6 @@ def test_repeated_points_and_a_nan_region_count_evaluations_as_scipy() -> None:
         return float(np.sum((x - 1.0) ** 2)), 2.0 * (x - 1.0)
 
     lo, hi = np.full(3, -2.0), np.full(3, 2.0)
-    x, f, nfev = _lbfgsb._lean(fg, np.zeros(3), lo, hi, 1000)
+    x, f, nfev = lbfgsb._lean(fg, np.zeros(3), lo, hi, 1000)
     res = scipy.optimize.minimize(fg, np.zeros(3), method="L-BFGS-B", jac=True, bounds=list(zip(lo, hi)))
     assert np.array_equal(x, res.x) and np.isnan(f) and np.isnan(res.fun) and nfev == res.nfev

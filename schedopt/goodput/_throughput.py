@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from . import _lbfgsb
+from . import lbfgsb
 from ._validate import (
     InputError,
     as_float_array,
@@ -340,7 +340,7 @@ def fit_throughput(
     best_val, best_theta = np.inf, None
     # OpenBLAS's thread pool makes L-BFGS-B on these few parameters 5-8x slower (its threads spin on tiny
     # vectors): by default the fit runs on one BLAS thread (tools/bench_fit_threads.py measures it).
-    # L-BFGS-B through _lbfgsb.minimize: scipy's routine without scipy.optimize.minimize's per-call and
+    # L-BFGS-B through lbfgsb.minimize: scipy's routine without scipy.optimize.minimize's per-call and
     # per-evaluation overhead, the same iterates (scipy.optimize is imported there on first use, not at import:
     # it costs ~0.25 s CPU that a solve without a fit never uses)
     with _blas_libraries().limit(limits=blas_threads):
@@ -349,7 +349,7 @@ def fit_throughput(
             start = np.append(start, gamma0)
             for i, v in fixed.items():
                 start[i] = v
-            x, fun = _lbfgsb.minimize(lambda x: _free_objective(full(x), free, args), start[free], lo_b, hi_b,
+            x, fun = lbfgsb.minimize(lambda x: _free_objective(full(x), free, args), start[free], lo_b, hi_b,
                                       maxiter=1000)
             if fun < best_val:
                 best_val, best_theta = fun, full(x)
