@@ -131,7 +131,6 @@ class _Workers:
                     self._idle += 1
                 task.done.set()
 
-
     def busy(self) -> bool:
         """Whether a solve is running (or queued) on a worker thread right now."""
         with self._lock:

@@ -341,8 +341,8 @@ def fit_throughput(
     # OpenBLAS's thread pool makes L-BFGS-B on these few parameters 5-8x slower (its threads spin on tiny
     # vectors): by default the fit runs on one BLAS thread (tools/bench_fit_threads.py measures it).
     # L-BFGS-B through lbfgsb.minimize: scipy's routine without scipy.optimize.minimize's per-call and
-    # per-evaluation overhead, the same iterates (scipy.optimize is imported there on first use, not at import:
-    # it costs ~0.25 s CPU that a solve without a fit never uses)
+    # per-evaluation overhead, the same iterates (scipy.optimize is imported by the first fit, in _blas_libraries,
+    # not at import: it costs ~0.25 s CPU that a solve without a fit never uses)
     with _blas_libraries().limit(limits=blas_threads):
         for gamma0 in starts:
             start = np.clip(np.log([alpha_c0, beta_c0, *net_start(gamma0)]), lo, hi)

@@ -118,8 +118,9 @@ class GeneticSearch:
         tot = float(np.add.reduce(vals, axis=None))
         if tot != tot:  # NaN: some point not computed yet
             miss = np.isnan(vals)
-            tt = np.broadcast_to(self._view_t if t is None and self._view_t is not None else
-                                 (np.zeros((1, 1), np.int64) if t is None else t), r.shape)
+            if t is None:  # each job's fixed type: its view's, or the only one (0)
+                t = self._view_t if self._view_t is not None else np.zeros((1, 1), np.int64)
+            tt = np.broadcast_to(t, r.shape)
             jj = np.broadcast_to(self._jidx, r.shape)[miss]
             self.table(jj, tt[miss], n[miss], r[miss])  # fills spec.goodput there (and the rest of each job's type)
             for jt in np.unique(jj * Tt + tt[miss]).tolist():

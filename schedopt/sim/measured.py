@@ -96,8 +96,8 @@ class _Interpolator:
     """Linear interpolation over the measured points' varying coordinates (see :meth:`MeasuredProfile.lookup_shape`)."""
 
     def __init__(self, points: np.ndarray, values: np.ndarray) -> None:
-        self.fixed = np.flatnonzero(np.ptp(points, axis=0) == 0)
-        self.free = np.flatnonzero(np.ptp(points, axis=0) > 0)
+        spread = np.ptp(points, axis=0)
+        self.fixed, self.free = np.flatnonzero(spread == 0), np.flatnonzero(spread > 0)
         self.at = points[0, self.fixed]
         self.values = values
         self.nd: Any = None

@@ -19,6 +19,7 @@ scale factor onto the servers with the most free GPUs, a job that does not fit i
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import time
 from collections import Counter
@@ -194,12 +195,10 @@ def relabel_nodes(cluster: Cluster, nodes: Mapping[str, Mapping[str, int]],
         k = len(ids)
         score = np.zeros((k, k))
         for j, alloc in nodes.items():
-            was = previous.get(j, {})
-            for n, c in alloc.items():
-                if n in pos:
-                    for m, c0 in was.items():
-                        if m in pos:
-                            score[pos[n], pos[m]] += min(c, c0)
+            now = [(pos[n], c) for n, c in alloc.items() if n in pos]
+            was = [(pos[m], c) for m, c in previous.get(j, {}).items() if m in pos]
+            for (a, c), (b, c0) in itertools.product(now, was):
+                score[a, b] += min(c, c0)
         rows, cols = linear_sum_assignment(-(score * (k + 1) + np.eye(k)))
         rename.update({ids[r]: ids[c] for r, c in zip(rows.tolist(), cols.tolist(), strict=True)})
     return {j: {rename.get(n, n): c for n, c in alloc.items()} for j, alloc in nodes.items()}
