@@ -171,3 +171,55 @@ def test_cli_estimator_flag(tmp_path: Path) -> None:
     assert read_record(tmp_path / "runs" / "sia__head__seed0.jsonl").meta.estimator == "oracle"
     with pytest.raises(SystemExit):
         parser.parse_args(["simulate", "--workload", str(p), "--estimator", "truth"])
+
+
+class _BlasSpy(_Grow):
+    """:class:`_Grow` that records the BLAS pools' sizes while it decides."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pools: list[int] = []
+
+    def decide(self, state):  # type: ignore[no-untyped-def]
+        from threadpoolctl import threadpool_info
+
+        self.pools += [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+        return super().decide(state)
+
+
+def test_a_simulation_runs_on_one_blas_thread_and_gives_the_pools_back() -> None:
+    """simulate runs under blas_threads(1) (issue 26: OpenBLAS's threads only spin on a simulation's small vectors):
+    with the pools at two threads before, the policy sees one thread in every pool in every round, and the pools are
+    at two again after."""
+    import scipy.optimize  # noqa: F401  (loads scipy's OpenBLAS, as a simulation's first fit does)
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+        if not before or max(before) < 2:
+            pytest.skip("this OpenBLAS cannot run two threads")
+        pol = _BlasSpy()
+        simulate(Cluster((GpuType("g", 4, 1),)), Workload("one", (WorkloadJob("A", 0.0, "w", 1, 8),)), pol,
+                 job_model=JM, max_time=240.0)
+        assert pol.pools and set(pol.pools) == {1}
+        assert [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"] == before
+
+
+def test_blas_threads_limits_restores_and_checks_its_argument() -> None:
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from schedopt.goodput import blas_threads
+
+    def pools() -> list[int]:
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = pools()
+        with blas_threads(1):
+            assert set(pools()) == {1}
+        assert pools() == before
+        with blas_threads(None):
+            assert pools() == before
+    for bad in (0, -1, 1.5, True, "1"):
+        with pytest.raises(InputError, match="blas_threads"), blas_threads(bad):  # type: ignore[arg-type]
+            pass

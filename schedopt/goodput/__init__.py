@@ -26,7 +26,7 @@ from ._goodput import (
     goodput,
     goodput_matrix,
 )
-from ._throughput import PARAM_NAMES, ThroughputParams, fit_throughput, prediction_errors
+from ._throughput import PARAM_NAMES, ThroughputParams, blas_threads, fit_throughput, prediction_errors
 from ._validate import InputError
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "JobGoodputModel",
     "Measurement",
     "ThroughputParams",
+    "blas_threads",
     "bootstrap",
     "bootstrap_params",
     "efficiency",

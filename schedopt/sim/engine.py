@@ -11,6 +11,7 @@ bit (the policy's wall time is recorded, and only enters the simulation with ``c
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import sys
@@ -18,9 +19,10 @@ import time
 import warnings
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from ..errors import InputError
+from ..goodput import blas_threads
 from ..results import Limit
 from ..sia import Cluster, Config, Placement
 from ..sia.check import config_shape_ok
@@ -274,6 +276,23 @@ def _check_placement(cluster: Cluster, pname: str, placer: Placer, chosen: Mappi
             raise InputError(f"placer[{placer.name}].configs", jid, "has no configuration for a placed job")
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _one_blas_thread(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``fn`` run under :func:`schedopt.goodput.blas_threads` ``(1)``: a simulation's numerical work is on vectors of
+    tens of elements, where OpenBLAS's threads only spin (about 1 s of CPU on saturn/1 under ``sia-measured``)."""
+
+    @functools.wraps(fn)
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with blas_threads(1):
+            return fn(*args, **kwargs)
+
+    return run
+
+
+@_one_blas_thread
 def simulate(
     cluster: Cluster,
     workload: Workload,
@@ -306,6 +325,7 @@ def simulate(
     jobs_total)`` (heartbeats of sweeps; it must not raise). ``placer``: maps configurations and GPU requests onto
     GPUs (:class:`~schedopt.sim.roles.Placer`, a registered name; default ``sia``). ``admission``: accepts, defers or
     rejects arriving jobs (:class:`~schedopt.sim.roles.Admission`, a registered name; default ``accept-all``).
+    The whole run is on one BLAS thread (:func:`schedopt.goodput.blas_threads`; the pools are restored after).
     """
     if not isinstance(cluster, Cluster):
         raise InputError("cluster", type(cluster).__name__, "must be a schedopt.sia.Cluster")
