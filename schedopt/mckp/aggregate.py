@@ -50,7 +50,7 @@ class Aggregate:
         a = self.st
         y = np.asarray(np.rint(y), dtype=np.int64)
         E = np.cumsum(y)
-        base = np.r_[0, E][a.starts]  # counts before each class
+        base = np.concatenate(([0], E))[a.starts]  # counts before each class
         tot = np.add.reduceat(y, a.starts) if a.n else np.zeros(0, np.int64)
         c = self.cls
         target = base[c] + self.rank
@@ -97,7 +97,7 @@ def aggregate(st: MckpStructure) -> Aggregate:
         pw = np.cumprod(np.full(M, 0x9E3779B97F4A7C15, dtype=np.uint64), dtype=np.uint64)
         h = np.add.reduceat((ks.astype(np.uint64) + np.uint64(1)) * pw[pos], st.starts)
     og = np.lexsort((np.arange(G), h, st.counts))
-    newc = np.r_[True, (h[og[1:]] != h[og[:-1]]) | (st.counts[og[1:]] != st.counts[og[:-1]])]
+    newc = np.concatenate(([True], (h[og[1:]] != h[og[:-1]]) | (st.counts[og[1:]] != st.counts[og[:-1]])))
     cls = np.empty(G, dtype=np.int64)
     cls[og] = np.cumsum(newc) - 1
     rep = og[newc]  # first (lowest) group of each class
@@ -114,12 +114,12 @@ def aggregate(st: MckpStructure) -> Aggregate:
     C = rep.size
     mult = np.bincount(cls, minlength=C).astype(np.int64)
     members = np.lexsort((np.arange(G), cls))
-    cstart = np.r_[0, np.cumsum(mult)[:-1]]
+    cstart = np.concatenate(([0], np.cumsum(mult)[:-1]))
     rank = np.empty(G, dtype=np.int64)
     rank[members] = np.arange(G) - cstart[cls[members]]
     # 4. the aggregated structure: the representative groups' columns, in key order
     cnt = st.counts[rep]
-    astarts = np.r_[0, np.cumsum(cnt)[:-1]].astype(np.int64)
+    astarts = np.concatenate(([0], np.cumsum(cnt)[:-1])).astype(np.int64)
     tot = int(cnt.sum())
     sel = sc[np.repeat(st.starts[rep] - astarts, cnt) + np.arange(tot)]
     agroup = np.repeat(np.arange(C), cnt)

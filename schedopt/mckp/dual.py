@@ -14,8 +14,10 @@ Those counts, rounded down, are the repair's best start.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -49,11 +51,11 @@ class ColumnSet:
         self.idx = idx
         g = st.group[idx]
         if idx.size:
-            newg = np.r_[True, g[1:] != g[:-1]]
+            newg = np.concatenate(([True], g[1:] != g[:-1]))
             starts = np.flatnonzero(newg)
         else:
             starts = np.zeros(0, dtype=np.int64)
-        counts = np.diff(np.r_[starts, idx.size]).astype(np.int64)
+        counts = np.diff(np.concatenate((starts, [idx.size]))).astype(np.int64)
         self.gid = g[starts]
         self.starts, self.counts = starts, counts
         self.v = st.value[idx]
@@ -101,8 +103,31 @@ class ColumnSet:
         gmax = np.maximum.reduceat(rc, self.starts)
         hit = np.flatnonzero(rc >= np.repeat(gmax, self.counts))
         gl = np.repeat(np.arange(self.starts.size), self.counts)[hit]
-        first = hit[np.r_[True, gl[1:] != gl[:-1]]]
+        first = hit[np.concatenate(([True], gl[1:] != gl[:-1]))]
         return gmax, self.idx[first]
+
+
+_LP_HIGHS = threading.local()
+
+
+def _lp_highs() -> Any:
+    """This thread's HiGHS instance for :meth:`LagrangianDual.solve_lp`, options set once, its model cleared: a new
+    ``highspy.Highs()`` with its options cost about 0.1 ms a round, as much as the LP's own simplex on a 64-GPU
+    Sia round (``passModel`` replaces the model whole, so every solve starts from the same state: the same answers,
+    checked on the 764 round models of a saturn/1 run)."""
+    h = getattr(_LP_HIGHS, "h", None)
+    if h is None:
+        import highspy
+
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", 1)
+        h.setOptionValue("presolve", "off")
+        h.setOptionValue("simplex_strategy", 4)
+        _LP_HIGHS.h = h
+    else:
+        h.clearModel()
+    return h
 
 
 class _Master:
@@ -119,9 +144,9 @@ class _Master:
         # 0.2 ms wall a run on a loaded 2-core machine against 0.12 ms; 23 -> 16 us CPU; same answers)
         h.setOptionValue("threads", 1)
         inf = highspy.kHighsInf
-        cost = np.r_[np.zeros(self.K), 1.0]
-        lower = np.r_[np.zeros(self.K), -inf]
-        upper = np.r_[lam_max, inf]
+        cost = np.concatenate((np.zeros(self.K), [1.0]))
+        lower = np.concatenate((np.zeros(self.K), [-inf]))
+        upper = np.concatenate((lam_max, [inf]))
         h.addCols(self.K + 1, cost, lower, upper, 0, np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0))
         self.h = h
         self.inf = inf
@@ -132,7 +157,7 @@ class _Master:
         self.h.changeColsBounds(self.K, self.kidx, lo, hi)
 
     def add_cut(self, o: OracleAnswer) -> None:
-        vals = np.r_[-o.s, 1.0]
+        vals = np.concatenate((-o.s, [1.0]))
         self.h.addRow(float(o.L - o.s @ o.lam), self.inf, self.K + 1, self.idx, vals)
 
     def solve(self) -> tuple[np.ndarray, float]:
@@ -216,7 +241,7 @@ class LagrangianDual:
         cap = st.cap if cap is None else cap
         self.oracle_calls += 1
         self.oracle_columns += cs.idx.size
-        gmax, best = cs.evaluate(np.r_[lam, 0.0])
+        gmax, best = cs.evaluate(np.concatenate((lam, [0.0])))
         pos = gmax > 0
         choice = np.full(self.G, -1, dtype=np.int64)
         choice[cs.gid[pos]] = best[pos]
@@ -234,13 +259,13 @@ class LagrangianDual:
         st = self.st
         self.oracle_calls += 1
         self.oracle_columns += st.n
-        rc = self.v - st.priced(np.r_[lam, 0.0])
+        rc = self.v - st.priced(np.concatenate((lam, [0.0])))
         if not st.n:
             return OracleAnswer(lam, float(lam @ st.cap), st.cap.copy(), np.zeros(0, np.int64)), rc, np.zeros(0)
         gmax = np.maximum.reduceat(rc, st.starts)
         hit = np.flatnonzero(rc >= gmax[st.group])
         gh = st.group[hit]
-        first = hit[np.r_[True, gh[1:] != gh[:-1]]]
+        first = hit[np.concatenate(([True], gh[1:] != gh[:-1]))]
         pos = gmax > 0
         choice = np.where(pos, first, -1)
         if self.mult is None:
@@ -263,8 +288,8 @@ class LagrangianDual:
         """Columns that can be their group's best for some prices in the box [lo, hi] (W >= 0: a column's reduced
         value is largest at ``lo``; its group's best is at least the best reduced value at ``hi``, and 0)."""
         st = self.st
-        ub = self.v - st.priced(np.r_[lo, 0.0])
-        rc_hi = self.v - st.priced(np.r_[hi, 0.0])
+        ub = self.v - st.priced(np.concatenate((lo, [0.0])))
+        rc_hi = self.v - st.priced(np.concatenate((hi, [0.0])))
         lbg = np.maximum(np.maximum.reduceat(rc_hi, st.starts), 0.0)
         tol = 1e-9 * (np.abs(self.v) + 1.0)
         return np.flatnonzero(ub >= lbg[st.group] - tol)
@@ -356,13 +381,8 @@ class LagrangianDual:
         lp.a_matrix_.start_ = np.concatenate([[0], np.cumsum(keep.sum(axis=1))]).astype(np.int32)
         lp.a_matrix_.index_ = rows[keep].astype(np.int32)
         lp.a_matrix_.value_ = vals[keep]
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("threads", 1)
-        h.setOptionValue("presolve", "off")
-        h.setOptionValue("simplex_strategy", 4)
-        if math.isfinite(self.deadline):
-            h.setOptionValue("time_limit", max(self.time_left(), 1e-3))
+        h = _lp_highs()
+        h.setOptionValue("time_limit", max(self.time_left(), 1e-3) if math.isfinite(self.deadline) else inf)
         h.passModel(lp)
         h.run()
         self.lp_status = h.modelStatusToString(h.getModelStatus())

@@ -348,7 +348,7 @@ class ResidualClosure:
             mem = mem[np.lexsort((agg.rank[mem], agg.cls[mem]))]
             mpos = np.searchsorted(og, agg.cls[mem])  # open-class position of each member
             rcnt = np.bincount(gi, minlength=og.size)
-            rstart = np.r_[0, np.cumsum(rcnt)[:-1]]
+            rstart = np.concatenate(([0], np.cumsum(rcnt)[:-1]))
             mcnt = rcnt[mpos]
             tot = int(mcnt.sum())
             var_mem = np.repeat(np.arange(mem.size), mcnt)
@@ -376,7 +376,7 @@ class ResidualClosure:
             W = ast.weights_csr(res_cols)[:, var_rc]
             val = ast.value[res_cols][var_rc]
             # warm start: the members of a class take the incumbent's counts in column order
-            before = np.cumsum(ws) - ws - np.r_[0, np.cumsum(ws)][rstart][gi]
+            before = np.cumsum(ws) - ws - np.concatenate(([0], np.cumsum(ws)))[rstart][gi]
             rk = agg.rank[mem][var_mem]
             start = ((rk >= before[var_rc]) & (rk < before[var_rc] + ws[var_rc])).astype(np.float64)
         if ast.K:

@@ -61,8 +61,8 @@ class GreedyRepair:
             gi = np.searchsorted(gs, st.group[cc])
             f = self._weight_on(cc, k) < Dcur[gi, k] - captol[k]
             cc, gi = cc[f], gi[f]
-            cand_g = np.r_[gi, np.arange(gs.size)]
-            cand_c = np.r_[cc, np.full(gs.size, -1)]
+            cand_g = np.concatenate((gi, np.arange(gs.size)))
+            cand_c = np.concatenate((cc, np.full(gs.size, -1)))
             D = st.dense(cand_c) - Dcur[cand_g]
             slack = np.maximum(cap - usage, 0.0)
             lim = np.where(viol | pure, 0.0, slack) + captol
@@ -75,7 +75,7 @@ class GreedyRepair:
             lam_o[k] = 0.0
             score = ((vcur - valt) + D @ lam_o) / (-D[:, k])
             o = np.lexsort((score, cand_g))
-            firsts = o[np.r_[True, cand_g[o][1:] != cand_g[o][:-1]]]
+            firsts = o[np.concatenate(([True], cand_g[o][1:] != cand_g[o][:-1]))]
             o2 = firsts[np.argsort(score[firsts], kind="stable")]
             freed = np.cumsum(-D[o2, k])
             p = int(np.searchsorted(freed, over[k] - captol[k])) + 1
@@ -114,7 +114,7 @@ class GreedyRepair:
             cand, gc, gain = cand[keep], gc[keep], gain[keep]
             slack = np.maximum(cap - usage, 0.0)
             if K:
-                slack_pad = np.r_[slack + captol, np.inf]
+                slack_pad = np.concatenate((slack + captol, [np.inf]))
                 ri, wt = st.ri[cand], st.wt[cand]
                 fit = np.all(wt - Wcur[gc[:, None], ri] <= slack_pad[ri], axis=1)
                 cand, gc, gain = cand[fit], gc[fit], gain[fit]
@@ -129,7 +129,7 @@ class GreedyRepair:
                 use = np.zeros(cand.size)
             score = gain / (use + 1e-12)
             o = np.lexsort((-score, gc))
-            firsts = o[np.r_[True, gc[o][1:] != gc[o][:-1]]]
+            firsts = o[np.concatenate(([True], gc[o][1:] != gc[o][:-1]))]
             o2 = firsts[np.argsort(-score[firsts], kind="stable")]
             if K:
                 inc = np.cumsum(Dp[o2], axis=0)
@@ -175,18 +175,18 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
     K = a.K
     mult = a.mult if a.mult is not None else np.ones(a.G, dtype=np.int64)
     y = y.astype(np.int64).copy()
-    vpad = np.r_[a.value, 0.0]
+    vpad = np.concatenate((a.value, [0.0]))
     Dpad = np.vstack([a.dense(np.arange(a.n)), np.zeros((1, K))])
     cap = a.cap
     tol = TOL * np.maximum(1.0, cap)
     gtol = 1e-12 * max(1.0, float(np.abs(a.value).sum()))
     tgt_cols = np.flatnonzero(delta <= gam)
-    tgt_g = np.r_[a.group[tgt_cols], np.flatnonzero(bestg <= gam)]
-    tgt_o = np.r_[tgt_cols, np.full(tgt_g.size - tgt_cols.size, -1)]
+    tgt_g = np.concatenate((a.group[tgt_cols], np.flatnonzero(bestg <= gam)))
+    tgt_o = np.concatenate((tgt_cols, np.full(tgt_g.size - tgt_cols.size, -1)))
     o = np.argsort(tgt_g, kind="stable")
     tgt_g, tgt_o = tgt_g[o], tgt_o[o]
     tcnt = np.bincount(tgt_g, minlength=a.G)
-    tstart = np.r_[0, np.cumsum(tcnt)[:-1]]
+    tstart = np.concatenate(([0], np.cumsum(tcnt)[:-1]))
     done = 0
     for _ in range(max_rounds):
         if time.perf_counter() > deadline or (stop is not None and stop()) or float(a.value @ y) >= target:
@@ -194,9 +194,9 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
         used = np.flatnonzero(y > 0)
         none_cnt = mult - (np.add.reduceat(y, a.starts) if a.n else 0)
         ng = np.flatnonzero(none_cnt > 0)
-        src_g = np.r_[a.group[used], ng]
-        src_o = np.r_[used, np.full(ng.size, -1)]
-        src_n = np.r_[y[used], none_cnt[ng]]
+        src_g = np.concatenate((a.group[used], ng))
+        src_o = np.concatenate((used, np.full(ng.size, -1)))
+        src_n = np.concatenate((y[used], none_cnt[ng]))
         rep = tcnt[src_g]
         tot = int(rep.sum())
         if not tot:
@@ -218,7 +218,7 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
         cp = np.repeat(np.arange(gain.size), mn)
         order = cp[np.lexsort((-gain[cp], inv[cp]))]
         si = inv[order]
-        first = np.r_[True, si[1:] != si[:-1]]
+        first = np.concatenate(([True], si[1:] != si[:-1]))
         rank = np.arange(si.size) - np.maximum.accumulate(np.where(first, np.arange(si.size), 0))
         top = rank < kmax
         order, si, rank = order[top], si[top], rank[top]
@@ -243,13 +243,13 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
             break
         room = float(brg[P].max()) + float(lam @ np.maximum(slack, 0.0)) + gtol
         Bq = np.flatnonzero(brg > -room)
-        q1 = np.r_[Bq, -1]
+        q1 = np.concatenate((Bq, [-1]))
         qa = np.repeat(q1, q1.size)
         qb = np.tile(q1, q1.size)
-        bt_pad = np.r_[bt, -1]
+        bt_pad = np.concatenate((bt, [-1]))
         okq = ((qa < qb) | ((qa == -1) & (qb == -1))) & ((bt_pad[qa] != bt_pad[qb]) | (qb == -1))
         qa, qb = qa[okq], qb[okq]
-        bg_pad = np.r_[bg, 0.0]
+        bg_pad = np.concatenate((bg, [0.0]))
         bD_pad = np.vstack([bD, np.zeros((1, K))])
         qg = bg_pad[qa] + bg_pad[qb]
         qD = bD_pad[qa] + bD_pad[qb]
@@ -259,7 +259,7 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
             _, qinv = np.unique(qD @ _KEY[:K], return_inverse=True)
             qo = np.lexsort((-qg, qinv))
             qs = qinv[qo]
-            qf = np.r_[True, qs[1:] != qs[:-1]]
+            qf = np.concatenate(([True], qs[1:] != qs[:-1]))
             qr = np.arange(qs.size) - np.maximum.accumulate(np.where(qf, np.arange(qs.size), 0))
             qk = qo[qr < 3]
             qa, qb, qg, qD = qa[qk], qb[qk], qg[qk], qD[qk]
@@ -337,7 +337,7 @@ def kick_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.ndar
             cols = np.arange(a.starts[c], a.starts[c] + a.counts[c])
             src = cols[(yk[cols] > 0) & (cols != t)]
             free = int(mult[c] - yk[cols].sum())
-            opts = np.r_[src, [-1] if free > 0 else []].astype(np.int64)
+            opts = np.concatenate((src, [-1] if free > 0 else [])).astype(np.int64)
             if not opts.size:
                 continue
             s_ = int(opts[rng.integers(opts.size)])

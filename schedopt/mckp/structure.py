@@ -343,13 +343,13 @@ def presolve(model: LinearModel, d: Detected) -> MckpStructure:
         order = np.argsort(gkey, kind="stable")
         cols, gkey = cols[order], gkey[order]
     if cols.size:
-        newg = np.r_[True, gkey[1:] != gkey[:-1]]
+        newg = np.concatenate(([True], gkey[1:] != gkey[:-1]))
         starts = np.flatnonzero(newg)
         group = np.cumsum(newg) - 1
     else:
         starts = np.zeros(0, dtype=np.int64)
         group = np.zeros(0, dtype=np.int64)
-    counts = np.diff(np.r_[starts, cols.size]).astype(np.int64)
+    counts = np.diff(np.concatenate((starts, [cols.size]))).astype(np.int64)
     # ELL weights of the kept columns
     pos = np.full(n, -1, dtype=np.int64)
     pos[cols] = np.arange(cols.size)
