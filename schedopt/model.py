@@ -261,6 +261,20 @@ def _as_float_array(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray
     return arr
 
 
+def _float_copy(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """``_as_float_array(name, value, shape).ravel().copy()``: a new flat float64 array. A Python float (or int
+    within int64) scalar and a float64 array of exactly ``shape`` without NaN take a direct path (the same values:
+    the checks they skip cannot fail on them); anything else goes through :func:`_as_float_array`."""
+    tv = type(value)
+    if tv is float or (tv is int and -(1 << 63) <= value < (1 << 63)):
+        v = float(value)
+        if v == v:  # not NaN
+            return np.full(math.prod(shape), v)
+    elif tv is np.ndarray and value.dtype == np.float64 and value.shape == shape and not np.isnan(value).any():
+        return value.ravel().copy() if value.ndim != 1 else value.copy()
+    return _as_float_array(name, value, shape).ravel().copy()
+
+
 def _check_bounds(name: str, lower: np.ndarray, upper: np.ndarray) -> None:
     for side, arr, wrong in (("lower", lower, np.inf), ("upper", upper, -np.inf)):
         hit = arr == wrong
@@ -287,6 +301,49 @@ def _as_matrix(name: str, value: Any) -> sp.csr_matrix:
     if arr.ndim != 2:
         raise InputError(name, arr.shape, "must be a 2-D matrix (one row per constraint)")
     return sp.csr_matrix(arr)
+
+
+def _clean_csr_copy(value: Any, num_cols: int) -> sp.csr_matrix | None:
+    """The direct path of a family's coefficients: for a ``scipy.sparse.csr_matrix`` with float64 data and int32
+    indices in canonical form (sorted, no duplicates: what the problem builders hand over) whose data is finite,
+    below :data:`MAX_MAGNITUDE` and holds no tiny nonzero, and with at most ``num_cols`` columns, the CSR copy the
+    general path gives (the same data, indices and index pointers, widened to ``num_cols``), built with one
+    construction; ``None`` for anything else (which then takes the general path, its checks and its messages)."""
+    if type(value) is not sp.csr_matrix or value.dtype != np.float64 or value.shape[1] > num_cols:
+        return None
+    if value.indices.dtype != np.int32 or value.indptr.dtype != np.int32 or not value.has_canonical_format:
+        return None
+    data = value.data
+    if data.size:
+        a = np.abs(data)
+        # NaN fails the first test; inf, a huge value or a tiny nonzero the others
+        if not ((a < MAX_MAGNITUDE).all() and not ((a < TINY_COEFFICIENT) & (a != 0)).any()):
+            return None
+    return sp.csr_matrix((data.copy(), value.indices.copy(), value.indptr.copy()), shape=(value.shape[0], num_cols))
+
+
+_INT32_MAX = int(np.iinfo(np.int32).max)
+
+
+def _stack_csr(mats: list[sp.csr_matrix], n: int) -> sp.csr_matrix:
+    """``scipy.sparse.vstack(mats, format="csr")`` for CSR blocks of ``n`` columns: the same arrays (data, indices
+    and index pointers concatenated, each block's pointers shifted by the entries before it) and the same final
+    construction. Blocks with int32 indices take that direct path (vstack's own index type then is int32 too);
+    others go through ``vstack``."""
+    nnz = sum(int(M.indptr[-1]) for M in mats)
+    if nnz > _INT32_MAX or n > _INT32_MAX or any(
+        M.indptr.dtype != np.int32 or M.indices.dtype != np.int32 or M.data.size != M.indptr[-1] for M in mats
+    ):
+        return sp.vstack(mats, format="csr")
+    data = np.concatenate([M.data for M in mats])
+    indices = np.concatenate([M.indices for M in mats])
+    parts, offset = [], 0
+    for M in mats:
+        parts.append(M.indptr[:-1] + np.int32(offset))
+        offset += int(M.indptr[-1])
+    parts.append(np.array([offset], dtype=np.int32))
+    indptr = np.concatenate(parts)
+    return sp.csr_matrix((data, indices, indptr), shape=(sum(M.shape[0] for M in mats), n))
 
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -404,8 +461,8 @@ class LinearModel:
             vkind = VarKind(kind)
         except (TypeError, ValueError) as exc:
             raise InputError(f"variables[{name}].kind", kind, "must be continuous, integer or binary") from exc
-        lo = _as_float_array(f"variables[{name}].lower", lower, shp).ravel().copy()
-        up = _as_float_array(f"variables[{name}].upper", upper, shp).ravel().copy()
+        lo = _float_copy(f"variables[{name}].lower", lower, shp)
+        up = _float_copy(f"variables[{name}].upper", upper, shp)
         if vkind is VarKind.BINARY:
             lo = np.maximum(lo, 0.0)
             up = np.minimum(up, 1.0)
@@ -492,6 +549,14 @@ class LinearModel:
             v = np.concatenate([p[2] for p in parts])
             A = sp.csr_matrix((v, (r, cidx)), shape=(m, self.num_cols))
         else:
+            A = _clean_csr_copy(coeffs, self.num_cols)
+            if A is not None:
+                if A.shape[0] > MAX_SIZE or self.num_rows + A.shape[0] > MAX_SIZE:
+                    raise InputError(f"constraints[{family}].coeffs", A.shape,
+                                     f"more than {MAX_SIZE:,} rows in the model")
+                if nrows is not None and A.shape[0] != nrows:
+                    raise InputError(f"constraints[{family}].coeffs", A.shape, f"row count differs from {nrows}")
+                return A
             A = _as_matrix(f"constraints[{family}].coeffs", coeffs)
             if A.shape[1] > self.num_cols:
                 raise InputError(
@@ -531,8 +596,8 @@ class LinearModel:
         _check_name("constraints", name, self.blocks, self.families)
         A = self._coeff_matrix(name, coeffs, None)
         m = A.shape[0]
-        lo = _as_float_array(f"constraints[{name}].lower", lower, (m,)).copy()
-        up = _as_float_array(f"constraints[{name}].upper", upper, (m,)).copy()
+        lo = _float_copy(f"constraints[{name}].lower", lower, (m,))
+        up = _float_copy(f"constraints[{name}].upper", upper, (m,))
         _check_bounds(f"constraints[{name}]", lo, up)
         row_labels: tuple[Any, ...] | None = None
         if labels is not None:
@@ -564,7 +629,7 @@ class LinearModel:
                 if not isinstance(bname, str) or bname not in self.blocks:
                     raise InputError("objective", bname, "names no variable block")
                 blk = self.blocks[bname]
-                self._c[bname] = _as_float_array(f"objective[{bname}]", vec, blk.shape).ravel().copy()
+                self._c[bname] = _float_copy(f"objective[{bname}]", vec, blk.shape)
         else:
             full = _as_float_array("objective", coeffs, (self.num_cols,))
             for b in self.blocks.values():
@@ -595,7 +660,7 @@ class LinearModel:
                 A if A.shape[1] == n else sp.csr_matrix((A.data, A.indices, A.indptr), shape=(A.shape[0], n))
                 for A in self._rows
             ]
-            A = sp.vstack(mats, format="csr")
+            A = _stack_csr(mats, n)
             rl = np.concatenate(self._row_lower)
             ru = np.concatenate(self._row_upper)
         else:
