@@ -105,7 +105,7 @@ class VarBlock:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return int(math.prod(self.shape))
 
     @property
     def stop(self) -> int:
@@ -261,16 +261,31 @@ def _as_float_array(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray
     return arr
 
 
+def _plain_scalar(value: Any) -> float | None:
+    """A Python float, or an int within int64, as the float64 the array path makes of it; ``None`` for NaN and for
+    anything else (which takes the array path and its checks)."""
+    tv = type(value)
+    if tv is float or (tv is int and -(1 << 63) <= value < (1 << 63)):
+        v = float(value)
+        return v if v == v else None
+    return None
+
+
+def _scalar_bounds_ok(lo: float, up: float) -> bool:
+    """Whether :func:`_check_bounds` passes on arrays whose entries all equal ``lo`` and ``up`` (so it need not
+    run): no ``+inf`` lower or ``-inf`` upper, finite magnitudes below :data:`MAX_MAGNITUDE`, ``lo <= up``."""
+    return (lo != INF and up != -INF and (abs(lo) < MAX_MAGNITUDE or lo == -INF)
+            and (abs(up) < MAX_MAGNITUDE or up == INF) and not lo > up)
+
+
 def _float_copy(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
     """``_as_float_array(name, value, shape).ravel().copy()``: a new flat float64 array. A Python float (or int
     within int64) scalar and a float64 array of exactly ``shape`` without NaN take a direct path (the same values:
     the checks they skip cannot fail on them); anything else goes through :func:`_as_float_array`."""
-    tv = type(value)
-    if tv is float or (tv is int and -(1 << 63) <= value < (1 << 63)):
-        v = float(value)
-        if v == v:  # not NaN
-            return np.full(math.prod(shape), v)
-    elif tv is np.ndarray and value.dtype == np.float64 and value.shape == shape and not np.isnan(value).any():
+    v = _plain_scalar(value)
+    if v is not None:
+        return np.full(math.prod(shape), v)
+    if type(value) is np.ndarray and value.dtype == np.float64 and value.shape == shape and not np.isnan(value).any():
         return value.ravel().copy() if value.ndim != 1 else value.copy()
     return _as_float_array(name, value, shape).ravel().copy()
 
@@ -303,12 +318,14 @@ def _as_matrix(name: str, value: Any) -> sp.csr_matrix:
     return sp.csr_matrix(arr)
 
 
-def _clean_csr_copy(value: Any, num_cols: int) -> sp.csr_matrix | None:
+def _clean_csr_copy(value: Any, num_cols: int, owned: Any = None) -> sp.csr_matrix | None:
     """The direct path of a family's coefficients: for a ``scipy.sparse.csr_matrix`` with float64 data and int32
     indices in canonical form (sorted, no duplicates: what the problem builders hand over) whose data is finite,
     below :data:`MAX_MAGNITUDE` and holds no tiny nonzero, and with at most ``num_cols`` columns, the CSR copy the
     general path gives (the same data, indices and index pointers, widened to ``num_cols``), built with one
-    construction; ``None`` for anything else (which then takes the general path, its checks and its messages)."""
+    construction; ``None`` for anything else (which then takes the general path, its checks and its messages).
+    ``value is owned`` (a matrix handed over by :meth:`LinearModel._add_constraints_owned`) with ``num_cols``
+    columns is returned itself, without the copy."""
     if type(value) is not sp.csr_matrix or value.dtype != np.float64 or value.shape[1] > num_cols:
         return None
     if value.indices.dtype != np.int32 or value.indptr.dtype != np.int32 or not value.has_canonical_format:
@@ -319,6 +336,8 @@ def _clean_csr_copy(value: Any, num_cols: int) -> sp.csr_matrix | None:
         # NaN fails the first test; inf, a huge value or a tiny nonzero the others
         if not ((a < MAX_MAGNITUDE).all() and not ((a < TINY_COEFFICIENT) & (a != 0)).any()):
             return None
+    if value is owned and value.shape[1] == num_cols:
+        return value
     return sp.csr_matrix((data.copy(), value.indices.copy(), value.indptr.copy()), shape=(value.shape[0], num_cols))
 
 
@@ -395,6 +414,7 @@ class LinearModel:
         self.num_cols = 0
         self.num_rows = 0
         self._cache: ModelArrays | None = None
+        self._owned: sp.csr_matrix | None = None  # the matrix _add_constraints_owned is handing over, if any
         #: nonzero coefficients below :data:`TINY_COEFFICIENT` dropped so far (rows and objective)
         self.dropped_coefficients = 0
         self._created = time.perf_counter()
@@ -461,16 +481,20 @@ class LinearModel:
             vkind = VarKind(kind)
         except (TypeError, ValueError) as exc:
             raise InputError(f"variables[{name}].kind", kind, "must be continuous, integer or binary") from exc
-        lo = _float_copy(f"variables[{name}].lower", lower, shp)
-        up = _float_copy(f"variables[{name}].upper", upper, shp)
-        if vkind is VarKind.BINARY:
-            lo = np.maximum(lo, 0.0)
-            up = np.minimum(up, 1.0)
-        _check_bounds(f"variables[{name}]", lo, up)
-        if vkind is not VarKind.CONTINUOUS:
-            lo = np.ceil(lo - 1e-9)
-            up = np.floor(up + 1e-9)
-            _check_bounds(f"variables[{name}] (integer)", lo, up)
+        got = self._scalar_column_bounds(lower, upper, vkind, math.prod(shp))
+        if got is not None:
+            lo, up = got
+        else:
+            lo = _float_copy(f"variables[{name}].lower", lower, shp)
+            up = _float_copy(f"variables[{name}].upper", upper, shp)
+            if vkind is VarKind.BINARY:
+                lo = np.maximum(lo, 0.0)
+                up = np.minimum(up, 1.0)
+            _check_bounds(f"variables[{name}]", lo, up)
+            if vkind is not VarKind.CONTINUOUS:
+                lo = np.ceil(lo - 1e-9)
+                up = np.floor(up + 1e-9)
+                _check_bounds(f"variables[{name}] (integer)", lo, up)
         lab = self._check_var_labels(name, shp, labels)
         block = VarBlock(name=name, shape=shp, start=self.num_cols, kind=vkind, labels=lab)
         self.blocks[name] = block
@@ -480,6 +504,25 @@ class LinearModel:
         self.num_cols += block.size
         self._cache = None
         return block
+
+    @staticmethod
+    def _scalar_column_bounds(lower: Any, upper: Any, vkind: VarKind, size: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The bounds :meth:`add_variables` computes, for plain scalar bounds that pass its checks: the same float64
+        operations (binary clip, integer rounding) on the two scalars, then filled; ``None`` when a bound is no plain
+        scalar or a check would fail (the array path then runs and raises as before)."""
+        ls, us = _plain_scalar(lower), _plain_scalar(upper)
+        if ls is None or us is None:
+            return None
+        lo, up = np.float64(ls), np.float64(us)
+        if vkind is VarKind.BINARY:
+            lo, up = np.maximum(lo, 0.0), np.minimum(up, 1.0)
+        if not _scalar_bounds_ok(float(lo), float(up)):
+            return None
+        if vkind is not VarKind.CONTINUOUS:
+            lo, up = np.ceil(lo - 1e-9), np.floor(up + 1e-9)
+            if not _scalar_bounds_ok(float(lo), float(up)):
+                return None
+        return np.full(size, lo, dtype=np.float64), np.full(size, up, dtype=np.float64)
 
     @staticmethod
     def _check_var_labels(name: str, shp: tuple[int, ...], labels: Any) -> tuple[tuple[Any, ...], ...] | None:
@@ -549,7 +592,8 @@ class LinearModel:
             v = np.concatenate([p[2] for p in parts])
             A = sp.csr_matrix((v, (r, cidx)), shape=(m, self.num_cols))
         else:
-            A = _clean_csr_copy(coeffs, self.num_cols)
+            # (getattr: a model unpickled from a version without _owned has none)
+            A = _clean_csr_copy(coeffs, self.num_cols, getattr(self, "_owned", None))
             if A is not None:
                 if A.shape[0] > MAX_SIZE or self.num_rows + A.shape[0] > MAX_SIZE:
                     raise InputError(f"constraints[{family}].coeffs", A.shape,
@@ -598,7 +642,9 @@ class LinearModel:
         m = A.shape[0]
         lo = _float_copy(f"constraints[{name}].lower", lower, (m,))
         up = _float_copy(f"constraints[{name}].upper", upper, (m,))
-        _check_bounds(f"constraints[{name}]", lo, up)
+        ls, us = _plain_scalar(lower), _plain_scalar(upper)
+        if ls is None or us is None or not _scalar_bounds_ok(ls, us):
+            _check_bounds(f"constraints[{name}]", lo, up)
         row_labels: tuple[Any, ...] | None = None
         if labels is not None:
             if isinstance(labels, (str, bytes, Mapping)) or not isinstance(labels, (Sequence, np.ndarray)):
@@ -615,6 +661,17 @@ class LinearModel:
         self.num_rows += m
         self._cache = None
         return fam
+
+    def _add_constraints_owned(self, name: str, coeffs: sp.csr_matrix, **kw: Any) -> ConstraintFamily:
+        """:meth:`add_constraints` for a CSR matrix a problem builder made for this model and never touches again:
+        when it takes the direct path (canonical float64 / int32, clean data, the model's width) the model keeps
+        it as is instead of a copy; the family is the one :meth:`add_constraints` adds (same arrays, same checks
+        and errors)."""
+        self._owned = coeffs
+        try:
+            return self.add_constraints(name, coeffs, **kw)
+        finally:
+            self._owned = None
 
     # -------------------------------------------------------------- objective
     def set_objective(self, coeffs: Any, *, sense: str | None = None, constant: float = 0.0) -> None:

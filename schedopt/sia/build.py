@@ -189,19 +189,19 @@ def build_formulation(problem: SiaRound, cache: SiaBuildCache | None = None) -> 
     # (int32 indices: what scipy keeps for them anyway, given directly; the model takes such a canonical CSR as is)
     col = np.arange(P, dtype=np.int32)
     A1 = sp.csr_matrix((np.ones(P), col, _indptr(pt.job, J)), shape=(J, P))
-    m.add_constraints("one_config_per_job", A1, upper=1.0, labels=list(pt.job_ids))
+    m._add_constraints_owned("one_config_per_job", A1, upper=1.0, labels=list(pt.job_ids))
     gpus = cfg.n_gpus[pt.config].astype(np.float64)
     tix = cfg.type_index[pt.config]
     by_type = np.argsort(tix, kind="stable")
     A2 = sp.csr_matrix((gpus[by_type], by_type.astype(np.int32), _indptr(tix, T)), shape=(T, P))
-    m.add_constraints("gpu_capacity", A2, upper=problem.available.astype(np.float64),
+    m._add_constraints_owned("gpu_capacity", A2, upper=problem.available.astype(np.float64),
                       labels=problem.cluster.type_names)
     A3, up3, lab3 = virtual_rows(problem)
-    m.add_constraints("virtual_node_capacity", A3, upper=up3, labels=lab3)
+    m._add_constraints_owned("virtual_node_capacity", A3, upper=up3, labels=lab3)
     fcols = np.flatnonzero(pt.forced)
     A4 = sp.csr_matrix((np.ones(fcols.size), fcols.astype(np.int32), np.arange(fcols.size + 1, dtype=np.int32)),
                        shape=(fcols.size, P))
-    m.add_constraints("forced_config", A4, lower=1.0, labels=[pt.job_ids[i] for i in pt.job[fcols].tolist()])
+    m._add_constraints_owned("forced_config", A4, lower=1.0, labels=[pt.job_ids[i] for i in pt.job[fcols].tolist()])
     objective = {"x": coef}
     if settings.change_penalty > 0 and not auxiliary:
         delta, cconst = change_terms(problem)
