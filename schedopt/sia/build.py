@@ -137,14 +137,15 @@ def virtual_rows(problem: SiaRound) -> tuple[sp.csr_matrix, np.ndarray, list[str
     larger than d_{j+1} (a partial configuration is one block; a rigid shape's remainder is its binary digits) plus
     (d_1 + .. + d_j) per whole node <= (d_1 + .. + d_j) N_t."""
     pt = problem.valid_pairs()
+    split = [(k, t) for k, t in enumerate(problem.cluster.gpu_types) if not is_pow2(t.gpus_per_node) and t.nodes > 0]
+    if not split:
+        return sp.csr_matrix((0, len(pt))), np.zeros(0), []
     cfg = problem.configs
     tix = cfg.type_index[pt.config]
     whole, part = cfg.whole[pt.config], cfg.part[pt.config]
     rows, cols, vals, upper, labels = [], [], [], [], []
     r = 0
-    for k, t in enumerate(problem.cluster.gpu_types):
-        if is_pow2(t.gpus_per_node) or t.nodes == 0:
-            continue
+    for k, t in split:
         bins = virtual_bins(t.gpus_per_node)
         of_t = tix == k
         for lvl in range(len(bins) - 1):
