@@ -643,7 +643,7 @@ class LinearModel:
         lo = _float_copy(f"constraints[{name}].lower", lower, (m,))
         up = _float_copy(f"constraints[{name}].upper", upper, (m,))
         ls, us = _plain_scalar(lower), _plain_scalar(upper)
-        if ls is None or us is None or not _scalar_bounds_ok(ls, us):
+        if m and (ls is None or us is None or not _scalar_bounds_ok(ls, us)):  # (no row: nothing can be wrong)
             _check_bounds(f"constraints[{name}]", lo, up)
         row_labels: tuple[Any, ...] | None = None
         if labels is not None:
