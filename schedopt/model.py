@@ -328,17 +328,21 @@ def _clean_csr_copy(value: Any, num_cols: int, owned: Any = None) -> sp.csr_matr
     columns is returned itself, without the copy."""
     if type(value) is not sp.csr_matrix or value.dtype != np.float64 or value.shape[1] > num_cols:
         return None
-    if value.indices.dtype != np.int32 or value.indptr.dtype != np.int32 or not value.has_canonical_format:
+    if value.indices.dtype != np.int32 or value.indptr.dtype != np.int32:
         return None
     data = value.data
     if data.size:
         a = np.abs(data)
-        # NaN fails the first test; inf, a huge value or a tiny nonzero the others
+        # NaN, inf and a huge value fail the first test, a tiny nonzero the second
         if not ((a < MAX_MAGNITUDE).all() and not ((a < TINY_COEFFICIENT) & (a != 0)).any()):
             return None
     if value is owned and value.shape[1] == num_cols:
-        return value
-    return sp.csr_matrix((data.copy(), value.indices.copy(), value.indptr.copy()), shape=(value.shape[0], num_cols))
+        out = value
+    else:
+        out = sp.csr_matrix((data.copy(), value.indices.copy(), value.indptr.copy()), shape=(value.shape[0], num_cols))
+    # canonical form read on the new matrix (computed there, as the general path's sum_duplicates does: a flag the
+    # caller's matrix cached before its indices were changed in place is not trusted)
+    return out if out.has_canonical_format else None
 
 
 _INT32_MAX = int(np.iinfo(np.int32).max)

@@ -364,3 +364,14 @@ def test_a_row_just_past_the_tolerance_is_reported(by: float, tol: float, violat
     m.add_constraints("r", [[1.0]], upper=0.5 - by)
     got = solution_violation(m.to_arrays(), np.array([0.5]), tol)
     assert (got is not None and got.startswith("row 0 has activity 0.5 outside")) is violated, got
+
+
+def test_a_stale_canonical_flag_on_a_users_matrix_is_not_trusted() -> None:
+    """The caller asked scipy (which cached True), then reversed a row's indices in place: the model still sorts."""
+    A = sp.csr_matrix((np.array([1.0, 2.0]), np.array([0, 2], np.int32), np.array([0, 2], np.int32)), shape=(1, 3))
+    assert A.has_canonical_format
+    A.indices[:] = [2, 0]
+    m = _model(3)
+    m.add_constraints("f", A, upper=9.0)
+    out = m.to_arrays().A
+    assert out.indices.tolist() == [0, 2] and out.data.tolist() == [2.0, 1.0]
