@@ -105,7 +105,7 @@ class VarBlock:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return int(math.prod(self.shape))
 
     @property
     def stop(self) -> int:
@@ -261,6 +261,35 @@ def _as_float_array(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray
     return arr
 
 
+def _plain_scalar(value: Any) -> float | None:
+    """A Python float, or an int within int64, as the float64 the array path makes of it; ``None`` for NaN and for
+    anything else (which takes the array path and its checks)."""
+    tv = type(value)
+    if tv is float or (tv is int and -(1 << 63) <= value < (1 << 63)):
+        v = float(value)
+        return v if v == v else None
+    return None
+
+
+def _scalar_bounds_ok(lo: float, up: float) -> bool:
+    """Whether :func:`_check_bounds` passes on arrays whose entries all equal ``lo`` and ``up`` (so it need not
+    run): no ``+inf`` lower or ``-inf`` upper, finite magnitudes below :data:`MAX_MAGNITUDE`, ``lo <= up``."""
+    return (lo != INF and up != -INF and (abs(lo) < MAX_MAGNITUDE or lo == -INF)
+            and (abs(up) < MAX_MAGNITUDE or up == INF) and not lo > up)
+
+
+def _float_copy(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """``_as_float_array(name, value, shape).ravel().copy()``: a new flat float64 array. A Python float (or int
+    within int64) scalar and a float64 array of exactly ``shape`` without NaN take a direct path (the same values:
+    the checks they skip cannot fail on them); anything else goes through :func:`_as_float_array`."""
+    v = _plain_scalar(value)
+    if v is not None:
+        return np.full(math.prod(shape), v)
+    if type(value) is np.ndarray and value.dtype == np.float64 and value.shape == shape and not np.isnan(value).any():
+        return value.ravel().copy() if value.ndim != 1 else value.copy()
+    return _as_float_array(name, value, shape).ravel().copy()
+
+
 def _check_bounds(name: str, lower: np.ndarray, upper: np.ndarray) -> None:
     for side, arr, wrong in (("lower", lower, np.inf), ("upper", upper, -np.inf)):
         hit = arr == wrong
@@ -287,6 +316,57 @@ def _as_matrix(name: str, value: Any) -> sp.csr_matrix:
     if arr.ndim != 2:
         raise InputError(name, arr.shape, "must be a 2-D matrix (one row per constraint)")
     return sp.csr_matrix(arr)
+
+
+def _clean_csr_copy(value: Any, num_cols: int, owned: Any = None) -> sp.csr_matrix | None:
+    """The direct path of a family's coefficients: for a ``scipy.sparse.csr_matrix`` with float64 data and int32
+    indices in canonical form (sorted, no duplicates: what the problem builders hand over) whose data is finite,
+    below :data:`MAX_MAGNITUDE` and holds no tiny nonzero, and with at most ``num_cols`` columns, the CSR copy the
+    general path gives (the same data, indices and index pointers, widened to ``num_cols``), built with one
+    construction; ``None`` for anything else (which then takes the general path, its checks and its messages).
+    ``value is owned`` (a matrix handed over by :meth:`LinearModel._add_constraints_owned`) with ``num_cols``
+    columns is returned itself, without the copy."""
+    if type(value) is not sp.csr_matrix or value.dtype != np.float64 or value.shape[1] > num_cols:
+        return None
+    if value.indices.dtype != np.int32 or value.indptr.dtype != np.int32:
+        return None
+    data = value.data
+    if data.size:
+        a = np.abs(data)
+        # NaN, inf and a huge value fail the first test, a tiny nonzero the second
+        if not ((a < MAX_MAGNITUDE).all() and not ((a < TINY_COEFFICIENT) & (a != 0)).any()):
+            return None
+    if value is owned and value.shape[1] == num_cols:
+        out = value
+    else:
+        out = sp.csr_matrix((data.copy(), value.indices.copy(), value.indptr.copy()), shape=(value.shape[0], num_cols))
+    # canonical form read on the new matrix (computed there, as the general path's sum_duplicates does: a flag the
+    # caller's matrix cached before its indices were changed in place is not trusted)
+    return out if out.has_canonical_format else None
+
+
+_INT32_MAX = int(np.iinfo(np.int32).max)
+
+
+def _stack_csr(mats: list[sp.csr_matrix], n: int) -> sp.csr_matrix:
+    """``scipy.sparse.vstack(mats, format="csr")`` for CSR blocks of ``n`` columns: the same arrays (data, indices
+    and index pointers concatenated, each block's pointers shifted by the entries before it) and the same final
+    construction. Blocks with int32 indices take that direct path (vstack's own index type then is int32 too);
+    others go through ``vstack``."""
+    nnz = sum(int(M.indptr[-1]) for M in mats)
+    if nnz > _INT32_MAX or n > _INT32_MAX or any(
+        M.indptr.dtype != np.int32 or M.indices.dtype != np.int32 or M.data.size != M.indptr[-1] for M in mats
+    ):
+        return sp.vstack(mats, format="csr")
+    data = np.concatenate([M.data for M in mats])
+    indices = np.concatenate([M.indices for M in mats])
+    parts, offset = [], 0
+    for M in mats:
+        parts.append(M.indptr[:-1] + np.int32(offset))
+        offset += int(M.indptr[-1])
+    parts.append(np.array([offset], dtype=np.int32))
+    indptr = np.concatenate(parts)
+    return sp.csr_matrix((data, indices, indptr), shape=(sum(M.shape[0] for M in mats), n))
 
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -338,6 +418,7 @@ class LinearModel:
         self.num_cols = 0
         self.num_rows = 0
         self._cache: ModelArrays | None = None
+        self._owned: sp.csr_matrix | None = None  # the matrix _add_constraints_owned is handing over, if any
         #: nonzero coefficients below :data:`TINY_COEFFICIENT` dropped so far (rows and objective)
         self.dropped_coefficients = 0
         self._created = time.perf_counter()
@@ -404,16 +485,20 @@ class LinearModel:
             vkind = VarKind(kind)
         except (TypeError, ValueError) as exc:
             raise InputError(f"variables[{name}].kind", kind, "must be continuous, integer or binary") from exc
-        lo = _as_float_array(f"variables[{name}].lower", lower, shp).ravel().copy()
-        up = _as_float_array(f"variables[{name}].upper", upper, shp).ravel().copy()
-        if vkind is VarKind.BINARY:
-            lo = np.maximum(lo, 0.0)
-            up = np.minimum(up, 1.0)
-        _check_bounds(f"variables[{name}]", lo, up)
-        if vkind is not VarKind.CONTINUOUS:
-            lo = np.ceil(lo - 1e-9)
-            up = np.floor(up + 1e-9)
-            _check_bounds(f"variables[{name}] (integer)", lo, up)
+        got = self._scalar_column_bounds(lower, upper, vkind, math.prod(shp))
+        if got is not None:
+            lo, up = got
+        else:
+            lo = _float_copy(f"variables[{name}].lower", lower, shp)
+            up = _float_copy(f"variables[{name}].upper", upper, shp)
+            if vkind is VarKind.BINARY:
+                lo = np.maximum(lo, 0.0)
+                up = np.minimum(up, 1.0)
+            _check_bounds(f"variables[{name}]", lo, up)
+            if vkind is not VarKind.CONTINUOUS:
+                lo = np.ceil(lo - 1e-9)
+                up = np.floor(up + 1e-9)
+                _check_bounds(f"variables[{name}] (integer)", lo, up)
         lab = self._check_var_labels(name, shp, labels)
         block = VarBlock(name=name, shape=shp, start=self.num_cols, kind=vkind, labels=lab)
         self.blocks[name] = block
@@ -423,6 +508,25 @@ class LinearModel:
         self.num_cols += block.size
         self._cache = None
         return block
+
+    @staticmethod
+    def _scalar_column_bounds(lower: Any, upper: Any, vkind: VarKind, size: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The bounds :meth:`add_variables` computes, for plain scalar bounds that pass its checks: the same float64
+        operations (binary clip, integer rounding) on the two scalars, then filled; ``None`` when a bound is no plain
+        scalar or a check would fail (the array path then runs and raises as before)."""
+        ls, us = _plain_scalar(lower), _plain_scalar(upper)
+        if ls is None or us is None:
+            return None
+        lo, up = np.float64(ls), np.float64(us)
+        if vkind is VarKind.BINARY:
+            lo, up = np.maximum(lo, 0.0), np.minimum(up, 1.0)
+        if not _scalar_bounds_ok(float(lo), float(up)):
+            return None
+        if vkind is not VarKind.CONTINUOUS:
+            lo, up = np.ceil(lo - 1e-9), np.floor(up + 1e-9)
+            if not _scalar_bounds_ok(float(lo), float(up)):
+                return None
+        return np.full(size, lo, dtype=np.float64), np.full(size, up, dtype=np.float64)
 
     @staticmethod
     def _check_var_labels(name: str, shp: tuple[int, ...], labels: Any) -> tuple[tuple[Any, ...], ...] | None:
@@ -492,6 +596,15 @@ class LinearModel:
             v = np.concatenate([p[2] for p in parts])
             A = sp.csr_matrix((v, (r, cidx)), shape=(m, self.num_cols))
         else:
+            # (getattr: a model unpickled from a version without _owned has none)
+            A = _clean_csr_copy(coeffs, self.num_cols, getattr(self, "_owned", None))
+            if A is not None:
+                if A.shape[0] > MAX_SIZE or self.num_rows + A.shape[0] > MAX_SIZE:
+                    raise InputError(f"constraints[{family}].coeffs", A.shape,
+                                     f"more than {MAX_SIZE:,} rows in the model")
+                if nrows is not None and A.shape[0] != nrows:
+                    raise InputError(f"constraints[{family}].coeffs", A.shape, f"row count differs from {nrows}")
+                return A
             A = _as_matrix(f"constraints[{family}].coeffs", coeffs)
             if A.shape[1] > self.num_cols:
                 raise InputError(
@@ -531,9 +644,11 @@ class LinearModel:
         _check_name("constraints", name, self.blocks, self.families)
         A = self._coeff_matrix(name, coeffs, None)
         m = A.shape[0]
-        lo = _as_float_array(f"constraints[{name}].lower", lower, (m,)).copy()
-        up = _as_float_array(f"constraints[{name}].upper", upper, (m,)).copy()
-        _check_bounds(f"constraints[{name}]", lo, up)
+        lo = _float_copy(f"constraints[{name}].lower", lower, (m,))
+        up = _float_copy(f"constraints[{name}].upper", upper, (m,))
+        ls, us = _plain_scalar(lower), _plain_scalar(upper)
+        if m and (ls is None or us is None or not _scalar_bounds_ok(ls, us)):  # (no row: nothing can be wrong)
+            _check_bounds(f"constraints[{name}]", lo, up)
         row_labels: tuple[Any, ...] | None = None
         if labels is not None:
             if isinstance(labels, (str, bytes, Mapping)) or not isinstance(labels, (Sequence, np.ndarray)):
@@ -551,6 +666,17 @@ class LinearModel:
         self._cache = None
         return fam
 
+    def _add_constraints_owned(self, name: str, coeffs: sp.csr_matrix, **kw: Any) -> ConstraintFamily:
+        """:meth:`add_constraints` for a CSR matrix a problem builder made for this model and never touches again:
+        when it takes the direct path (canonical float64 / int32, clean data, the model's width) the model keeps
+        it as is instead of a copy; the family is the one :meth:`add_constraints` adds (same arrays, same checks
+        and errors)."""
+        self._owned = coeffs
+        try:
+            return self.add_constraints(name, coeffs, **kw)
+        finally:
+            self._owned = None
+
     # -------------------------------------------------------------- objective
     def set_objective(self, coeffs: Any, *, sense: str | None = None, constant: float = 0.0) -> None:
         """Set the linear objective: a mapping block -> coefficients (shaped like the block) or a full vector."""
@@ -564,7 +690,7 @@ class LinearModel:
                 if not isinstance(bname, str) or bname not in self.blocks:
                     raise InputError("objective", bname, "names no variable block")
                 blk = self.blocks[bname]
-                self._c[bname] = _as_float_array(f"objective[{bname}]", vec, blk.shape).ravel().copy()
+                self._c[bname] = _float_copy(f"objective[{bname}]", vec, blk.shape)
         else:
             full = _as_float_array("objective", coeffs, (self.num_cols,))
             for b in self.blocks.values():
@@ -595,7 +721,7 @@ class LinearModel:
                 A if A.shape[1] == n else sp.csr_matrix((A.data, A.indices, A.indptr), shape=(A.shape[0], n))
                 for A in self._rows
             ]
-            A = sp.vstack(mats, format="csr")
+            A = _stack_csr(mats, n)
             rl = np.concatenate(self._row_lower)
             ru = np.concatenate(self._row_upper)
         else:

@@ -166,12 +166,16 @@ def solution_violation(arrays: Any, x: np.ndarray, tol: float = FEASIBILITY_TOLE
     if arrays.num_rows:
         A = arrays.A
         act = A @ x
-        mag = np.maximum(1.0, abs(A) @ ax)
-        over = np.maximum(arrays.row_lower - act, act - arrays.row_upper) / mag
-        i = int(np.argmax(over))
-        if over[i] > tol:
-            return (f"row {i} has activity {act[i]:.10g} outside [{arrays.row_lower[i]:.10g}, "
-                    f"{arrays.row_upper[i]:.10g}] (by {over[i] * mag[i]:.3g}, {over[i]:.3g} of its magnitude)")
+        raw = np.maximum(arrays.row_lower - act, act - arrays.row_upper)
+        # with tol >= 0, the scaled violation raw / mag (mag >= 1) can exceed tol only where raw does: the
+        # magnitudes |A| @ |x| (a new matrix |A|) are computed only then
+        if tol < 0 or raw.max() > tol:
+            mag = np.maximum(1.0, abs(A) @ ax)
+            over = raw / mag
+            i = int(np.argmax(over))
+            if over[i] > tol:
+                return (f"row {i} has activity {act[i]:.10g} outside [{arrays.row_lower[i]:.10g}, "
+                        f"{arrays.row_upper[i]:.10g}] (by {over[i] * mag[i]:.3g}, {over[i]:.3g} of its magnitude)")
     integ = arrays.integrality == 1
     scale = np.maximum(1.0, ax)
     allowed = np.where(integ, np.minimum(tol * scale, 0.5), tol * scale)

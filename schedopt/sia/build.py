@@ -33,8 +33,9 @@ __all__ = ["SiaBuildCache", "build_formulation", "change_terms", "objective_coef
 
 
 def _indptr(rows: np.ndarray, n: int) -> np.ndarray:
-    """CSR row pointers for entries whose row indices are ``rows`` (entries grouped by row in the stable order)."""
-    out = np.zeros(n + 1, dtype=np.int64)
+    """CSR row pointers (int32, the index type scipy keeps for a model of this size) for entries whose row indices
+    are ``rows`` (entries grouped by row in the stable order)."""
+    out = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(np.bincount(rows, minlength=n), out=out[1:])
     return out
 
@@ -136,14 +137,15 @@ def virtual_rows(problem: SiaRound) -> tuple[sp.csr_matrix, np.ndarray, list[str
     larger than d_{j+1} (a partial configuration is one block; a rigid shape's remainder is its binary digits) plus
     (d_1 + .. + d_j) per whole node <= (d_1 + .. + d_j) N_t."""
     pt = problem.valid_pairs()
+    split = [(k, t) for k, t in enumerate(problem.cluster.gpu_types) if not is_pow2(t.gpus_per_node) and t.nodes > 0]
+    if not split:
+        return sp.csr_matrix((0, len(pt))), np.zeros(0), []
     cfg = problem.configs
     tix = cfg.type_index[pt.config]
     whole, part = cfg.whole[pt.config], cfg.part[pt.config]
     rows, cols, vals, upper, labels = [], [], [], [], []
     r = 0
-    for k, t in enumerate(problem.cluster.gpu_types):
-        if is_pow2(t.gpus_per_node) or t.nodes == 0:
-            continue
+    for k, t in split:
         bins = virtual_bins(t.gpus_per_node)
         of_t = tix == k
         for lvl in range(len(bins) - 1):
@@ -185,20 +187,22 @@ def build_formulation(problem: SiaRound, cache: SiaBuildCache | None = None) -> 
     # the families are CSR matrices over x built straight from (data, indices, indptr): the pairs are sorted by
     # job, so one_config_per_job's row pointers are a cumsum of the pairs per job, and gpu_capacity's rows come
     # from a stable sort by GPU type.
-    col = np.arange(P)
+    # (int32 indices: what scipy keeps for them anyway, given directly; the model takes such a canonical CSR as is)
+    col = np.arange(P, dtype=np.int32)
     A1 = sp.csr_matrix((np.ones(P), col, _indptr(pt.job, J)), shape=(J, P))
-    m.add_constraints("one_config_per_job", A1, upper=1, labels=list(pt.job_ids))
+    m._add_constraints_owned("one_config_per_job", A1, upper=1.0, labels=list(pt.job_ids))
     gpus = cfg.n_gpus[pt.config].astype(np.float64)
     tix = cfg.type_index[pt.config]
     by_type = np.argsort(tix, kind="stable")
-    A2 = sp.csr_matrix((gpus[by_type], by_type, _indptr(tix, T)), shape=(T, P))
-    m.add_constraints("gpu_capacity", A2, upper=problem.available.astype(np.float64),
+    A2 = sp.csr_matrix((gpus[by_type], by_type.astype(np.int32), _indptr(tix, T)), shape=(T, P))
+    m._add_constraints_owned("gpu_capacity", A2, upper=problem.available.astype(np.float64),
                       labels=problem.cluster.type_names)
     A3, up3, lab3 = virtual_rows(problem)
-    m.add_constraints("virtual_node_capacity", A3, upper=up3, labels=lab3)
+    m._add_constraints_owned("virtual_node_capacity", A3, upper=up3, labels=lab3)
     fcols = np.flatnonzero(pt.forced)
-    A4 = sp.csr_matrix((np.ones(fcols.size), fcols, np.arange(fcols.size + 1)), shape=(fcols.size, P))
-    m.add_constraints("forced_config", A4, lower=1, labels=[pt.job_ids[i] for i in pt.job[fcols].tolist()])
+    A4 = sp.csr_matrix((np.ones(fcols.size), fcols.astype(np.int32), np.arange(fcols.size + 1, dtype=np.int32)),
+                       shape=(fcols.size, P))
+    m._add_constraints_owned("forced_config", A4, lower=1.0, labels=[pt.job_ids[i] for i in pt.job[fcols].tolist()])
     objective = {"x": coef}
     if settings.change_penalty > 0 and not auxiliary:
         delta, cconst = change_terms(problem)

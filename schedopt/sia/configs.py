@@ -94,8 +94,10 @@ class ConfigTable:
 
     @cached_property
     def labels(self) -> np.ndarray:
-        """``<n_nodes>x<n_gpus>x<type>`` per config (object array)."""
-        return np.array([c.label for c in self.configs], dtype=object)
+        """``<n_nodes>x<n_gpus>x<type>`` per config (a read-only object array: tables are shared)."""
+        out = np.array([c.label for c in self.configs], dtype=object)
+        out.setflags(write=False)
+        return out
 
     @cached_property
     def _pos(self) -> dict[Config, int]:
@@ -138,6 +140,13 @@ def _check_cap(name: str, v: object) -> int | None:
     return int(v)
 
 
+#: tables already built: (cluster, cap, node caps, rigid counts) -> table. A table is immutable (read-only arrays,
+#: frozen fields), so equal inputs share one, with its cached Configs, labels and index (a simulator asks for the
+#: same table twice a round). Bounded: cleared when full.
+_TABLES: dict[tuple[object, ...], ConfigTable] = {}
+_TABLES_MAX = 64
+
+
 def generate_configs(
     cluster: Cluster,
     max_gpus_per_job: int | None = None,
@@ -147,7 +156,9 @@ def generate_configs(
 ) -> ConfigTable:
     """Sia's configuration set for ``cluster`` (N_t + log2 R_t per type), optionally capped at
     ``max_gpus_per_job`` GPUs and ``max_nodes`` nodes per type (an int, or a mapping type name -> cap), plus the
-    rigid shapes of ``rigid_counts`` (see the module doc), appended after the standard configurations."""
+    rigid shapes of ``rigid_counts`` (see the module doc), appended after the standard configurations.
+
+    Equal inputs give the same (immutable) table object, built once per process (at most the last 64 kept)."""
     if not isinstance(cluster, Cluster):
         raise InputError("cluster", type(cluster).__name__, "must be a Cluster")
     cap = _check_cap("max_gpus_per_job", max_gpus_per_job)
@@ -156,6 +167,19 @@ def generate_configs(
     else:
         one = _check_cap("max_nodes", max_nodes)
         node_cap = {t.name: one for t in cluster.gpu_types}
+    counts = sorted({int(g) for g in rigid_counts})
+    key = (cluster, cap, tuple(node_cap.items()), tuple(counts))
+    table = _TABLES.get(key)
+    if table is None:
+        table = _build_table(cluster, cap, node_cap, counts)
+        if len(_TABLES) >= _TABLES_MAX:
+            _TABLES.clear()
+        _TABLES[key] = table
+    return table
+
+
+def _build_table(cluster: Cluster, cap: int | None, node_cap: Mapping[str, int | None], counts: list[int]) -> ConfigTable:
+    """The table of :func:`generate_configs` from its checked inputs (``counts``: the distinct rigid counts, sorted)."""
     nn, ng, ti = [], [], []
     for k, t in enumerate(cluster.gpu_types):
         if t.nodes == 0:
@@ -174,7 +198,6 @@ def generate_configs(
         keep = n_gpus <= cap
         n_nodes, n_gpus, type_index = n_nodes[keep], n_gpus[keep], type_index[keep]
     rigid_only = np.zeros(n_gpus.size, dtype=bool)
-    counts = sorted({int(g) for g in rigid_counts})
     if counts:
         have = set(zip(type_index.tolist(), n_gpus.tolist()))
         xn, xg, xt = [], [], []

@@ -46,6 +46,11 @@ __all__ = ["GoodputInput", "PairTable", "SiaProblem", "SiaSolution", "default_ba
 GoodputInput = Any
 
 
+#: the settings of a problem given none: the paper's exact model (a frozen value with no mutable field, built once
+#: rather than validated again each round)
+_DEFAULT_SETTINGS = SiaSettings()
+
+
 def default_backend_for(formulation: Formulation[Any]) -> str:
     """The backend schedopt picks for a formulation: :func:`schedopt.default_backend` (the one place that decides;
     ``mckp`` for the MCKP structure when it is installed)."""
@@ -98,7 +103,7 @@ class SiaProblem:
         ):
             raise InputError("lam", lam, "must be a finite number >= 0")
         if settings is None:
-            settings = SiaSettings()
+            settings = _DEFAULT_SETTINGS
         if not isinstance(settings, SiaSettings):
             raise InputError("settings", type(settings).__name__, "must be a SiaSettings (or None)")
         if max_gpus_per_job is not None and settings.max_gpus_per_job is not None and (
