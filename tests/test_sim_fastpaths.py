@@ -361,3 +361,28 @@ def test_unchanged_allocations_keep_their_gpus_as_the_grid_orders_them() -> None
     with pytest.raises(InputError) as e:
         place(cluster, {"x": Config(1, 2, "a100")}, {"x": [("a100-9", (0, 1))]})
     assert e.value.field == "previous.node_id"
+
+
+def test_max_gpus_is_the_published_cap() -> None:
+    """JobState.max_gpus (kept per application, most GPUs run on and strong cap) is Pollux's and Sia's
+    ``min(max(2 x most GPUs run on, 1), 64, max_batch // min_local_bsz)``, capped at the request for a
+    strong-scaling job and the count itself for a rigid one."""
+    from dataclasses import replace
+
+    from schedopt.sim import jobs
+
+    rng = random.Random(23)
+    for _ in range(200):
+        app = rng.choice(["cifar10", "imagenet", "bert", "deepspeech2", "yolov3"])
+        base = rng.choice([jobs.SIA, jobs.POLLUX, jobs.SIA_MEASURED])
+        jm = replace(base, strong_jobs=frozenset({"s"}), rigid_jobs=frozenset({"r"}))
+        jid = rng.choice(["a", "s", "r"])
+        req = rng.randint(1, 16)
+        j = jobs.JobState(jid, app, 0.0, req, 256, rng.random() < 0.9, jm, max_profiled=rng.randint(0, 40))
+        m = jm.truth(app)
+        cap = int(min(max(2 * j.max_profiled, 1), jm.gpu_cap, m.max_batch // min(v[0] for v in m.local_bsz_limits.values())))
+        if not j.adaptive or jid == "r":
+            cap = req
+        elif jid == "s":
+            cap = min(cap, req)
+        assert j.max_gpus == cap

@@ -279,6 +279,21 @@ def _grad_stats(jm: JobModel, app: str, batch: float, epoch: int) -> tuple[float
     return jm.application(app).grad_stats(batch, epoch)
 
 
+@lru_cache(maxsize=65536)
+def _max_gpus(jm: JobModel, app: str, max_profiled: int, strong_cap: int | None) -> int:
+    """:attr:`JobState.max_gpus` of a job that is not rigid (``strong_cap``: its requested GPUs when it scales
+    strongly, else ``None``): a function of these alone, kept per process (the engine asks for every job every
+    round)."""
+    m = jm.truth(app)
+    lo = min(v[0] for v in m.local_bsz_limits.values())
+    units = jm.scale_units(app)
+    if units:  # sia-eval: pipelines
+        cap = int(min(jm.gpu_cap, int(m.max_batch // lo) * max(units.values())))
+    else:
+        cap = int(min(max(2 * max_profiled, 1), jm.gpu_cap, m.max_batch // lo))
+    return min(cap, strong_cap) if strong_cap is not None else cap
+
+
 @lru_cache(maxsize=200_000)
 def _true_rate(jm: JobModel, app: str, gpu_type: str, placement: tuple[int, ...], local_bsz: int, accum: int,
                epoch: int) -> float:
@@ -376,14 +391,8 @@ class JobState:
         rs = self.rigid_shape
         if rs is not None:
             return rs[0]
-        m = self.jm.truth(self.app)
-        lo = min(v[0] for v in m.local_bsz_limits.values())
-        units = self.scale_units
-        if units:  # sia-eval: pipelines
-            cap = int(min(self.jm.gpu_cap, int(m.max_batch // lo) * max(units.values())))
-        else:
-            cap = int(min(max(2 * self.max_profiled, 1), self.jm.gpu_cap, m.max_batch // lo))
-        return min(cap, self.requested_gpus) if self.kind == "strong" else cap
+        jm = self.jm
+        return _max_gpus(jm, self.app, self.max_profiled, self.requested_gpus if self.id in jm.strong_jobs else None)
 
     @property
     def batch(self) -> int:
@@ -410,10 +419,10 @@ class JobState:
         rs = self.rigid_shape
         if rs is not None:
             self.local_bsz, self.accum = rigid_batch(self.app, t, self.jm, r, rs[1])
-        elif self.kind == "strong":  # sia-eval: the requested batch on any GPU count (the published update_local_bsz)
-            self.local_bsz, self.accum = rigid_batch(self.app, t, self.jm, r, self.batch_size)
-        else:
-            cur = self.batch if self.local_bsz else self.jm.truth(self.app).init_batch
+        elif self.id in self.jm.strong_jobs:  # sia-eval: a strong-scaling job: the requested batch on any GPU count
+            self.local_bsz, self.accum = rigid_batch(self.app, t, self.jm, r, self.batch_size)  # (update_local_bsz)
+        else:  # (no scale units here: the batch is r * local * (accum + 1), as `batch` computes it)
+            cur = r * self.local_bsz * (self.accum + 1) if self.local_bsz else self.jm.truth(self.app).init_batch
             self.local_bsz, self.accum = _adaptive_batch(self.app, t, self.jm, n, r, self.epoch, float(cur))
 
     def rate(self) -> float:
