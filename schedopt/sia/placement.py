@@ -97,6 +97,9 @@ def _config_of_slots(slots: list[Slot], cluster: Cluster) -> Config | None:
     return Config(len(nodes), sum(len(g) for _, g in slots), t)
 
 
+_NO_FIT = np.iinfo(np.int64).max  # a block's best-fit score where it does not fit
+
+
 class _Grid:
     """Occupancy per GPU type: an (nodes x gpus_per_node) array of job slot numbers (-1: free)."""
 
@@ -134,7 +137,7 @@ class _Grid:
         if not ok.any():
             return False
         binfree = cs[:, bstart + bsize] - cs[:, bstart]
-        score = np.where(ok, binfree, np.iinfo(np.int64).max)  # best fit: the fullest virtual node that fits
+        score = np.where(ok, binfree, _NO_FIT)  # best fit: the fullest virtual node that fits
         n, b = np.unravel_index(int(np.argmin(score)), score.shape)
         occ[n, starts[b] : starts[b] + s] = slot
         return True
@@ -406,12 +409,13 @@ def _kept_slots(cluster: Cluster, jobs: list[tuple[JobId, Config]], prev_slots: 
     :meth:`_Grid.slots_by_job` orders them (by node index, then GPU, one slot per node), in the allocation's order.
     ``None`` when any job changed or its previous GPUs are not all valid: the grid placer then decides (and
     raises for a node that is not one)."""
+    for jid, c in jobs:  # any change: the grid decides (checked first: most calls that fail, fail here)
+        if not prev_slots.get(jid) or prev_conf.get(jid) != c:
+            return None
     held: set[tuple[str, int, int]] = set()
     out: dict[JobId, list[Slot]] = {}
     for jid, c in jobs:
-        slots = prev_slots.get(jid)
-        if not slots or prev_conf.get(jid) != c:
-            return None
+        slots = prev_slots[jid]
         t = c.gpu_type
         R = cluster[t].gpus_per_node
         cells: list[tuple[int, int]] = []
