@@ -148,6 +148,24 @@ def test_best_point_is_goodputs_answer() -> None:
         assert got == (bool(res.feasible), int(res.local_bsz), int(res.accum_steps))
 
 
+def test_best_point_reuses_a_points_candidates_across_gradient_statistics() -> None:
+    """The candidates of a (model, point, limits) are kept across calls (_point_candidates, read-only); with new
+    gradient statistics every answer is still goodput()'s, and the kept arrays cannot be written."""
+    from schedopt.goodput._goodput import _point_candidates
+
+    rng = random.Random(29)
+    p = ThroughputParams(0.05, 0.002, 0.3, 0.01, 0.05, 0.004, 1.7)
+    for _ in range(200):
+        sqr, var = rng.choice([0.0, rng.uniform(0, 1)]), rng.choice([0.0, rng.uniform(0, 50)])
+        res = goodput(p, 2, 8, init_batch=128.0, max_batch=8192.0, grad_sqr=sqr, grad_var=var,
+                      local_bsz_range=(16, 512))
+        assert best_point(p, 2, 8, 128.0, 8192.0, sqr, var, (16, 512)) == (
+            bool(res.feasible), int(res.local_bsz), int(res.accum_steps))
+    assert _point_candidates.cache_info().hits >= 199
+    with pytest.raises(ValueError):
+        _point_candidates(p, 2, 8, 128.0, 8192.0, 16.0, 512.0)[0][0, 0] = 1.0
+
+
 def test_best_point_sends_what_it_cannot_vouch_for_through_goodput() -> None:
     p = ThroughputParams(0.1, 0.01, 0.2, 0.02, 0.1, 0.01, 2.0)
     for kw, field in (({"grad_sqr": -1.0}, "grad_sqr"), ({"grad_var": math.nan}, "grad_var"),

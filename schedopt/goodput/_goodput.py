@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any, Protocol
 
 import numpy as np
@@ -254,6 +254,15 @@ def _search(params: _StepTimer, n: np.ndarray, r: np.ndarray, B0: Any, Bmax: Any
     """The candidate search of :func:`goodput` on validated flat (K,) float arrays ``n``, ``r`` (no input checks):
     (goodput, realised batch, local batch, accumulation steps, throughput, efficiency) as (C x K) arrays, then
     the best candidate row per point, the point indices and the feasibility per point."""
+    real_B, b, s, valid, xput = _candidates(params, n, r, B0, Bmax, lo_b, hi_b, accumulation, n_candidates)
+    gp, eff, idx, cols, ok = _pick(real_B, valid, xput, B0, sqr, var)
+    return gp, real_B, b, s, xput, eff, idx, cols, ok
+
+
+def _candidates(params: _StepTimer, n: np.ndarray, r: np.ndarray, B0: Any, Bmax: Any, lo_b: Any, hi_b: Any,
+                accumulation: bool, n_candidates: int) -> tuple[np.ndarray, ...]:
+    """The part of :func:`_search` that does not depend on the gradient statistics: (realised batch, local batch,
+    accumulation steps, validity, throughput) per candidate and point."""
     lo_B = np.maximum(B0, r * lo_b)  # (K,)
     hi_B = np.maximum(lo_B, Bmax)
     t = _unit_grid(n_candidates)  # (C, 1)
@@ -270,12 +279,30 @@ def _search(params: _StepTimer, n: np.ndarray, r: np.ndarray, B0: Any, Bmax: Any
     valid[1:] &= real_B[1:] <= Bmax * (1 + _EPS)  # the first candidate may exceed max_batch by the rounding
 
     xput = real_B / params._step_time(n, r, b, s)
+    return real_B, b, s, valid, xput
+
+
+def _pick(real_B: np.ndarray, valid: np.ndarray, xput: np.ndarray, B0: Any, sqr: Any,
+          var: Any) -> tuple[np.ndarray, ...]:
+    """The rest of :func:`_search`: (goodput, efficiency, best row per point, point indices, feasibility)."""
     eff = _efficiency(real_B, B0, sqr, var)
     gp = np.where(valid, xput * eff, -np.inf)
     idx = np.argmax(gp, axis=0)
     cols = np.arange(gp.shape[1])
     ok = valid[idx, cols]
-    return gp, real_B, b, s, xput, eff, idx, cols, ok
+    return gp, eff, idx, cols, ok
+
+
+@lru_cache(maxsize=65536)
+def _point_candidates(params: ThroughputParams, nodes: int, replicas: int, B0: float, Bmax: float, lo: float,
+                      hi: float) -> tuple[np.ndarray, ...]:
+    """:func:`_candidates` of one point with accumulation, kept per process (read-only): a simulator's jobs ask for
+    the same (model, shape, limits) at every epoch boundary with new gradient statistics only."""
+    out = _candidates(params, np.array([float(nodes)]), np.array([float(replicas)]), B0, Bmax, lo, hi, True,
+                      N_CANDIDATES)
+    for a in out:
+        a.setflags(write=False)
+    return out
 
 
 def best_point(params: ThroughputParams, nodes: int, replicas: int, init_batch: float, max_batch: float,
@@ -292,9 +319,9 @@ def best_point(params: ThroughputParams, nodes: int, replicas: int, init_batch: 
         res = goodput(params, nodes, replicas, init_batch=init_batch, max_batch=max_batch, grad_sqr=grad_sqr,
                       grad_var=grad_var, local_bsz_range=local_bsz_range, accumulation=True)
         return bool(res.feasible), int(res.local_bsz), int(res.accum_steps)
-    _, _, b, s, _, _, idx, _, ok = _search(
-        params, np.array([float(nodes)]), np.array([float(replicas)]), float(init_batch), float(max_batch),
-        np.array([float(grad_sqr)]), np.array([float(grad_var)]), float(lo), float(hi), True, N_CANDIDATES)
+    B0 = float(init_batch)
+    real_B, b, s, valid, xput = _point_candidates(params, nodes, replicas, B0, float(max_batch), float(lo), float(hi))
+    _, _, idx, _, ok = _pick(real_B, valid, xput, B0, np.array([float(grad_sqr)]), np.array([float(grad_var)]))
     if not ok[0]:
         return False, 0, 0
     k = int(idx[0])
