@@ -18,6 +18,7 @@ measurements.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -75,6 +76,26 @@ def _profile_params(b: tuple[float, ...], t: tuple[float, ...]) -> ThroughputPar
         a, c = float(T.mean()) / 2, float(T.mean()) / 2 / float(B[0])
     f = PARAM_FLOOR
     return ThroughputParams(max(float(a), f), max(float(c), f), NET_PRIOR * f, NET_PRIOR * f, f, f, 1.0)
+
+
+@lru_cache(maxsize=16384)
+def _checked_profile(rows: tuple[tuple[Any, Any], ...]) -> tuple[tuple[float, ...], tuple[float, ...], ThroughputParams]:
+    """A type's 1-GPU profile rows checked and converted as :func:`profile_params` does (it raises for bad rows), with
+    its fit: ``(local batches, step times, params)`` as floats (kept per process: every estimator of one
+    application starts from the same profiles)."""
+    params = profile_params([b for b, _ in rows], [s for _, s in rows])
+    b = tuple(np.asarray([b for b, _ in rows], dtype=float).ravel().tolist())
+    t = tuple(np.asarray([s for _, s in rows], dtype=float).ravel().tolist())
+    return b, t, params
+
+
+def _profile_rows(rows: tuple[Any, ...]) -> tuple[tuple[float, ...], tuple[float, ...], ThroughputParams]:
+    """:func:`_checked_profile`, also for rows it cannot keep (a user's lists are not hashable)."""
+    try:
+        hash(rows)
+    except TypeError:
+        return _checked_profile.__wrapped__(rows)
+    return _checked_profile(rows)
 
 
 @lru_cache(maxsize=16384)
@@ -138,8 +159,12 @@ class GoodputEstimator:
                 raise InputError(f"profiles[{t}]", t, f"has no local batch limits in the model ({sorted(model.local_bsz_limits)})")
         self.app = model
         self.profiles: dict[str, tuple[tuple[float, float], ...]] = {t: tuple(r) for t, r in prof.items()}
-        self._profile_fit = {t: profile_params([b for b, _ in r], [s for _, s in r]) for t, r in self.profiles.items()}
+        checked = {t: _profile_rows(r) for t, r in self.profiles.items()}
+        self._profile_fit = {t: c[2] for t, c in checked.items()}
+        self._prof_b = {t: c[0] for t, c in checked.items()}  # the profiles' local batches and step times as floats
+        self._prof_t = {t: c[1] for t, c in checked.items()}
         self._rows: dict[str, list[Measurement]] = {t: [] for t in self.profiles}
+        self._n_multi = dict.fromkeys(self.profiles, 0)  # multi-GPU measurements per type
         self._fitted: dict[str, ThroughputParams] = {}
         self._dirty: set[str] = set()
         self._estimate: JobGoodputModel | None = None
@@ -158,14 +183,18 @@ class GoodputEstimator:
         n, r = int(nodes), int(replicas)
         if n != nodes or r != replicas or n < 1 or r < n:
             raise InputError("replicas", (nodes, replicas), "needs integers with 1 <= nodes <= replicas")
-        vals = {"local_bsz": local_bsz, "step_time": step_time, "sync_time": sync_time}
-        for k, v in vals.items():
-            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(v):
+        for k, v in (("local_bsz", local_bsz), ("step_time", step_time), ("sync_time", sync_time)):
+            if type(v) is float:  # the common case, checked without numpy
+                if not math.isfinite(v):
+                    raise InputError(k, v, "must be a finite number")
+            elif isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(v):
                 raise InputError(k, v, "must be a finite number")
         if local_bsz <= 0 or step_time <= 0 or not 0 <= sync_time < step_time:
             raise InputError("sync_time", (local_bsz, step_time, sync_time),
                              "needs local_bsz > 0, step_time > 0 and 0 <= sync_time < step_time")
         self._rows[gpu_type].append(Measurement(gpu_type, n, r, float(local_bsz), float(step_time), float(sync_time)))
+        if r > 1:
+            self._n_multi[gpu_type] += 1
         self._dirty.add(gpu_type)
         self._estimate = None
 
@@ -181,7 +210,7 @@ class GoodputEstimator:
         return gpu_type
 
     def _multi(self, t: str) -> int:
-        return sum(1 for m in self._rows[t] if m.replicas > 1)
+        return self._n_multi[t]
 
     # ------------------------------------------------------------------ estimates
     def _own(self, t: str) -> ThroughputParams:
@@ -189,8 +218,10 @@ class GoodputEstimator:
         if self._multi(t) == 0:
             if not self._rows[t]:
                 return self._profile_fit[t]
-            rows = [*self.profiles[t], *((m.local_bsz, m.step_time) for m in self._rows[t])]
-            return profile_params([b for b, _ in rows], [s for _, s in rows])
+            # profile_params of the profile rows and the measured ones: both checked floats already
+            ms = self._rows[t]
+            return _profile_params(self._prof_b[t] + tuple(m.local_bsz for m in ms),
+                                   self._prof_t[t] + tuple(m.step_time for m in ms))
         if t in self._dirty or t not in self._fitted:
             ms = self._rows[t]
             prof = self.profiles[t]
@@ -235,14 +266,19 @@ class GoodputEstimator:
         return bootstrap_params(a, xa1, xb1)
 
     def _own_profile(self, t: str) -> ThroughputParams:
-        rows = [*self.profiles[t], *((m.local_bsz, m.step_time) for m in self._rows[t] if m.replicas == 1)]
-        return profile_params([b for b, _ in rows], [s for _, s in rows])
+        """profile_params of the type's profile rows and its 1-GPU measurements (checked floats already)."""
+        ones = [m for m in self._rows[t] if m.replicas == 1]
+        if not ones:
+            return self._profile_fit[t]
+        return _profile_params(self._prof_b[t] + tuple(m.local_bsz for m in ones),
+                               self._prof_t[t] + tuple(m.step_time for m in ones))
 
     def common_batch(self, a: str, b: str) -> float:
         """A local batch both profiles cover (the application's initial batch, clipped to the common range)."""
-        lo = max(min(x for x, _ in self.profiles[a]), min(x for x, _ in self.profiles[b]))
-        hi = min(max(x for x, _ in self.profiles[a]), max(x for x, _ in self.profiles[b]))
-        return float(np.clip(self.app.init_batch, lo, max(lo, hi)))
+        pa, pb = self._prof_b[self._known(a)], self._prof_b[self._known(b)]
+        lo = max(min(pa), min(pb))
+        hi = min(max(pa), max(pb))
+        return min(max(float(self.app.init_batch), lo), max(lo, hi))  # np.clip's maximum, then minimum
 
     def estimate(self) -> JobGoodputModel:
         """The current estimate as a :class:`JobGoodputModel` (what a policy sees; cached until the next

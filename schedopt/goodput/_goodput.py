@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any, Protocol
 
 import numpy as np
@@ -77,7 +78,18 @@ class GoodputResult:
     feasible: np.ndarray
 
 
+#: scalar types :func:`_check_scalar` checks in Python: their ``float()`` is numpy's conversion to float64
+_PLAIN = frozenset({float, int, np.float64, np.int64})
+
+
 def _check_scalar(name: str, value: Any, positive: bool = True) -> float:
+    if type(value) in _PLAIN:  # the same checks, the same errors, without a 0-d array
+        v = float(value)
+        if not math.isfinite(v):
+            raise InputError(name, v, "must be finite (no NaN or inf)")
+        if positive and not v > 0:
+            raise InputError(name, v, "must be > 0")
+        return v
     arr = as_float_array(name, value)
     if arr.ndim != 0:
         raise InputError(name, value, "must be a scalar")
@@ -242,6 +254,15 @@ def _search(params: _StepTimer, n: np.ndarray, r: np.ndarray, B0: Any, Bmax: Any
     """The candidate search of :func:`goodput` on validated flat (K,) float arrays ``n``, ``r`` (no input checks):
     (goodput, realised batch, local batch, accumulation steps, throughput, efficiency) as (C x K) arrays, then
     the best candidate row per point, the point indices and the feasibility per point."""
+    real_B, b, s, valid, xput = _candidates(params, n, r, B0, Bmax, lo_b, hi_b, accumulation, n_candidates)
+    gp, eff, idx, cols, ok = _pick(real_B, valid, xput, B0, sqr, var)
+    return gp, real_B, b, s, xput, eff, idx, cols, ok
+
+
+def _candidates(params: _StepTimer, n: np.ndarray, r: np.ndarray, B0: Any, Bmax: Any, lo_b: Any, hi_b: Any,
+                accumulation: bool, n_candidates: int) -> tuple[np.ndarray, ...]:
+    """The part of :func:`_search` that does not depend on the gradient statistics: (realised batch, local batch,
+    accumulation steps, validity, throughput) per candidate and point."""
     lo_B = np.maximum(B0, r * lo_b)  # (K,)
     hi_B = np.maximum(lo_B, Bmax)
     t = _unit_grid(n_candidates)  # (C, 1)
@@ -258,12 +279,53 @@ def _search(params: _StepTimer, n: np.ndarray, r: np.ndarray, B0: Any, Bmax: Any
     valid[1:] &= real_B[1:] <= Bmax * (1 + _EPS)  # the first candidate may exceed max_batch by the rounding
 
     xput = real_B / params._step_time(n, r, b, s)
+    return real_B, b, s, valid, xput
+
+
+def _pick(real_B: np.ndarray, valid: np.ndarray, xput: np.ndarray, B0: Any, sqr: Any,
+          var: Any) -> tuple[np.ndarray, ...]:
+    """The rest of :func:`_search`: (goodput, efficiency, best row per point, point indices, feasibility)."""
     eff = _efficiency(real_B, B0, sqr, var)
     gp = np.where(valid, xput * eff, -np.inf)
     idx = np.argmax(gp, axis=0)
     cols = np.arange(gp.shape[1])
     ok = valid[idx, cols]
-    return gp, real_B, b, s, xput, eff, idx, cols, ok
+    return gp, eff, idx, cols, ok
+
+
+@lru_cache(maxsize=65536)
+def _point_candidates(params: ThroughputParams, nodes: int, replicas: int, B0: float, Bmax: float, lo: float,
+                      hi: float) -> tuple[np.ndarray, ...]:
+    """:func:`_candidates` of one point with accumulation, kept per process (read-only): a simulator's jobs ask for
+    the same (model, shape, limits) at every epoch boundary with new gradient statistics only."""
+    out = _candidates(params, np.array([float(nodes)]), np.array([float(replicas)]), B0, Bmax, lo, hi, True,
+                      N_CANDIDATES)
+    for a in out:
+        a.setflags(write=False)
+    return out
+
+
+def best_point(params: ThroughputParams, nodes: int, replicas: int, init_batch: float, max_batch: float,
+               grad_sqr: float, grad_var: float, local_bsz_range: tuple[float, float]) -> tuple[bool, int, int]:
+    """``(feasible, local_bsz, accum_steps)`` of :func:`goodput` with accumulation at one (nodes, replicas) point,
+    for a caller whose arguments the library made (a simulator's truth): the same search on the same arrays, so the
+    same answer, without the input checks. Arguments it cannot vouch for (negative or non-finite statistics, a
+    point or range out of bounds) go through :func:`goodput`, which raises as it always does."""
+    lo, hi = local_bsz_range
+    if not (type(params) is ThroughputParams and type(nodes) is int and type(replicas) is int and 1 <= nodes <= replicas
+            and grad_sqr >= 0 and grad_var >= 0
+            and math.isfinite(grad_sqr) and math.isfinite(grad_var) and 0 < lo <= hi and math.isfinite(hi)
+            and 0 < init_batch <= max_batch and math.isfinite(max_batch)):
+        res = goodput(params, nodes, replicas, init_batch=init_batch, max_batch=max_batch, grad_sqr=grad_sqr,
+                      grad_var=grad_var, local_bsz_range=local_bsz_range, accumulation=True)
+        return bool(res.feasible), int(res.local_bsz), int(res.accum_steps)
+    B0 = float(init_batch)
+    real_B, b, s, valid, xput = _point_candidates(params, nodes, replicas, B0, float(max_batch), float(lo), float(hi))
+    _, _, idx, _, ok = _pick(real_B, valid, xput, B0, np.array([float(grad_sqr)]), np.array([float(grad_var)]))
+    if not ok[0]:
+        return False, 0, 0
+    k = int(idx[0])
+    return True, int(b[k, 0]), int(s[k, 0])
 
 
 def bootstrap(xput_b_1gpu: Any, xput_a_1gpu: Any, xput_a: Any, *args: Any, **kwargs: Any) -> np.ndarray:
@@ -311,6 +373,26 @@ def _interp_log(x: np.ndarray, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
     return np.interp(np.log(x), np.log(xp), fp)
 
 
+def _sorted_stats(gb: Any, gs: Any, gv: Any) -> bool:
+    """Whether a gradient table is valid and already what :class:`JobGoodputModel` makes of it, checked in Python:
+    tuples or lists of plain numbers of one non-zero length, batches finite, > 0 and strictly increasing (so the sort
+    keeps the order), statistics finite and >= 0. Anything else takes the general checks, which raise."""
+    if not (type(gb) in _SEQ and type(gs) in _SEQ and type(gv) in _SEQ and 0 < len(gb) == len(gs) == len(gv)):
+        return False
+    last = 0.0
+    for b, s, v in zip(gb, gs, gv):
+        if not (type(b) in _PLAIN and type(s) in _PLAIN and type(v) in _PLAIN):
+            return False
+        b, s, v = float(b), float(s), float(v)
+        if not (last < b and math.isfinite(b) and 0 <= s and math.isfinite(s) and 0 <= v and math.isfinite(v)):
+            return False
+        last = b
+    return True
+
+
+_SEQ = (tuple, list)
+
+
 @dataclass(frozen=True)
 class JobGoodputModel:
     """Everything the goodput model needs for one job (application), on every GPU type it has.
@@ -353,6 +435,10 @@ class JobGoodputModel:
             lims[k] = (int(lo_f), int(hi_f))
         object.__setattr__(self, "params", dict(self.params))
         object.__setattr__(self, "local_bsz_limits", lims)
+        if _sorted_stats(self.grad_batch, self.grad_sqr, self.grad_var):  # already in the normal form
+            for name in ("grad_batch", "grad_sqr", "grad_var"):
+                object.__setattr__(self, name, tuple(float(v) for v in getattr(self, name)))
+            return
         gb = as_float_array("grad_batch", self.grad_batch).ravel()
         gs = as_float_array("grad_sqr", self.grad_sqr).ravel()
         gv = as_float_array("grad_var", self.grad_var).ravel()

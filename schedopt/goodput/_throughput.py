@@ -94,8 +94,26 @@ class ThroughputParams:
         t_c = self.alpha_c + self.beta_c * b
         return s * t_c + self._overlap(t_c, self._network_time(n, r))
 
+    def _step_time1(self, n: float, r: float, b: float, s: float) -> float:
+        """:meth:`_step_time` of one valid point in Python floats: the same IEEE operations in the same order, so
+        the same float (``tests/test_sim_fastpaths.py`` compares them on random points)."""
+        t_c = self.alpha_c + self.beta_c * b
+        if n > 1:
+            t_n = self.alpha_n + self.beta_n * max(r - 2, NET_EPS)
+        elif r > 1:
+            t_n = self.alpha_r + self.beta_r * max(r - 2, NET_EPS)
+        else:
+            t_n = NET_EPS + NET_EPS * max(r - 2, NET_EPS)
+        g = self.gamma
+        m = t_c if t_c >= t_n else t_n
+        m_safe = m if m > 0 else 1.0
+        return s * t_c + m * ((t_c / m_safe) ** g + (t_n / m_safe) ** g) ** (1.0 / g)
+
     def step_time(self, nodes: Any, replicas: Any, local_bsz: Any, accum_steps: Any = 0) -> np.ndarray:
         """Seconds per optimizer step: ``s T_c + T_o`` (broadcasts over all arguments)."""
+        pt = _valid_point(nodes, replicas, local_bsz, accum_steps)
+        if pt is not None:  # one valid point of plain numbers: the same value as below, without arrays
+            return np.float64(self._step_time1(*pt))
         n, r = check_placement(nodes, replicas)
         b = as_float_array("local_bsz", local_bsz)
         check_positive("local_bsz", b)
@@ -110,6 +128,12 @@ class ThroughputParams:
 
     def throughput(self, nodes: Any, replicas: Any, local_bsz: Any, accum_steps: Any = 0) -> np.ndarray:
         """Samples per second: ``r b (s + 1) / (s T_c + T_o)``."""
+        pt = _valid_point(nodes, replicas, local_bsz, accum_steps)
+        if pt is not None:  # one valid point of plain numbers: the same value as below, without arrays
+            _, r1, b1, s1 = pt
+            t1 = self._step_time1(*pt)
+            if t1 != 0:  # (zero step time, only with zero parameters: numpy's inf and its warning, below)
+                return np.float64(r1 * b1 * (s1 + 1) / t1)
         t = self.step_time(nodes, replicas, local_bsz, accum_steps)
         r = np.asarray(replicas, dtype=float)
         return r * np.asarray(local_bsz, float) * (np.asarray(accum_steps, float) + 1) / t
@@ -135,6 +159,26 @@ class ThroughputParams:
 
     def as_array(self) -> np.ndarray:
         return np.array([getattr(self, k) for k in PARAM_NAMES])
+
+
+#: number types whose ``float()`` is numpy's conversion to float64 (``bool`` is not among them: it takes the
+#: general path)
+_PLAIN = frozenset({float, int, np.float64, np.int64})
+
+
+def _valid_point(nodes: Any, replicas: Any, local_bsz: Any, accum_steps: Any) -> tuple[float, float, float, float] | None:
+    """``(n, r, b, s)`` as floats when the four arguments are plain numbers that pass every check of
+    :meth:`ThroughputParams.step_time` (integral nodes >= 1, integral replicas >= nodes, a finite local batch > 0,
+    integral accumulation steps >= 0), else ``None``: the caller then takes the checked array path, which raises
+    for bad input as it always did."""
+    if not (type(nodes) in _PLAIN and type(replicas) in _PLAIN and type(local_bsz) in _PLAIN
+            and type(accum_steps) in _PLAIN):
+        return None
+    n, r, b, s = float(nodes), float(replicas), float(local_bsz), float(accum_steps)
+    if (1 <= n <= r and b > 0 and s >= 0 and math.isfinite(r) and math.isfinite(b) and math.isfinite(s)
+            and n.is_integer() and r.is_integer() and s.is_integer()):
+        return n, r, b, s
+    return None
 
 
 # ---------------------------------------------------------------------- fitting

@@ -97,6 +97,9 @@ def _config_of_slots(slots: list[Slot], cluster: Cluster) -> Config | None:
     return Config(len(nodes), sum(len(g) for _, g in slots), t)
 
 
+_NO_FIT = np.iinfo(np.int64).max  # a block's best-fit score where it does not fit
+
+
 class _Grid:
     """Occupancy per GPU type: an (nodes x gpus_per_node) array of job slot numbers (-1: free)."""
 
@@ -134,7 +137,7 @@ class _Grid:
         if not ok.any():
             return False
         binfree = cs[:, bstart + bsize] - cs[:, bstart]
-        score = np.where(ok, binfree, np.iinfo(np.int64).max)  # best fit: the fullest virtual node that fits
+        score = np.where(ok, binfree, _NO_FIT)  # best fit: the fullest virtual node that fits
         n, b = np.unravel_index(int(np.argmin(score)), score.shape)
         occ[n, starts[b] : starts[b] + s] = slot
         return True
@@ -398,6 +401,47 @@ def _place_items(cluster: Cluster, jobs: Sequence[tuple[K, Config]]) -> tuple[di
     return assignments, failed
 
 
+def _kept_slots(cluster: Cluster, jobs: list[tuple[JobId, Config]], prev_slots: Mapping[JobId, list[Slot]],
+                prev_conf: Mapping[JobId, Config | None], nodes_of: Mapping[str, tuple[str, int]],
+                ) -> dict[JobId, list[Slot]] | None:
+    """The assignments :func:`place` makes when every job keeps its configuration and the GPUs it held (each on
+    a node of its type, within the node, no GPU held twice): each job's previous GPUs, ordered as
+    :meth:`_Grid.slots_by_job` orders them (by node index, then GPU, one slot per node), in the allocation's order.
+    ``None`` when any job changed or its previous GPUs are not all valid: the grid placer then decides (and
+    raises for a node that is not one)."""
+    for jid, c in jobs:  # any change: the grid decides (checked first: most calls that fail, fail here)
+        if not prev_slots.get(jid) or prev_conf.get(jid) != c:
+            return None
+    held: set[tuple[str, int, int]] = set()
+    out: dict[JobId, list[Slot]] = {}
+    for jid, c in jobs:
+        slots = prev_slots[jid]
+        t = c.gpu_type
+        R = cluster[t].gpus_per_node
+        cells: list[tuple[int, int]] = []
+        for node, gpus in slots:
+            tk = nodes_of.get(node)
+            if tk is None or tk[0] != t:
+                return None
+            k = tk[1]
+            for g in gpus:
+                if not 0 <= g < R or (t, k, g) in held:
+                    return None
+                held.add((t, k, g))
+                cells.append((k, g))
+        if not cells:
+            return None
+        cells.sort()
+        per: list[tuple[int, list[int]]] = []
+        for k, g in cells:
+            if per and per[-1][0] == k:
+                per[-1][1].append(g)
+            else:
+                per.append((k, [g]))
+        out[jid] = [(f"{t}-{k}", tuple(gs)) for k, gs in per]
+    return out
+
+
 def place(
     cluster: Cluster,
     allocation: Mapping[JobId, Config | None],
@@ -489,12 +533,16 @@ def place(
             queue.sort(key=lambda j: _order_key(conf[j], cluster))
         return grid, failed
 
-    grid, failed = run()
-    by_slot = grid.slots_by_job()
-    assignments: dict[JobId, list[Slot]] = {}
-    for jid, _ in jobs:
-        if slot_of[jid] in by_slot:
-            assignments[jid] = by_slot[slot_of[jid]]
+    kept_all = _kept_slots(cluster, jobs, prev_slots, prev_conf, nodes_of)
+    if kept_all is not None:  # nothing to move: what run() gives then, without the grid
+        assignments, failed = kept_all, []
+    else:
+        grid, failed = run()
+        by_slot = grid.slots_by_job()
+        assignments = {}
+        for jid, _ in jobs:
+            if slot_of[jid] in by_slot:
+                assignments[jid] = by_slot[slot_of[jid]]
     if failed:  # greedy eviction got stuck: place everything afresh (always fits)
         assignments2, failed2 = _place_empty(cluster, jobs)
         if len(failed2) <= len(failed):

@@ -34,8 +34,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..goodput import GoodputEstimator, JobGoodputModel, ThroughputParams, goodput
+from ..goodput import GoodputEstimator, JobGoodputModel, ThroughputParams
+from ..goodput._goodput import best_point
 from ..sia import Config
+from .measured import lookup_shape
+from .measured import step_time as measured_step_time
 
 __all__ = [
     "ESTIMATORS",
@@ -243,11 +246,11 @@ def _adaptive_batch(app: str, gpu_type: str, jm: JobModel, nodes: int, replicas:
     ``stats_batch`` (Pollux's ``update_local_bsz`` with the job's current gradient parameters)."""
     m = jm.truth(app)
     sqr, var = jm.application(app).grad_stats(stats_batch, epoch)
-    res = goodput(m.params[gpu_type], nodes, replicas, init_batch=m.init_batch, max_batch=m.max_batch,
-                  grad_sqr=sqr, grad_var=var, local_bsz_range=local_limits(app, gpu_type, jm), accumulation=True)
-    if not bool(res.feasible):  # no candidate fits the limits: the smallest local batch, no accumulation
-        return local_limits(app, gpu_type, jm)[0], 0
-    return int(res.local_bsz), int(res.accum_steps)
+    lims = local_limits(app, gpu_type, jm)
+    ok, local, accum = best_point(m.params[gpu_type], nodes, replicas, m.init_batch, m.max_batch, sqr, var, lims)
+    if not ok:  # no candidate fits the limits: the smallest local batch, no accumulation
+        return lims[0], 0
+    return local, accum
 
 
 def rigid_batch(app: str, gpu_type: str, jm: JobModel, replicas: int, batch: float) -> tuple[int, int]:
@@ -274,6 +277,44 @@ def _step_time(p: ThroughputParams, nodes: int, replicas: int, local_bsz: int, a
 @lru_cache(maxsize=500_000)
 def _grad_stats(jm: JobModel, app: str, batch: float, epoch: int) -> tuple[float, float]:
     return jm.application(app).grad_stats(batch, epoch)
+
+
+@lru_cache(maxsize=65536)
+def _max_gpus(jm: JobModel, app: str, max_profiled: int, strong_cap: int | None) -> int:
+    """:attr:`JobState.max_gpus` of a job that is not rigid (``strong_cap``: its requested GPUs when it scales
+    strongly, else ``None``): a function of these alone, kept per process (the engine asks for every job every
+    round)."""
+    m = jm.truth(app)
+    lo = min(v[0] for v in m.local_bsz_limits.values())
+    units = jm.scale_units(app)
+    if units:  # sia-eval: pipelines
+        cap = int(min(jm.gpu_cap, int(m.max_batch // lo) * max(units.values())))
+    else:
+        cap = int(min(max(2 * max_profiled, 1), jm.gpu_cap, m.max_batch // lo))
+    return min(cap, strong_cap) if strong_cap is not None else cap
+
+
+@lru_cache(maxsize=200_000)
+def _true_rate(jm: JobModel, app: str, gpu_type: str, placement: tuple[int, ...], local_bsz: int, accum: int,
+               epoch: int) -> float:
+    """:meth:`JobState.rate` of a job of ``app`` holding ``placement`` (GPUs per node, in the job's node order) of
+    ``gpu_type`` at (``local_bsz``, ``accum``) in ``epoch``: a function of these alone, kept per process (a job
+    re-asks at every epoch boundary, and jobs of one application share their shapes)."""
+    m = jm.truth(app)
+    units = jm.scale_units(app)
+    n, r = len(placement), sum(placement) // units.get(gpu_type, 1)  # sia-eval: replicas (pipelines: GPUs // P)
+    B = r * local_bsz * (accum + 1)
+    scale = B / m.init_batch
+    sqr, var = _grad_stats(jm, app, float(B), epoch)
+    den = var / scale + sqr
+    gain = (var + sqr) / den if den > 0 else 1.0
+    it = _step_time(m.params[gpu_type], n, r, local_bsz, accum)
+    # -- sia-eval: measured truth (schedopt.sim.measured), the fit only where nothing was measured --
+    if jm.measured and not units:
+        got = measured_step_time(app, gpu_type, placement, local_bsz, accum)
+        it = it if got is None else got
+    # -- end sia-eval --
+    return gain / it * jm.speed_factor(app)
 
 
 @dataclass(eq=False)
@@ -350,14 +391,8 @@ class JobState:
         rs = self.rigid_shape
         if rs is not None:
             return rs[0]
-        m = self.jm.truth(self.app)
-        lo = min(v[0] for v in m.local_bsz_limits.values())
-        units = self.scale_units
-        if units:  # sia-eval: pipelines
-            cap = int(min(self.jm.gpu_cap, int(m.max_batch // lo) * max(units.values())))
-        else:
-            cap = int(min(max(2 * self.max_profiled, 1), self.jm.gpu_cap, m.max_batch // lo))
-        return min(cap, self.requested_gpus) if self.kind == "strong" else cap
+        jm = self.jm
+        return _max_gpus(jm, self.app, self.max_profiled, self.requested_gpus if self.id in jm.strong_jobs else None)
 
     @property
     def batch(self) -> int:
@@ -384,10 +419,10 @@ class JobState:
         rs = self.rigid_shape
         if rs is not None:
             self.local_bsz, self.accum = rigid_batch(self.app, t, self.jm, r, rs[1])
-        elif self.kind == "strong":  # sia-eval: the requested batch on any GPU count (the published update_local_bsz)
-            self.local_bsz, self.accum = rigid_batch(self.app, t, self.jm, r, self.batch_size)
-        else:
-            cur = self.batch if self.local_bsz else self.jm.truth(self.app).init_batch
+        elif self.id in self.jm.strong_jobs:  # sia-eval: a strong-scaling job: the requested batch on any GPU count
+            self.local_bsz, self.accum = rigid_batch(self.app, t, self.jm, r, self.batch_size)  # (update_local_bsz)
+        else:  # (no scale units here: the batch is r * local * (accum + 1), as `batch` computes it)
+            cur = r * self.local_bsz * (self.accum + 1) if self.local_bsz else self.jm.truth(self.app).init_batch
             self.local_bsz, self.accum = _adaptive_batch(self.app, t, self.jm, n, r, self.epoch, float(cur))
 
     def rate(self) -> float:
@@ -395,23 +430,8 @@ class JobState:
         job model's slowdown."""
         if self._rate is None:
             assert self.config is not None
-            m = self.jm.truth(self.app)
-            n, r = len(self.nodes), self.replicas()  # sia-eval: replicas (pipelines for a pipeline application)
-            B = r * self.local_bsz * (self.accum + 1)
-            scale = B / m.init_batch
-            sqr, var = _grad_stats(self.jm, self.app, float(B), self.epoch)
-            den = var / scale + sqr
-            gain = (var + sqr) / den if den > 0 else 1.0
-            it = _step_time(m.params[self.config.gpu_type], n, r, self.local_bsz, self.accum)
-            # -- sia-eval: measured truth (schedopt.sim.measured), the fit only where nothing was measured --
-            if self.jm.measured and not self.scale_units:
-                from .measured import step_time as measured_step_time
-
-                got = measured_step_time(self.app, self.config.gpu_type, tuple(self.nodes.values()),
-                                         self.local_bsz, self.accum)
-                it = it if got is None else got
-            # -- end sia-eval --
-            self._rate = gain / it * self.jm.speed_factor(self.app)
+            self._rate = _true_rate(self.jm, self.app, self.config.gpu_type, tuple(self.nodes.values()),
+                                    self.local_bsz, self.accum, self.epoch)
         return self._rate
 
     def advance(self, t0: float, seconds: float) -> None:
@@ -494,8 +514,6 @@ def _measured(jm: JobModel, app: str, key: tuple[str, int, int, int]) -> tuple[f
     t, n, r, b = key
     # -- sia-eval: a job observes the measured (step, sync) where measured (schedopt.sim.measured) --
     if jm.measured:
-        from .measured import lookup_shape
-
         got = lookup_shape(app, t, n, r, float(b))
         if got is not None and got[0] > 0:
             return got[0], min(max(got[1], 0.0), got[0] * (1 - 1e-9))

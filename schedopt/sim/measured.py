@@ -153,19 +153,28 @@ def profile(app: str, gpu_type: str) -> MeasuredProfile | None:
     placements = {}
     for k, rows in by.items():
         bs = np.array(sorted(rows))
-        v = np.array([np.mean(rows[b], axis=0) for b in bs])
+        v = np.array([_mean_row(rows[b]) for b in bs])
         placements[k] = (bs, v[:, 0].copy(), v[:, 1].copy())
     # placement rows averaged per (nodes, replicas, local batch), then the scalability rows at other points
-    pts = {k: tuple(np.mean(v, axis=0)) for k, v in shape.items()}
+    pts = {k: _mean_row(v) for k, v in shape.items()}
     extra: dict[tuple[int, int, float], list[tuple[float, float]]] = {}
     for n, r, b, st, sy in d["scalability"]:
         sk = (int(n), int(r), float(b))
         if sk not in pts:
             extra.setdefault(sk, []).append((st, sy))
-    pts.update({k: tuple(np.mean(v, axis=0)) for k, v in extra.items()})
+    pts.update({k: _mean_row(v) for k, v in extra.items()})
     keys = sorted(pts)
     return MeasuredProfile(app, gpu_type, placements, np.array(keys, dtype=float),
                            np.array([pts[k] for k in keys], dtype=float))
+
+
+def _mean_row(rows: list[tuple[float, float]]) -> tuple[float, float]:
+    """``np.mean(rows, axis=0)`` as a pair of floats; one row (most keys) is its own mean (``x / 1``), without numpy."""
+    if len(rows) == 1:
+        st, sy = rows[0]
+        return float(st), float(sy)
+    st, sy = np.mean(rows, axis=0)
+    return float(st), float(sy)
 
 
 @lru_cache(maxsize=200_000)
