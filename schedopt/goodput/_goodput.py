@@ -293,7 +293,7 @@ def _pick(real_B: np.ndarray, valid: np.ndarray, xput: np.ndarray, B0: Any, sqr:
     return gp, eff, idx, cols, ok
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=8192)  # five arrays of 50 candidates each: at most ~20 MB
 def _point_candidates(params: ThroughputParams, nodes: int, replicas: int, B0: float, Bmax: float, lo: float,
                       hi: float) -> tuple[np.ndarray, ...]:
     """:func:`_candidates` of one point with accumulation, kept per process (read-only): a simulator's jobs ask for
