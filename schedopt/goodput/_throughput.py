@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
@@ -113,7 +113,8 @@ class ThroughputParams:
         """Seconds per optimizer step: ``s T_c + T_o`` (broadcasts over all arguments)."""
         pt = _valid_point(nodes, replicas, local_bsz, accum_steps)
         if pt is not None:  # one valid point of plain numbers: the same value as below, without arrays
-            return np.float64(self._step_time1(*pt))
+            # numpy's scalar: what the array path returns for one point too (the annotation names the array case)
+            return cast(np.ndarray, np.float64(self._step_time1(*pt)))
         n, r = check_placement(nodes, replicas)
         b = as_float_array("local_bsz", local_bsz)
         check_positive("local_bsz", b)
@@ -133,7 +134,7 @@ class ThroughputParams:
             _, r1, b1, s1 = pt
             t1 = self._step_time1(*pt)
             if t1 != 0:  # (zero step time, only with zero parameters: numpy's inf and its warning, below)
-                return np.float64(r1 * b1 * (s1 + 1) / t1)
+                return cast(np.ndarray, np.float64(r1 * b1 * (s1 + 1) / t1))  # numpy's scalar, as above
         t = self.step_time(nodes, replicas, local_bsz, accum_steps)
         r = np.asarray(replicas, dtype=float)
         return r * np.asarray(local_bsz, float) * (np.asarray(accum_steps, float) + 1) / t
