@@ -17,6 +17,8 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from schedopt.backends import get_backend
+from schedopt.backends.base import Backend
 from schedopt.errors import InputError
 from schedopt.model import LinearModel, _stack_csr
 from schedopt.results import solution_violation
@@ -375,3 +377,32 @@ def test_a_stale_canonical_flag_on_a_users_matrix_is_not_trusted() -> None:
     m.add_constraints("f", A, upper=9.0)
     out = m.to_arrays().A
     assert out.indices.tolist() == [0, 2] and out.data.tolist() == [2.0, 1.0]
+
+
+# ---------------------------------------------------------------- backend options
+
+
+class _ListsOnDemand(Backend):
+    """A backend whose option list is costly to build: counts how often it is built."""
+
+    name = "lists-on-demand"
+
+    def __init__(self) -> None:
+        self.built = 0
+
+    def known_options(self) -> frozenset[str]:
+        self.built += 1
+        return frozenset({"presolve", "threads"})
+
+
+def test_no_options_need_no_option_list_and_unknown_ones_still_raise() -> None:
+    b = _ListsOnDemand()
+    b.check_options({})
+    assert b.built == 0
+    b.check_options({"presolve": "on"})
+    with pytest.raises(InputError, match="did you mean presolve") as err:
+        b.check_options({"presolv": "on"})
+    assert err.value.field == "options.presolv" and b.built == 2
+    with pytest.raises(InputError) as err:
+        get_backend("mckp").check_options({"no_such_option": 1})
+    assert err.value.field == "options.no_such_option"

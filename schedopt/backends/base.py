@@ -103,6 +103,8 @@ class Backend:
     def check_options(self, options: Mapping[str, Any]) -> None:
         """Raise :class:`~schedopt.errors.InputError` naming the first option this backend does not know, with the
         closest known names (all of them when there are few) and the escape hatch (``raw_options``)."""
+        if not options:  # nothing to check (and no option list to build: about 10 us a solve for mckp's)
+            return
         known = self.known_options()
         if known is None:
             return

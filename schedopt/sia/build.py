@@ -196,7 +196,7 @@ def build_formulation(problem: SiaRound, cache: SiaBuildCache | None = None) -> 
     by_type = np.argsort(tix, kind="stable")
     A2 = sp.csr_matrix((gpus[by_type], by_type.astype(np.int32), _indptr(tix, T)), shape=(T, P))
     m._add_constraints_owned("gpu_capacity", A2, upper=problem.available.astype(np.float64),
-                      labels=problem.cluster.type_names)
+                             labels=problem.cluster.type_names)
     A3, up3, lab3 = virtual_rows(problem)
     m._add_constraints_owned("virtual_node_capacity", A3, upper=up3, labels=lab3)
     fcols = np.flatnonzero(pt.forced)
