@@ -223,3 +223,49 @@ def test_blas_threads_limits_restores_and_checks_its_argument() -> None:
     for bad in (0, -1, 1.5, True, "1"):
         with pytest.raises(InputError, match="blas_threads"), blas_threads(bad):  # type: ignore[arg-type]
             pass
+
+
+def test_blas_threads_blocks_left_out_of_order_restore_when_the_last_leaves() -> None:
+    """Two blas_threads(1) blocks left in the order they were entered (as two threads' simulations end): the pools
+    stay at one thread until the second leaves, then are back at two (a limit restored by whichever block left first
+    would put the second back at two threads, and the second's exit would leave the process at one)."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from schedopt.goodput import blas_threads
+
+    def pools() -> list[int]:
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    import scipy.optimize  # noqa: F401  (scipy's OpenBLAS loaded before the pools are read)
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = pools()
+        if not before or max(before) < 2:
+            pytest.skip("this OpenBLAS cannot run two threads")
+        first, second = blas_threads(1), blas_threads(1)
+        first.__enter__()
+        second.__enter__()
+        first.__exit__(None, None, None)
+        assert set(pools()) == {1}
+        second.__exit__(None, None, None)
+        assert pools() == before
+
+
+def test_simulations_on_a_thread_pool_give_the_pools_back() -> None:
+    """Four simulations on two threads (each entering blas_threads(1), with fits inside): the pools are as before."""
+    import concurrent.futures as cf
+
+    import scipy.optimize  # noqa: F401  (scipy's OpenBLAS loaded before the pools are read)
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def run() -> int:
+        pol = _Grow()
+        simulate(Cluster((GpuType("g", 4, 1),)), Workload("one", (WorkloadJob("A", 0.0, "w", 1, 8),)), pol,
+                 job_model=JM, max_time=240.0)
+        return len(pol.seen)
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+        with cf.ThreadPoolExecutor(2) as ex:
+            assert all(n > 0 for n in ex.map(lambda _: run(), range(4)))
+        assert [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"] == before

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
@@ -336,14 +337,40 @@ def blas_threads(limit: int | None = 1) -> Iterator[None]:
     costs microseconds. :func:`schedopt.sim.simulate` runs a whole simulation under ``blas_threads(1)``: its fits,
     goodput searches and measured-table lookups work on vectors of tens of elements, where OpenBLAS's threads only
     spin (on saturn/1 under the ``sia-measured`` job model they burned about 1 s of CPU on the second core, with
-    no wall time saved; ``tools/profile_sim.py`` shows CPU above wall without the limit)."""
+    no wall time saved; ``tools/profile_sim.py`` shows CPU above wall without the limit).
+
+    The limit is a setting of the whole process, so ``blas_threads(1)`` is counted across threads: the first block
+    to enter sets one thread and the last to leave restores what the first found, whatever order they leave in (two
+    simulations on a thread pool: the one that ends first does not lift the other's limit, nor does the other then
+    leave the process at one thread). Other limits are set and restored around their block alone. OpenBLAS 0.3.31
+    here ignores a count set from a thread other than the main one once the main thread has set one, so from a
+    thread pool the limit may not take effect: a matter of speed, never of results."""
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 1):
         raise InputError("blas_threads", limit, "must be an integer >= 1, or None (leave the pool as it is)")
     if limit is None:
         yield
         return
-    with _blas_libraries().limit(limits=int(limit)):
+    if limit != 1:
+        with _blas_libraries().limit(limits=int(limit)):
+            yield
+        return
+    with _ONE_THREAD_LOCK:
+        if not _ONE_THREAD:
+            _ONE_THREAD.append(_blas_libraries().limit(limits=1))  # applied now; restored by the last to leave
+        _ONE_THREAD.append(None)
+    try:
         yield
+    finally:
+        with _ONE_THREAD_LOCK:
+            _ONE_THREAD.pop()
+            if len(_ONE_THREAD) == 1:
+                _ONE_THREAD.pop().restore_original_limits()
+
+
+_ONE_THREAD_LOCK = threading.Lock()
+#: [the limiter of blas_threads(1), then one entry per block inside it]; empty outside every such block
+_ONE_THREAD: list[Any] = []
+_limit_blas = blas_threads  # (fit_throughput's argument of that name hides the function)
 
 
 #: the gamma values :func:`fit_throughput` starts L-BFGS-B from (one run each; the best is kept)
@@ -427,7 +454,7 @@ def fit_throughput(
     # L-BFGS-B through lbfgsb.minimize: scipy's routine without scipy.optimize.minimize's per-call and
     # per-evaluation overhead, the same iterates (scipy.optimize is imported by the first fit, in _blas_libraries,
     # not at import: it costs ~0.25 s CPU that a solve without a fit never uses)
-    with _blas_libraries().limit(limits=blas_threads):
+    with _limit_blas(blas_threads):
         for gamma0 in starts:
             start = np.clip(np.log([alpha_c0, beta_c0, *net_start(gamma0)]), lo, hi)
             start = np.append(start, gamma0)
