@@ -26,6 +26,7 @@ _KIND_CODE = {"adaptive": 0, "strong": 1, "rigid": 2}
 RIGID = _KIND_CODE["rigid"]
 #: the upper bound array value of a job without max_gpus
 NO_LIMIT = np.iinfo(np.int64).max // 4
+_ZERO = np.zeros(1, dtype=np.intp)
 
 
 @dataclass(frozen=True, eq=False)
@@ -178,10 +179,11 @@ def prune(jobs: Sequence[Job], cfg: ConfigTable, a: JobArrays, settings: SiaSett
     jj, cc, G, forced_pair = jj[keep], cc[keep], G[keep], forced_pair[keep]
     U = G.copy()
     if jj.size:
-        starts = np.flatnonzero(np.r_[True, jj[1:] != jj[:-1]])
+        # (np.concatenate rather than np.r_: the same int64 arrays at a quarter of the call cost)
+        starts = np.concatenate((_ZERO, np.flatnonzero(jj[1:] != jj[:-1]) + 1))
         gmin = np.minimum.reduceat(G, starts)
         umin = np.minimum.reduceat(cfg.n_gpus[cc], starts)
-        counts = np.diff(np.r_[starts, jj.size])
+        counts = np.diff(np.concatenate((starts, (jj.size,))))
         U = G * np.repeat(umin / gmin, counts)
         cur = a.current[jj]
         off = (cur != -1) & (cc != cur)
