@@ -25,7 +25,7 @@ import scipy.sparse as sp
 from ..model import LinearModel
 from ..problem import Formulation, Structure
 from .configs import ConfigTable
-from .pairs import PairTable
+from .pairs import PairTable, ValidMemo
 from .round import SiaRound
 from .spec import is_pow2, virtual_bins
 
@@ -48,11 +48,13 @@ def _no_rows(n: int) -> sp.csr_matrix:
 
 class SiaBuildCache:
     """What one Sia build keeps for the next round's (a simulator's policy holds one across rounds): the column
-    labels per job. A job whose columns (configuration positions, in order) are those it had in the previous
+    labels per job, and the valid pairs (:class:`~schedopt.sia.pairs.ValidMemo`: reused when the jobs' pruning
+    fields are the previous round's). A job whose columns (configuration positions, in order) are those it had in the previous
     build, in the same configuration table, reuses its label block; only new or changed jobs' labels are formatted
     (the rest of the model is array arithmetic over all pairs, as cheap as a comparison). The built model is the
     one a build without the cache gives, array for array (``tests/test_sia_incremental.py``). ``reused`` /
-    ``formatted``: pairs whose label was reused / formatted by the last build."""
+    ``formatted``: pairs whose label was reused / formatted by the last build (all reused, with the label list,
+    when the pair table's jobs and columns are the previous build's)."""
 
     def __init__(self) -> None:
         self._table: ConfigTable | None = None  # the configuration table the blocks index (a new one resets them)
@@ -64,6 +66,7 @@ class SiaBuildCache:
         self._list: list[str] | None = None  # _labels.tolist(), made when asked
         self.reused = 0
         self.formatted = 0
+        self.valid = ValidMemo()  # the last round's valid (job, configuration) pairs (pruning reuses them)
 
     def labels(self, pt: PairTable, cfg: ConfigTable) -> np.ndarray:
         """The ``x`` labels (``<job id>@<configuration label>``) of ``pt``'s pairs, reusing unchanged blocks."""
