@@ -5,6 +5,8 @@
 * :func:`valid_sub` -- which configurations each job may use, by broadcasting.
 * :func:`prune` -- the pairs with goodput > 0, row-normalised and multiplied by the restart factor off the job's
   current configuration: the model's columns, and the typed inverse map of the Sia formulation.
+* :class:`ValidMemo` -- the last round's valid pairs, reused by :func:`prune` when the jobs' pruning fields are the
+  same (a :class:`~schedopt.sia.SiaBuildCache` holds one).
 """
 
 from __future__ import annotations
