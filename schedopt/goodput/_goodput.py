@@ -214,6 +214,8 @@ def goodput_matrix(models: Sequence[JobGoodputModel], gpu_types: Sequence[str], 
     loop per model or type); 0 where a model has no parameters for the point's type. ``nodes`` / ``replicas``:
     valid integral points (nodes >= 1, replicas >= nodes; unchecked, as in :meth:`JobGoodputModel.goodput_values`).
     The values equal the per-model :meth:`JobGoodputModel.goodput` ones (the same arithmetic per point)."""
+    from operator import attrgetter
+
     M, K = len(models), len(gpu_types)
     out = np.zeros((M, K))
     if not M or not K:
@@ -225,16 +227,31 @@ def goodput_matrix(models: Sequence[JobGoodputModel], gpu_types: Sequence[str], 
     theta = np.zeros((M, T, 7))
     lims = np.ones((M, T, 2))
     has = np.zeros((M, T), dtype=bool)
-    scal = np.empty((M, 4))  # init_batch, max_batch, grad_sqr, grad_var at init_batch
+    scal = []  # init_batch, max_batch, grad_sqr, grad_var at init_batch
+    at_i, at_k, th, lm = [], [], [], []  # (model, type) entries, gathered in Python and stored in one assignment
+    values = attrgetter(*PARAM_NAMES)
     for i, mdl in enumerate(models):
+        params, limits = mdl.params, mdl.local_bsz_limits
         for t, k in pos.items():
-            p = mdl.params.get(t)
+            p = params.get(t)
             if p is None:
                 continue
-            has[i, k] = True
-            theta[i, k] = [getattr(p, f) for f in PARAM_NAMES]
-            lims[i, k] = mdl.local_bsz_limits[t]
-        scal[i] = (mdl.init_batch, mdl.max_batch, *mdl._stats_b0)
+            at_i.append(i)
+            at_k.append(k)
+            th.append(values(p))
+            lm.append(limits[t])
+        stats = mdl.__dict__.get("_stats_b0")
+        if stats is None:
+            if type(mdl) is JobGoodputModel and len(mdl.grad_batch) == 1:
+                # a one-entry table: the interpolation (clamped at both ends) is that entry whatever the batch
+                stats = (mdl.grad_sqr[0], mdl.grad_var[0])
+            else:
+                stats = mdl._stats_b0
+        scal.append((mdl.init_batch, mdl.max_batch, *stats))
+    if at_i:
+        has[at_i, at_k] = True
+        theta[at_i, at_k] = th
+        lims[at_i, at_k] = lm
     mm, kk = np.nonzero(has[:, tix])
     if not mm.size:
         return out
@@ -242,7 +259,7 @@ def goodput_matrix(models: Sequence[JobGoodputModel], gpu_types: Sequence[str], 
     cols = _ParamColumns(theta[mm, tt].T)
     n = np.asarray(nodes, dtype=np.float64)[kk]
     r = np.asarray(replicas, dtype=np.float64)[kk]
-    sc = scal[mm]
+    sc = np.array(scal, dtype=np.float64)[mm]
     gp, _, _, _, _, _, idx, c, ok = _search(cols, n, r, sc[:, 0], sc[:, 1], sc[:, 2], sc[:, 3], lims[mm, tt, 0],
                                             lims[mm, tt, 1], True, N_CANDIDATES)
     out[mm, kk] = np.where(ok, gp[idx, c], 0.0)

@@ -25,7 +25,7 @@ import scipy.sparse as sp
 from ..model import LinearModel
 from ..problem import Formulation, Structure
 from .configs import ConfigTable
-from .pairs import PairTable
+from .pairs import PairTable, ValidMemo
 from .round import SiaRound
 from .spec import is_pow2, virtual_bins
 
@@ -40,25 +40,43 @@ def _indptr(rows: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
+def _no_rows(n: int) -> sp.csr_matrix:
+    """``scipy.sparse.csr_matrix((0, n))`` from its three arrays (the same float64 data, int32 indices and index
+    pointers; a construction from the arrays skips the shape path's conversions)."""
+    return sp.csr_matrix((np.zeros(0), np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int32)), shape=(0, n))
+
+
 class SiaBuildCache:
     """What one Sia build keeps for the next round's (a simulator's policy holds one across rounds): the column
-    labels per job. A job whose columns (configuration positions, in order) are those it had in the previous
+    labels per job, and the valid pairs (:class:`~schedopt.sia.pairs.ValidMemo`: reused when the jobs' pruning
+    fields are the previous round's). A job whose columns (configuration positions, in order) are those it had in the previous
     build, in the same configuration table, reuses its label block; only new or changed jobs' labels are formatted
     (the rest of the model is array arithmetic over all pairs, as cheap as a comparison). The built model is the
     one a build without the cache gives, array for array (``tests/test_sia_incremental.py``). ``reused`` /
-    ``formatted``: pairs whose label was reused / formatted by the last build."""
+    ``formatted``: pairs whose label was reused / formatted by the last build (all reused, with the label list,
+    when the pair table's jobs and columns are the previous build's)."""
 
     def __init__(self) -> None:
         self._table: ConfigTable | None = None  # the configuration table the blocks index (a new one resets them)
         self._span: dict[object, tuple[int, int]] = {}  # job id -> (first pair, pairs) in the previous build
         self._config = np.zeros(0, dtype=np.int64)
+        self._job = np.zeros(0, dtype=np.int64)
+        self._ids: tuple[object, ...] | None = None
         self._labels = np.zeros(0, dtype=object)
+        self._list: list[str] | None = None  # _labels.tolist(), made when asked
         self.reused = 0
         self.formatted = 0
+        self.valid = ValidMemo()  # the last round's valid (job, configuration) pairs (pruning reuses them)
 
     def labels(self, pt: PairTable, cfg: ConfigTable) -> np.ndarray:
         """The ``x`` labels (``<job id>@<configuration label>``) of ``pt``'s pairs, reusing unchanged blocks."""
         P, J = len(pt), pt.n_jobs
+        if (self._ids is not None and pt.job_ids == self._ids and (self._table is cfg or self._table == cfg)
+                and np.array_equal(pt.config, self._config) and np.array_equal(pt.job, self._job)):
+            # the same jobs in the same table with the same columns as the previous build: every block is reused
+            self._config, self._job = pt.config, pt.job
+            self.reused, self.formatted = P, 0
+            return self._labels
         counts = np.bincount(pt.job, minlength=J)
         starts = np.cumsum(counts) - counts
         prev_start = np.full(J, -1, dtype=np.int64)
@@ -94,9 +112,15 @@ class SiaBuildCache:
             out[new] = ids[pt.job[new]] + "@" + config_labels[pt.config[new]]
         self._table = cfg
         self._span = {jid: (s, c) for jid, s, c in zip(pt.job_ids, starts.tolist(), counts.tolist())}
-        self._config, self._labels = pt.config, out
+        self._config, self._job, self._ids, self._labels, self._list = pt.config, pt.job, tuple(pt.job_ids), out, None
         self.reused, self.formatted = P - int(new.size), int(new.size)
         return out
+
+    def label_list(self) -> list[str]:
+        """The last :meth:`labels` answer as a list (kept while the labels are reused whole; do not modify it)."""
+        if self._list is None:
+            self._list = self._labels.tolist()
+        return self._list
 
 
 def objective_coefficients(problem: SiaRound) -> tuple[np.ndarray, float, str]:
@@ -139,7 +163,7 @@ def virtual_rows(problem: SiaRound) -> tuple[sp.csr_matrix, np.ndarray, list[str
     pt = problem.valid_pairs()
     split = [(k, t) for k, t in enumerate(problem.cluster.gpu_types) if not is_pow2(t.gpus_per_node) and t.nodes > 0]
     if not split:
-        return sp.csr_matrix((0, len(pt))), np.zeros(0), []
+        return _no_rows(len(pt)), np.zeros(0), []
     cfg = problem.configs
     tix = cfg.type_index[pt.config]
     whole, part = cfg.whole[pt.config], cfg.part[pt.config]
@@ -161,7 +185,7 @@ def virtual_rows(problem: SiaRound) -> tuple[sp.csr_matrix, np.ndarray, list[str
             labels.append(f"{t.name}:>{s}")
             r += 1
     if r == 0:
-        return sp.csr_matrix((0, len(pt))), np.zeros(0), []
+        return _no_rows(len(pt)), np.zeros(0), []
     A = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(r, len(pt)))
     return A, np.asarray(upper, dtype=np.float64), labels
 
@@ -180,10 +204,12 @@ def build_formulation(problem: SiaRound, cache: SiaBuildCache | None = None) -> 
     m = LinearModel("sia", sense=sense)
     if cache is not None:
         labels = cache.labels(pt, cfg)
+        label_list = cache.label_list()
     else:
         ids = np.array([str(j) for j in pt.job_ids], dtype=object)
         labels = ids[pt.job] + "@" + cfg.labels[pt.config] if P else np.zeros(0, dtype=object)
-    m.add_variables("x", P, kind="binary", labels=labels.tolist())
+        label_list = labels.tolist()
+    m.add_variables("x", P, kind="binary", labels=label_list)
     # the families are CSR matrices over x built straight from (data, indices, indptr): the pairs are sorted by
     # job, so one_config_per_job's row pointers are a cumsum of the pairs per job, and gpu_capacity's rows come
     # from a stable sort by GPU type.

@@ -145,6 +145,9 @@ def _check_cap(name: str, v: object) -> int | None:
 #: same table twice a round). Bounded: cleared when full.
 _TABLES: dict[tuple[object, ...], ConfigTable] = {}
 _TABLES_MAX = 64
+#: (id(cluster), type and value of the cap) -> (cluster, table) for calls without node caps or rigid counts; the
+#: entry holds the cluster, so its id names it while the entry lives
+_BY_ID: dict[tuple[object, ...], tuple[Cluster, ConfigTable]] = {}
 
 
 def generate_configs(
@@ -159,6 +162,12 @@ def generate_configs(
     rigid shapes of ``rigid_counts`` (see the module doc), appended after the standard configurations.
 
     Equal inputs give the same (immutable) table object, built once per process (at most the last 64 kept)."""
+    if max_nodes is None and type(rigid_counts) in (tuple, list) and not rigid_counts:
+        # the common call (a simulator asks twice a round): the table of this very cluster object and cap, found by
+        # identity before the checks and the cluster's hash (only a table those gave is kept here)
+        hit = _BY_ID.get((id(cluster), type(max_gpus_per_job), max_gpus_per_job))
+        if hit is not None and hit[0] is cluster:
+            return hit[1]
     if not isinstance(cluster, Cluster):
         raise InputError("cluster", type(cluster).__name__, "must be a Cluster")
     cap = _check_cap("max_gpus_per_job", max_gpus_per_job)
@@ -175,6 +184,10 @@ def generate_configs(
         if len(_TABLES) >= _TABLES_MAX:
             _TABLES.clear()
         _TABLES[key] = table
+    if max_nodes is None and not counts and type(max_gpus_per_job) in (int, type(None)):
+        if len(_BY_ID) >= _TABLES_MAX:
+            _BY_ID.clear()
+        _BY_ID[(id(cluster), type(max_gpus_per_job), max_gpus_per_job)] = (cluster, table)  # (keeps the cluster alive)
     return table
 
 

@@ -5,6 +5,8 @@
 * :func:`valid_sub` -- which configurations each job may use, by broadcasting.
 * :func:`prune` -- the pairs with goodput > 0, row-normalised and multiplied by the restart factor off the job's
   current configuration: the model's columns, and the typed inverse map of the Sia formulation.
+* :class:`ValidMemo` -- the last round's valid pairs, reused by :func:`prune` when the jobs' pruning fields are the
+  same (a :class:`~schedopt.sia.SiaBuildCache` holds one).
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ from .configs import ConfigTable
 from .settings import SiaSettings
 from .spec import Job, JobId
 
-__all__ = ["NO_LIMIT", "JobArrays", "PairTable", "job_arrays", "prune", "restart_factors", "valid_sub"]
+__all__ = ["NO_LIMIT", "JobArrays", "PairTable", "ValidMemo", "job_arrays", "prune", "restart_factors", "valid_sub"]
 
 _KIND_CODE = {"adaptive": 0, "strong": 1, "rigid": 2}
 RIGID = _KIND_CODE["rigid"]
 #: the upper bound array value of a job without max_gpus
 NO_LIMIT = np.iinfo(np.int64).max // 4
+_ZERO = np.zeros(1, dtype=np.intp)
 
 
 @dataclass(frozen=True, eq=False)
@@ -148,49 +151,85 @@ def valid_sub(a: JobArrays, cfg: ConfigTable) -> tuple[np.ndarray, np.ndarray]:
     return cols, sub
 
 
-def prune(jobs: Sequence[Job], cfg: ConfigTable, a: JobArrays, settings: SiaSettings,
-          evaluate: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> PairTable:
-    """The model's columns: valid (job, config) pairs with goodput > 0 (``evaluate(jj, cc)`` gives the raw
-    goodput of pairs) and their utilities."""
-    t0 = time.perf_counter()
+class ValidMemo:
+    """The last :func:`valid_sub` answer, kept across rounds (in a :class:`~schedopt.sia.SiaBuildCache`): a round
+    whose jobs have the fields :func:`valid_sub` reads (kinds, GPU bounds, units, growth, rigid counts, allowed
+    types, current and forced configurations) equal to the previous round's, in the same table object, reuses its
+    valid pairs instead of broadcasting again (the same arrays). ``hits``: rounds answered from it."""
+
+    def __init__(self) -> None:
+        self._key: tuple[object, ...] | None = None
+        self._value: tuple[np.ndarray, np.ndarray] | None = None
+        self.hits = 0
+
+    def pairs(self, a: JobArrays, cfg: ConfigTable) -> tuple[np.ndarray, np.ndarray]:
+        """``(jj, cc)``: the job and table column of every valid pair (row-major over jobs, as ``np.nonzero`` of
+        :func:`valid_sub`'s mask); read-only arrays."""
+        key = (cfg, a.allowed.shape, a.kind.tobytes(), a.min.tobytes(), a.max.tobytes(), a.unit.tobytes(),
+               a.growth.tobytes(), a.rigid.tobytes(), a.allowed.tobytes(), a.current.tobytes(), a.forced.tobytes())
+        if self._value is not None and self._key is not None and self._key[0] is cfg and self._key[1:] == key[1:]:
+            self.hits += 1
+            return self._value
+        jj, cc = _valid_pairs(a, cfg)
+        jj.setflags(write=False)
+        cc.setflags(write=False)
+        self._key, self._value = key, (jj, cc)
+        return jj, cc
+
+
+def _valid_pairs(a: JobArrays, cfg: ConfigTable) -> tuple[np.ndarray, np.ndarray]:
     cols, sub = valid_sub(a, cfg)
     jj, kk = np.nonzero(sub)
-    cc = cols[kk]
+    return jj, cols[kk]
+
+
+def prune(jobs: Sequence[Job], cfg: ConfigTable, a: JobArrays, settings: SiaSettings,
+          evaluate: Callable[[np.ndarray, np.ndarray], np.ndarray], memo: ValidMemo | None = None) -> PairTable:
+    """The model's columns: valid (job, config) pairs with goodput > 0 (``evaluate(jj, cc)`` gives the raw
+    goodput of pairs) and their utilities. ``memo``: a :class:`ValidMemo` kept across rounds (the same table)."""
+    t0 = time.perf_counter()
+    jj, cc = _valid_pairs(a, cfg) if memo is None else memo.pairs(a, cfg)
     t1 = time.perf_counter()
     G = evaluate(jj, cc)
     t2 = time.perf_counter()
     forced_pair = a.forced[jj] & (cc == a.current[jj])
-    bad = ~np.isfinite(G) | (G < 0)
-    if bad.any():
+    if not ((G >= 0) & (G < np.inf)).all():  # (NaN fails both)
+        bad = ~np.isfinite(G) | (G < 0)
         k = int(np.flatnonzero(bad)[0])
         raise InputError(
             f"goodput[{jobs[jj[k]].id}, {cfg.labels[cc[k]]}]", float(G[k]),
             "must be a finite number >= 0 for a valid (job, configuration) pair (0: cannot run there)",
         )
-    zero_forced = forced_pair & (G <= 0)
-    if zero_forced.any():
-        k = int(np.flatnonzero(zero_forced)[0])
-        raise InputError(
-            f"goodput[{jobs[jj[k]].id}, {cfg.labels[cc[k]]}]", float(G[k]),
-            "a non-preemptible job's current configuration needs a positive goodput",
-        )
     keep = G > 0
-    jj, cc, G, forced_pair = jj[keep], cc[keep], G[keep], forced_pair[keep]
-    U = G.copy()
+    if not keep.all():
+        zero_forced = forced_pair & ~keep
+        if zero_forced.any():
+            k = int(np.flatnonzero(zero_forced)[0])
+            raise InputError(
+                f"goodput[{jobs[jj[k]].id}, {cfg.labels[cc[k]]}]", float(G[k]),
+                "a non-preemptible job's current configuration needs a positive goodput",
+            )
+        jj, cc, G, forced_pair = jj[keep], cc[keep], G[keep], forced_pair[keep]
+    U = None
     if jj.size:
-        starts = np.flatnonzero(np.r_[True, jj[1:] != jj[:-1]])
+        # (np.concatenate rather than np.r_: the same int64 arrays at a quarter of the call cost)
+        starts = np.concatenate((_ZERO, np.flatnonzero(jj[1:] != jj[:-1]) + 1))
         gmin = np.minimum.reduceat(G, starts)
         umin = np.minimum.reduceat(cfg.n_gpus[cc], starts)
-        counts = np.diff(np.r_[starts, jj.size])
+        counts = np.diff(np.concatenate((starts, (jj.size,))))
         U = G * np.repeat(umin / gmin, counts)
         cur = a.current[jj]
         off = (cur != -1) & (cc != cur)
         U = np.where(off, U * restart_factors(a, settings)[jj], U)
         keep = (U > 0) | forced_pair
-        jj, cc, G, U, forced_pair = jj[keep], cc[keep], G[keep], U[keep], forced_pair[keep]
+        if not keep.all():
+            jj, cc, G, U, forced_pair = jj[keep], cc[keep], G[keep], U[keep], forced_pair[keep]
     t3 = time.perf_counter()
+    # arrays of the table's own: astype copies; G may still be evaluate's (U is made here)
     jj = jj.astype(np.int64)
     cc = cc.astype(np.int64)
+    G = G.copy()
+    U = G.copy() if U is None else U
     for arr in (jj, cc, G, U, forced_pair):
         arr.setflags(write=False)
     return PairTable(

@@ -168,7 +168,8 @@ class SiaProblem:
 
     @cached_property
     def _pairs(self) -> PairTable:
-        return prune(self.jobs, self.configs, self.job_arrays, self.settings, self.goodput_of_pairs)
+        memo = self.build_cache.valid if self.build_cache is not None else None
+        return prune(self.jobs, self.configs, self.job_arrays, self.settings, self.goodput_of_pairs, memo)
 
     # ------------------------------------------------------------------ building
     def objective_coefficients(self) -> tuple[np.ndarray, float, str]:
