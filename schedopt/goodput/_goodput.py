@@ -204,7 +204,19 @@ class _ParamColumns:
         g = self.gamma
         m = np.maximum(t_c, t_n)
         m_safe = np.where(m > 0, m, 1.0)
-        return s * t_c + m * ((t_c / m_safe) ** g + (t_n / m_safe) ** g) ** (1.0 / g)
+        return s * t_c + m * _pow(_pow(t_c / m_safe, g) + _pow(t_n / m_safe, g), 1.0 / g)
+
+
+def _pow(x: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """``x ** e`` with an exponent per point, as numpy computes ``x ** float(e)`` point by point: a scalar exponent of
+    2 or 0.5 is a square or a square root there (numpy's fast paths), which can differ from ``pow`` by one ulp (a
+    gamma of exactly 2 did in about 5 % of points); other exponents are ``pow`` in both (1 gives ``x`` exactly)."""
+    out = x ** e
+    for v, f in ((2.0, np.square), (0.5, np.sqrt)):
+        hit = e == v
+        if np.any(hit):
+            np.copyto(out, f(x), where=np.broadcast_to(hit, out.shape))
+    return out
 
 
 def goodput_matrix(models: Sequence[JobGoodputModel], gpu_types: Sequence[str], nodes: np.ndarray,
