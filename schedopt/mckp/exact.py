@@ -424,45 +424,63 @@ class _SearchTree:
 
     def place(self, o: int, left: int, pos: int, used: int, loss: float, val: float) -> None:
         """Place the ``left`` members of class ``o`` still to place, taking choices from position ``pos`` on
-        (``used`` members already take the choice at ``pos``), then the next classes; ``loss`` / ``val`` so far."""
-        classes, K, capl, y = self.classes, self.K, self.capl, self.y
+        (``used`` members already take the choice at ``pos``), then the next classes; ``loss`` / ``val`` so far.
+
+        The hot loop of the search (tens of thousands of calls a simulation): :meth:`_beaten` is inlined and the
+        loop invariants are bound to locals; the arithmetic is the same, in the same order."""
+        classes = self.classes
         if o == len(classes):
             if val > self.best_val:
-                self.best_val, self.best_y = val, y.copy()
+                self.best_val, self.best_y = val, self.y.copy()
             return
         if left == 0:
             self.place(o + 1, classes[o + 1][0] if o + 1 < len(classes) else 0, 0, 0, loss, val)
             return
         ch = classes[o][1]
+        capl, y, ctol, priced, lam, tol_rel = self.capl, self.y, self.ctol, self.priced, self.lam, self.tol_rel
+        base = self.R
+        rest_next = self.rest[o + 1]
+        krange = range(self.K)
+        mwo, rw = self.mw[o], self.restw[o + 1]
+        place = self.place
         for p in range(pos, len(ch)):
             d, v, w, lim, col = ch[p]
             if p == pos and used >= lim:
                 continue
-            bound = self.R - (loss + left * d + self.rest[o + 1])
-            if self._beaten(bound):
+            bound = base - (loss + left * d + rest_next)
+            best = self.best_val
+            if bound <= best + tol_rel * max(abs(best), 1e-10):
                 self.pruned = max(self.pruned, bound)
                 break  # the later choices lose at least as much
-            if any(w[k] > capl[k] + self.ctol[k] for k in range(K)):
+            over = False
+            for k in krange:
+                if w[k] > capl[k] + ctol[k]:
+                    over = True
+                    break
+            if over:
                 continue
-            if self.priced:
+            if priced:
                 waste = 0.0
-                mwp, rw = self.mw[o][p], self.restw[o + 1]
-                for k in self.priced:
+                mwp = mwo[p]
+                for k in priced:
                     unused = capl[k] - w[k] - (left - 1) * mwp[k] - rw[k]
                     if unused > 0:
-                        waste += self.lam[k] * unused
-                if waste > 0 and self._beaten(bound - waste):
-                    self.pruned = max(self.pruned, bound - waste)
-                    continue
+                        waste += lam[k] * unused
+                if waste > 0:
+                    b2 = bound - waste
+                    best = self.best_val
+                    if b2 <= best + tol_rel * max(abs(best), 1e-10):
+                        self.pruned = max(self.pruned, b2)
+                        continue
             self.nodes += 1
             if self.nodes > self.limit:
                 raise _SearchBudgetExceeded
-            for k in range(K):
+            for k in krange:
                 capl[k] -= w[k]
             if col >= 0:
                 y[col] += 1
-            self.place(o, left - 1, p, used + 1 if p == pos else 1, loss + d, val + v)
+            place(o, left - 1, p, used + 1 if p == pos else 1, loss + d, val + v)
             if col >= 0:
                 y[col] -= 1
-            for k in range(K):
+            for k in krange:
                 capl[k] += w[k]
