@@ -170,6 +170,19 @@ class GreedyRepair:
 _KEY = np.random.default_rng(12345).uniform(1.0, 2.0, MAX_KNAPSACK_ROWS)
 
 
+def _unique_inverse(keys: np.ndarray) -> np.ndarray:
+    """``np.unique(keys, return_inverse=True)[1]`` for a 1-d float array without NaN (the index of every key among
+    the sorted distinct keys), without np.unique's overhead (these arrays have tens to hundreds of entries)."""
+    perm = keys.argsort()
+    aux = keys[perm]
+    new = np.empty(aux.size, dtype=bool)
+    new[:1] = True
+    np.not_equal(aux[1:], aux[:-1], out=new[1:])
+    inv = np.empty(aux.size, dtype=np.intp)
+    inv[perm] = np.cumsum(new) - 1
+    return inv
+
+
 def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.ndarray, bestg: np.ndarray, gam: float,
                  deadline: float = math.inf, max_rounds: int = 500, kmax: int = 2,
                  stop: Callable[[], bool] | None = None, target: float = math.inf) -> tuple[np.ndarray, int]:
@@ -224,7 +237,7 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
         D = Dpad[mt] - Dpad[ms]
         slack = cap - (Dpad[used].T @ y[used] if used.size else np.zeros(K)) + tol
         if K:
-            _, inv = np.unique(D @ _KEY[:K], return_inverse=True)
+            inv = _unique_inverse(D @ _KEY[:K])
         else:
             inv = np.zeros(gain.size, dtype=np.int64)
         # copies: a move whose source is used n times can be made min(n, kmax) times
@@ -258,7 +271,7 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
         Bq = np.flatnonzero(brg > -room)
         q1 = np.concatenate((Bq, [-1]))
         qa = np.repeat(q1, q1.size)
-        qb = np.tile(q1, q1.size)
+        qb = np.broadcast_to(q1, (q1.size, q1.size)).reshape(-1)  # np.tile(q1, q1.size)
         bt_pad = np.concatenate((bt, [-1]))
         okq = ((qa < qb) | ((qa == -1) & (qb == -1))) & ((bt_pad[qa] != bt_pad[qb]) | (qb == -1))
         qa, qb = qa[okq], qb[okq]
@@ -269,7 +282,7 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
         if K and qa.size > 64:
             # partners with the same weight change: only the 3 best matter (the gaining bundle's group can clash
             # with at most two of them)
-            _, qinv = np.unique(qD @ _KEY[:K], return_inverse=True)
+            qinv = _unique_inverse(qD @ _KEY[:K])
             qo = np.lexsort((-qg, qinv))
             qs = qinv[qo]
             qf = np.concatenate(([True], qs[1:] != qs[:-1]))
@@ -292,15 +305,25 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
         # counts themselves: members available, capacities, true value)
         applied = 0
         val = float(a.value @ y)
-        for flat in cand[:64]:
-            i, j = divmod(int(flat), qa.size)
+        # each bundle's moves as plain lists (source, target; -1: nothing), built once per round: a bundle takes
+        # part in many candidate exchanges, and scalar updates beat np.subtract.at / np.add.at on 1-2 moves
+        moves: dict[int, tuple[list[int], list[int]]] = {}
+        for flat in cand[:64].tolist():
+            i, j = divmod(flat, qa.size)
             yy = y.copy()
-            for b in (P[i], qa[j], qb[j]):
+            for b in (int(P[i]), int(qa[j]), int(qb[j])):
                 if b < 0:
                     continue
-                mv = order[si == bt[b]][: bk[b]]
-                np.subtract.at(yy, ms[mv][ms[mv] >= 0], 1)
-                np.add.at(yy, mt[mv][mt[mv] >= 0], 1)
+                mb = moves.get(b)
+                if mb is None:
+                    mv = order[si == bt[b]][: bk[b]]
+                    mb = moves[b] = (ms[mv].tolist(), mt[mv].tolist())
+                for c in mb[0]:
+                    if c >= 0:
+                        yy[c] -= 1
+                for c in mb[1]:
+                    if c >= 0:
+                        yy[c] += 1
             if yy.min(initial=0) < 0:
                 continue
             if a.n and np.any(np.add.reduceat(yy, a.starts) > mult):
