@@ -298,7 +298,7 @@ def presolve(model: LinearModel, d: Detected) -> MckpStructure:
     on = km >= 0
     er, ec, ew = km[on], A.indices[on].astype(np.int64), A.data[on]
     capfull = arr.row_upper[d.knap_rows].astype(np.float64)
-    labels = [_row_label(model, int(r)) for r in d.knap_rows]
+    labels = [_row_label(model, r) for r in d.knap_rows.tolist()]
     infeasible = d.infeasible
     fixed1 = d.lower >= 0.5
     fixed0 = d.upper < 0.5
@@ -325,7 +325,7 @@ def presolve(model: LinearModel, d: Detected) -> MckpStructure:
     val = sign * arr.c
     const = sign * (arr.constant + float(arr.c[forced].sum()))
     keep = ~fixed0 & ~fixed1 & (val > 0)
-    fixed_groups = np.unique(fg)
+    fixed_groups = np.unique(fg) if fg.size else fg  # usually no forced column in a group: skip np.unique
     if fixed_groups.size:
         in_fixed = np.zeros(max(int(d.gub_rows.size), 1), dtype=bool)
         in_fixed[fixed_groups] = True
