@@ -443,6 +443,11 @@ class _SearchTree:
         krange = range(self.K)
         mwo, rw = self.mw[o], self.restw[o + 1]
         place = self.place
+        # the last member of the class: go on with the next class directly (what place(o, 0, ...) does), or, after
+        # the last class, compare with the best (what place(len(classes), ...) does)
+        last = left == 1
+        leaf = last and o + 1 == len(classes)
+        m_next = classes[o + 1][0] if o + 1 < len(classes) else 0
         for p in range(pos, len(ch)):
             d, v, w, lim, col = ch[p]
             if p == pos and used >= lim:
@@ -479,7 +484,16 @@ class _SearchTree:
                 capl[k] -= w[k]
             if col >= 0:
                 y[col] += 1
-            place(o, left - 1, p, used + 1 if p == pos else 1, loss + d, val + v)
+            if leaf:
+                if val + v > self.best_val:
+                    self.best_val, self.best_y = val + v, y.copy()
+            elif last:
+                if m_next:
+                    place(o + 1, m_next, 0, 0, loss + d, val + v)
+                else:
+                    place(o + 2, classes[o + 2][0] if o + 2 < len(classes) else 0, 0, 0, loss + d, val + v)
+            else:
+                place(o, left - 1, p, used + 1 if p == pos else 1, loss + d, val + v)
             if col >= 0:
                 y[col] -= 1
             for k in krange:
