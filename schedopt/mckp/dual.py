@@ -47,15 +47,20 @@ class ColumnSet:
     (groups x slots) array and ``argmax(axis=1)`` when the groups are about equally long, ``reduceat`` otherwise."""
 
     def __init__(self, st: MckpStructure, idx: np.ndarray | None = None) -> None:
+        whole = idx is None
         idx = np.arange(st.n) if idx is None else idx
         self.idx = idx
         g = st.group[idx]
-        if idx.size:
-            newg = np.concatenate(([True], g[1:] != g[:-1]))
-            starts = np.flatnonzero(newg)
+        if whole and idx.size and int(st.counts.min()) > 0:
+            # every column, no empty group: the group starts are the structure's own (what the search below finds)
+            starts, counts = st.starts.astype(np.int64), st.counts.astype(np.int64)
         else:
-            starts = np.zeros(0, dtype=np.int64)
-        counts = np.diff(np.concatenate((starts, [idx.size]))).astype(np.int64)
+            if idx.size:
+                newg = np.concatenate(([True], g[1:] != g[:-1]))
+                starts = np.flatnonzero(newg)
+            else:
+                starts = np.zeros(0, dtype=np.int64)
+            counts = np.diff(np.concatenate((starts, [idx.size]))).astype(np.int64)
         self.gid = g[starts]
         self.starts, self.counts = starts, counts
         self.v = st.value[idx]
