@@ -157,7 +157,7 @@ def detect(model: LinearModel) -> Detected:
     """Classify the rows and columns of ``model`` (GUB rows, knapsack rows, fixed columns); raise :class:`StructureError` when it is outside the family."""
     arr = model.to_arrays()
     n = arr.num_cols
-    if n and not bool(np.all(arr.integrality == 1)):
+    if n and not bool((arr.integrality == 1).all()):
         j = int(np.flatnonzero(arr.integrality != 1)[0])
         b, _ = model.block_of(j)
         raise StructureError(
@@ -173,7 +173,7 @@ def detect(model: LinearModel) -> Detected:
         )
     A = arr.A
     rl, ru = arr.row_lower, arr.row_upper
-    nnz = np.diff(A.indptr)
+    nnz = A.indptr[1:] - A.indptr[:-1]  # np.diff(A.indptr)
     row_of = np.repeat(np.arange(A.shape[0]), nnz)
     infeasible: str | None = None
     # empty rows: satisfied or infeasible
@@ -339,7 +339,7 @@ def presolve(model: LinearModel, d: Detected) -> MckpStructure:
     gkey = d.col_gub[cols].copy()
     free = gkey < 0
     gkey[free] = d.gub_rows.size + np.arange(int(free.sum()))
-    if gkey.size and np.any(gkey[1:] < gkey[:-1]):
+    if gkey.size and (gkey[1:] < gkey[:-1]).any():
         order = np.argsort(gkey, kind="stable")
         cols, gkey = cols[order], gkey[order]
     if cols.size:
@@ -349,7 +349,7 @@ def presolve(model: LinearModel, d: Detected) -> MckpStructure:
     else:
         starts = np.zeros(0, dtype=np.int64)
         group = np.zeros(0, dtype=np.int64)
-    counts = np.diff(np.concatenate((starts, [cols.size]))).astype(np.int64)
+    counts = (np.concatenate((starts[1:], [cols.size])) - starts).astype(np.int64)  # np.diff of the bounds
     # ELL weights of the kept columns
     pos = np.full(n, -1, dtype=np.int64)
     pos[cols] = np.arange(cols.size)
