@@ -29,6 +29,23 @@ class GreedyRepair:
         self.v = st.value
         self.n, self.G, self.K = st.n, st.G, st.K
         self._dense: np.ndarray | None = None
+        self._vtol: np.ndarray | None = None
+        self._fit_dense: bool | None = None
+
+    def _dense_fit(self) -> bool:
+        """Whether :meth:`improve`'s capacity test may run on the dense weight changes ``D = dense(c) - Wcur[g]``
+        (``D <= slack + captol`` on every row) instead of on each (row, weight) entry of the column: the same
+        answer when no column lists a row twice (an entry's test is then its row's ``D``; a row the column does not
+        use has ``D = -Wcur <= 0 < slack + captol``, since the weights are nonnegative, and padding entries always
+        pass)."""
+        if self._fit_dense is None:
+            ri = self.st.ri
+            if ri.shape[1] <= 1:
+                self._fit_dense = True
+            else:
+                srt = np.sort(ri, axis=1)
+                self._fit_dense = not bool(((srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] < self.K)).any())
+        return self._fit_dense
 
     def _dense_of(self, idx: np.ndarray) -> np.ndarray:
         """``st.dense(idx)`` for columns ``idx >= 0``, read from the dense weights of every column (built once per
@@ -114,23 +131,35 @@ class GreedyRepair:
         mark[self.pool.idx] = True
         mark[choice[choice >= 0]] = True
         cand = np.flatnonzero(mark)
+        if self._vtol is None:
+            self._vtol = TOL * np.maximum(1.0, np.abs(self.v))  # per column: the same values as per candidate
+        vtol = self._vtol
+        dense_fit = bool(K) and self._dense_fit()
         for _ in range(100):
             if not cand.size or self.time_left() <= 0:
                 break
             gc = st.group[cand]
             gain = self.v[cand] - vcur[gc]
-            keep = gain > TOL * np.maximum(1.0, np.abs(self.v[cand]))
+            keep = gain > vtol[cand]
             cand, gc, gain = cand[keep], gc[keep], gain[keep]
             slack = np.maximum(cap - usage, 0.0)
+            D = None
             if K:
-                slack_pad = np.concatenate((slack + captol, [np.inf]))
-                ri, wt = st.ri[cand], st.wt[cand]
-                fit = np.all(wt - Wcur[gc[:, None], ri] <= slack_pad[ri], axis=1)
+                if dense_fit:
+                    # the same test on the dense weight changes (see _dense_fit), kept for the scores below
+                    D = self._dense_of(cand) - Wcur[gc, :K]
+                    fit = (D <= slack + captol).all(axis=1)
+                    D = D[fit]
+                else:
+                    slack_pad = np.concatenate((slack + captol, [np.inf]))
+                    ri, wt = st.ri[cand], st.wt[cand]
+                    fit = np.all(wt - Wcur[gc[:, None], ri] <= slack_pad[ri], axis=1)
                 cand, gc, gain = cand[fit], gc[fit], gain[fit]
             if not cand.size:
                 break
             if K:
-                D = self._dense_of(cand) - Wcur[gc, :K]
+                if D is None:
+                    D = self._dense_of(cand) - Wcur[gc, :K]
                 Dp = np.maximum(D, 0.0)
                 use = (Dp / np.maximum(slack, captol)).sum(axis=1)
             else:
