@@ -279,15 +279,22 @@ class ResidualClosure:
         # per open class: its choices sorted by loss, as plain lists (the search is scalar Python)
         order = np.lexsort((np.arange(res_cols.size), self.delta[res_cols], gi))
         classes: list[tuple[int, list[_Choice]]] = []
+        # the same values as plain Python numbers (tolist), read per class from its contiguous run of ``order``
+        # (sorted by class first)
+        dl, vl, Dl, ubl = self.delta[res_cols].tolist(), ast.value[res_cols].tolist(), D.tolist(), ub.tolist()
+        ol = order.tolist()
+        ends = np.searchsorted(gi[order], np.arange(og.size), side="right").tolist()
+        upl, lol, bgl = up_rows.tolist(), lo_rows.tolist(), bestg.tolist()
+        at = 0
         for o in range(og.size):
-            sel = order[gi[order] == o]
-            ch = [(float(self.delta[res_cols[i]]), float(ast.value[res_cols[i]]), tuple(D[i].tolist()), int(ub[i]),
-                   int(i)) for i in sel if ub[i] > 0]
-            none_max = int(up_rows[o] - lo_rows[o])
+            sel = ol[at:ends[o]]
+            at = ends[o]
+            ch = [(dl[i], vl[i], tuple(Dl[i]), ubl[i], i) for i in sel if ubl[i] > 0]
+            none_max = int(upl[o] - lol[o])
             if none_max > 0:
-                ch.append((float(bestg[o]), 0.0, (0.0,) * K, none_max, -1))
+                ch.append((bgl[o], 0.0, (0.0,) * K, none_max, -1))
                 ch.sort(key=lambda c: c[0])
-            classes.append((int(up_rows[o]), ch))
+            classes.append((int(upl[o]), ch))
         # the least loss still to come after class o (every member takes at least its class's least loss)
         rest = [0.0] * (len(classes) + 1)
         for o in range(len(classes) - 1, -1, -1):
@@ -301,7 +308,7 @@ class ResidualClosure:
         for _m_o, ch in classes:
             suf: list[tuple[float, ...]] = [(0.0,) * K] * (len(ch) + 1)
             for p in range(len(ch) - 1, -1, -1):
-                suf[p] = tuple(max(a, b) for a, b in zip(suf[p + 1], ch[p][2]))
+                suf[p] = tuple(map(max, suf[p + 1], ch[p][2]))
             mw.append(suf)
         restw = [[0.0] * K for _ in range(len(classes) + 1)]
         for o in range(len(classes) - 1, -1, -1):
