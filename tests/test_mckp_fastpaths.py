@@ -16,7 +16,7 @@ import schedopt
 from schedopt.mckp import GreedyRepair, LagrangianDual, analyze, exact
 from schedopt.mckp import aggregate as aggregate_fn
 from schedopt.mckp.aggregate import _powers
-from schedopt.mckp.dual import ColumnSet
+from schedopt.mckp.dual import ColumnSet, columns_of_groups
 from schedopt.mckp.heuristics import _unique_inverse
 from schedopt.problem import Structure
 
@@ -102,6 +102,26 @@ def test_improve_dense_fit_equals_entry_fit(n_jobs: int, n_cfg: int, K: int, dup
         assert np.array_equal(a, b)
         if s.fits(start):  # a feasible start stays feasible
             assert s.fits(a) and s.value_of(a) >= s.value_of(start)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 8), st.integers(1, 5), st.integers(1, 3), st.integers(0, 10_000), st.floats(0.0, 1.0))
+def test_group_marks_equal_columns_of_groups(n_jobs: int, n_cfg: int, K: int, seed: int, keep: float) -> None:
+    """``improve`` marks the pool's columns of the upgraded groups through a group mask: the same set as
+    ``columns_of_groups``, for the whole pool and for a screened one."""
+    s = analyze(multi_row_mckp(n_jobs, n_cfg, K, seed))
+    rng = np.random.default_rng(seed)
+    for pool in (ColumnSet(s), ColumnSet(s, np.flatnonzero(rng.random(s.n) < keep))):
+        if not pool.idx.size:
+            continue  # columns_of_groups needs a nonempty pool (improve never upgrades from an empty one)
+        gt = rng.choice(s.G, size=int(rng.integers(0, s.G + 1)), replace=False) if s.G else np.zeros(0, np.int64)
+        gmark = np.zeros(s.G, dtype=bool)
+        gmark[gt] = True
+        got = np.zeros(s.n, dtype=bool)
+        got[pool.idx[gmark[s.group[pool.idx]]]] = True
+        want = np.zeros(s.n, dtype=bool)
+        want[columns_of_groups(s, np.sort(gt), pool)] = True
+        assert np.array_equal(got, want)
 
 
 def test_dense_fit_refused_when_a_column_lists_a_row_twice() -> None:

@@ -31,6 +31,7 @@ class GreedyRepair:
         self._dense: np.ndarray | None = None
         self._vtol: np.ndarray | None = None
         self._fit_dense: bool | None = None
+        self._pool_group: np.ndarray | None = None
 
     def _dense_fit(self) -> bool:
         """Whether :meth:`improve`'s capacity test may run on the dense weight changes ``D = dense(c) - Wcur[g]``
@@ -135,6 +136,10 @@ class GreedyRepair:
             self._vtol = TOL * np.maximum(1.0, np.abs(self.v))  # per column: the same values as per candidate
         vtol = self._vtol
         dense_fit = bool(K) and self._dense_fit()
+        pidx = self.pool.idx
+        if self._pool_group is None:
+            self._pool_group = st.group[pidx]
+        pgroup = self._pool_group
         for _ in range(100):
             if not cand.size or self.time_left() <= 0:
                 break
@@ -189,7 +194,10 @@ class GreedyRepair:
             # the sorted union (what np.unique of the concatenation gives), by marks: cheaper on these small arrays
             mark[:] = False
             mark[cand[rest]] = True
-            mark[columns_of_groups(self.st, np.sort(gt), self.pool)] = True
+            # the pool's columns of the groups just upgraded (the set columns_of_groups(st, sort(gt), pool) gives)
+            gmark = np.zeros(self.G, dtype=bool)
+            gmark[gt] = True
+            mark[pidx[gmark[pgroup]]] = True
             cand = np.flatnonzero(mark)
         return choice
 
