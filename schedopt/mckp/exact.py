@@ -229,19 +229,22 @@ class ResidualClosure:
         val = ast.value[res_cols]
         f = np.zeros(shape)
         picks: list[np.ndarray] = []
-        cols_of = [np.flatnonzero(gi == o) for o in range(og.size)]
+        cols_of = [np.flatnonzero(gi == o).tolist() for o in range(og.size)]
+        Drl, liml, vall = Dr.tolist(), lim.tolist(), val.tolist()
         for o in range(og.size):
-            opts = [(int(c), tuple(int(x) for x in Dr[c]), float(val[c])) for c in cols_of[o]
-                    if np.all(Dr[c] <= lim)]
+            # the options that fit alone, each with its source and destination slices (the same for every member)
+            opts = [(c, tuple(slice(0, n - wk) for n, wk in zip(shape, Drl[c])),
+                     tuple(slice(wk, None) for wk in Drl[c]), vall[c])
+                    for c in cols_of[o] if all(wk <= lk for wk, lk in zip(Drl[c], liml))]
             for _ in range(int(members[o])):
                 g = f.copy()
                 arg = np.full(shape, -1, dtype=np.int32)
-                for c, w, v in opts:
-                    src = f[tuple(slice(0, n - wk) for n, wk in zip(shape, w))] + v
-                    dst = g[tuple(slice(wk, None) for wk in w)]
+                for c, src_sl, dst_sl, v in opts:
+                    src = f[src_sl] + v
+                    dst = g[dst_sl]
                     better = src > dst
-                    dst[better] = src[better]
-                    arg[tuple(slice(wk, None) for wk in w)][better] = c
+                    np.copyto(dst, src, where=better)  # dst[better] = src[better]
+                    np.copyto(arg[dst_sl], c, where=better)
                 f = g
                 picks.append(arg)
         u = lim.copy()
