@@ -93,9 +93,10 @@ class MckpStructure:
         """Total weight per knapsack row of the columns ``sel`` (each taken ``times`` times when given)."""
         if not sel.size:
             return np.zeros(self.K)
+        if self.wt.shape[1] == 1:  # one row per column: the first (only) slot, the same products
+            w0 = self.wt[sel, 0] if times is None else self.wt[sel, 0] * times
+            return np.bincount(self.ri[sel, 0], weights=w0, minlength=self.K + 1)[: self.K]
         w = self.wt[sel] if times is None else self.wt[sel] * times[:, None]
-        if w.shape[1] == 1:
-            return np.bincount(self.ri[sel, 0], weights=w[:, 0], minlength=self.K + 1)[: self.K]
         return np.bincount(self.ri[sel].ravel(), weights=w.ravel(), minlength=self.K + 1)[: self.K]
 
     def weights_csr(self, idx: np.ndarray) -> sp.csr_matrix:
@@ -117,7 +118,7 @@ class MckpStructure:
 
     def fits(self, choice: np.ndarray) -> bool:
         """Whether a choice keeps every knapsack row within capacity (relative tolerance 1e-6)."""
-        return not np.any(self.usage_of(choice) > self.cap + 1e-6 * np.maximum(1.0, self.cap))
+        return not (self.usage_of(choice) > self.cap + 1e-6 * np.maximum(1.0, self.cap)).any()
 
     def full_solution(self, choice: np.ndarray) -> np.ndarray:
         """The model's full 0/1 column vector of a choice (forced columns set)."""
