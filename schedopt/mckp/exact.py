@@ -458,13 +458,14 @@ class _SearchTree:
         last = left == 1
         leaf = last and o + 1 == len(classes)
         m_next = classes[o + 1][0] if o + 1 < len(classes) else 0
+        best = self.best_val
+        thr = best + tol_rel * max(abs(best), 1e-10)  # _beaten's threshold, recomputed whenever best_val may move
         for p in range(pos, len(ch)):
             d, v, w, lim, col = ch[p]
             if p == pos and used >= lim:
                 continue
             bound = base - (loss + left * d + rest_next)
-            best = self.best_val
-            if bound <= best + tol_rel * max(abs(best), 1e-10):
+            if bound <= thr:
                 self.pruned = max(self.pruned, bound)
                 break  # the later choices lose at least as much
             over = False
@@ -483,8 +484,7 @@ class _SearchTree:
                         waste += lam[k] * unused
                 if waste > 0:
                     b2 = bound - waste
-                    best = self.best_val
-                    if b2 <= best + tol_rel * max(abs(best), 1e-10):
+                    if b2 <= thr:
                         self.pruned = max(self.pruned, b2)
                         continue
             self.nodes += 1
@@ -508,3 +508,6 @@ class _SearchTree:
                 y[col] -= 1
             for k in krange:
                 capl[k] += w[k]
+            if self.best_val != best:
+                best = self.best_val
+                thr = best + tol_rel * max(abs(best), 1e-10)
