@@ -203,11 +203,11 @@ def detect(model: LinearModel) -> Detected:
     knap_rows = np.zeros(0, dtype=np.int64)
     col_gub = np.full(n, -1, dtype=np.int64)
     if multi.size:
-        starts = A.indptr[multi]
-        rmin = np.minimum.reduceat(A.data, A.indptr[:-1][nnz > 0])
-        rmax = np.maximum.reduceat(A.data, A.indptr[:-1][nnz > 0])
-        pos_of = np.cumsum(nnz > 0) - 1
-        rmin, rmax = rmin[pos_of[multi]], rmax[pos_of[multi]]
+        nonempty = nnz > 0
+        seg = A.indptr[:-1][nonempty]  # the nonempty rows' first entries (the reduceat segments)
+        pm = (np.cumsum(nonempty) - 1)[multi]  # each multi row's segment
+        rmin = np.minimum.reduceat(A.data, seg)[pm]
+        rmax = np.maximum.reduceat(A.data, seg)[pm]
         neg = np.flatnonzero(rmin < 0)
         if neg.size:
             r = int(multi[neg[0]])
@@ -226,10 +226,9 @@ def detect(model: LinearModel) -> Detected:
                 f"row {_row_label(model, r)} is {kind} with bounds [{rl[r]:g}, {ru[r]:g}]; the mckp family allows only "
                 "<= rows with nonnegative coefficients (at-most-one rows and knapsack rows)"
             )
-        del starts
         finite = np.isfinite(u_)
         # a row whose total weight fits its capacity never binds
-        tot = np.add.reduceat(A.data, A.indptr[:-1][nnz > 0])[pos_of[multi]]
+        tot = np.add.reduceat(A.data, seg)[pm]
         redundant = ~finite | (tot <= u_ + TOL)
         if infeasible is None:
             below = np.flatnonzero(u_ < -TOL)
