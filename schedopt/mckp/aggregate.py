@@ -62,6 +62,19 @@ class Aggregate:
         return out
 
 
+_POWERS = np.zeros(0, dtype=np.uint64)
+
+
+def _powers(m: int) -> np.ndarray:
+    """The first ``m`` powers (1st to m-th) of the hash multiplier modulo 2**64, from a table kept across calls
+    (a prefix of the cumulative product is the cumulative product of the prefix: the same values)."""
+    global _POWERS
+    if _POWERS.size < m:
+        with np.errstate(over="ignore"):
+            _POWERS = np.cumprod(np.full(max(m, 64), 0x9E3779B97F4A7C15, dtype=np.uint64), dtype=np.uint64)
+    return _POWERS[:m]
+
+
 def aggregate(st: MckpStructure) -> Aggregate:
     """Collapse identical groups of ``st`` (same multiset of (value, knapsack weights) columns; forced columns have
     already left the structure) into classes with multiplicities, vectorised: column keys by ``lexsort``, each
@@ -92,9 +105,8 @@ def aggregate(st: MckpStructure) -> Aggregate:
     sc = np.lexsort((kid, st.group))
     pos = np.arange(n) - st.starts[st.group[sc]]
     ks = kid[sc]
-    M = int(st.counts.max())
+    pw = _powers(int(st.counts.max()))
     with np.errstate(over="ignore"):
-        pw = np.cumprod(np.full(M, 0x9E3779B97F4A7C15, dtype=np.uint64), dtype=np.uint64)
         h = np.add.reduceat((ks.astype(np.uint64) + np.uint64(1)) * pw[pos], st.starts)
     og = np.lexsort((np.arange(G), h, st.counts))
     newc = np.concatenate(([True], (h[og[1:]] != h[og[:-1]]) | (st.counts[og[1:]] != st.counts[og[:-1]])))

@@ -229,19 +229,22 @@ class ResidualClosure:
         val = ast.value[res_cols]
         f = np.zeros(shape)
         picks: list[np.ndarray] = []
-        cols_of = [np.flatnonzero(gi == o) for o in range(og.size)]
+        cols_of = [np.flatnonzero(gi == o).tolist() for o in range(og.size)]
+        Drl, liml, vall = Dr.tolist(), lim.tolist(), val.tolist()
         for o in range(og.size):
-            opts = [(int(c), tuple(int(x) for x in Dr[c]), float(val[c])) for c in cols_of[o]
-                    if np.all(Dr[c] <= lim)]
+            # the options that fit alone, each with its source and destination slices (the same for every member)
+            opts = [(c, tuple(slice(0, n - wk) for n, wk in zip(shape, Drl[c])),
+                     tuple(slice(wk, None) for wk in Drl[c]), vall[c])
+                    for c in cols_of[o] if all(wk <= lk for wk, lk in zip(Drl[c], liml))]
             for _ in range(int(members[o])):
                 g = f.copy()
                 arg = np.full(shape, -1, dtype=np.int32)
-                for c, w, v in opts:
-                    src = f[tuple(slice(0, n - wk) for n, wk in zip(shape, w))] + v
-                    dst = g[tuple(slice(wk, None) for wk in w)]
+                for c, src_sl, dst_sl, v in opts:
+                    src = f[src_sl] + v
+                    dst = g[dst_sl]
                     better = src > dst
-                    dst[better] = src[better]
-                    arg[tuple(slice(wk, None) for wk in w)][better] = c
+                    np.copyto(dst, src, where=better)  # dst[better] = src[better]
+                    np.copyto(arg[dst_sl], c, where=better)
                 f = g
                 picks.append(arg)
         u = lim.copy()
@@ -279,15 +282,22 @@ class ResidualClosure:
         # per open class: its choices sorted by loss, as plain lists (the search is scalar Python)
         order = np.lexsort((np.arange(res_cols.size), self.delta[res_cols], gi))
         classes: list[tuple[int, list[_Choice]]] = []
+        # the same values as plain Python numbers (tolist), read per class from its contiguous run of ``order``
+        # (sorted by class first)
+        dl, vl, Dl, ubl = self.delta[res_cols].tolist(), ast.value[res_cols].tolist(), D.tolist(), ub.tolist()
+        ol = order.tolist()
+        ends = np.searchsorted(gi[order], np.arange(og.size), side="right").tolist()
+        upl, lol, bgl = up_rows.tolist(), lo_rows.tolist(), bestg.tolist()
+        at = 0
         for o in range(og.size):
-            sel = order[gi[order] == o]
-            ch = [(float(self.delta[res_cols[i]]), float(ast.value[res_cols[i]]), tuple(D[i].tolist()), int(ub[i]),
-                   int(i)) for i in sel if ub[i] > 0]
-            none_max = int(up_rows[o] - lo_rows[o])
+            sel = ol[at:ends[o]]
+            at = ends[o]
+            ch = [(dl[i], vl[i], tuple(Dl[i]), ubl[i], i) for i in sel if ubl[i] > 0]
+            none_max = int(upl[o] - lol[o])
             if none_max > 0:
-                ch.append((float(bestg[o]), 0.0, (0.0,) * K, none_max, -1))
+                ch.append((bgl[o], 0.0, (0.0,) * K, none_max, -1))
                 ch.sort(key=lambda c: c[0])
-            classes.append((int(up_rows[o]), ch))
+            classes.append((int(upl[o]), ch))
         # the least loss still to come after class o (every member takes at least its class's least loss)
         rest = [0.0] * (len(classes) + 1)
         for o in range(len(classes) - 1, -1, -1):
@@ -301,7 +311,7 @@ class ResidualClosure:
         for _m_o, ch in classes:
             suf: list[tuple[float, ...]] = [(0.0,) * K] * (len(ch) + 1)
             for p in range(len(ch) - 1, -1, -1):
-                suf[p] = tuple(max(a, b) for a, b in zip(suf[p + 1], ch[p][2]))
+                suf[p] = tuple(map(max, suf[p + 1], ch[p][2]))
             mw.append(suf)
         restw = [[0.0] * K for _ in range(len(classes) + 1)]
         for o in range(len(classes) - 1, -1, -1):
@@ -424,45 +434,80 @@ class _SearchTree:
 
     def place(self, o: int, left: int, pos: int, used: int, loss: float, val: float) -> None:
         """Place the ``left`` members of class ``o`` still to place, taking choices from position ``pos`` on
-        (``used`` members already take the choice at ``pos``), then the next classes; ``loss`` / ``val`` so far."""
-        classes, K, capl, y = self.classes, self.K, self.capl, self.y
+        (``used`` members already take the choice at ``pos``), then the next classes; ``loss`` / ``val`` so far.
+
+        The hot loop of the search (tens of thousands of calls a simulation): :meth:`_beaten` is inlined and the
+        loop invariants are bound to locals; the arithmetic is the same, in the same order."""
+        classes = self.classes
         if o == len(classes):
             if val > self.best_val:
-                self.best_val, self.best_y = val, y.copy()
+                self.best_val, self.best_y = val, self.y.copy()
             return
         if left == 0:
             self.place(o + 1, classes[o + 1][0] if o + 1 < len(classes) else 0, 0, 0, loss, val)
             return
         ch = classes[o][1]
+        capl, y, ctol, priced, lam, tol_rel = self.capl, self.y, self.ctol, self.priced, self.lam, self.tol_rel
+        base = self.R
+        rest_next = self.rest[o + 1]
+        krange = range(self.K)
+        mwo, rw = self.mw[o], self.restw[o + 1]
+        place = self.place
+        # the last member of the class: go on with the next class directly (what place(o, 0, ...) does), or, after
+        # the last class, compare with the best (what place(len(classes), ...) does)
+        last = left == 1
+        leaf = last and o + 1 == len(classes)
+        m_next = classes[o + 1][0] if o + 1 < len(classes) else 0
+        best = self.best_val
+        thr = best + tol_rel * max(abs(best), 1e-10)  # _beaten's threshold, recomputed whenever best_val may move
         for p in range(pos, len(ch)):
             d, v, w, lim, col = ch[p]
             if p == pos and used >= lim:
                 continue
-            bound = self.R - (loss + left * d + self.rest[o + 1])
-            if self._beaten(bound):
+            bound = base - (loss + left * d + rest_next)
+            if bound <= thr:
                 self.pruned = max(self.pruned, bound)
                 break  # the later choices lose at least as much
-            if any(w[k] > capl[k] + self.ctol[k] for k in range(K)):
+            over = False
+            for k in krange:
+                if w[k] > capl[k] + ctol[k]:
+                    over = True
+                    break
+            if over:
                 continue
-            if self.priced:
+            if priced:
                 waste = 0.0
-                mwp, rw = self.mw[o][p], self.restw[o + 1]
-                for k in self.priced:
+                mwp = mwo[p]
+                for k in priced:
                     unused = capl[k] - w[k] - (left - 1) * mwp[k] - rw[k]
                     if unused > 0:
-                        waste += self.lam[k] * unused
-                if waste > 0 and self._beaten(bound - waste):
-                    self.pruned = max(self.pruned, bound - waste)
-                    continue
+                        waste += lam[k] * unused
+                if waste > 0:
+                    b2 = bound - waste
+                    if b2 <= thr:
+                        self.pruned = max(self.pruned, b2)
+                        continue
             self.nodes += 1
             if self.nodes > self.limit:
                 raise _SearchBudgetExceeded
-            for k in range(K):
+            for k in krange:
                 capl[k] -= w[k]
             if col >= 0:
                 y[col] += 1
-            self.place(o, left - 1, p, used + 1 if p == pos else 1, loss + d, val + v)
+            if leaf:
+                if val + v > self.best_val:
+                    self.best_val, self.best_y = val + v, y.copy()
+            elif last:
+                if m_next:
+                    place(o + 1, m_next, 0, 0, loss + d, val + v)
+                else:
+                    place(o + 2, classes[o + 2][0] if o + 2 < len(classes) else 0, 0, 0, loss + d, val + v)
+            else:
+                place(o, left - 1, p, used + 1 if p == pos else 1, loss + d, val + v)
             if col >= 0:
                 y[col] -= 1
-            for k in range(K):
+            for k in krange:
                 capl[k] += w[k]
+            if self.best_val != best:
+                best = self.best_val
+                thr = best + tol_rel * max(abs(best), 1e-10)

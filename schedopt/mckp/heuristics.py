@@ -28,6 +28,33 @@ class GreedyRepair:
         self.deadline = deadline
         self.v = st.value
         self.n, self.G, self.K = st.n, st.G, st.K
+        self._dense: np.ndarray | None = None
+        self._vtol: np.ndarray | None = None
+        self._fit_dense: bool | None = None
+        self._pool_group: np.ndarray | None = None
+
+    def _dense_fit(self) -> bool:
+        """Whether :meth:`improve`'s capacity test may run on the dense weight changes ``D = dense(c) - Wcur[g]``
+        (``D <= slack + captol`` on every row) instead of on each (row, weight) entry of the column: the same
+        answer when no column lists a row twice (an entry's test is then its row's ``D``; a row the column does not
+        use has ``D = -Wcur <= 0 < slack + captol``, since the weights are nonnegative, and padding entries always
+        pass)."""
+        if self._fit_dense is None:
+            ri = self.st.ri
+            if ri.shape[1] <= 1:
+                self._fit_dense = True
+            else:
+                srt = np.sort(ri, axis=1)
+                self._fit_dense = not bool(((srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] < self.K)).any())
+        return self._fit_dense
+
+    def _dense_of(self, idx: np.ndarray) -> np.ndarray:
+        """``st.dense(idx)`` for columns ``idx >= 0``, read from the dense weights of every column (built once per
+        repairer: :meth:`improve` asked ``st.dense`` for the same columns 3-4 times a call; the same values, since a
+        column's dense row depends on its own weights only)."""
+        if self._dense is None:
+            self._dense = self.st.dense(np.arange(self.n))
+        return self._dense[idx]
 
     def time_left(self) -> float:
         return self.deadline - time.perf_counter()
@@ -99,29 +126,45 @@ class GreedyRepair:
         usage = self.st.usage_of(choice)
         Wcur = np.zeros((self.G, K + 1))
         on = np.flatnonzero(choice >= 0)
-        Wcur[on, :K] = st.dense(choice[on])
+        Wcur[on, :K] = self._dense_of(choice[on])
         vcur = np.where(choice >= 0, self.v[np.maximum(choice, 0)], 0.0)
         mark = np.zeros(self.n, dtype=bool)
         mark[self.pool.idx] = True
         mark[choice[choice >= 0]] = True
         cand = np.flatnonzero(mark)
+        if self._vtol is None:
+            self._vtol = TOL * np.maximum(1.0, np.abs(self.v))  # per column: the same values as per candidate
+        vtol = self._vtol
+        dense_fit = bool(K) and self._dense_fit()
+        pidx = self.pool.idx
+        if self._pool_group is None:
+            self._pool_group = st.group[pidx]
+        pgroup = self._pool_group
         for _ in range(100):
             if not cand.size or self.time_left() <= 0:
                 break
             gc = st.group[cand]
             gain = self.v[cand] - vcur[gc]
-            keep = gain > TOL * np.maximum(1.0, np.abs(self.v[cand]))
+            keep = gain > vtol[cand]
             cand, gc, gain = cand[keep], gc[keep], gain[keep]
             slack = np.maximum(cap - usage, 0.0)
+            D = None
             if K:
-                slack_pad = np.concatenate((slack + captol, [np.inf]))
-                ri, wt = st.ri[cand], st.wt[cand]
-                fit = np.all(wt - Wcur[gc[:, None], ri] <= slack_pad[ri], axis=1)
+                if dense_fit:
+                    # the same test on the dense weight changes (see _dense_fit), kept for the scores below
+                    D = self._dense_of(cand) - Wcur[gc, :K]
+                    fit = (D <= slack + captol).all(axis=1)
+                    D = D[fit]
+                else:
+                    slack_pad = np.concatenate((slack + captol, [np.inf]))
+                    ri, wt = st.ri[cand], st.wt[cand]
+                    fit = np.all(wt - Wcur[gc[:, None], ri] <= slack_pad[ri], axis=1)
                 cand, gc, gain = cand[fit], gc[fit], gain[fit]
             if not cand.size:
                 break
             if K:
-                D = st.dense(cand) - Wcur[gc, :K]
+                if D is None:
+                    D = self._dense_of(cand) - Wcur[gc, :K]
                 Dp = np.maximum(D, 0.0)
                 use = (Dp / np.maximum(slack, captol)).sum(axis=1)
             else:
@@ -142,19 +185,39 @@ class GreedyRepair:
             choice[gt] = take
             vcur[gt] = self.v[take]
             if K:
-                Wcur[gt, :K] = st.dense(take)
+                Wcur[gt, :K] = self._dense_of(take)
             usage = self.st.usage_of(choice)
             if not K:
                 break
             rest = np.ones(cand.size, dtype=bool)
             rest[o2[:p]] = False
-            cand = np.unique(np.concatenate([cand[rest], columns_of_groups(self.st, np.sort(gt), self.pool)]))
+            # the sorted union (what np.unique of the concatenation gives), by marks: cheaper on these small arrays
+            mark[:] = False
+            mark[cand[rest]] = True
+            # the pool's columns of the groups just upgraded (the set columns_of_groups(st, sort(gt), pool) gives)
+            gmark = np.zeros(self.G, dtype=bool)
+            gmark[gt] = True
+            mark[pidx[gmark[pgroup]]] = True
+            cand = np.flatnonzero(mark)
         return choice
 
 
 #: a fixed generic vector: ``D @ _KEY`` is a scalar key per weight-change vector (a collision only merges groups of
 #: moves in the local search, whose exchanges are checked on the counts before they are applied)
 _KEY = np.random.default_rng(12345).uniform(1.0, 2.0, MAX_KNAPSACK_ROWS)
+
+
+def _unique_inverse(keys: np.ndarray) -> np.ndarray:
+    """``np.unique(keys, return_inverse=True)[1]`` for a 1-d float array without NaN (the index of every key among
+    the sorted distinct keys), without np.unique's overhead (these arrays have tens to hundreds of entries)."""
+    perm = keys.argsort()
+    aux = keys[perm]
+    new = np.empty(aux.size, dtype=bool)
+    new[:1] = True
+    np.not_equal(aux[1:], aux[:-1], out=new[1:])
+    inv = np.empty(aux.size, dtype=np.intp)
+    inv[perm] = np.cumsum(new) - 1
+    return inv
 
 
 def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.ndarray, bestg: np.ndarray, gam: float,
@@ -211,7 +274,7 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
         D = Dpad[mt] - Dpad[ms]
         slack = cap - (Dpad[used].T @ y[used] if used.size else np.zeros(K)) + tol
         if K:
-            _, inv = np.unique(D @ _KEY[:K], return_inverse=True)
+            inv = _unique_inverse(D @ _KEY[:K])
         else:
             inv = np.zeros(gain.size, dtype=np.int64)
         # copies: a move whose source is used n times can be made min(n, kmax) times
@@ -245,7 +308,9 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
         Bq = np.flatnonzero(brg > -room)
         q1 = np.concatenate((Bq, [-1]))
         qa = np.repeat(q1, q1.size)
-        qb = np.tile(q1, q1.size)
+        qb = np.empty((q1.size, q1.size), dtype=q1.dtype)  # np.tile(q1, q1.size)
+        qb[:] = q1
+        qb = qb.ravel()
         bt_pad = np.concatenate((bt, [-1]))
         okq = ((qa < qb) | ((qa == -1) & (qb == -1))) & ((bt_pad[qa] != bt_pad[qb]) | (qb == -1))
         qa, qb = qa[okq], qb[okq]
@@ -256,7 +321,7 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
         if K and qa.size > 64:
             # partners with the same weight change: only the 3 best matter (the gaining bundle's group can clash
             # with at most two of them)
-            _, qinv = np.unique(qD @ _KEY[:K], return_inverse=True)
+            qinv = _unique_inverse(qD @ _KEY[:K])
             qo = np.lexsort((-qg, qinv))
             qs = qinv[qo]
             qf = np.concatenate(([True], qs[1:] != qs[:-1]))
@@ -279,15 +344,25 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
         # counts themselves: members available, capacities, true value)
         applied = 0
         val = float(a.value @ y)
-        for flat in cand[:64]:
-            i, j = divmod(int(flat), qa.size)
+        # each bundle's moves as plain lists (source, target; -1: nothing), built once per round: a bundle takes
+        # part in many candidate exchanges, and scalar updates beat np.subtract.at / np.add.at on 1-2 moves
+        moves: dict[int, tuple[list[int], list[int]]] = {}
+        for flat in cand[:64].tolist():
+            i, j = divmod(flat, qa.size)
             yy = y.copy()
-            for b in (P[i], qa[j], qb[j]):
+            for b in (int(P[i]), int(qa[j]), int(qb[j])):
                 if b < 0:
                     continue
-                mv = order[si == bt[b]][: bk[b]]
-                np.subtract.at(yy, ms[mv][ms[mv] >= 0], 1)
-                np.add.at(yy, mt[mv][mt[mv] >= 0], 1)
+                mb = moves.get(b)
+                if mb is None:
+                    mv = order[si == bt[b]][: bk[b]]
+                    mb = moves[b] = (ms[mv].tolist(), mt[mv].tolist())
+                for c in mb[0]:
+                    if c >= 0:
+                        yy[c] -= 1
+                for c in mb[1]:
+                    if c >= 0:
+                        yy[c] += 1
             if yy.min(initial=0) < 0:
                 continue
             if a.n and np.any(np.add.reduceat(yy, a.starts) > mult):

@@ -93,9 +93,10 @@ class MckpStructure:
         """Total weight per knapsack row of the columns ``sel`` (each taken ``times`` times when given)."""
         if not sel.size:
             return np.zeros(self.K)
+        if self.wt.shape[1] == 1:  # one row per column: the first (only) slot, the same products
+            w0 = self.wt[sel, 0] if times is None else self.wt[sel, 0] * times
+            return np.bincount(self.ri[sel, 0], weights=w0, minlength=self.K + 1)[: self.K]
         w = self.wt[sel] if times is None else self.wt[sel] * times[:, None]
-        if w.shape[1] == 1:
-            return np.bincount(self.ri[sel, 0], weights=w[:, 0], minlength=self.K + 1)[: self.K]
         return np.bincount(self.ri[sel].ravel(), weights=w.ravel(), minlength=self.K + 1)[: self.K]
 
     def weights_csr(self, idx: np.ndarray) -> sp.csr_matrix:
@@ -117,7 +118,7 @@ class MckpStructure:
 
     def fits(self, choice: np.ndarray) -> bool:
         """Whether a choice keeps every knapsack row within capacity (relative tolerance 1e-6)."""
-        return not np.any(self.usage_of(choice) > self.cap + 1e-6 * np.maximum(1.0, self.cap))
+        return not (self.usage_of(choice) > self.cap + 1e-6 * np.maximum(1.0, self.cap)).any()
 
     def full_solution(self, choice: np.ndarray) -> np.ndarray:
         """The model's full 0/1 column vector of a choice (forced columns set)."""
@@ -157,7 +158,7 @@ def detect(model: LinearModel) -> Detected:
     """Classify the rows and columns of ``model`` (GUB rows, knapsack rows, fixed columns); raise :class:`StructureError` when it is outside the family."""
     arr = model.to_arrays()
     n = arr.num_cols
-    if n and not bool(np.all(arr.integrality == 1)):
+    if n and not bool((arr.integrality == 1).all()):
         j = int(np.flatnonzero(arr.integrality != 1)[0])
         b, _ = model.block_of(j)
         raise StructureError(
@@ -173,7 +174,7 @@ def detect(model: LinearModel) -> Detected:
         )
     A = arr.A
     rl, ru = arr.row_lower, arr.row_upper
-    nnz = np.diff(A.indptr)
+    nnz = A.indptr[1:] - A.indptr[:-1]  # np.diff(A.indptr)
     row_of = np.repeat(np.arange(A.shape[0]), nnz)
     infeasible: str | None = None
     # empty rows: satisfied or infeasible
@@ -202,11 +203,11 @@ def detect(model: LinearModel) -> Detected:
     knap_rows = np.zeros(0, dtype=np.int64)
     col_gub = np.full(n, -1, dtype=np.int64)
     if multi.size:
-        starts = A.indptr[multi]
-        rmin = np.minimum.reduceat(A.data, A.indptr[:-1][nnz > 0])
-        rmax = np.maximum.reduceat(A.data, A.indptr[:-1][nnz > 0])
-        pos_of = np.cumsum(nnz > 0) - 1
-        rmin, rmax = rmin[pos_of[multi]], rmax[pos_of[multi]]
+        nonempty = nnz > 0
+        seg = A.indptr[:-1][nonempty]  # the nonempty rows' first entries (the reduceat segments)
+        pm = (np.cumsum(nonempty) - 1)[multi]  # each multi row's segment
+        rmin = np.minimum.reduceat(A.data, seg)[pm]
+        rmax = np.maximum.reduceat(A.data, seg)[pm]
         neg = np.flatnonzero(rmin < 0)
         if neg.size:
             r = int(multi[neg[0]])
@@ -225,10 +226,9 @@ def detect(model: LinearModel) -> Detected:
                 f"row {_row_label(model, r)} is {kind} with bounds [{rl[r]:g}, {ru[r]:g}]; the mckp family allows only "
                 "<= rows with nonnegative coefficients (at-most-one rows and knapsack rows)"
             )
-        del starts
         finite = np.isfinite(u_)
         # a row whose total weight fits its capacity never binds
-        tot = np.add.reduceat(A.data, A.indptr[:-1][nnz > 0])[pos_of[multi]]
+        tot = np.add.reduceat(A.data, seg)[pm]
         redundant = ~finite | (tot <= u_ + TOL)
         if infeasible is None:
             below = np.flatnonzero(u_ < -TOL)
@@ -298,7 +298,7 @@ def presolve(model: LinearModel, d: Detected) -> MckpStructure:
     on = km >= 0
     er, ec, ew = km[on], A.indices[on].astype(np.int64), A.data[on]
     capfull = arr.row_upper[d.knap_rows].astype(np.float64)
-    labels = [_row_label(model, int(r)) for r in d.knap_rows]
+    labels = [_row_label(model, r) for r in d.knap_rows.tolist()]
     infeasible = d.infeasible
     fixed1 = d.lower >= 0.5
     fixed0 = d.upper < 0.5
@@ -325,7 +325,7 @@ def presolve(model: LinearModel, d: Detected) -> MckpStructure:
     val = sign * arr.c
     const = sign * (arr.constant + float(arr.c[forced].sum()))
     keep = ~fixed0 & ~fixed1 & (val > 0)
-    fixed_groups = np.unique(fg)
+    fixed_groups = np.unique(fg) if fg.size else fg  # usually no forced column in a group: skip np.unique
     if fixed_groups.size:
         in_fixed = np.zeros(max(int(d.gub_rows.size), 1), dtype=bool)
         in_fixed[fixed_groups] = True
@@ -339,7 +339,7 @@ def presolve(model: LinearModel, d: Detected) -> MckpStructure:
     gkey = d.col_gub[cols].copy()
     free = gkey < 0
     gkey[free] = d.gub_rows.size + np.arange(int(free.sum()))
-    if gkey.size and np.any(gkey[1:] < gkey[:-1]):
+    if gkey.size and (gkey[1:] < gkey[:-1]).any():
         order = np.argsort(gkey, kind="stable")
         cols, gkey = cols[order], gkey[order]
     if cols.size:
@@ -349,7 +349,7 @@ def presolve(model: LinearModel, d: Detected) -> MckpStructure:
     else:
         starts = np.zeros(0, dtype=np.int64)
         group = np.zeros(0, dtype=np.int64)
-    counts = np.diff(np.concatenate((starts, [cols.size]))).astype(np.int64)
+    counts = (np.concatenate((starts[1:], [cols.size])) - starts).astype(np.int64)  # np.diff of the bounds
     # ELL weights of the kept columns
     pos = np.full(n, -1, dtype=np.int64)
     pos[cols] = np.arange(cols.size)
