@@ -308,9 +308,9 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
         Bq = np.flatnonzero(brg > -room)
         q1 = np.concatenate((Bq, [-1]))
         qa = np.repeat(q1, q1.size)
-        qb = np.empty((q1.size, q1.size), dtype=q1.dtype)  # np.tile(q1, q1.size)
-        qb[:] = q1
-        qb = qb.ravel()
+        qgrid = np.empty((q1.size, q1.size), dtype=q1.dtype)  # np.tile(q1, q1.size)
+        qgrid[:] = q1
+        qb = qgrid.ravel()
         bt_pad = np.concatenate((bt, [-1]))
         okq = ((qa < qb) | ((qa == -1) & (qb == -1))) & ((bt_pad[qa] != bt_pad[qb]) | (qb == -1))
         qa, qb = qa[okq], qb[okq]
