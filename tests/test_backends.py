@@ -716,3 +716,26 @@ def test_solve_worker_threads_are_kept_and_reused() -> None:
 
     with pytest.raises(ValueError, match="inside the worker"):
         base.submit(boom).result()
+
+
+def test_highs_answers_whatever_thread_count_started_its_scheduler() -> None:
+    """HiGHS sizes one thread scheduler per process at its first solve and refuses a later run asking another count
+    (kError before solving, with a bound of 0 in its info). The backend then runs on the scheduler there is and says
+    so; an answer at every count, each the optimum (9: items of value 5 and 4, two of three fit)."""
+    pytest.importorskip("highspy")
+    m = schedopt.LinearModel("threads")
+    m.add_variables("x", 3, kind="binary")
+    m.add_constraints("c", [[1, 1, 1]], upper=2)
+    m.set_objective({"x": [4, 5, 3]}, sense="maximize")
+    seen = []
+    try:
+        for threads in (3, 1, 2, 0, 1):
+            r = schedopt.solve(m, "highs", threads=threads)
+            assert r.termination.reason is TR.OPTIMAL, (threads, r.termination)
+            assert r.objective == pytest.approx(9.0) and r.bound == pytest.approx(9.0)
+            seen.append("not applied" in (r.termination.detail or ""))
+    finally:  # the next solve in this process starts a scheduler of its own count (mckp's LP asks for one thread)
+        import highspy
+
+        highspy.Highs.resetGlobalScheduler(True)
+    assert any(seen)  # (at least one count differed from the scheduler's: the note was given)

@@ -85,10 +85,22 @@ class HighsBackend(Backend):
         h.HandleUserInterrupt = True  # lets cancelSolve() stop the run (Ctrl-C through run_interruptible)
         t1 = time.perf_counter()
         with stdout_to_stderr(arr.is_mip and not params.verbose):
-            _, interrupted = run_interruptible(h.run, h.cancelSolve)
-        t2 = time.perf_counter()
+            status, interrupted = run_interruptible(h.run, h.cancelSolve)
         ms = h.getModelStatus()
         sname = ms.name if hasattr(ms, "name") else str(ms).split(".")[-1]
+        threads_note = ""
+        if not interrupted and sname == "kNotset" and _is_error(status) and int(params.threads) != 0:
+            # HiGHS runs one thread scheduler per process, sized by the first solve that starts it; a later run
+            # asking another count is refused before it starts (kError, nothing solved). The count is a speed knob:
+            # run on the scheduler there is (threads=0), and say so
+            h.setOptionValue("threads", 0)
+            with stdout_to_stderr(arr.is_mip and not params.verbose):
+                status, interrupted = run_interruptible(h.run, h.cancelSolve)
+            ms = h.getModelStatus()
+            sname = ms.name if hasattr(ms, "name") else str(ms).split(".")[-1]
+            threads_note = (f"; threads={params.threads} not applied: HiGHS's thread scheduler in this process was "
+                            "started with another count, so the solve ran on it (threads=0)")
+        t2 = time.perf_counter()
         info = h.getInfo()
         has_primal = int(info.primal_solution_status) == 2  # kSolutionStatusFeasible
         if sname in _STATUS:
@@ -112,13 +124,21 @@ class HighsBackend(Backend):
             if not arr.is_mip and sol.dual_valid:
                 duals = np.asarray(sol.row_dual, dtype=float)
                 rc = np.asarray(sol.col_dual, dtype=float)
-        # a MIP's proven bound comes from HiGHS; an LP's is its optimum (None: the default rule in Backend.result)
+        # a MIP's proven bound comes from HiGHS; an LP's is its optimum (None: the default rule in Backend.result);
+        # a run that ended in an error proved none (HiGHS's info then holds its defaults: a bound of 0)
         mdb = float(info.mip_dual_bound)
-        bound = mdb if arr.is_mip and math.isfinite(mdb) else None
+        proved = not _is_error(status) and reason not in (TerminationReason.ERROR, TerminationReason.NUMERICAL_ERROR)
+        bound = mdb if arr.is_mip and math.isfinite(mdb) and proved else None
         stats = {
             "simplex_iterations": int(info.simplex_iteration_count),
             "mip_nodes": int(info.mip_node_count) if arr.is_mip else 0,
         }
         return self.result(
-            model, reason, (t0, t1, t2), limit=limit, detail=sname, x=x, bound=bound, duals=duals, reduced_costs=rc, stats=stats
+            model, reason, (t0, t1, t2), limit=limit, detail=sname + threads_note, x=x, bound=bound, duals=duals,
+            reduced_costs=rc, stats=stats
         )
+
+
+def _is_error(status: object) -> bool:
+    """Whether ``Highs.run``'s return is ``HighsStatus.kError``."""
+    return getattr(status, "name", str(status).split(".")[-1]) == "kError"
