@@ -127,6 +127,17 @@ def test_rho_cdf_figure(tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert out.exists() and out.stat().st_size > 1000
     with pytest.raises(InputError, match="rule"):
         rho_cdf([r], tmp_path / "bad.png", rule="themis")
+    # a record of a job model without isolation (here the toy model, as Gandiva's and Synergy's records are) is
+    # left out of the figure and said on it, beside the records that have rho (`schedopt simulate report` on a
+    # folder with a Gandiva run raised before)
+    toy = simulate(TOY_CLUSTER, Workload("toy", (WorkloadJob("a", 0.0, "short", 1, 32),)), get_policy("fifo"),
+                   job_model=TOY, max_time=3600.0)
+    with pytest.raises(InputError, match="job_model"):
+        finish_time_fairness(toy)
+    mixed = rho_cdf([r, toy], tmp_path / "mixed.png")
+    assert mixed.exists() and mixed.stat().st_size > 1000
+    with pytest.raises(InputError, match="rule"):
+        rho_cdf([toy], tmp_path / "bad2.png", rule="themis")
 
 
 def test_two_types_sia_averages_times_gavel_adds_throughputs() -> None:

@@ -205,3 +205,18 @@ def test_goodput_matrix_reads_one_entry_tables_as_the_interpolation_does() -> No
     assert (got[4][np.array(types) != "t4"] == 0).all() and (got[:4] > 0).any(axis=1).all()
     # distinct statistics give distinct rows (the one-entry values are really read)
     assert not np.array_equal(got[0], got[1]) and not np.array_equal(got[1], got[2])
+
+
+def test_generate_configs_names_an_unhashable_cap_before_any_lookup() -> None:
+    """The lookup by identity is only for a cap of None or an int: a list (unhashable), a float or NaN reach the
+    checks and raise InputError naming max_gpus_per_job (a list raised TypeError from the lookup; the slow fuzz
+    test found it)."""
+    import pytest
+
+    from schedopt.errors import InputError
+    from schedopt.sia import generate_configs
+
+    generate_configs(CLUSTER)  # the identity table holds this cluster now
+    for bad in ([], [1.0, 2.0], float("nan"), 2.5, "8"):
+        with pytest.raises(InputError, match="max_gpus_per_job"):
+            generate_configs(CLUSTER, bad)  # type: ignore[arg-type]

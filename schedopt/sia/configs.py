@@ -162,9 +162,11 @@ def generate_configs(
     rigid shapes of ``rigid_counts`` (see the module doc), appended after the standard configurations.
 
     Equal inputs give the same (immutable) table object, built once per process (at most the last 64 kept)."""
-    if max_nodes is None and type(rigid_counts) in (tuple, list) and not rigid_counts:
+    if (max_nodes is None and type(rigid_counts) in (tuple, list) and not rigid_counts
+            and (max_gpus_per_job is None or type(max_gpus_per_job) is int)):
         # the common call (a simulator asks twice a round): the table of this very cluster object and cap, found by
-        # identity before the checks and the cluster's hash (only a table those gave is kept here)
+        # identity before the checks and the cluster's hash (only a table those gave is kept here); only for a cap
+        # of None or an int: anything else (a list, NaN) goes to the checks, which name it
         hit = _BY_ID.get((id(cluster), type(max_gpus_per_job), max_gpus_per_job))
         if hit is not None and hit[0] is cluster:
             return hit[1]

@@ -160,13 +160,25 @@ def _save(fig: Any, path: str | Path) -> Path:
 def rho_cdf(results: Sequence[SimResult], path: str | Path, rule: str = "sia") -> Path:
     """Write the CDF of finish-time fairness rho per policy (rhos pooled over workloads and seeds; a line at
     rho = 1) to ``path``; ``rule``: the isolation rule of :func:`schedopt.sim.fairness.finish_time_fairness`."""
-    from .fairness import finish_time_fairness
+    from ..errors import InputError
+    from .fairness import RULES, finish_time_fairness
 
+    if rule not in RULES:
+        raise InputError("rule", rule, f"must be one of {', '.join(RULES)}")
     plt = pyplot()
     by: dict[str, list[float]] = {}
+    skipped: list[str] = []
     for r in results:
-        by.setdefault(str(_meta(r, "policy")), []).extend(finish_time_fairness(r, rule).rho.values())
+        try:
+            rho = finish_time_fairness(r, rule).rho
+        except InputError:  # no isolation from these records (a Gandiva or Synergy job model, no cluster in meta)
+            skipped.append(str(_meta(r, "job_model")))
+            continue
+        by.setdefault(str(_meta(r, "policy")), []).extend(rho.values())
     fig, ax = plt.subplots(figsize=(6, 4))
+    if skipped:
+        ax.text(0.02, 0.98, f"{len(skipped)} record(s) without isolation left out (job model "
+                f"{', '.join(sorted(set(skipped)))})", transform=ax.transAxes, va="top", fontsize=8)
     for pol, xs in sorted(by.items()):
         a = np.sort(np.asarray(xs))
         if a.size:
