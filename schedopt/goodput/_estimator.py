@@ -216,12 +216,7 @@ class GoodputEstimator:
     def _own(self, t: str) -> ThroughputParams:
         """The type's model from its own rows (profile, plus measurements once it has multi-GPU ones)."""
         if self._multi(t) == 0:
-            if not self._rows[t]:
-                return self._profile_fit[t]
-            # profile_params of the profile rows and the measured ones: both checked floats already
-            ms = self._rows[t]
-            return _profile_params(self._prof_b[t] + tuple(m.local_bsz for m in ms),
-                                   self._prof_t[t] + tuple(m.step_time for m in ms))
+            return self._profile_with(t, self._rows[t])
         if t in self._dirty or t not in self._fitted:
             ms = self._rows[t]
             prof = self.profiles[t]
@@ -266,12 +261,16 @@ class GoodputEstimator:
         return bootstrap_params(a, xa1, xb1)
 
     def _own_profile(self, t: str) -> ThroughputParams:
-        """profile_params of the type's profile rows and its 1-GPU measurements (checked floats already)."""
-        ones = [m for m in self._rows[t] if m.replicas == 1]
-        if not ones:
+        """profile_params of the type's profile rows and its 1-GPU measurements."""
+        return self._profile_with(t, [m for m in self._rows[t] if m.replicas == 1])
+
+    def _profile_with(self, t: str, ms: Sequence[Measurement]) -> ThroughputParams:
+        """profile_params of the type's profile rows and the measurements ``ms`` (checked floats already: the
+        cached closed form, without the checks)."""
+        if not ms:
             return self._profile_fit[t]
-        return _profile_params(self._prof_b[t] + tuple(m.local_bsz for m in ones),
-                               self._prof_t[t] + tuple(m.step_time for m in ones))
+        return _profile_params(self._prof_b[t] + tuple(m.local_bsz for m in ms),
+                               self._prof_t[t] + tuple(m.step_time for m in ms))
 
     def common_batch(self, a: str, b: str) -> float:
         """A local batch both profiles cover (the application's initial batch, clipped to the common range)."""

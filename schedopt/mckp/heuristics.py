@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from functools import cached_property
 
 import numpy as np
 
@@ -28,10 +29,7 @@ class GreedyRepair:
         self.deadline = deadline
         self.v = st.value
         self.n, self.G, self.K = st.n, st.G, st.K
-        self._dense: np.ndarray | None = None
-        self._vtol: np.ndarray | None = None
         self._fit_dense: bool | None = None
-        self._pool_group: np.ndarray | None = None
 
     def _dense_fit(self) -> bool:
         """Whether :meth:`improve`'s capacity test may run on the dense weight changes ``D = dense(c) - Wcur[g]``
@@ -48,12 +46,24 @@ class GreedyRepair:
                 self._fit_dense = not bool(((srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] < self.K)).any())
         return self._fit_dense
 
+    @cached_property
+    def _dense(self) -> np.ndarray:
+        """The dense weights of every column (built once per repairer: :meth:`improve` asked ``st.dense`` for the
+        same columns 3-4 times a call; the same values, since a column's dense row depends on its own weights only)."""
+        return self.st.dense(np.arange(self.n))
+
+    @cached_property
+    def _vtol(self) -> np.ndarray:
+        """:meth:`improve`'s gain tolerance per column (the same values as computed per candidate)."""
+        return TOL * np.maximum(1.0, np.abs(self.v))
+
+    @cached_property
+    def _pool_group(self) -> np.ndarray:
+        """The group of every pool column."""
+        return self.st.group[self.pool.idx]
+
     def _dense_of(self, idx: np.ndarray) -> np.ndarray:
-        """``st.dense(idx)`` for columns ``idx >= 0``, read from the dense weights of every column (built once per
-        repairer: :meth:`improve` asked ``st.dense`` for the same columns 3-4 times a call; the same values, since a
-        column's dense row depends on its own weights only)."""
-        if self._dense is None:
-            self._dense = self.st.dense(np.arange(self.n))
+        """``st.dense(idx)`` for columns ``idx >= 0``, read from :attr:`_dense`."""
         return self._dense[idx]
 
     def time_left(self) -> float:
@@ -132,13 +142,9 @@ class GreedyRepair:
         mark[self.pool.idx] = True
         mark[choice[choice >= 0]] = True
         cand = np.flatnonzero(mark)
-        if self._vtol is None:
-            self._vtol = TOL * np.maximum(1.0, np.abs(self.v))  # per column: the same values as per candidate
         vtol = self._vtol
         dense_fit = bool(K) and self._dense_fit()
         pidx = self.pool.idx
-        if self._pool_group is None:
-            self._pool_group = st.group[pidx]
         pgroup = self._pool_group
         for _ in range(100):
             if not cand.size or self.time_left() <= 0:

@@ -391,8 +391,7 @@ class JobState:
         rs = self.rigid_shape
         if rs is not None:
             return rs[0]
-        jm = self.jm
-        return _max_gpus(jm, self.app, self.max_profiled, self.requested_gpus if self.id in jm.strong_jobs else None)
+        return _max_gpus(self.jm, self.app, self.max_profiled, self.requested_gpus if self.kind == "strong" else None)
 
     @property
     def batch(self) -> int:
@@ -419,10 +418,10 @@ class JobState:
         rs = self.rigid_shape
         if rs is not None:
             self.local_bsz, self.accum = rigid_batch(self.app, t, self.jm, r, rs[1])
-        elif self.id in self.jm.strong_jobs:  # sia-eval: a strong-scaling job: the requested batch on any GPU count
-            self.local_bsz, self.accum = rigid_batch(self.app, t, self.jm, r, self.batch_size)  # (update_local_bsz)
-        else:  # (no scale units here: the batch is r * local * (accum + 1), as `batch` computes it)
-            cur = r * self.local_bsz * (self.accum + 1) if self.local_bsz else self.jm.truth(self.app).init_batch
+        elif self.kind == "strong":  # sia-eval: the requested batch on any GPU count (the published update_local_bsz)
+            self.local_bsz, self.accum = rigid_batch(self.app, t, self.jm, r, self.batch_size)
+        else:
+            cur = self.batch if self.local_bsz else self.jm.truth(self.app).init_batch
             self.local_bsz, self.accum = _adaptive_batch(self.app, t, self.jm, n, r, self.epoch, float(cur))
 
     def rate(self) -> float:
