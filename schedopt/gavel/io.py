@@ -77,6 +77,8 @@ def from_data(data: dict[str, Any]) -> GavelSpec:
         rem.append(field(d, "steps_remaining", p, float, 0.0))
         tss.append(field(d, "time_since_start", p, float, 0.0))
         s = field(d, "slo", p, (float, type(None)), None)
+        if s is not None and not (math.isfinite(s) and s > 0):
+            raise InputError(f"{p}.slo", s, "must be a finite number of seconds > 0, or null for no deadline")
         slo.append(math.inf if s is None else float(s))
     costs = field(data, "costs", "data", (list, type(None)), None)
     any_slo = any(math.isfinite(s) for s in slo)

@@ -31,39 +31,76 @@ def _mapping(v: Any, path: str) -> Mapping[str, Any]:
     return v
 
 
-def _duplicate_key(node: yaml.Node | None, path: str) -> tuple[str, int, int] | None:
-    """The first key written twice in one mapping of the composed YAML tree: ``(key path, first line, line)``."""
-    if isinstance(node, yaml.MappingNode):
-        seen: dict[str, int] = {}
-        for key_node, value_node in node.value:
-            key = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else repr(key_node.value)
-            line = key_node.start_mark.line + 1
-            sub = f"{path}.{key}" if path else key
-            if key in seen and key != "<<":
-                return sub, seen[key], line
-            seen[key] = line
-            found = _duplicate_key(value_node, sub)
-            if found:
-                return found
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            found = _duplicate_key(item, f"{path}[{i}]")
-            if found:
-                return found
-    return None
+#: A document expands to at most this many YAML nodes, an alias counted at every use: a config of the largest
+#: cluster built (:data:`~schedopt.hived.cells.MAX_GPUS` GPUs, every cell written out) has well under a million,
+#: while a few hundred bytes of nested aliases (a "billion laughs" document) expand to billions.
+MAX_YAML_NODES = 2_000_000
+#: ... and nests at most this deep (a hivedscheduler config nests about 10 levels; PyYAML's composer recurses).
+MAX_YAML_DEPTH = 200
+
+
+class _Walk:
+    """One pass over the composed YAML graph, each distinct node once: the first key written twice in one mapping
+    (PyYAML would keep the last one silently), a node that contains itself through an alias, nesting past
+    :data:`MAX_YAML_DEPTH`, and the size the document expands to (aliases counted at every use, by memo: linear in
+    the distinct nodes) past :data:`MAX_YAML_NODES` are :class:`InputError` naming the key path."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.size: dict[int, int] = {}
+        self.active: set[int] = set()
+
+    def fail(self, path: str, value: object, message: str) -> InputError:
+        return InputError(f"{self.source}:{path}" if path else self.source, value, message)
+
+    def walk(self, node: yaml.Node, path: str, depth: int) -> int:
+        key = id(node)
+        if key in self.active:
+            raise self.fail(path, "<yaml alias>", "contains itself through an alias (a recursive document has no "
+                            "end; a hivedscheduler config is a tree)")
+        if key in self.size:
+            return self.size[key]
+        if depth > MAX_YAML_DEPTH:
+            raise self.fail(path, "<yaml text>", f"is nested deeper than MAX_YAML_DEPTH = {MAX_YAML_DEPTH} levels "
+                            "(a hivedscheduler config nests about 10)")
+        self.active.add(key)
+        n = 1
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[str, int] = {}
+            for key_node, value_node in node.value:
+                k = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else "<complex key>"
+                line = key_node.start_mark.line + 1
+                sub = f"{path}.{k}" if path else k
+                if k in seen and k != "<<":
+                    raise self.fail(sub, "<yaml text>", f"is written twice (lines {seen[k]} and {line}); a key may "
+                                    "appear once")
+                seen[k] = line
+                n += self.walk(key_node, sub, depth + 1) + self.walk(value_node, sub, depth + 1)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                n += self.walk(item, f"{path}[{i}]", depth + 1)
+        self.active.discard(key)
+        self.size[key] = n
+        if n > MAX_YAML_NODES:
+            raise self.fail(path, n, f"expands to {n:,} YAML nodes through aliases, more than MAX_YAML_NODES = "
+                            f"{MAX_YAML_NODES:,} (nested aliases: a billion-laughs document?)")
+        return n
 
 
 def read_yaml(text: str, source: str) -> Any:
-    """Parse YAML ``text`` (from ``source``, named in errors). A key written twice in one mapping (PyYAML would keep
-    the last one silently) is an error naming the key path and both lines."""
+    """Parse YAML ``text`` (from ``source``, named in errors), walking it with limits first (:class:`_Walk`): a key
+    written twice, a recursive alias, nesting past :data:`MAX_YAML_DEPTH` or an expansion past
+    :data:`MAX_YAML_NODES` is an error naming the key path."""
     try:
-        dup = _duplicate_key(yaml.compose(text, Loader=yaml.SafeLoader), "")
-        if dup is not None:
-            raise InputError(f"{source}:{dup[0]}", "<yaml text>",
-                             f"is written twice (lines {dup[1]} and {dup[2]}); a key may appear once")
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        if root is not None:
+            _Walk(source).walk(root, "", 0)
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise InputError(source, "<yaml text>", f"is not valid YAML: {exc}") from exc
+    except RecursionError:
+        raise InputError(source, "<yaml text>", f"is nested deeper than the YAML parser can follow (a "
+                         f"hivedscheduler config nests about 10 levels; MAX_YAML_DEPTH = {MAX_YAML_DEPTH})") from None
 
 
 def _read_file(path: str | Path) -> Any:

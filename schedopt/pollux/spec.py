@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import InputError
 from ..sia import Cluster
 
-__all__ = ["EPS", "MAX_NODES", "MAX_REPLICAS", "P_FAIRNESS", "RESTART_DELAY_S", "Columns", "GoodputFill",
+__all__ = ["EPS", "MAX_ABS_P", "MAX_NODES", "MAX_REPLICAS", "P_FAIRNESS", "RESTART_DELAY_S", "Columns", "GoodputFill",
            "PolluxSpec", "node_columns", "restart_factor"]
 
 #: the power-mean exponent of the published policy (``p = -1``: more negative is fairer)
@@ -26,6 +26,10 @@ RESTART_DELAY_S = 30.0
 MAX_REPLICAS = 64
 #: the published cap on nodes per job (repair step)
 MAX_NODES = 16
+
+#: the largest power-mean exponent in magnitude: ``(s + EPS)^p`` stays finite and non-zero in double precision for
+#: speedups up to 1e6 (``EPS^-50 = 1e150``, ``1e6^50 = 1e300``)
+MAX_ABS_P = 50.0
 
 #: ``fill(job, type index, nodes, replicas) -> goodput`` for entries of :attr:`PolluxSpec.goodput` still NaN
 GoodputFill = Callable[[int, int, np.ndarray, np.ndarray], np.ndarray]
@@ -74,6 +78,23 @@ def _ints(name: str, v: Any, shape: tuple[int, ...], lo: int) -> np.ndarray:
         k = tuple(int(i) for i in bad[0])
         raise InputError(f"{name}{list(k)}", int(a[k]), f"must be >= {lo}")
     return a.astype(np.int64)
+
+
+def _check_current(cur: np.ndarray, cols: Columns, jobs: tuple[str, ...]) -> None:
+    """The allocation held now fits the nodes: no job holds more GPUs of a column than it has, nor do all jobs
+    together (an allocation the cluster cannot hold is no state a round starts from)."""
+    over = np.argwhere(cur > cols.gpus[None, :])
+    if over.size:
+        j, k = (int(v) for v in over[0])
+        raise InputError(f"current[{jobs[j]}][{cols.ids[k]}]", int(cur[j, k]),
+                         f"more GPUs than node {cols.ids[k]} has ({int(cols.gpus[k])} GPUs)")
+    held = cur.sum(axis=0)
+    full = np.flatnonzero(held > cols.gpus)
+    if full.size:
+        k = int(full[0])
+        who = [jobs[j] for j in np.flatnonzero(cur[:, k]).tolist()]
+        raise InputError(f"current[*][{cols.ids[k]}]", int(held[k]),
+                         f"{int(held[k])} GPUs held by jobs {who[:8]} on node {cols.ids[k]} of {int(cols.gpus[k])} GPUs")
 
 
 @dataclass(frozen=True, eq=False)
@@ -140,6 +161,7 @@ class PolluxSpec:
             raise InputError("base", b.tolist()[:8], f"must be {J} finite numbers > 0 (goodput at the fair share)")
         object.__setattr__(self, "base", b)
         cur = np.zeros((J, N), np.int64) if self.current is None else _ints("current", self.current, (J, N), 0)
+        _check_current(cur, cols, jobs)
         object.__setattr__(self, "current", cur)
         rf = np.ones(J) if self.restart_factor is None else np.asarray(self.restart_factor, dtype=np.float64)
         if rf.shape != (J,) or not (np.isfinite(rf).all() and (rf >= 0).all() and (rf <= 1).all()):
@@ -150,8 +172,12 @@ class PolluxSpec:
         rig = np.zeros(J, np.int64) if self.rigid is None else _ints("rigid", self.rigid, (J,), 0)
         object.__setattr__(self, "rigid", rig)
         object.__setattr__(self, "cap", np.where(rig > 0, rig, np.minimum(cap, max_reps)))
-        if not (isinstance(self.p, (int, float)) and math.isfinite(self.p) and self.p != 0):
-            raise InputError("p", self.p, "must be a finite non-zero number (the power-mean exponent; Pollux uses -1)")
+        if not (isinstance(self.p, (int, float)) and not isinstance(self.p, bool) and math.isfinite(self.p)
+                and self.p != 0 and abs(self.p) <= MAX_ABS_P):
+            raise InputError("p", self.p, f"must be a non-zero number with |p| <= {MAX_ABS_P:g} (the power-mean "
+                             "exponent, Pollux uses -1; the mean takes (s + 1e-3)^p, and 1e-3^-50 = 1e150: past "
+                             "|p| = 50 the terms overflow or vanish in double precision and the objective is inf or "
+                             "a division by zero)")
         G = int(self.cluster.num_gpus)
         sc = (len(cols) / G if G else 0.0) if self.scale is None else self.scale
         if not (isinstance(sc, (int, float)) and math.isfinite(sc) and sc > 0):

@@ -14,14 +14,14 @@ has is an error unless ``--skip-bad``, which counts it as skipped).
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
+from ..cli_support import EXIT_OK, document, emit, nonneg_int
 from ..errors import InputError
 from .generate import RULES, generate
 from .readers import FORMATS, read_trace
-from .stats import plot_stats, trace_stats
+from .stats import figure_formats, plot_stats, trace_stats
 from .trace import Trace
 
 __all__ = ["add_parser", "cmd_trace_convert", "cmd_trace_stats"]
@@ -46,17 +46,44 @@ def _cluster_gpus(name: str | None) -> int | None:
     return sum(t.gpus_per_node * t.nodes for t in cluster_preset(name).gpu_types)
 
 
+def _check_plot(path: str | None) -> None:
+    """A figure path matplotlib can write (its extension one of the formats it supports), checked before any work."""
+    if path is None:
+        return
+    p = Path(path)
+    if p.is_dir():
+        raise InputError("--plot", path, "is a folder; give the figure's file name (e.g. stats.png)")
+    if p.suffix:
+        formats = figure_formats()
+        if formats is not None and p.suffix[1:].lower() not in formats:
+            raise InputError("--plot", path, f"has the extension {p.suffix!r}, which matplotlib cannot write; use "
+                             f"one of {', '.join('.' + f for f in sorted(formats))}")
+
+
+def _check_output(path: str) -> None:
+    p = Path(path)
+    if p.is_dir():
+        raise InputError("--output", path, "is a folder; give the workload CSV's file name (the metadata goes beside "
+                         "it as <output>.meta.json)")
+    if not p.parent.is_dir():
+        raise InputError("--output", path, f"its folder {p.parent} does not exist")
+
+
 def cmd_trace_stats(args: argparse.Namespace) -> int:
+    _check_plot(args.plot)
     trace = _read(args)
     st = trace_stats(trace, _cluster_gpus(args.cluster))
     if args.json:
-        print(json.dumps(st.to_dict(), indent=1, default=str))
-    else:
-        print(st.format_text())
-        for row, reason in trace.skipped[:10]:
-            print(f"  skipped row {row}: {reason}")
-        if len(trace.skipped) > 10:
-            print(f"  ... and {len(trace.skipped) - 10} more skipped rows")
+        made = plot_stats(trace, st, args.plot) if args.plot else None
+        emit(document("trace stats", EXIT_OK, **st.to_dict(),
+                      skipped_rows=[{"row": r, "reason": m} for r, m in trace.skipped[:100]],
+                      plot=None if made is None else str(made)))
+        return EXIT_OK
+    print(st.format_text())
+    for row, reason in trace.skipped[:10]:
+        print(f"  skipped row {row}: {reason}")
+    if len(trace.skipped) > 10:
+        print(f"  ... and {len(trace.skipped) - 10} more skipped rows")
     if args.plot:
         made = plot_stats(trace, st, args.plot)
         print(f"wrote {made}" if made else "matplotlib is not installed: no figure")
@@ -64,6 +91,7 @@ def cmd_trace_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_trace_convert(args: argparse.Namespace) -> int:
+    _check_output(args.output)
     trace = _read(args)
     app_map = None
     if args.app_map:
@@ -107,7 +135,7 @@ def add_parser(subparsers: Any) -> None:
     c.add_argument("--window-h", type=float, default=8.0, help="arrival window in hours (default 8)")
     c.add_argument("--start-h", type=float, default=None, help="window start: hour of day (pollux) or hours after "
                    "the first submission (sia, names); default 2 (pollux, sia) or 0 (names)")
-    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--seed", type=nonneg_int, default=0, help="the seed of the draws (an integer >= 0; default 0)")
     c.add_argument("--rule", choices=RULES, default="pollux", help="pollux or sia (map by GPU-time class, the "
                    "artifacts' generators) or names (map the trace's model names; default pollux)")
     c.add_argument("--app-map", default=None, help="rule names: model-name prefix=application pairs, e.g. "
@@ -116,8 +144,9 @@ def add_parser(subparsers: Any) -> None:
     s = sub.add_parser("stats", help="arrival rate, size and duration distributions, offered load",
                        description="Statistics of a trace, and a figure with --plot.")
     common(s)
-    s.add_argument("--plot", default=None, help="write a figure (PNG) here")
-    s.add_argument("--json", action="store_true", help="print the statistics as JSON")
+    s.add_argument("--plot", default=None, help="write a figure here (PNG, or another format matplotlib writes: "
+                   ".pdf, .svg, ...)")
+    s.add_argument("--json", action="store_true", help="print one JSON object (schema schedopt.cli.trace_stats)")
     s.set_defaults(func=cmd_trace_stats)
 
 

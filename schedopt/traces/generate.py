@@ -114,6 +114,11 @@ class GeneratedWorkload:
         """Write the CSV and ``<path>.meta.json`` (rule, seed, load, window, source trace, the class -> application
         map and the configurations drawn from). Returns the CSV path."""
         p = Path(path)
+        if p.is_dir():
+            raise InputError("output", str(p), "is a folder; give the workload CSV's file name (the metadata goes "
+                             "beside it as <output>.meta.json)")
+        if not p.parent.is_dir():
+            raise InputError("output", str(p), f"its folder {p.parent} does not exist")
         p.write_text(self.to_csv())
         Path(str(p) + ".meta.json").write_text(json.dumps(self.meta, indent=1, sort_keys=True) + "\n")
         return p
@@ -126,16 +131,35 @@ def size_class(gpu_hours: float) -> str:
     return CLASSES[-1][0]
 
 
-def _check(jobs: int, load: float, window_h: float, rule: str) -> int:
+#: the most jobs a generated workload may hold: every job is simulated one by one (the published workloads hold 160
+#: at load 1.0; a million is hours of simulation per policy)
+MAX_JOBS = 1_000_000
+
+
+def _real(name: str, v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
+        raise InputError(name, v, "must be a number")
+    return float(v)
+
+
+def _check(jobs: int, load: float, window_h: float, rule: str, seed: Any = 0) -> int:
     if rule not in RULES:
         raise InputError("rule", rule, f"must be one of {RULES}")
-    if not (isinstance(jobs, int | np.integer) and jobs >= 1):
-        raise InputError("jobs", jobs, "must be a positive whole number (the job count at load 1.0)")
-    if not (np.isfinite(load) and load > 0):
+    if isinstance(jobs, bool) or not (isinstance(jobs, int | np.integer) and 1 <= jobs <= MAX_JOBS):
+        raise InputError("jobs", jobs, f"must be a whole number in 1..{MAX_JOBS} (the job count at load 1.0; "
+                         "every job is simulated one by one)")
+    if not (np.isfinite(_real("load", load)) and load > 0):
         raise InputError("load", load, "must be a finite number > 0")
-    if not (np.isfinite(window_h) and 0 < window_h):
-        raise InputError("window_h", window_h, "must be a finite number of hours > 0")
-    return max(1, round(jobs * load))
+    if not (np.isfinite(_real("window_h", window_h)) and 0 < window_h <= 24 * 366 * 100):
+        raise InputError("window_h", window_h, "must be a number of hours in (0, 876,816] (a century: no trace is "
+                         "longer)")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise InputError("seed", seed, "must be an integer >= 0 (numpy's seeded generator takes no negative seed)")
+    n = round(jobs * load)
+    if n > MAX_JOBS:
+        raise InputError("load", load, f"gives {jobs} x {load:g} = {n} jobs, more than MAX_JOBS = {MAX_JOBS} (every "
+                         "job is simulated one by one)")
+    return max(1, n)
 
 
 def _map_name(app_map: dict[str, str], model: str) -> str | None:
@@ -152,10 +176,10 @@ def generate(trace: Trace, *, jobs: int = 160, load: float = 1.0, window_h: floa
     ``start_h`` defaults to 2 h for ``pollux`` and ``sia`` (both generators' default) and 0 for ``names``.
     ``app_map`` (rule ``names`` only; default :data:`DEFAULT_APP_MAP`) maps the trace's model names to applications.
     """
-    n = _check(jobs, load, window_h, rule)
+    n = _check(jobs, load, window_h, rule, seed)
     if start_h is None:
         start_h = 0.0 if rule == "names" else 2.0
-    if not np.isfinite(start_h) or start_h < 0:
+    if not np.isfinite(_real("start_h", start_h)) or start_h < 0:
         raise InputError("start_h", start_h, "must be a finite number of hours >= 0")
     if app_map is not None and rule != "names":
         raise InputError("app_map", app_map, "applies to rule 'names' only (the other rules map by GPU-time class)")
@@ -271,7 +295,7 @@ def resample_workload(workload: Workload, *, load: float, seed: int = 0, name: s
     not available: ``round(len * load)`` jobs drawn with replacement (application and configuration kept together)
     and as many arrival times drawn with replacement from the original arrivals, both seeded. Not either artifact's
     rule: it keeps the application mix and the arrival-time profile, not the trace's durations."""
-    n = _check(max(1, len(workload)), load, 1.0, "pollux")
+    n = _check(max(1, len(workload)), load, 1.0, "pollux", seed)
     if not workload.jobs:
         raise InputError("workload", workload.name, "has no jobs to resample")
     from ..sim.workloads import Workload, WorkloadJob

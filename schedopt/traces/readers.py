@@ -14,7 +14,9 @@ import io
 import itertools
 import json
 import math
+import re
 import sys
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -28,13 +30,57 @@ __all__ = ["FORMATS", "detect_format", "read_acme", "read_gavel", "read_helios",
 PathLike = str | Path
 
 
-def _open(path: PathLike) -> IO[str]:
+class _GzipGuard(io.RawIOBase):
+    """A gzip stream whose damage (a cut file, a file that is no gzip, corrupt blocks) is an :class:`InputError` naming
+    the file: the rows after the damage are lost, so it is never a countable skip."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+        self._gz = gzip.open(path, "rb")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        try:
+            return self._gz.readinto(b)
+        except (EOFError, OSError, zlib.error) as exc:
+            raise InputError(str(self.path), type(exc).__name__, f"is a damaged gzip file ({exc}): the rows after "
+                             "the damage are lost, so it cannot be read or skipped row by row") from None
+
+    def close(self) -> None:
+        self._gz.close()
+        super().close()
+
+
+def _binary(path: PathLike) -> IO[bytes]:
     p = Path(path)
     if not p.is_file():
-        raise InputError("trace", str(path), "no such file")
+        raise InputError("trace", str(path), "is a folder, not a trace file" if p.is_dir() else "no such file")
     if p.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(p, "rb"), encoding="utf-8", newline="")
-    return open(p, encoding="utf-8", newline="")
+        return io.BufferedReader(_GzipGuard(p))
+    return open(p, "rb")
+
+
+def _open(path: PathLike) -> IO[str]:
+    """The file as text. Bytes UTF-8 cannot decode are kept as lone surrogates (``surrogateescape``) so that the
+    reader can name the row and field holding them (:func:`_undecodable`) instead of failing mid-file."""
+    return io.TextIOWrapper(_binary(path), encoding="utf-8", errors="surrogateescape", newline="")
+
+
+_SURROGATE = re.compile("[\udc80-\udcff]")
+_NOT_UTF8 = "is not UTF-8 text (a byte UTF-8 cannot decode: a Latin-1 or binary file? re-encode it as UTF-8)"
+
+
+def _undecodable(text: str) -> bool:
+    """Does ``text`` hold bytes the UTF-8 decoding could not read (kept as surrogates by :func:`_open`)?"""
+    return not text.isascii() and _SURROGATE.search(text) is not None
+
+
+def _raw(text: str) -> str:
+    """The bytes of a text read with ``surrogateescape``, shown as Python writes bytes (``b'caf\\xe9'``)."""
+    return repr(text.encode("utf-8", "surrogateescape"))
 
 
 def _i(text: str) -> str:
@@ -55,30 +101,70 @@ class _Csv:
         self.header, self.delimiter = header, delimiter
 
     def rows(self) -> Iterator[tuple[int, list[str], dict[str, int]]]:
+        """``(line, fields, {column: index})`` per record; rows are numbered by their line in the file. A record the
+        CSV reader cannot take (a field over its size limit), one spanning several lines (a quote left open swallows
+        the lines after it: every one of them is a lost row, counted under ``skip_bad``), one with too few fields
+        or bytes that are not UTF-8 is a bad row (:class:`RowErrors`)."""
         with _open(self.path) as f:
             reader = csv.reader(f, delimiter=self.delimiter)
-            first = next(reader, None)
+            first = self._next(reader)
             if first is None:
                 return
-            pending: list[list[str]] = []
+            pending: list[tuple[int, list[str] | None]] = []
+            if first[1] is None:
+                raise InputError(f"{self.path}:row 1.columns", None, "the header line is not a CSV record")
+            if _undecodable("".join(first[1])):
+                raise InputError(f"{self.path}:row 1.columns", _raw(",".join(first[1])), _NOT_UTF8)
             if self.header is None:
-                hdr = [c.strip() for c in first]
+                hdr = [c.strip() for c in first[1]]
             else:  # a header-less table (PAI 2020 ships its headers apart); a first line equal to it is skipped
                 hdr = list(self.header)
-                if [c.strip() for c in first] != hdr:
-                    pending = [first]
+                if [c.strip() for c in first[1]] != hdr:
+                    pending = [(1, first[1])]
             missing = [c for c in self.required if c not in hdr]
             if missing:
                 raise InputError(f"{self.path}:row 1.columns", hdr, f"missing {', '.join(missing)}")
             idx = {c: i for i, c in reversed(list(enumerate(hdr)))}  # a repeated column name: its first
             n = len(hdr)
-            for k, rec in enumerate(itertools.chain(pending, reader), start=1 if pending else 2):
+            while True:
+                rec: list[str] | None
+                if pending:
+                    k, rec = pending.pop()
+                    end = k
+                else:
+                    got = self._next(reader)
+                    if got is None:
+                        return
+                    k, rec, end = got[0], got[1], reader.line_num
+                if rec is None:  # the CSV reader refused the record
+                    continue
                 if not rec:
                     continue
-                if len(rec) < n:
+                if end > k:
+                    col = next((i for i, v in enumerate(rec) if "\n" in v or "\r" in v), 0)
+                    name = hdr[col] if col < n else f"column {col + 1}"
+                    self.errors.bad_span(k, end, name, rec[col][:40] + "...",
+                                         f"opens a quote that runs over lines {k}-{end} (an unterminated quote: "
+                                         f"{end - k + 1} rows lost)")
+                    continue
+                joined = "".join(rec)
+                if _undecodable(joined):
+                    col = next(i for i, v in enumerate(rec) if _undecodable(v))
+                    self.errors.bad(k, hdr[col] if col < n else f"column {col + 1}", _raw(rec[col]), _NOT_UTF8)
+                elif len(rec) < n:
                     self.errors.bad(k, "columns", len(rec), f"has {len(rec)} fields, the header {n}")
                 else:
                     yield k, rec, idx
+
+    def _next(self, reader: Any) -> tuple[int, list[str] | None] | None:
+        """``(first line, record)``; the record is None after a bad row the reader refused; None at the end."""
+        k = reader.line_num + 1
+        try:
+            rec = next(reader, None)
+        except csv.Error as exc:
+            self.errors.bad(k, "record", None, f"is not a CSV record ({exc})")
+            return k, None
+        return None if rec is None else (k, rec)
 
 
 def _field(errors: RowErrors, row: int, name: str, text: str, parse: Callable[[str], Any],
@@ -109,53 +195,148 @@ def _gpus(text: str) -> int:
 
 # --- Microsoft Philly: cluster_job_log (one JSON array of job objects) ---------------------------------------------
 
-def _json_array(f: IO[str], chunk: int = 1 << 20) -> Iterator[Any]:
-    """The elements of a top-level JSON array, decoded a chunk at a time (the whole file is never held)."""
-    dec = json.JSONDecoder()
-    buf, pos, eof = f.read(chunk), 0, False
-    while True:  # skip to '['
-        buf = buf.lstrip()
-        if buf or eof:
-            break
-        more = f.read(chunk)
-        eof = not more
-        buf += more
-    if not buf.startswith("["):
-        raise InputError(f"{getattr(f, 'name', 'file')}:row 1", buf[:20], "is not a JSON array")
-    pos = 1
-    while True:
+class _JsonArray:
+    """The elements of a top-level JSON array, decoded a chunk at a time (the whole file is never held), by the JSON
+    grammar: ``[`` elements separated by single commas ``]``, then only white space to the end of the file. A cut
+    file (no closing ``]``), a second array after the first, a missing comma and an element nested deeper than the
+    decoder's recursion limit are :class:`InputError` naming the file and the character (or the row)."""
+
+    def __init__(self, f: IO[str], source: str, chunk: int = 1 << 20) -> None:
+        self.f, self.source, self.chunk = f, source, chunk
+        self.dec = json.JSONDecoder()
+        self.buf, self.pos, self.base, self.eof = "", 0, 0, False
+
+    def _fail(self, message: str, at: int | None = None) -> InputError:
+        at = self.base + self.pos if at is None else at
+        return InputError(f"{self.source}:char {at}", self.buf[self.pos:self.pos + 20], message)
+
+    def _more(self) -> bool:
+        """Read one more chunk onto the buffer (dropping what was consumed); False at the end of the file."""
+        if self.eof:
+            return False
+        more = self.f.read(self.chunk)
+        self.base += self.pos
+        self.buf, self.pos = self.buf[self.pos:] + more, 0
+        self.eof = not more
+        return bool(more)
+
+    def _peek(self) -> str:
+        """The next character that is not white space ('' at the end of the file), not consumed."""
         while True:
-            while pos < len(buf) and buf[pos] in " \t\r\n,":
-                pos += 1
-            if pos < len(buf) or eof:
-                break
-            buf, pos = f.read(chunk), 0
-            eof = not buf
-        if pos >= len(buf) or buf[pos] == "]":
-            return
+            while self.pos < len(self.buf) and self.buf[self.pos] in " \t\r\n":
+                self.pos += 1
+            if self.pos < len(self.buf) or not self._more():
+                return self.buf[self.pos:self.pos + 1]
+
+    def elements(self) -> Iterator[tuple[Any, str]]:
+        """``(element, its source text)`` in order."""
+        if self._peek() != "[":
+            raise self._fail("is not a JSON array (a Philly cluster_job_log is one array of job objects)")
+        self.pos += 1
+        if self._peek() == "]":
+            self.pos += 1
+        else:
+            k = 0
+            while True:
+                k += 1
+                if self._peek() == "":
+                    raise self._fail("ends before the array's closing ']' (a cut file?)")
+                yield self._element(k)
+                c = self._peek()
+                if c == "]":
+                    self.pos += 1
+                    break
+                if c == "":
+                    raise self._fail(f"ends before the array's closing ']' (after element {k}: a cut file?)")
+                if c != ",":
+                    raise self._fail(f"expected ',' or ']' after element {k}")
+                self.pos += 1
+        if self._peek() != "":
+            raise self._fail("has data after the array's closing ']' (two arrays back to back? a file holds one)")
+
+    def _element(self, k: int) -> tuple[Any, str]:
         while True:
             try:
-                obj, end = dec.raw_decode(buf, pos)
+                obj, end = self.dec.raw_decode(self.buf, self.pos)
                 break
-            except json.JSONDecodeError:
-                if eof:
-                    raise
-                more = f.read(chunk)
-                eof = not more
-                buf, pos = buf[pos:] + more, 0
+            except RecursionError:
+                raise InputError(f"{self.source}:row {k}", self.buf[self.pos:self.pos + 20],
+                                 "is nested too deep (deeper than the JSON decoder's recursion limit; a Philly job "
+                                 "nests 4 levels)") from None
+            except json.JSONDecodeError as exc:
+                if self.eof or not self._more():
+                    raise self._fail(f"is not valid JSON ({exc.msg})", self.base + exc.pos) from None
+        text = self.buf[self.pos:end]
+        self.pos = end
+        return obj, text
+
+
+def _json_array(f: IO[str], chunk: int = 1 << 20) -> Iterator[Any]:
+    """The elements of a top-level JSON array (:class:`_JsonArray`), decoded a chunk at a time."""
+    for obj, _ in _JsonArray(f, str(getattr(f, "name", "file")), chunk).elements():
         yield obj
-        pos = end
+
+
+def _surrogate_path(obj: Any, path: str = "") -> tuple[str, str] | None:
+    """(path, text) of the first key or string of a decoded element holding bytes that are not UTF-8."""
+    if isinstance(obj, str):
+        return (path, obj) if _undecodable(obj) else None
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for key, v in items:
+        sub = f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else str(key))
+        if isinstance(key, str) and _undecodable(key):
+            return sub, key
+        found = _surrogate_path(v, sub)
+        if found:
+            return found
+    return None
 
 
 def iter_philly(path: PathLike, errors: RowErrors) -> Iterator[TraceJob]:
     with _open(path) as f:
-        try:
-            for k, rec in enumerate(_json_array(f), start=1):
-                job = _philly_job(k, rec, errors)
-                if job is not None:
-                    yield job
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:char {exc.pos}", exc.msg, "is not valid JSON") from None
+        for k, (rec, text) in enumerate(_JsonArray(f, str(path)).elements(), start=1):
+            if _undecodable(text):
+                where, bad = _surrogate_path(rec) or ("record", text)
+                errors.bad(k, where, _raw(bad), _NOT_UTF8)
+                continue
+            job = _philly_job(k, rec, errors)
+            if job is not None:
+                yield job
+
+
+def _text(errors: RowErrors, k: int, rec: dict[str, Any], key: str) -> str | None:
+    """An optional text field of a Philly job (missing or null: ''); None after a bad value was recorded."""
+    v = rec.get(key)
+    if v is None:
+        return ""
+    if isinstance(v, bool) or not isinstance(v, str | int):
+        errors.bad(k, key, v, "must be a string")
+        return None
+    return str(v)
+
+
+def _attempt_gpus(errors: RowErrors, k: int, a: int, att: dict[str, Any]) -> int | None:
+    """GPUs of one attempt: the GPU names listed over its ``detail`` (one entry per machine); None after a bad one."""
+    det = att.get("detail")
+    if det is None:
+        return 0
+    if not isinstance(det, list):
+        errors.bad(k, f"attempts[{a}].detail", det, "must be a list of {ip, gpus} objects")
+        return None
+    n = 0
+    for d, machine in enumerate(det):
+        where = f"attempts[{a}].detail[{d}]"
+        if not isinstance(machine, dict):
+            errors.bad(k, where, machine, "must be an object {ip, gpus}")
+            return None
+        gpus = machine.get("gpus")
+        if gpus is None:
+            continue
+        if not isinstance(gpus, list) or not all(isinstance(g, str) for g in gpus):
+            errors.bad(k, f"{where}.gpus", gpus, "must be a list of GPU names (\"gpus\": [\"gpu0\", \"gpu1\"])")
+            return None
+        n += len(gpus)
+    return n
 
 
 def _philly_job(k: int, rec: Any, errors: RowErrors) -> TraceJob | None:
@@ -166,18 +347,27 @@ def _philly_job(k: int, rec: Any, errors: RowErrors) -> TraceJob | None:
         if key not in rec:
             errors.bad(k, key, None, "is missing")
             return None
-    job_id = str(rec["jobid"])
+    texts = {key: _text(errors, k, rec, key) for key in ("jobid", "status", "user", "vc")}
+    if any(v is None for v in texts.values()):
+        return None
+    job_id = str(texts["jobid"])
     ok, submit = _field(errors, k, "submitted_time", str(rec["submitted_time"]), parse_time, "a date-time")
     if not ok or not errors.unique(k, "jobid", job_id):
         return None
-    attempts = rec["attempts"] or []
+    attempts = rec["attempts"]
+    if attempts is None:
+        attempts = []
     if not isinstance(attempts, list):
         errors.bad(k, "attempts", attempts, "must be a list")
         return None
     gpus, run, finished = 0, 0.0, True
     for a, att in enumerate(attempts):
-        det = att.get("detail") or []
-        n = sum(len(d.get("gpus") or []) for d in det)
+        if not isinstance(att, dict):
+            errors.bad(k, f"attempts[{a}]", att, "must be an object {start_time, end_time, detail}")
+            return None
+        n = _attempt_gpus(errors, k, a, att)
+        if n is None:
+            return None
         gpus = n or gpus
         s, e = att.get("start_time"), att.get("end_time")
         if _none(None if s is None else str(s)) or _none(None if e is None else str(e)):
@@ -193,8 +383,8 @@ def _philly_job(k: int, rec: Any, errors: RowErrors) -> TraceJob | None:
             return None
         run += t1 - t0
     duration = run if attempts and finished else None
-    status = str(rec["status"]) if finished else "Running"
-    return TraceJob(job_id, submit, gpus, duration, _i(str(rec.get("user", ""))), _i(str(rec.get("vc", ""))), "",
+    status = str(texts["status"]) if finished else "Running"
+    return TraceJob(job_id, submit, gpus, duration, _i(str(texts["user"])), _i(str(texts["vc"])), "",
                     _i(status), "", None, k)
 
 
@@ -412,6 +602,10 @@ def iter_gavel(path: PathLike, errors: RowErrors) -> Iterator[TraceJob]:
                 errors.bad(k, "columns", len(parts), "a Gavel .trace line has 10 tab-separated fields "
                            "(physical_cluster) or 7 (msr)")
                 continue
+            if _undecodable(line):
+                col = next(i for i, v in enumerate(parts) if _undecodable(v))
+                errors.bad(k, cols[col], _raw(parts[col]), _NOT_UTF8)
+                continue
             r = dict(zip(cols, parts, strict=True))
             ok1, t = _field(errors, k, "arrival_time", r["arrival_time"], parse_seconds, "seconds", nonneg=True)
             ok2, w = _field(errors, k, "total_steps", r["total_steps"], parse_seconds, "a step count", nonneg=True)
@@ -431,10 +625,11 @@ def read_gavel(path: PathLike, *, skip_bad: bool = False, name: str | None = Non
 def read_workload_trace(path: PathLike, *, skip_bad: bool = False, name: str | None = None) -> Trace:
     """A Pollux/Sia workload CSV (``name,time,application,num_replicas,batch_size``) through
     :func:`schedopt.sim.read_workload` (its checks apply whole-file: ``skip_bad`` does not apply)."""
-    from ..sim.workloads import read_workload
+    from ..sim.workloads import decode_workload_bytes, read_workload
 
     p = Path(path)
-    text = _open(p).read()
+    with _binary(p) as f:
+        text = decode_workload_bytes(f.read(), str(p))
     w = read_workload(text, str(p))
     rows = {r[0]: k for k, r in enumerate(csv.reader(io.StringIO(text)), start=1) if r}
     jobs = tuple(TraceJob(j.name, j.time, j.num_replicas, None, "", "", "", "", j.application, None,

@@ -12,7 +12,7 @@ import numpy as np
 from .generate import CLASSES, size_class
 from .trace import Trace
 
-__all__ = ["TraceStats", "trace_stats"]
+__all__ = ["TraceStats", "figure_formats", "plot_stats", "trace_stats"]
 
 _SIZE_BINS = ((1, 1), (2, 2), (3, 4), (5, 8), (9, 16), (17, 32), (33, 64), (65, 10**9))
 
@@ -106,6 +106,15 @@ def trace_stats(trace: Trace, cluster_gpus: int | None = None) -> TraceStats:
                       tuple(hours.get(h, 0) for h in range(24)), size, dq,
                       {c: classes.get(c, 0) for c, _ in CLASSES}, gpu_h, cluster_gpus, load,
                       {c: pool.get(c, 0) for c, _ in CLASSES})
+
+
+def figure_formats() -> frozenset[str] | None:
+    """The file extensions matplotlib can write (``png``, ``pdf``, ``svg``, ...); None without matplotlib."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        return None
+    return frozenset(Figure().canvas.get_supported_filetypes())
 
 
 def plot_stats(trace: Trace, stats: TraceStats, path: str | Path) -> Path | None:

@@ -109,6 +109,13 @@ class RowErrors:
             raise InputError(f"{self.source}:row {row}.{fieldname}", value, message)
         self.skipped.append((row, f"{fieldname}={value!r}: {message}"))
 
+    def bad_span(self, first: int, last: int, fieldname: str, value: object, message: str) -> None:
+        """A bad record covering rows ``first..last`` (a quote left open): raise naming the first, or count every
+        row it swallowed as skipped (the skip count stays true)."""
+        if not self.skip_bad:
+            raise InputError(f"{self.source}:row {first}.{fieldname}", value, message)
+        self.skipped.extend((r, f"{fieldname}: {message}") for r in range(first, last + 1))
+
     def unique(self, row: int, fieldname: str, job_id: str) -> bool:
         """False (after :meth:`bad`) when ``job_id`` was seen before."""
         if job_id in self.seen:

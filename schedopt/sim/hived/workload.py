@@ -24,14 +24,16 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputError
-from ...hived import PhysicalCluster, VirtualCluster, load_hived_config
+from ...hived import PhysicalCluster, VirtualCluster, check_vc_assignment, load_hived_config
 from ...hived.priority import MAX_GUARANTEED_PRIORITY, OPPORTUNISTIC_PRIORITY
+from ..limits import MAX_ARRIVAL_SECONDS
 from .private import PrivateQuota
 
 __all__ = [
     "CLUSTER_PRESETS",
     "DEFAULT_CLUSTER",
     "PRESET_PROFILES",
+    "SYNTHETIC_BOUNDS",
     "SYNTHETIC_PARAMS",
     "HivedCluster",
     "HivedJob",
@@ -62,6 +64,22 @@ class HivedCluster:
     name: str
     cluster: PhysicalCluster
     vcs: tuple[VirtualCluster, ...]
+
+    def __post_init__(self) -> None:
+        """The tenants' quotas must fit the cluster (HiveD's counting rule, exact: ``formulations/hived.md``): a
+        quota the cells cannot hold is no tenant a scheduler can honour, and every job of that tenant would then be
+        counted as a sharing anomaly against it."""
+        if not isinstance(self.cluster, PhysicalCluster):
+            raise InputError("cluster", type(self.cluster).__name__, "must be a schedopt.hived.PhysicalCluster")
+        vcs = tuple(self.vcs)
+        bad = [i for i, v in enumerate(vcs) if not isinstance(v, VirtualCluster)]
+        if bad:
+            raise InputError(f"vcs[{bad[0]}]", type(vcs[bad[0]]).__name__, "must be a schedopt.hived.VirtualCluster")
+        object.__setattr__(self, "vcs", vcs)
+        rep = check_vc_assignment(self.cluster, vcs, "counting")
+        if not rep.valid:
+            raise InputError("vcs", [v.name for v in vcs], f"the tenants' quotas do not fit cluster {self.name!r}: "
+                             f"{rep.message or rep.cause}")
 
     @property
     def gpus(self) -> int:
@@ -259,9 +277,38 @@ SYNTHETIC_PARAMS: dict[str, tuple[Any, type, float, bool]] = {
     "long": (0.2, float, 0.0, False),
 }
 
+#: ``hived/synthetic`` keys: the closed range each must lie in, and why (checked by :func:`parse_workload` and
+#: :func:`synthetic_trace` alike)
+SYNTHETIC_BOUNDS: dict[str, tuple[float, float, str]] = {
+    "jobs": (1, 100_000, "every job is an event of the closed loop; HiveD's experiments replay a few hundred to a "
+                         "few thousand"),
+    "load": (1e-3, 1e3, "a multiple of the tenants' quota: below 0.001 the trace's arrivals span past ten years, "
+                        "above 1000 they all fall in the first second"),
+    "failures": (0, 10_000, "every failure is two events of the loop, each drawing a node among those up"),
+    "repair_h": (1e-3, 87_600, "hours to repair a node, at most ten years (the longest simulated time)"),
+    "long": (0.0, 1.0, "a fraction of the jobs"),
+}
+
+
+def _bounded(key: str, v: Any, field: str) -> Any:
+    """``v`` when it lies in :data:`SYNTHETIC_BOUNDS` ``[key]``, else an InputError naming ``field`` and the reason."""
+    lo, hi, why = SYNTHETIC_BOUNDS[key]
+    integer = SYNTHETIC_PARAMS[key][1] is int
+    ok = not isinstance(v, bool) and isinstance(v, int | np.integer if integer else int | float | np.integer |
+                                                np.floating)
+    if not ok or not math.isfinite(v):
+        raise InputError(field, v, f"must be {'an integer' if integer else 'a finite number'} in [{lo:g}, {hi:g}] "
+                         f"({why})")
+    if v < lo:
+        raise InputError(field, v, f"must be >= {lo:g} ({why})")
+    if v > hi:
+        raise InputError(field, v, f"must be <= {hi:g} ({why})")
+    return v
+
 
 def parse_workload(name: str) -> dict[str, Any]:
-    """The parameters of ``hived/synthetic[:key=value...]`` (keys and defaults: :data:`SYNTHETIC_PARAMS`)."""
+    """The parameters of ``hived/synthetic[:key=value...]`` (keys and defaults: :data:`SYNTHETIC_PARAMS`, bounds:
+    :data:`SYNTHETIC_BOUNDS`)."""
     head, *parts = name.split(":")
     if head != "hived/synthetic":
         raise InputError("workload", name, "must be hived/synthetic[:key=value...] for a hived policy")
@@ -270,16 +317,12 @@ def parse_workload(name: str) -> dict[str, Any]:
         k, eq, v = p.partition("=")
         if k not in SYNTHETIC_PARAMS or not eq:
             raise InputError("workload", name, f"'{p}' is not key=value with a key in {', '.join(SYNTHETIC_PARAMS)}")
-        _, typ, lo, strict = SYNTHETIC_PARAMS[k]
+        typ = SYNTHETIC_PARAMS[k][1]
         try:
             val = float(v) if typ is float else int(v)
         except ValueError:
             raise InputError(f"workload.{k}", v, f"must be {'a number' if typ is float else 'an integer'}") from None
-        if not math.isfinite(val) or (val <= lo if strict else val < lo):
-            raise InputError(f"workload.{k}", v, f"must be {'>' if strict else '>='} {lo:g}")
-        if k == "long" and val > 1:
-            raise InputError(f"workload.{k}", v, "must be a fraction in [0, 1]")
-        out[k] = val
+        out[k] = _bounded(k, val, f"workload.{k}")
     return out
 
 
@@ -321,10 +364,8 @@ def synthetic_trace(cluster: HivedCluster, jobs: int = 300, seed: int = 0, *, lo
     profiles = tuple(profiles) if profiles is not None else default_profiles(cluster)
     if not profiles:
         raise InputError("profiles", profiles, "no tenant has quota")
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise InputError("jobs", jobs, "must be a positive integer")
-    _num(load, "load", strict=True)
-    _num(long, "long")
+    for key, v in (("jobs", jobs), ("load", load), ("failures", failures), ("repair_h", repair_h), ("long", long)):
+        _bounded(key, v, key)
     q = PrivateQuota(cluster)
     chain0 = cluster.cluster.chain_names[0]
     rates = []
@@ -344,6 +385,9 @@ def synthetic_trace(cluster: HivedCluster, jobs: int = 300, seed: int = 0, *, lo
     dur = _durations(rng, jobs, long)
     arrivals = np.round(np.cumsum(rng.exponential(1.0 / r.sum(), jobs)))
     arrivals -= arrivals[0]
+    if arrivals[-1] > MAX_ARRIVAL_SECONDS:
+        raise InputError("load", load, f"the {jobs} jobs arrive over {arrivals[-1]:.3g} s, past MAX_ARRIVAL_SECONDS = "
+                         f"{MAX_ARRIVAL_SECONDS:.3g} (ten years): raise the load or lower jobs")
     out = []
     for i in range(jobs):
         p = profiles[int(which[i])]
