@@ -61,6 +61,7 @@ def as_is_app(gpu_type: str, work_s: float) -> str:
     return f"{_PREFIX}:{gpu_type}:{work_s!r}"
 
 
+@lru_cache(maxsize=65536)
 def _parts(app: str) -> tuple[str, float, str | None, int, int]:
     p = app.split(":")
     if p[0] != _PREFIX or len(p) not in (3, 6):
@@ -111,6 +112,14 @@ def _reference_seconds(cap: int, base: str, own: str, gpus: int, per_node: int) 
     return float(j.finish)
 
 
+@lru_cache(maxsize=65536)
+def _curve(cap: int, app: str) -> Application:
+    own, work, base, gpus, per_node = _parts(app)
+    if base is None:
+        return _rigid_curve(work)
+    return _scaled_curve(base, work / _reference_seconds(cap, base, own, gpus, per_node))
+
+
 @dataclass(frozen=True, eq=False)
 class AsIsJobModel(JobModel):
     """The job model of an as-is replay (module doc). ``speeds``: relative speed per GPU type (:data:`SPEEDS`
@@ -132,10 +141,7 @@ class AsIsJobModel(JobModel):
         return ((own, 1.0),)
 
     def application(self, app: str) -> Application:
-        own, work, base, gpus, per_node = _parts(app)
-        if base is None:
-            return _rigid_curve(work)
-        return _scaled_curve(base, work / _reference_seconds(self.gpu_cap, base, own, gpus, per_node))
+        return _curve(self.gpu_cap, app)
 
     def truth(self, app: str) -> JobGoodputModel:
         own, _, base, _, _ = _parts(app)
