@@ -135,10 +135,16 @@ def _check_counts(who: str, j: JobState, n: int) -> None:
         raise InputError(f"{who}", n, f"job {j.id} may get at most {j.max_gpus} GPUs this round")
 
 
+@functools.lru_cache(maxsize=4096)
+def _config(n_nodes: int, n_gpus: int, gpu_type: str) -> Config:
+    """``Config(n_nodes, n_gpus, gpu_type)``, one object per value (frozen; a round makes one per running job)."""
+    return Config(n_nodes, n_gpus, gpu_type)
+
+
 def _from_nodes(cluster: Cluster, pname: str, nodes: Mapping[str, Mapping[str, int]], active: dict[str, JobState],
                 previous: Placement | None, colocate: Mapping[str, str] | None = None) -> Placement:
     """Validate a node-level decision and give it GPU indices (unchanged jobs keep theirs)."""
-    ntype = _node_types(cluster)
+    ntype = _node_types_of(cluster)
     used: dict[str, int] = {}
     want: dict[str, dict[str, int]] = {}
     configs: dict[str, Config] = {}
@@ -162,7 +168,7 @@ def _from_nodes(cluster: Cluster, pname: str, nodes: Mapping[str, Mapping[str, i
             raise InputError(who, dict(mm), f"job {jid} spans GPU types {sorted(types)}")
         _check_counts(who, active[jid], sum(mm.values()))
         want[jid] = mm
-        configs[jid] = Config(len(mm), sum(mm.values()), types.pop())
+        configs[jid] = _config(len(mm), sum(mm.values()), types.pop())
     for nid, g in used.items():
         if g > ntype[nid][1]:
             users = sorted(j for j, m in want.items() if nid in m)

@@ -107,6 +107,12 @@ def run_task(task: SimTask, observer: Observer | None = None) -> SimResult:
     import it; also ``schedopt.sim.sweep.run_task``)."""
     if not isinstance(task, SimTask):
         raise InputError("task", type(task).__name__, "must be a schedopt.sim.SimTask")
+    from .asis import is_as_is
+
+    if is_as_is(task.workload):  # a trace replayed as it happened, under any family's policy (schedopt.sim.asis)
+        from .asis import run_task as run_as_is
+
+        return run_as_is(task, observer)
     return system_for(task.policy).run(task, observer)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 from typing import Protocol, cast, runtime_checkable
 
 from ..errors import InputError
@@ -62,12 +63,18 @@ class Placer(Protocol):
               pinned: Sequence[str] = ()) -> Placement: ...
 
 
+@lru_cache(maxsize=16)
+def _node_sizes(cluster: Cluster) -> dict[str, int]:
+    """node id -> GPUs of a cluster, kept per cluster (read only)."""
+    return {nid: t.gpus_per_node for t in cluster.gpu_types for nid in cluster.node_ids(t.name)}
+
+
 def assign_gpus(cluster: Cluster, nodes: Mapping[str, Mapping[str, int]], previous: Placement | None,
                 occupied: Mapping[str, Sequence[int]] | None = None) -> dict[str, list[tuple[str, tuple[int, ...]]]]:
     """GPU indices for node-level maps (job -> {node: GPUs}): a job whose map is unchanged keeps its GPUs, the others
     take the lowest free indices (``occupied``: indices other jobs hold already). The maps must fit the nodes
     (callers check capacity)."""
-    size = {nid: t.gpus_per_node for t in cluster.gpu_types for nid in cluster.node_ids(t.name)}
+    size = _node_sizes(cluster)
     occ: dict[str, list[str | None]] = {}
     for n, gs in (occupied or {}).items():
         slots = occ.setdefault(n, [None] * size[n])

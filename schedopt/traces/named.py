@@ -11,6 +11,8 @@ Called by :func:`schedopt.sim.load_workload` for a name that is neither a shippe
   cifar10 and imagenet re-configured, made by no rule its artifact publishes) whose source trace is not shipped: ``<set>@<load>/<k>`` is
   :func:`~schedopt.traces.resample_workload` of ``<set>/<k>`` (seed ``k``); ``saturn@{0.5,1.5,2.0,2.5}/k`` are shipped
   (Sia's Fig. 7 ``rate_{10,30,40,50}`` sets) and win.
+* ``trace:FILE:as-is[:format=F][:rule=R]`` (``trace:philly:as-is``: the shipped trace): the trace replayed as it
+  happened (:func:`schedopt.traces.replay.resolve_as_is`).
 * ``FILE:load=X[:seed=K][:format=F][:rule=R][:jobs=N][:window_h=H][:start_h=S]``: a workload CSV is resampled; any other
   trace is read by :func:`~schedopt.traces.read_trace` and turned into a workload by
   :func:`~schedopt.traces.generate` (rule ``pollux`` unless given).
@@ -57,6 +59,10 @@ def resolve_workload(key: str) -> Workload | None:
     """The workload ``key`` names (see the module doc), or None when it is not of these forms."""
     from ..sim.workloads import list_workloads, load_workload
 
+    if key.startswith("trace:"):  # a trace replayed as it happened (schedopt.traces.replay)
+        from .replay import resolve_as_is
+
+        return resolve_as_is(key, shipped_trace)
     m = _NAMED.fullmatch(key)
     if m:
         s, load, k = m["set"], _float("workload.load", m["load"]), int(m["k"])

@@ -8,7 +8,9 @@ order), so a job may span nodes with partial counts.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 
+from ...sia import Cluster
 from .base import JobView, RoundState
 
 __all__ = ["TypeBudget"]
@@ -18,15 +20,11 @@ class TypeBudget:
     """Free GPUs of a round, per node and per GPU type."""
 
     def __init__(self, state: RoundState) -> None:
-        cl = state.cluster
-        self.types = list(cl.type_names)
-        self.node_type: dict[str, str] = {}
-        self.free: dict[str, int] = {}
-        for t in cl.gpu_types:
-            for nid in cl.node_ids(t.name):
-                self.node_type[nid] = t.name
-                self.free[nid] = t.gpus_per_node
-        self.budget = {t.name: t.total_gpus for t in cl.gpu_types}  # GPUs not yet promised, per type
+        types, node_type, free, budget = _layout(state.cluster)
+        self.types = list(types)
+        self.node_type: dict[str, str] = node_type  # shared per cluster: read only
+        self.free: dict[str, int] = dict(free)
+        self.budget = dict(budget)  # GPUs not yet promised, per type
 
     def type_of(self, nodes: Mapping[str, int]) -> str:
         return self.node_type[next(iter(nodes))]
@@ -62,6 +60,18 @@ class TypeBudget:
             self.free[best] -= k
             gpus -= k
         return out
+
+
+@lru_cache(maxsize=16)
+def _layout(cl: Cluster) -> tuple[tuple[str, ...], dict[str, str], dict[str, int], dict[str, int]]:
+    """(types, node -> type, node -> GPUs, type -> GPUs) of a cluster, kept per cluster (a round copies the last two)."""
+    node_type: dict[str, str] = {}
+    free: dict[str, int] = {}
+    for t in cl.gpu_types:
+        for nid in cl.node_ids(t.name):
+            node_type[nid] = t.name
+            free[nid] = t.gpus_per_node
+    return tuple(cl.type_names), node_type, free, {t.name: t.total_gpus for t in cl.gpu_types}
 
 
 def requested(v: JobView) -> int:
