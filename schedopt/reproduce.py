@@ -2,8 +2,9 @@
 
 Sections (each a set of :func:`schedopt.sim.simulate_many` calls on Sia's 64-GPU cluster unless named):
 
-* ``main`` -- average / p99 JCT, makespan and GPU-hours of ``sia``, ``pollux-unaware`` and ``gavel`` on the Saturn
-  and Philly workloads.
+* ``main`` -- average / p99 JCT, makespan and GPU-hours of ``sia``, ``sia:published`` (the published policy's batch
+  cap) with its per-application gap to a run of the published simulator, ``pollux-unaware`` and ``gavel`` on the
+  Saturn and Philly workloads.
 * ``adaptivity`` -- a seeded fraction of the jobs rigid at their requested GPUs and batch
   (:func:`schedopt.sim.adaptivity.limit_adaptivity`: 0, 25, 50, 75, 100 %), ``sia-any-rigid`` (Sia with rigid jobs
   of any GPU count) against ``pollux`` and ``gavel`` (``pollux``: Pollux's search on Sia's per-type goodput; the
@@ -62,7 +63,7 @@ class Plan:
 
     quick: bool
     main_workloads: tuple[str, ...]
-    main_policies: tuple[str, ...] = ("sia", "pollux-unaware", "gavel")
+    main_policies: tuple[str, ...] = ("sia", "sia:published", "pollux-unaware", "gavel")
     adaptivity_workloads: tuple[str, ...] = ("saturn/1",)
     rigid_fractions: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
     strong_fractions: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)  #: strong-scaling jobs (the rest adaptive)
@@ -93,7 +94,7 @@ def plan(quick: bool = False) -> Plan:
                     adaptivity_workloads=("saturn/1", "saturn/2", "saturn/3"),
                     load_workloads=("saturn/1", "saturn/2", "saturn/3"),
                     sensitivity_workloads=("saturn/1", "saturn/2", "saturn/3"))
-    return Plan(True, ("saturn/1",), main_policies=("sia", "pollux-unaware"), rigid_fractions=(0.0, 1.0),
+    return Plan(True, ("saturn/1",), main_policies=("sia", "sia:published", "pollux-unaware"), rigid_fractions=(0.0, 1.0),
                 strong_fractions=(1.0,),
                 adaptivity_policies=("schedopt.sim.adaptivity:SiaAnyRigid", "pollux"),
                 loads=(1.0, 2.0), p_values=(-1.0, 1.0), lam_values=(1.1, 2.0), scale_gpus=(64, 128),
@@ -245,6 +246,11 @@ def _main(pl: Plan, wl: _Workloads, run: _Runner) -> tuple[str, dict[str, Any]]:
     md = _table(["policy", "avg JCT (h)", "p99 JCT (h)", "makespan (h)", "GPU-hours", "unfinished",
                  "Sia below it, per workload"], rows)
     md += f"\n\nMeans over {len(wls)} workload(s): {', '.join(pl.main_workloads)}."
+    from .sim.published import vs_published  # issue 43: the Sia variants per application against the published run
+
+    pub_md, data["vs_published"] = vs_published({w: {p: res[(p, w)] for p in pl.main_policies if p.startswith("sia")}
+                                                 for w in wls})
+    md += pub_md
     try:
         from .sim.plots import jct_cdf
 

@@ -16,6 +16,7 @@ def test_plans_cover_every_section_and_the_quick_one_is_small() -> None:
     assert full.rigid_fractions == (0.0, 0.25, 0.5, 0.75, 1.0) and full.scale_gpus[-1] == 2048
     assert len(full.main_workloads) == 18 and min(full.p_values) == -1.0 and max(full.p_values) == 1.0
     assert quick.truncate == 10 and quick.scale_gpus == (64, 128) and quick.estimator == "oracle"
+    assert full.main_policies[:2] == quick.main_policies[:2] == ("sia", "sia:published")  # issue 43
 
 
 def test_derived_workloads_scale_arrivals_and_repeat_jobs(tmp_path) -> None:
@@ -52,6 +53,8 @@ def test_quick_reproduction_writes_every_table_and_resumes(tmp_path) -> None:
     assert set(res["sections"]) == set(SECTIONS)
     main = res["sections"]["main"]
     assert main["sia"]["unfinished"] == 0 and main["pollux-unaware"]["unfinished"] == 0
+    assert main["sia:published"]["unfinished"] == 0 and "sia:published" in text  # issue 43: the published preset
+    assert main["vs_published"] == {}  # the quick workload is truncated: no published run of it
     # all-rigid: both policies run the same rigid jobs; the JCTs are finite and positive
     ad = res["sections"]["adaptivity"]
     assert all(v > 0 for v in ad.values())
@@ -59,7 +62,7 @@ def test_quick_reproduction_writes_every_table_and_resumes(tmp_path) -> None:
     assert (tmp_path / "adaptivity.png").is_file() and (tmp_path / "scale.png").is_file()
     assert (tmp_path / "adaptivity_strong.png").is_file()
     n = len(list((tmp_path / "raw").rglob("*.jsonl")))
-    assert n == 2 + 6 + 4 + 4 + 2  # main, adaptivity (rigid 0 and 1, strong-scaling 1), load, sensitivity, scale
+    assert n == 3 + 6 + 4 + 4 + 2  # main, adaptivity (rigid 0 and 1, strong-scaling 1), load, sensitivity, scale
     # a rerun reads everything back from disk and writes the same tables
     logs: list[str] = []
     rep2 = reproduce_sia(tmp_path, quick=True, workers=1, progress=False, log=logs.append,

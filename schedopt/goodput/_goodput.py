@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from typing import Any, Protocol
 
@@ -484,6 +484,15 @@ class JobGoodputModel:
     @property
     def gpu_types(self) -> list[str]:
         return list(self.params)
+
+    def with_batch_cap(self, cap: float) -> JobGoodputModel:
+        """The same model with the global batch capped at ``cap`` (never below ``init_batch``, never above
+        ``max_batch``): ``self`` when that changes nothing. The published Sia simulator values each adaptive job
+        this way with the workload's requested batch as the cap (``job.py`` ``get_speedup_fn``:
+        ``max_batch_size = target_batch_size``)."""
+        c = _check_scalar("cap", cap)
+        m = max(min(self.max_batch, c), self.init_batch)
+        return self if m == self.max_batch else replace(self, max_batch=m)
 
     def _type(self, gpu_type: str) -> ThroughputParams:
         try:

@@ -464,13 +464,14 @@ class BuddyAllocator(BindingMixin, PreemptionMixin, HealthMixin):
         thr = max(priority, OPPORTUNISTIC_PRIORITY)
         return [sum(1 for p in nd.prios if p < thr) for nd in self._vc_view(key, thr) if nd.healthy or not healthy_only]
 
-    def free_lists(self) -> dict[tuple[str, int], list[str]]:
-        """Free physical cells per (chain, level), as sorted addresses."""
+    def free_lists(self, *, list_order: bool = False) -> dict[tuple[str, int], list[str]]:
+        """Free physical cells per (chain, level), as sorted addresses; ``list_order=True``: in the lists' order
+        (hivedscheduler's, which decides ties between equally good cells)."""
         cn = self.cluster.chain_names
         out = {}
         for (ci, k), d in self.phys.free.items():
-            cells = list(d)
-            out[(cn[ci], k)] = sorted(self.cluster.address[c] for c in cells)
+            names = [self.cluster.address[c] for c in d]
+            out[(cn[ci], k)] = names if list_order else sorted(names)
         return out
 
     def bound_cells(self) -> dict[str, list[tuple[str, int, str]]]:

@@ -139,14 +139,15 @@ class BindingMixin:
         taken: list[VirtualCell] = []
         plan: dict[int, int] = {}
         groups: dict[int, list[VirtualCell]] = {}
+        # hivedscheduler plans a request's cells on a copy of its free lists: a request that cannot be bound leaves
+        # them (and their order) as they were
+        saved = ph.save_free() if any(t.parent is None for t in tops) else None
         for t in tops:
             if t.parent is None:
                 sub: dict[int, int] = {}
                 c = self.take_root(t, below, sub)
                 if c < 0:
-                    for r in taken:
-                        self.bound_roots.discard(plan[id(r)])
-                        ph.release(plan[id(r)])
+                    self._undo_roots(taken, plan, saved)
                     return None
                 plan[id(t)] = c
                 self.bound_roots.add(c)  # taken: the next root of this request must not see it free
@@ -157,9 +158,7 @@ class BindingMixin:
         for vs in groups.values():
             sub = {}
             if not self._assign(vs, self._candidates(vs[0].parent.phys), below, sub):  # type: ignore[union-attr]
-                for r in taken:
-                    self.bound_roots.discard(plan[id(r)])
-                    ph.release(plan[id(r)])
+                self._undo_roots(taken, plan, saved)
                 return None
             plan.update(sub)
         for key, c in plan.items():
@@ -174,6 +173,13 @@ class BindingMixin:
         for u in leaves:
             out[id(u)] = u.phys
         return out
+
+    def _undo_roots(self, taken: list[VirtualCell], plan: dict[int, int], saved: Any) -> None:
+        """Give back the roots a request took before it failed (the free space as it was when ``saved``)."""
+        for r in taken:
+            self.bound_roots.discard(plan[id(r)])
+        if saved is not None:
+            self.phys.restore_free(saved)
 
     def take_root(self, t: VirtualCell, below: dict[int, list[VirtualCell]], sub: dict[int, int]) -> int:
         """A physical cell for preassigned virtual cell ``t`` (taken out of the free space), its subtree to bind

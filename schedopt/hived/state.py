@@ -6,9 +6,12 @@
   (``gpu_prio[j]``: 0..1000 guaranteed, -1 opportunistic, -2 free); per cell the number of used and of
   opportunistic GPUs below it (``used``, ``opp``), kept up to date in O(levels) per GPU;
 * the **buddy free lists** per (chain, level): the cells not bound to any VC's preassigned cell, healthy ones only
-  (a failed node's free parts are kept aside per node), each list split into cells without and with opportunistic
-  GPUs; :meth:`take` splits the lowest free higher cell (children with the fewest opportunistic GPUs first),
-  :meth:`release` merges buddies upward while all are free, :meth:`carve` takes one given cell out;
+  (a failed node's free parts are kept aside per node), in hivedscheduler's list order (its ``CellList``: a cell is
+  appended; a removed cell's slot takes the list's last cell; issue 43); :meth:`take` picks the lowest free level's
+  first cell with the fewest opportunistic GPUs and splits it down (children likewise), :meth:`carve` takes one given
+  cell out (``removeCellFromFreeList``: walking up, an unsplit parent's children are appended, then the cell is
+  removed), :meth:`free_add` puts one back (``addCellToFreeList``: while all its buddies are free they are removed
+  and the parent goes up instead), :meth:`release` gives a cell back with its failed parts set aside;
 * ``bound[c]``: the virtual cell a physical cell is bound to (or ``None``).
 
 Every operation walks one root-to-leaf path (times the fan-out).
@@ -50,12 +53,13 @@ class PhysicalState:
         self.used = [0] * n
         self.badcnt = [0] * n
         self.bad_free: dict[int, set[int]] = {}
-        #: free cells per (chain, level), in list order (hivedscheduler's: split children appended, merged parents
-        #: appended); a take picks the first cell with the fewest opportunistic GPUs
-        self.free: dict[tuple[int, int], dict[int, None]] = {}
+        #: free cells per (chain, level), in hivedscheduler's list order (see the module docstring); a take picks
+        #: the first cell with the fewest opportunistic GPUs; ``pos[c]``: ``c``'s index in its list (-1: not listed)
+        self.free: dict[tuple[int, int], list[int]] = {}
+        self.pos = [-1] * n
         for ci, ch in enumerate(self.chains):
             for k in range(1, ch.levels + 1):
-                self.free[(ci, k)] = {}
+                self.free[(ci, k)] = []
         ng = cl.num_gpus
         self.gpu_job = [-1] * ng
         self.gpu_prio = [FREE_PRIORITY] * ng
@@ -98,27 +102,42 @@ class PhysicalState:
             c = self.parent[c]
 
     # ------------------------------------------------------------------ free lists (buddy)
-    def _list_of(self, c: int) -> dict[int, None]:
+    def _list_of(self, c: int) -> list[int]:
         return self.free[(self.ci[c], self.level[c])]
 
-    def free_add(self, c: int) -> None:
-        """Put healthy cell ``c`` on its free list and merge buddies upward while all are free."""
-        while True:
-            self.is_free[c] = True
-            self._list_of(c)[c] = None
-            p = self.parent[c]
-            if p < 0:
-                return
+    def _append(self, c: int) -> None:
+        """List ``c`` at the end of its free list (no merge)."""
+        lst = self._list_of(c)
+        self.pos[c] = len(lst)
+        lst.append(c)
+        self.is_free[c] = True
+        p = self.parent[c]
+        if p >= 0:
             self.free_children[p] += 1
-            if self.free_children[p] < len(self.children[p]):
+
+    def free_add(self, c: int) -> None:
+        """Put healthy cell ``c`` on its free list, merging buddies upward while all are free (hivedscheduler's
+        ``addCellToFreeList``: the free buddies leave their list in child order, the parent goes up instead)."""
+        while True:
+            p = self.parent[c]
+            if p < 0 or self.free_children[p] < len(self.children[p]) - 1:
+                self._append(c)
                 return
-            for ch in self.children[p]:
-                self.free_remove(ch)
+            for b in self.children[p]:
+                if b != c:
+                    self.free_remove(b)
             c = p
 
     def free_remove(self, c: int) -> None:
+        """Take listed cell ``c`` off its free list: the list's last cell takes its slot (Go's ``CellList.remove``)."""
+        lst = self._list_of(c)
+        i = self.pos[c]
+        last = lst.pop()
+        if last != c:
+            lst[i] = last
+            self.pos[last] = i
+        self.pos[c] = -1
         self.is_free[c] = False
-        self._list_of(c).pop(c, None)
         p = self.parent[c]
         if p >= 0:
             self.free_children[p] -= 1
@@ -140,20 +159,20 @@ class PhysicalState:
         return a
 
     def carve(self, cell: int) -> bool:
-        """Take ``cell`` out of the free space (splitting its free ancestor); False if it was not free."""
+        """Take ``cell`` out of the free space, splitting its free ancestor; False if it was not free. As
+        hivedscheduler's ``removeCellFromFreeList``: from ``cell`` up to the listed ancestor, each parent's children
+        are appended to their list and the cell on the path is removed from it."""
         f = self.free_ancestor(cell)
         if f < 0:
             return False
+        c = cell
+        while c != f:
+            p = self.parent[c]
+            for ch in self.children[p]:
+                self._append(ch)
+            self.free_remove(c)
+            c = p
         self.free_remove(f)
-        path = []
-        a = cell
-        while a != f:
-            path.append(a)
-            a = self.parent[a]
-        for a in reversed(path):  # from below f down to cell: free the siblings
-            for sib in self.children[self.parent[a]]:
-                if sib != a:
-                    self.release(sib)
         return True
 
     def take_out(self, cell: int) -> None:
@@ -180,21 +199,18 @@ class PhysicalState:
             a = self.parent[a]
 
     def take(self, ci: int, k: int) -> int:
-        """A free level-k cell by the buddy rule (lowest free level; fewest opportunistic GPUs); -1 if none."""
+        """A free level-k cell by the buddy rule (lowest free level; its first cell with the fewest opportunistic
+        GPUs in list order, then down the children likewise: hivedscheduler's stable sort of
+        ``getUsablePhysicalCells``), taken out by :meth:`carve`; -1 if none."""
         L = self.chains[ci].levels
         for lv in range(k, L + 1):
             lst = self.free[(ci, lv)]
             if not lst:
                 continue
             c = min(lst, key=self.opp.__getitem__)
-            self.free_remove(c)
             while self.level[c] > k:
-                kids = self.children[c]
-                best = min(kids, key=self.opp.__getitem__)
-                for ch in kids:
-                    if ch != best:
-                        self.free_add(ch)
-                c = best
+                c = min(self.children[c], key=self.opp.__getitem__)
+            self.carve(c)
             return c
         return -1
 
@@ -216,3 +232,20 @@ class PhysicalState:
 
     def free_cells(self) -> list[int]:
         return [c for d in self.free.values() for c in d]
+
+    def save_free(self) -> tuple[dict[tuple[int, int], list[int]], dict[int, set[int]]]:
+        """The free space (lists in order, set-aside failed parts), for :meth:`restore_free`."""
+        return {k: list(v) for k, v in self.free.items()}, {k: set(v) for k, v in self.bad_free.items()}
+
+    def restore_free(self, saved: tuple[dict[tuple[int, int], list[int]], dict[int, set[int]]]) -> None:
+        """Put the free space back as :meth:`save_free` saw it (an undone binding leaves hivedscheduler's lists as
+        they were: it plans on a copy)."""
+        lists, aside = saved
+        for lst in self.free.values():
+            for c in list(lst):
+                self.free_remove(c)
+        for key, lst in lists.items():
+            self.free[key] = []
+            for c in lst:
+                self._append(c)
+        self.bad_free = {k: set(v) for k, v in aside.items()}

@@ -19,6 +19,8 @@ POLICIES: dict[str, tuple[str, str] | tuple[str, str, dict[str, OptionValue]]] =
     "fifo": ("fifo", "FifoPolicy"),
     "tiresias": ("tiresias", "TiresiasPolicy"),
     "sia": ("sia", "SiaPolicy"),
+    # issue 43: the published Sia policy's options (``sia.PUBLISHED``: the batch capped at the workload's request)
+    "sia:published": ("sia", "SiaPolicy", {"batch_cap": "request"}),
     "pollux": ("pollux", "PolluxPolicy"),
     "pollux-exact": ("pollux", "PolluxExactPolicy"),
     "pollux-unaware": ("pollux_unaware", "PolluxUnawarePolicy"),

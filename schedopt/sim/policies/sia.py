@@ -7,6 +7,11 @@ at most 64 GPUs per job, as in ``siasosp23/artifacts`` ``run_experiment.sh`` / `
 any backend (default: the one :func:`schedopt.default_backend` picks) within an optional time limit. As in Sia's
 simulator (``preserve_ckpt_allocs``), a job still in its checkpoint-restore delay is non-preemptible: it keeps its
 configuration (the policy tracks when it changed a job's configuration and the job model's restart delays).
+
+``batch_cap``: the largest global batch the policy values an adaptive job at -- ``"application"`` (default: the
+application's maximum, what the job itself may grow to) or ``"request"`` (the workload's requested batch, as the
+published simulator values each adaptive job: ``sia-simulator/job.py`` ``get_speedup_fn``, ``max_batch_size =
+target_batch_size``); :data:`PUBLISHED` is the option set of the published policy (``sia:batch_cap=request``).
 """
 
 from __future__ import annotations
@@ -17,19 +22,25 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputError
-from ...goodput import goodput_matrix
+from ...goodput import JobGoodputModel, goodput_matrix
 from ...problem import Answer
 from ...sia import ConfigTable, Job, SiaBuildCache, SiaProblem, generate_configs
 from ..jobs import JobModel
 from ..jobs import job_model as get_job_model
-from .base import Decision, RoundState
+from .base import Decision, JobView, RoundState
 
-__all__ = ["RESTART_PENALTY_S", "SiaPolicy"]
+__all__ = ["BATCH_CAPS", "PUBLISHED", "RESTART_PENALTY_S", "SiaPolicy"]
 
 #: The restart factor's S per application in the published optimizer (``siasosp23/artifacts`` ``sia.py``
 #: ``get_restart_penalty``: "restart penalties for each job measured on real physical cluster"); others 30 s. Not the
 #: job model's restart delays (``Application.rescale_time``: cifar10 50, yolov3 80, ncf 15 s differ).
 RESTART_PENALTY_S = {"deepspeech2": 25.0, "imagenet": 250.0, "cifar10": 30.0, "bert": 120.0, "yolov3": 45.0}
+
+#: ``SiaPolicy(batch_cap=...)``: the application's maximum batch (default) or the workload's requested batch
+BATCH_CAPS = ("application", "request")
+
+#: The published Sia policy's options beyond the defaults (the ``sia:published`` preset)
+PUBLISHED: dict[str, str] = {"batch_cap": "request"}
 
 
 class SiaPolicy:
@@ -43,9 +54,16 @@ class SiaPolicy:
 
     def __init__(self, backend: str | None = None, time_limit: float | None = None, p: float = -0.5,
                  lam: float = 1.1, restart_cost_s: float | None = None, max_gpus_per_job: int | None = 64,
-                 job_model: str | JobModel = "sia", mip_rel_gap: float | None = 1e-4, seed: int | None = None) -> None:
+                 job_model: str | JobModel = "sia", mip_rel_gap: float | None = 1e-4, seed: int | None = None,
+                 batch_cap: str = "application") -> None:
         if time_limit is not None and not time_limit > 0:
             raise InputError("time_limit", time_limit, "must be > 0 or None")
+        if batch_cap not in BATCH_CAPS:
+            raise InputError("batch_cap", batch_cap, "must be 'application' (the application's maximum batch) or "
+                                                     "'request' (the workload's requested batch, as the published "
+                                                     "simulator)")
+        self.batch_cap = batch_cap
+        self._capped: dict[tuple[int, float], tuple[JobGoodputModel, JobGoodputModel]] = {}
         self.backend, self.time_limit, self.p, self.lam = backend, time_limit, float(p), float(lam)
         self.restart_cost_s = None if restart_cost_s is None else float(restart_cost_s)
         self.max_gpus_per_job = max_gpus_per_job
@@ -88,6 +106,20 @@ class SiaPolicy:
         self._changed = {j: s for j, s in self._changed.items() if j in active}
         return out
 
+    def estimate(self, v: JobView) -> JobGoodputModel:
+        """What the policy values job ``v`` by: its estimate, with ``batch_cap="request"`` an adaptive job's global
+        batch capped at its requested batch (one capped object per (estimate, request), kept across rounds)."""
+        est = v.estimate
+        if self.batch_cap == "application" or not (v.kind == "adaptive" or v.scale_units):
+            return est
+        key = (id(est), float(v.batch_size))
+        hit = self._capped.get(key)
+        if hit is None or hit[0] is not est:
+            if len(self._capped) > 4096:
+                self._capped.clear()
+            hit = self._capped[key] = (est, est.with_batch_cap(float(v.batch_size)))
+        return hit[1]
+
     def _rows(self, state: RoundState) -> np.ndarray:
         """The (jobs x configurations) goodput of the estimates over ``generate_configs(cluster, 64)``: one row per
         distinct (estimate, mode) computed once and kept across rounds (estimates are shared objects), so a round
@@ -105,7 +137,7 @@ class SiaPolicy:
         new: dict[tuple[int, float | None, tuple[tuple[str, int], ...]], tuple[Any, list[int]]] = {}  # adaptive misses
         cache = self._cache
         for i, v in enumerate(state.jobs):
-            est = v.estimate
+            est = self.estimate(v)
             by_goodput = v.kind == "adaptive" or bool(v.scale_units)  # sia-eval: a pipeline's batch is its own
             units = tuple(sorted(v.scale_units.items()))
             key = (id(est), None if by_goodput else float(v.batch_size), units)
