@@ -8,26 +8,28 @@ simulator's job model, and the plan is written in the cluster's own node names a
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import hashlib
 import math
+import pickle
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from enum import StrEnum
-from functools import lru_cache
+from dataclasses import dataclass
 from typing import Any, cast
-
-import numpy as np
 
 from ..errors import InputError
 from ..goodput import JobGoodputModel, blas_threads
 from ..sia import Cluster, Config, GpuType, Placement
 from ..sim.engine import DEFAULT_ROUND_SECONDS, RoundDecision, _admit, _view, apply_decision, decide_round
-from ..sim.jobs import Application, JobModel, JobState, _estimate, fitted_estimate, with_grad_stats
+from ..sim.jobs import Application, JobModel, JobState, _estimate
 from ..sim.jobs import job_model as get_job_model
 from ..sim.policies import make_policy
 from ..sim.policies.base import JobView, Policy
 from ..sim.registry import role_name
 from ..sim.roles import AcceptAll, Admission, Placer, make_admission, make_placer
+from .jobstate import LiveJobState, online_estimate, profile_application
+from .persist import SCHEMA, VERSION, read_document, write_document
+from .plan import Action, JobPlan, Plan
 from .state import (
     ClusterState,
     Event,
@@ -44,138 +46,9 @@ from .state import (
     NodeUpdated,
 )
 
-__all__ = ["Action", "JobPlan", "Plan", "Session"]
+__all__ = ["Action", "JobPlan", "Plan", "Session"]  # the plan types re-exported from .plan
 
 Slots = list[tuple[str, tuple[int, ...]]]
-
-
-class Action(StrEnum):
-    """What a plan asks the cluster to do with one job."""
-
-    START = "start"      #: start it (it held no GPUs)
-    KEEP = "keep"        #: leave it where it is (same GPUs)
-    RESIZE = "resize"    #: give it another GPU count or type (checkpoint, restart there)
-    MOVE = "move"        #: same GPU count and type, other GPUs (checkpoint, restart there)
-    PREEMPT = "preempt"  #: take its GPUs away (checkpoint; it waits)
-    QUEUE = "queue"      #: it waits (held no GPUs, gets none)
-    REJECT = "reject"    #: the admission rule refused it: it never runs
-
-
-@dataclass(frozen=True)
-class JobPlan:
-    """One job's part of a plan: the action, where it runs (node name -> GPU indices; empty: nowhere), its GPU
-    type and count, the batch it trains at (``batch_size`` global = GPUs per replica aside, ``local_batch`` x
-    replicas x (``accumulation`` + 1); None when it does not run) and the checkpoint-restore delay the session
-    charges it for this change (None: the change is no restart: it did not move, or the placer moved it within the
-    same configuration, which the simulator does not charge)."""
-
-    job_id: str
-    action: Action
-    placement: Mapping[str, tuple[int, ...]]
-    gpu_type: str | None = None
-    gpus: int = 0
-    batch_size: int | None = None
-    local_batch: int | None = None
-    accumulation: int | None = None
-    restart_seconds: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"job_id": self.job_id, "action": self.action.value,
-                "placement": {n: list(g) for n, g in self.placement.items()}, "gpu_type": self.gpu_type,
-                "gpus": self.gpus, "batch_size": self.batch_size, "local_batch": self.local_batch,
-                "accumulation": self.accumulation, "restart_seconds": self.restart_seconds}
-
-
-@dataclass(frozen=True)
-class Plan:
-    """One decision: per job (running, queued, deferred or just rejected) a :class:`JobPlan`, in the order the
-    policy saw the jobs; ``policy_seconds`` / ``policy_cpu_seconds`` the policy's time (timing fields: they differ
-    between identical runs); ``info`` the policy's own notes."""
-
-    time: float
-    round_index: int
-    policy: str
-    jobs: Mapping[str, JobPlan]
-    policy_seconds: float = 0.0
-    policy_cpu_seconds: float = 0.0
-    info: Mapping[str, Any] = field(default_factory=dict)
-
-    def running(self) -> dict[str, JobPlan]:
-        """The jobs that hold GPUs under this plan."""
-        return {j: p for j, p in self.jobs.items() if p.placement}
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"time": self.time, "round_index": self.round_index, "policy": self.policy,
-                "jobs": [p.to_dict() for p in self.jobs.values()], "policy_seconds": self.policy_seconds,
-                "policy_cpu_seconds": self.policy_cpu_seconds, "info": _jsonable(self.info)}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Plan:
-        jobs = {}
-        for p in d["jobs"]:
-            jobs[p["job_id"]] = JobPlan(p["job_id"], Action(p["action"]),
-                                        {n: tuple(g) for n, g in p["placement"].items()}, p["gpu_type"], p["gpus"],
-                                        p["batch_size"], p["local_batch"], p["accumulation"], p["restart_seconds"])
-        return cls(d["time"], d["round_index"], d["policy"], jobs, d["policy_seconds"], d["policy_cpu_seconds"],
-                   d.get("info", {}))
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, Mapping):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, (bool, int, str)) or v is None:
-        return v
-    if isinstance(v, (float, np.floating)):
-        f = float(v)
-        return f if math.isfinite(f) else str(f)
-    if isinstance(v, np.integer):
-        return int(v)
-    return str(v)
-
-
-# ------------------------------------------------------------------------------------------------------- the jobs
-
-
-@dataclass(eq=False)
-class _LiveState(JobState):
-    """A live job as the decision step carries it: the simulator's :class:`JobState` (kind, caps, restart count,
-    configuration, batch) plus what the job reported (``frac``: progress fraction; ``measured``: (type, nodes,
-    GPUs, local batch) -> (step, sync) seconds) and its explicit kind."""
-
-    live_kind: str | None = None
-    frac: float = 0.0
-    measured: dict[tuple[str, int, int, int], tuple[float, float]] = field(default_factory=dict)
-
-    @property
-    def rigid_shape(self) -> tuple[int, int] | None:
-        if self.live_kind == "rigid":
-            return self.requested_gpus, self.batch_size
-        if self.live_kind in ("adaptive", "strong") and self.adaptive:
-            return None
-        return JobState.rigid_shape.fget(self)  # type: ignore[attr-defined]
-
-    @property
-    def kind(self) -> str:
-        if self.live_kind == "strong" and self.adaptive:
-            return "strong"
-        return JobState.kind.fget(self)  # type: ignore[attr-defined]
-
-
-@lru_cache(maxsize=65536)
-def _online(jm: JobModel, app: str, obs: tuple[tuple[tuple[str, int, int, int], tuple[float, float]], ...],
-            epoch: int) -> JobGoodputModel:
-    """The live estimate: the profile refitted to what the job measured (shared by jobs with the same history,
-    as the simulator shares its estimates)."""
-    return with_grad_stats(fitted_estimate(jm, app, obs), jm, app, epoch)
-
-
-def _profile_application(m: JobGoodputModel) -> Application:
-    """A training curve for a job known only by its goodput profile: one 'epoch' over the whole job (progress is
-    what the job reports), with the profile's gradient statistics."""
-    return Application(m.name, np.asarray(m.grad_batch, float), 1, np.ones(1), np.asarray([m.grad_sqr], float),
-                       np.asarray([m.grad_var], float))
 
 
 # ----------------------------------------------------------------------------------------------------- the layout
@@ -290,8 +163,8 @@ class Session:
         self.adaptive = bool(getattr(self.policy, "adaptive", False)) if adaptive is None else adaptive
         self.state_path = state_path
         self.cluster_state = cluster
-        self.jobs: dict[str, _LiveState] = {}      # admitted (running or queued), in admission order
-        self.pending: list[_LiveState] = []        # submitted, not yet admitted (deferred, or arrived later)
+        self.jobs: dict[str, LiveJobState] = {}      # admitted (running or queued), in admission order
+        self.pending: list[LiveJobState] = []        # submitted, not yet admitted (deferred, or arrived later)
         self.where: dict[str, Slots] = {}          # job -> [(node name, GPU indices)], in the placement's order
         self.configs: dict[str, Config] = {}       # job -> configuration it runs in
         self.closed: dict[str, str] = {}           # job -> "finished" | "failed" | "cancelled" | "rejected"
@@ -328,7 +201,7 @@ class Session:
         self._events_time = max(self._events_time, event.time)
         self._dirty = True
 
-    def _job(self, jid: str, who: str) -> _LiveState:
+    def _job(self, jid: str, who: str) -> LiveJobState:
         j = self.jobs.get(jid)
         if j is None:
             j = next((p for p in self.pending if p.id == jid), None)
@@ -349,7 +222,7 @@ class Session:
             if have is None and app in self.base_job_model.apps:
                 raise InputError(f"job[{jid}].application", app, "names an application of the job model")
             if have is None:
-                self._apps[app] = (_profile_application(job.profile), job.profile)
+                self._apps[app] = (profile_application(job.profile), job.profile)
                 self.jm = dataclasses.replace(self.base_job_model, apps={**self.base_job_model.apps, **self._apps})
         jm = self.jm
         try:
@@ -360,7 +233,7 @@ class Session:
         if missing:
             raise InputError(f"job[{jid}].application", app, f"has no throughput model on {missing}")
         batch = job.batch_size if job.batch_size is not None else int(truth.init_batch)
-        j = _LiveState(jid, app, job.submitted, job.requested_gpus, batch, self.adaptive, jm, estimator=self.estimator,
+        j = LiveJobState(jid, app, job.submitted, job.requested_gpus, batch, self.adaptive, jm, estimator=self.estimator,
                        live_kind=job.kind)
         j.frac, j.epoch, j.restarts, j.attained = job.progress, job.epoch, job.restarts, job.attained_gpu_seconds
         for m in job.measurements:
@@ -402,7 +275,7 @@ class Session:
             raise InputError(who, dict(placement), f"spans GPU types {sorted(types)}")
         return [(n, tuple(gs)) for n, gs in sorted(placement.items())]
 
-    def _measure(self, j: _LiveState, m: Any, who: str) -> None:
+    def _measure(self, j: LiveJobState, m: Any, who: str) -> None:
         if m.gpu_type not in self.cluster_state.gpu_types:
             raise InputError(f"{who}.gpu_type", m.gpu_type, "names no GPU type of the cluster")
         j.measured[m.key] = (m.step_time, m.sync_time)
@@ -461,14 +334,14 @@ class Session:
             j.rebatch()
 
     # -------------------------------------------------------------------------------------------------- views
-    def _estimate(self, j: _LiveState) -> JobGoodputModel:
+    def _estimate(self, j: LiveJobState) -> JobGoodputModel:
         if (j.estimator == "oracle" or j.rigid_shape is not None or j.scale_units or j.app in j.jm.oracle_apps):
             return _estimate(j.jm, j.app, j.epoch)
-        return _online(j.jm, j.app, tuple(sorted(j.measured.items())), j.epoch)
+        return online_estimate(j.jm, j.app, tuple(sorted(j.measured.items())), j.epoch)
 
     def view(self, j: JobState, t: float) -> JobView:
         """What a policy sees of job ``j`` at ``t``: measured progress and the estimate from its measurements."""
-        assert isinstance(j, _LiveState)
+        assert isinstance(j, LiveJobState)
         return _view(j, t, self._estimate(j), min(j.frac, 1.0 - 1e-12))
 
     def layout(self) -> _Layout:
@@ -602,7 +475,7 @@ class Session:
         info = {**rd.decision.info, "drained": sorted(map(str, bad))}
         return dataclasses.replace(rd, placement=keep, decision=dataclasses.replace(rd.decision, info=info))
 
-    def _job_plan(self, j: _LiveState, before: Slots | None, was: tuple[int, bool, float]) -> JobPlan:
+    def _job_plan(self, j: LiveJobState, before: Slots | None, was: tuple[int, bool, float]) -> JobPlan:
         now = self.where.get(j.id)
         if not now:
             return JobPlan(j.id, Action.PREEMPT if before else Action.QUEUE, {})
@@ -623,24 +496,18 @@ class Session:
     # -------------------------------------------------------------------------------------------------- state
     def to_document(self) -> dict[str, Any]:
         """The session's state as a versioned JSON document (see :mod:`schedopt.live.persist`)."""
-        from .persist import session_document
-
-        return session_document(self)
+        return _session_document(self)
 
     @classmethod
     def from_document(cls, doc: Mapping[str, Any], *, policy: Policy | str | None = None,
                       placer: Placer | str | None = None, admission: Admission | str | None = None,
                       job_model: str | JobModel | None = None, state_path: str | None = None) -> Session:
         """A session restored from :meth:`to_document` (roles given here replace the saved ones)."""
-        from .persist import session_from_document
-
-        return session_from_document(cls, doc, policy=policy, placer=placer, admission=admission,
+        return _session_from_document(cls, doc, policy=policy, placer=placer, admission=admission,
                                      job_model=job_model, state_path=state_path)
 
     def save(self, path: str) -> None:
         """Write :meth:`to_document` to ``path`` atomically (a temporary file, fsync, rename)."""
-        from .persist import write_document
-
         write_document(path, self.to_document())
 
     @classmethod
@@ -649,8 +516,6 @@ class Session:
                 state_path: str | None = None) -> Session:
         """The session saved at ``path`` (:meth:`save`); it keeps saving there unless ``state_path`` says
         otherwise."""
-        from .persist import read_document
-
         return cls.from_document(read_document(path), policy=policy, placer=placer, admission=admission,
                                  job_model=job_model, state_path=path if state_path is None else state_path)
 
@@ -662,3 +527,97 @@ class Session:
                 "jobs_pending": len(self.pending), "gpus_in_use": used, "gpus_usable": self.cluster.num_gpus,
                 "gpus_total": self.cluster_state.num_gpus}
 
+
+# ------------------------------------------------------------------------------------------- the saved document
+
+_JOB_FIELDS = ("id", "app", "arrival", "requested_gpus", "batch_size", "adaptive", "epoch", "restart_left",
+               "restarts", "started", "start", "attained", "max_profiled", "local_bsz", "accum", "estimator",
+               "live_kind", "frac")
+
+
+def _config(c: Config | None) -> list[Any] | None:
+    return None if c is None else [c.n_nodes, c.n_gpus, c.gpu_type]
+
+
+def _session_document(s: Session) -> dict[str, Any]:
+    roles = pickle.dumps((s.policy, s.placer, s.admission), protocol=pickle.HIGHEST_PROTOCOL)
+    jobs = []
+    for admitted, j in [*((True, j) for j in s.jobs.values()), *((False, j) for j in s.pending)]:
+        d = {k: getattr(j, k) for k in _JOB_FIELDS}
+        d["admitted"] = admitted
+        d["config"] = _config(j.config)
+        d["measured"] = [[*k, *v] for k, v in sorted(j.measured.items())]
+        jobs.append(d)
+    jm = s.base_job_model
+    return {
+        "schema": SCHEMA,
+        "version": VERSION,
+        "settings": {"round_duration": s.round_duration, "job_model": jm.name, "estimator": s.estimator,
+                     "adaptive": s.adaptive, "policy_name": s.policy_name, **{k: v for k, v in s.specs.items()}},
+        "cluster": s.cluster_state.to_dict(),
+        "time": s.time,
+        "round_index": s.round_index,
+        "events_time": s._events_time,
+        "dirty": s._dirty,
+        "jobs": jobs,
+        "placement": [{"job_id": j, "slots": [[n, list(g)] for n, g in slots], "config": _config(s.configs.get(j))}
+                      for j, slots in s.where.items()],
+        "closed": dict(s.closed),
+        "profiles": {app: m.to_dict() for app, (_, m) in s._apps.items()},
+        "plan": None if s.plan is None else s.plan.to_dict(),
+        "roles": base64.b64encode(roles).decode("ascii"),
+        "roles_sha256": hashlib.sha256(roles).hexdigest(),
+    }
+
+
+def _session_from_document(cls: type[Session], doc: Mapping[str, Any], *, policy: Policy | str | None,
+                          placer: Placer | str | None, admission: Admission | str | None,
+                          job_model: str | JobModel | None, state_path: str | None) -> Session:
+    if not isinstance(doc, Mapping) or doc.get("schema") != SCHEMA:
+        raise InputError("document.schema", doc.get("schema") if isinstance(doc, Mapping) else type(doc).__name__,
+                         f"must be {SCHEMA!r}")
+    if doc.get("version") != VERSION:
+        raise InputError("document.version", doc.get("version"), f"this schedopt reads version {VERSION}")
+    try:
+        blob = base64.b64decode(doc["roles"])
+        if hashlib.sha256(blob).hexdigest() != doc["roles_sha256"]:
+            raise InputError("document.roles", doc["roles_sha256"], "does not match its SHA-256: the file is damaged")
+        saved = pickle.loads(blob)  # the session's own state file (see the module doc)
+    except (KeyError, ValueError, TypeError, pickle.UnpicklingError, AttributeError, ImportError) as e:
+        raise InputError("document.roles", "…", f"cannot be read back ({type(e).__name__}: {e})") from None
+    st = doc["settings"]
+    if job_model is None:
+        job_model = st["job_model"]
+    s = cls(ClusterState.from_dict(doc["cluster"], "document.cluster"), policy if policy is not None else saved[0],
+            placer=placer if placer is not None else saved[1],
+            admission=admission if admission is not None else saved[2],
+            round_duration=st["round_duration"], job_model=job_model, estimator=st["estimator"],
+            adaptive=st["adaptive"], state_path=state_path)
+    s.specs = {k: st.get(k) for k in ("policy", "placer", "admission")}
+    for app, d in doc["profiles"].items():
+        m = JobGoodputModel.from_dict(d)
+        s._apps[app] = (profile_application(m), m)
+    if s._apps:
+        s.jm = dataclasses.replace(s.base_job_model, apps={**s.base_job_model.apps, **s._apps})
+    for d in doc["jobs"]:
+        j = LiveJobState(d["id"], d["app"], d["arrival"], d["requested_gpus"], d["batch_size"], d["adaptive"], s.jm,
+                       estimator=d["estimator"], live_kind=d["live_kind"])
+        for k in _JOB_FIELDS[6:]:
+            setattr(j, k, d[k])
+        j.config = None if d["config"] is None else Config(*d["config"])
+        j.measured = {(m[0], m[1], m[2], m[3]): (m[4], m[5]) for m in d["measured"]}
+        j.seen = tuple(sorted(j.measured))
+        if d["admitted"]:
+            s.jobs[j.id] = j
+        else:
+            s.pending.append(j)
+    for p in doc["placement"]:
+        s.where[p["job_id"]] = [(n, tuple(g)) for n, g in p["slots"]]
+        if p["config"] is not None:
+            s.configs[p["job_id"]] = Config(*p["config"])
+    s.closed = dict(doc["closed"])
+    s.time, s.round_index = doc["time"], doc["round_index"]
+    s._events_time, s._dirty = doc["events_time"], doc["dirty"]
+    s.plan = None if doc["plan"] is None else Plan.from_dict(doc["plan"])
+    s._sync_nodes(s.layout())
+    return s
