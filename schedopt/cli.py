@@ -499,6 +499,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_plugins(sub: Any) -> None:
     """Subcommands of optional packages: ``schedopt.sim.cli.add_parser(subparsers)`` adds ``simulate``."""
+    __import__("schedopt.serve.cli", fromlist=["add_parser"]).add_parser(sub)  # `schedopt serve` (issue 38)
     try:
         from .sim.cli import add_parser
     except ModuleNotFoundError as exc:  # the simulator is not there; any other import error is a bug to show

@@ -1,5 +1,6 @@
-"""JSON Schemas of schedopt's file formats: ``instance`` (instance files), ``cli`` (``--json`` output) and
-``sim_record`` (one line of a simulation record, :mod:`schedopt.sim.records`)."""
+"""JSON Schemas of schedopt's file formats: ``instance`` (instance files), ``cli`` (``--json`` output),
+``sim_record`` (one line of a simulation record, :mod:`schedopt.sim.records`) and ``service`` (the documents of
+``schedopt serve``; its OpenAPI document is ``openapi.json`` beside them)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 __all__ = ["NAMES", "load"]
 
-NAMES = ("instance", "cli", "sim_record")
+NAMES = ("instance", "cli", "sim_record", "service")
 
 
 def load(name: str) -> dict[str, Any]:

@@ -1,0 +1,207 @@
+"""A Python client of ``schedopt serve`` (the decision service), on the standard library only.
+
+    >>> from schedopt.live.client import ServiceClient  # doctest: +SKIP
+    >>> with ServiceClient("http://127.0.0.1:8677", token_file="state.json.token") as c:  # doctest: +SKIP
+    ...     c.events([{"kind": "submitted", ...}], seq=0)
+    ...     answer = c.decide(now=60.0)
+    ...     answer["plan"]
+
+One HTTP/1.1 connection is kept open and made again when the service closed it (after a restart, say). A refusal
+is raised as :class:`ServiceError` (a :class:`ServiceInputError` for a 400, which is also a ``ValueError``), with
+the field and the value the service named; :class:`ServiceBusy` when a decision is running (409).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..errors import InputError, SchedoptError
+
+__all__ = ["ServiceBusy", "ServiceClient", "ServiceError", "ServiceInputError"]
+
+
+class ServiceError(SchedoptError):
+    """The service refused a request: ``status`` (HTTP), ``field`` and ``value`` it named, its ``message`` and the
+    whole error ``document``."""
+
+    def __init__(self, status: int, document: Mapping[str, Any]) -> None:
+        err = document.get("error") if isinstance(document.get("error"), dict) else {}
+        assert isinstance(err, dict)
+        self.status = status
+        self.field: str | None = err.get("field")
+        self.value: Any = err.get("value")
+        self.message = str(err.get("message", document))
+        self.document = dict(document)
+        super().__init__(f"HTTP {status}: {self.message}")
+
+
+class ServiceInputError(ServiceError, ValueError):
+    """400: the request named a bad field (the service's InputError)."""
+
+
+class ServiceBusy(ServiceError):
+    """409: a decision is running; retry when it is done."""
+
+
+def _document(event: Any) -> Any:
+    return event.to_document() if hasattr(event, "to_document") else event
+
+
+class ServiceClient:
+    """A client of one service at ``url`` (``http://host:port``). The token is ``token`` or the first line of
+    ``token_file``. ``timeout``: seconds for one request; ``retries``: how many times a request that could not reach
+    the service (refused, reset) is tried again, ``backoff`` seconds apart. Not thread-safe: one client per thread."""
+
+    def __init__(self, url: str, token: str | None = None, token_file: str | Path | None = None,
+                 timeout: float = 60.0, retries: int = 0, backoff: float = 0.2) -> None:
+        parts = urlsplit(url)
+        if parts.scheme != "http" or not parts.hostname:
+            raise InputError("url", url, "must be http://host:port (put TLS in a proxy in front of the service)")
+        if (token is None) == (token_file is None):
+            raise InputError("token", token, "give exactly one of token and token_file")
+        if token_file is not None:
+            try:
+                lines = Path(token_file).read_text(encoding="ascii").splitlines()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InputError("token_file", str(token_file), f"cannot be read: {exc}") from None
+            token = lines[0].strip() if lines else ""
+        assert token is not None
+        if not token:
+            raise InputError("token", "", "must not be empty")
+        if not (isinstance(timeout, (int, float)) and 0 < timeout < float("inf")):
+            raise InputError("timeout", timeout, "must be a finite number of seconds > 0")
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise InputError("retries", retries, "must be an integer >= 0")
+        self.host = parts.hostname
+        self.port = parts.port or 80
+        self.timeout = float(timeout)
+        self.retries = retries
+        self.backoff = backoff
+        self._headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+        self._conn: http.client.HTTPConnection | None = None
+
+    # ------------------------------------------------------------------ transport
+    def _connection(self) -> http.client.HTTPConnection:
+        if self._conn is None:
+            self._conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> ServiceClient:
+        return self
+
+    def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
+        """One request; the status and the body. Connection failures are retried ``retries`` times."""
+        data = None if body is None else json.dumps(body, allow_nan=False, separators=(",", ":")).encode("utf-8")
+        headers = dict(self._headers)
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        attempt = 0
+        while True:
+            fresh = self._conn is None
+            conn = self._connection()
+            try:
+                conn.request(method, path, body=data, headers=headers)
+                resp = conn.getresponse()
+                payload = resp.read()
+                if resp.getheader("Connection", "").lower() == "close":
+                    self.close()
+                return resp.status, payload
+            except (ConnectionError, http.client.RemoteDisconnected, http.client.BadStatusLine) as exc:
+                self.close()
+                if not fresh:  # a kept-alive connection the service had closed: try once on a new one
+                    continue
+                if attempt >= self.retries:
+                    raise ServiceError(0, {"error": {"field": "url", "value": f"http://{self.host}:{self.port}",
+                                                     "message": f"cannot reach the service: {exc}"}}) from exc
+                attempt += 1
+                time.sleep(self.backoff)
+            except TimeoutError as exc:
+                self.close()
+                raise ServiceError(0, {"error": {"field": "timeout", "value": self.timeout,
+                                                 "message": f"no answer within {self.timeout} s"}}) from exc
+
+    def _call(self, method: str, path: str, body: Any = None) -> Any:
+        status, payload = self.request(method, path, body)
+        try:
+            doc = json.loads(payload) if payload else {}
+        except json.JSONDecodeError:
+            doc = {"error": {"message": payload[:200].decode("utf-8", "replace")}}
+        if status >= 400:
+            cls = ServiceInputError if status == 400 else ServiceBusy if status == 409 else ServiceError
+            raise cls(status, doc if isinstance(doc, dict) else {"error": {"message": str(doc)}})
+        return doc
+
+    # ------------------------------------------------------------------ the API
+    def health(self) -> bool:
+        """True when the service answers ``/healthz``."""
+        try:
+            return self.request("GET", "/healthz")[0] == 200
+        except ServiceError:
+            return False
+
+    def ready(self) -> bool:
+        """True when the service is ready to decide (``/readyz`` 200)."""
+        try:
+            return self.request("GET", "/readyz")[0] == 200
+        except ServiceError:
+            return False
+
+    def events(self, events: Iterable[Any], seq: int | None = None) -> dict[str, Any]:
+        """Send an event batch (event objects with ``to_document()`` or their documents), applied all or none;
+        ``seq`` makes a retried batch harmless (one whose ``seq`` is not above the last applied is not applied)."""
+        body: dict[str, Any] = {"events": [_document(e) for e in events]}
+        if seq is not None:
+            body["seq"] = seq
+        out: dict[str, Any] = self._call("POST", "/v1/events", body)
+        return out
+
+    def decide(self, now: float, deadline_s: float | None = None) -> dict[str, Any]:
+        """The decision at ``now``: ``{"status", "round", "now", "plan", "repeated", "seconds", "pending_round"}``
+        (``status`` ``deadline_exceeded``: ``plan`` is the previous one)."""
+        body: dict[str, Any] = {"now": now}
+        if deadline_s is not None:
+            body["deadline_s"] = deadline_s
+        out: dict[str, Any] = self._call("POST", "/v1/decide", body)
+        return out
+
+    def plan(self) -> dict[str, Any]:
+        """The last plan: ``{"round", "now", "plan", "pending"}``."""
+        out: dict[str, Any] = self._call("GET", "/v1/plan")
+        return out
+
+    def state(self) -> dict[str, Any]:
+        """The state as the service last saved it (``schedopt.serve.state``)."""
+        out: dict[str, Any] = self._call("GET", "/v1/state")
+        return out
+
+    def metrics(self) -> str:
+        """The metrics page (Prometheus text format)."""
+        status, payload = self.request("GET", "/metrics")
+        if status != 200:
+            self._call("GET", "/metrics")
+        return payload.decode("utf-8")
+
+    def wait_ready(self, timeout: float = 30.0, interval: float = 0.05) -> None:
+        """Return once the service is ready; a ServiceError after ``timeout`` seconds."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.ready():
+                return
+            time.sleep(interval)
+        raise ServiceError(0, {"error": {"field": "url", "value": f"http://{self.host}:{self.port}",
+                                         "message": f"not ready within {timeout} s"}})

@@ -1,0 +1,144 @@
+"""The one module of the service that calls :mod:`schedopt.live`'s session API: opening a session (restored from
+the state file, or made from an init document), events from their documents, decisions as documents, the state
+document and the gauges of the metrics page."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError, SchedoptError
+from ..live import ClusterState, Session, event_from_dict
+from ..live.persist import SCHEMA as SESSION_SCHEMA
+from .state import ServiceState, read_state
+
+__all__ = ["INIT_SCHEMA", "DecisionFailed", "LiveSession", "open_session", "session_from_init"]
+
+INIT_SCHEMA = "schedopt.serve.init"
+
+#: how many events one batch may hold (a batch is applied on the event loop)
+MAX_EVENTS = 100_000
+
+
+class DecisionFailed(SchedoptError):
+    """The policy, placer or admission rule failed (HTTP 500): the message names them and the job; the session is
+    left as it was."""
+
+    def __init__(self, exc: InputError) -> None:
+        self.field = exc.field
+        self.value = exc.value
+        super().__init__(str(exc))
+
+
+class LiveSession:
+    """A :class:`schedopt.live.Session` as the service's :class:`~schedopt.serve.service.SessionPort`."""
+
+    def __init__(self, session: Session) -> None:
+        session.state_path = None  # the service writes the state file (its own document wraps the session's)
+        self.session = session
+        self._gauges = self._read_gauges()
+
+    def parse_events(self, docs: Any, field: str) -> list[Any]:
+        if not isinstance(docs, list):
+            raise InputError(field, docs, "must be a list of events")
+        if len(docs) > MAX_EVENTS:
+            raise InputError(field, len(docs), f"holds more than {MAX_EVENTS} events: send them in batches")
+        return [event_from_dict(d, f"{field}[{i}]") for i, d in enumerate(docs)]
+
+    def apply(self, events: list[Any], field: str = "events") -> Mapping[str, int]:
+        """Apply ``events`` in order. A refused event raises an InputError naming ``{field}[i]`` and its field; the
+        events before it in the batch have then changed the session, and the caller restores it (all or none)."""
+        counts: Counter[str] = Counter()
+        for i, e in enumerate(events):
+            try:
+                self.session.apply(e)
+            except InputError as exc:
+                raise InputError(f"{field}[{i}].{exc.field.removeprefix('event.')}", exc.value, exc.message) from None
+            counts[type(e).__name__] += 1
+        self._gauges = self._read_gauges()
+        return counts
+
+    def decide(self, now: float) -> dict[str, Any]:
+        try:
+            plan = self.session.decide(now)
+        except InputError as exc:
+            if exc.field == "now":
+                raise
+            raise DecisionFailed(exc) from None
+        self._gauges = self._read_gauges()
+        return plan.to_dict()
+
+    def to_document(self) -> dict[str, Any]:
+        return self.session.to_document()
+
+    def restore(self, doc: dict[str, Any]) -> None:
+        """Put the session back as ``doc`` (its last saved document) says."""
+        self.session = Session.from_document(doc)
+        self._gauges = self._read_gauges()
+
+    def summary(self) -> dict[str, Any]:
+        return self.session.summary()
+
+    def _read_gauges(self) -> dict[str, tuple[str, dict[tuple[tuple[str, str], ...], float]]]:
+        s = self.session.summary()
+        return {
+            "schedopt_jobs": ("Jobs the session holds, by state (running: holds GPUs; queued: admitted, waiting; "
+                              "pending: submitted, not admitted yet).",
+                              {(("state", k),): float(s[f"jobs_{k}"]) for k in ("running", "queued", "pending")}),
+            "schedopt_gpus": ("GPUs of the cluster (in_use: held by jobs; usable: up and not failed; total).",
+                              {(("state", k),): float(s[f"gpus_{k}"]) for k in ("in_use", "usable", "total")}),
+        }
+
+    def gauges(self) -> Mapping[str, tuple[str, Mapping[tuple[tuple[str, str], ...], float]]]:
+        return self._gauges
+
+
+def _setting(doc: Mapping[str, Any], key: str, kinds: tuple[type, ...], default: Any) -> Any:
+    v = doc.get(key, default)
+    if v is not None and ((isinstance(v, bool) and bool not in kinds) or not isinstance(v, kinds)):
+        raise InputError(f"init.{key}", v, f"must be {' or '.join(k.__name__ for k in kinds)} or null")
+    return v
+
+
+def session_from_init(doc: Any) -> Session:
+    """A new session from an init document (``schedopt.serve.init``: the cluster, the roles and settings) or from a
+    session document (``schedopt.live.session``, written by :meth:`schedopt.live.Session.save`)."""
+    if not isinstance(doc, dict):
+        raise InputError("init", type(doc).__name__, "must be a JSON object")
+    if doc.get("schema") == SESSION_SCHEMA:
+        return Session.from_document(doc)
+    if doc.get("schema") != INIT_SCHEMA:
+        raise InputError("init.schema", doc.get("schema"), f"must be {INIT_SCHEMA!r} or {SESSION_SCHEMA!r}")
+    if doc.get("version") != 1:
+        raise InputError("init.version", doc.get("version"), "must be 1")
+    known = {"schema", "version", "cluster", "policy", "placer", "admission", "round_duration", "job_model",
+             "estimator", "adaptive"}
+    for k in doc:
+        if k not in known:
+            raise InputError(f"init.{k}", doc[k], f"is not a field (known: {sorted(known)})")
+    if "cluster" not in doc:
+        raise InputError("init.cluster", None, "is required")
+    cluster = ClusterState.from_dict(doc["cluster"], "init.cluster")
+    rd = _setting(doc, "round_duration", (int, float), 60.0)
+    if rd is not None and not math.isfinite(rd):
+        raise InputError("init.round_duration", rd, "must be finite")
+    return Session(cluster, _setting(doc, "policy", (str,), "sia") or "sia",
+                   placer=_setting(doc, "placer", (str,), None), admission=_setting(doc, "admission", (str,), None),
+                   round_duration=60.0 if rd is None else float(rd),
+                   job_model=_setting(doc, "job_model", (str,), "pollux") or "pollux",
+                   estimator=_setting(doc, "estimator", (str,), "bootstrap") or "bootstrap",
+                   adaptive=_setting(doc, "adaptive", (bool,), None))
+
+
+def open_session(state: Path, init: Path | None) -> tuple[LiveSession, ServiceState]:
+    """The session of the state file ``state`` when it exists (``init`` is then ignored), else a new one from
+    ``init``; with the service's part of the state."""
+    if state.exists():
+        meta, session_doc = ServiceState.from_document(read_state(state), "state")
+        return LiveSession(Session.from_document(session_doc)), meta
+    if init is None:
+        raise InputError("init", None, f"is needed: the state file {state} does not exist yet")
+    return LiveSession(session_from_init(read_state(init, "init"))), ServiceState()

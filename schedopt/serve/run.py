@@ -1,0 +1,134 @@
+"""Starting the service: the token file, the listening socket, uvicorn, and a clean stop on SIGTERM / SIGINT.
+
+uvicorn handles SIGTERM and SIGINT: it stops accepting connections, lets the requests in flight finish, then runs
+the application's shutdown, which waits for a running decision and saves the state (see :mod:`.app`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import signal
+import socket
+import stat
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import InputError
+
+__all__ = ["ServeConfig", "read_token", "serve"]
+
+log = logging.getLogger("schedopt.serve")
+
+LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """``schedopt serve``'s settings. ``port`` 0 takes any free port (written to ``port_file`` when given)."""
+
+    state: Path
+    init: Path | None = None
+    host: str = "127.0.0.1"
+    port: int = 8677
+    token_file: Path | None = None
+    port_file: Path | None = None
+    max_body: int = 8 * 2**20
+    deadline: float = 30.0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.port, bool) or not isinstance(self.port, int) or not 0 <= self.port <= 65535:
+            raise InputError("port", self.port, "must be an integer in [0, 65535]")
+        if isinstance(self.max_body, bool) or not isinstance(self.max_body, int) or self.max_body < 1024:
+            raise InputError("max_body", self.max_body, "must be an integer >= 1024 bytes")
+        if not (isinstance(self.deadline, (int, float)) and 0 < self.deadline < float("inf")):
+            raise InputError("deadline", self.deadline, "must be a finite number of seconds > 0")
+        if not self.host:
+            raise InputError("host", self.host, "must be a host name or address")
+
+    @property
+    def token_path(self) -> Path:
+        return self.token_file if self.token_file is not None else self.state.with_name(self.state.name + ".token")
+
+
+def read_token(path: Path, create: bool) -> str:
+    """The bearer token: the first line of ``path``. With ``create``, a missing file is made with a new random
+    token, readable by its owner only (0600). A file that group or others may read is refused."""
+    if create and not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_urlsafe(32) + "\n")
+        log.warning("wrote a new bearer token to %s (readable by you only)", path)
+    try:
+        mode = path.stat().st_mode
+        text = path.read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError("token_file", str(path), f"cannot be read: {exc}") from None
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise InputError("token_file", str(path), f"is open to group or others (mode {stat.S_IMODE(mode):o}): "
+                         "chmod 600 it")
+    lines = text.splitlines()
+    token = lines[0].strip() if lines else ""
+    if len(token) < 16 or not token.isprintable():
+        raise InputError("token_file", str(path), "must hold a token of at least 16 printable characters on its "
+                         "first line")
+    return token
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise InputError("port" if exc.errno == 98 else "host", port if exc.errno == 98 else host,
+                         f"cannot listen there: {exc.strerror}") from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(config: ServeConfig) -> int:
+    """Run the service until SIGTERM or SIGINT; the exit status (0 after a clean stop)."""
+    import uvicorn
+
+    from .adapter import open_session
+    from .app import create_app
+    from .service import Service
+
+    token = read_token(config.token_path, create=config.token_file is None)
+    session, meta = open_session(config.state, config.init)
+    service = Service(session, config.state, config.deadline, meta)
+    if meta.round == 0 and not config.state.exists():
+        service.save()  # the state file exists from the start: a crash before the first decision restarts here
+    app = create_app(service, token, config.max_body, drain_timeout=config.deadline)
+    if config.host not in LOOPBACK:
+        log.warning("listening on %s, beyond this machine: the API is plain HTTP, put it behind a TLS proxy",
+                    config.host)
+    sock = _bind(config.host, config.port)
+    port = sock.getsockname()[1]
+    if config.port_file is not None:
+        tmp = config.port_file.with_name(config.port_file.name + ".tmp")
+        tmp.write_text(f"{port}\n")
+        os.replace(tmp, config.port_file)
+    print(f"schedopt serve: listening on http://{config.host}:{port} (state {config.state}, round {meta.round})",
+          file=sys.stderr, flush=True)
+    server = uvicorn.Server(uvicorn.Config(
+        app, log_level="warning", access_log=False, lifespan="on", timeout_keep_alive=30,
+        timeout_graceful_shutdown=int(config.deadline) + 5, h11_max_incomplete_event_size=64 * 1024,
+        limit_concurrency=256, server_header=False))
+    # uvicorn stops gracefully on SIGTERM / SIGINT, restores the handlers it found, then raises the signal again;
+    # the handlers found are these no-ops, so that a stop asked for ends the process with status 0
+    stops: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: stops.append(signum))
+                for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        server.run(sockets=[sock])
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0 if server.started else 1

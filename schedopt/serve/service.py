@@ -1,0 +1,295 @@
+"""The decision service's core, apart from HTTP: one session, one decision at a time, a deadline, the state saved
+after every change and restored at start.
+
+Concurrency: requests are handled on one asyncio event loop. A decision runs on a single worker thread so that
+health, readiness, metrics, state and plan keep answering while it runs; while it runs, another decision or an
+event batch is refused with :class:`Busy` (HTTP 409, ``Retry-After``) rather than queued: a caller that gave up on
+a slow decision learns at once that it is still running, and nothing waits on a queue it cannot see.
+
+Deadline: a decision not done within its deadline is answered with the previous plan and the status
+``deadline_exceeded``; the decision is not cancelled (a solver cannot be stopped safely half-way): it finishes on
+its thread, becomes the session's plan (``GET /v1/plan``) and is saved, and until then changes get 409.
+
+Idempotency: asking again for a decision at the same ``now`` with no event batch applied in between returns the
+last plan (``repeated: true``) without running the policy again, so a retried request cannot advance the session
+twice. Event batches may carry a sequence number ``seq``; a batch whose ``seq`` is not above the last one applied is
+acknowledged as a duplicate and not applied again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..errors import InputError, SchedoptError
+from ..live.persist import write_document
+from .metrics import Metrics
+from .state import ServiceState, read_state
+
+__all__ = ["Busy", "DecideRequest", "EventsRequest", "Service", "SessionPort"]
+
+log = logging.getLogger("schedopt.serve")
+
+
+class Busy(SchedoptError):
+    """A decision is running: the request changes the session and is refused (HTTP 409)."""
+
+    def __init__(self, round_: int) -> None:
+        self.field = "session"
+        self.value = f"deciding round {round_}"
+        super().__init__(f"a decision (round {round_}) is running: retry when it is done")
+
+
+class SessionPort(Protocol):
+    """What the service needs of a session (:mod:`schedopt.serve.adapter` gives it for :mod:`schedopt.live`)."""
+
+    def parse_events(self, docs: Any, field: str) -> list[Any]:
+        """Typed events from their documents; an InputError names ``{field}[i].key`` and the value."""
+        ...
+
+    def apply(self, events: list[Any]) -> Mapping[str, int]:
+        """Apply the events in order (all or none); the count applied by kind."""
+        ...
+
+    def decide(self, now: float) -> dict[str, Any]:
+        """The plan at ``now`` as its JSON document."""
+        ...
+
+    def to_document(self) -> dict[str, Any]:
+        """The session's versioned state document."""
+        ...
+
+    def restore(self, doc: dict[str, Any]) -> None:
+        """Put the session back as its document ``doc`` says (an event batch refused half-way is undone so)."""
+        ...
+
+    def summary(self) -> dict[str, Any]:
+        """Counts of the session now (jobs running, queued, pending; GPUs in use, usable, total)."""
+        ...
+
+    def gauges(self) -> Mapping[str, tuple[str, Mapping[tuple[tuple[str, str], ...], float]]]:
+        """Gauges for the metrics page: name -> (help, {label pairs: value})."""
+        ...
+
+
+def _start_thread(loop: asyncio.AbstractEventLoop, fut: asyncio.Future[Any], fn: Callable[[float], Any],
+                  arg: float) -> None:
+    """Run ``fn(arg)`` on a daemon thread and settle ``fut`` with its outcome on ``loop``. A daemon thread, so that a
+    service told to stop while a decision overruns exits without it (its last saved state is whole)."""
+
+    def settle(result: Any, exc: BaseException | None) -> None:
+        if fut.cancelled():
+            return
+        if exc is None:
+            fut.set_result(result)
+        else:
+            fut.set_exception(exc)
+
+    def work() -> None:
+        try:
+            result, exc = fn(arg), None
+        except BaseException as e:
+            result, exc = None, e
+        try:
+            loop.call_soon_threadsafe(settle, result, exc)
+        except RuntimeError:  # the loop was closed: the service stopped while this ran
+            pass
+
+    threading.Thread(target=work, name="schedopt-decide", daemon=True).start()
+
+
+def _keys(doc: dict[str, Any], allowed: set[str], required: set[str]) -> None:
+    for k in doc:
+        if k not in allowed:
+            raise InputError(k, doc[k], f"unknown field (allowed: {sorted(allowed)})")
+    for k in sorted(required - doc.keys()):
+        raise InputError(k, None, "is required")
+
+
+def _number(doc: dict[str, Any], key: str) -> float:
+    v = doc[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise InputError(key, v, "must be a number")
+    return float(v)
+
+
+@dataclass(frozen=True)
+class DecideRequest:
+    """``POST /v1/decide``: ``now`` (seconds, the cluster's clock, not before the last decision's) and an optional
+    ``deadline_s`` (> 0; at most the service's own deadline, which applies when it is left out)."""
+
+    now: float
+    deadline_s: float | None = None
+
+    @classmethod
+    def from_document(cls, doc: dict[str, Any]) -> DecideRequest:
+        _keys(doc, {"now", "deadline_s"}, {"now"})
+        now = _number(doc, "now")
+        if now < 0:
+            raise InputError("now", now, "must be >= 0")
+        deadline = None
+        if doc.get("deadline_s") is not None:
+            deadline = _number(doc, "deadline_s")
+            if deadline <= 0:
+                raise InputError("deadline_s", deadline, "must be > 0")
+        return cls(now, deadline)
+
+
+@dataclass(frozen=True)
+class EventsRequest:
+    """``POST /v1/events``: ``events`` (a list of event documents, applied in order, all or none) and an optional
+    ``seq`` (an integer >= 0; a batch whose ``seq`` is not above the last applied one is a duplicate)."""
+
+    events: list[Any]
+    seq: int | None = None
+
+    @classmethod
+    def from_document(cls, doc: dict[str, Any]) -> EventsRequest:
+        _keys(doc, {"events", "seq"}, {"events"})
+        if not isinstance(doc["events"], list):
+            raise InputError("events", doc["events"], "must be a list of events")
+        seq = doc.get("seq")
+        if seq is not None and (isinstance(seq, bool) or not isinstance(seq, int) or seq < 0 or seq >= 2**63):
+            raise InputError("seq", seq, "must be an integer in [0, 2**63)")
+        return cls(doc["events"], seq)
+
+
+class Service:
+    """One session behind the HTTP API. ``deadline``: the longest a decision request waits (seconds)."""
+
+    def __init__(self, session: SessionPort, state_path: Path, deadline: float, meta: ServiceState | None = None
+                 ) -> None:
+        if not deadline > 0:
+            raise InputError("deadline", deadline, "must be > 0 seconds")
+        self.session = session
+        self.state_path = state_path
+        self.deadline = deadline
+        self.meta = meta or ServiceState()
+        self.metrics = Metrics()
+        self.ready = True
+        self._running: asyncio.Future[dict[str, Any]] | None = None
+        self._document = self.meta.to_document(session.to_document())
+        self._summary = session.summary()
+
+    # ------------------------------------------------------------------ persistence
+    @staticmethod
+    def load_state(path: Path) -> tuple[ServiceState, dict[str, Any]]:
+        """The service's part and the session's document from a state file written by :meth:`save`."""
+        return ServiceState.from_document(read_state(path), "state")
+
+    def save(self, meta: ServiceState | None = None) -> None:
+        """Write the state file (atomically), then keep ``meta`` (default: the current one) and the document for
+        ``GET /v1/state``: what the service answers is always what is on disk."""
+        t0 = time.perf_counter()
+        meta = meta or self.meta
+        doc = meta.to_document(self.session.to_document())
+        write_document(str(self.state_path), doc)
+        self.meta, self._document, self._summary = meta, doc, self.session.summary()
+        self.metrics.save_latency.observe(time.perf_counter() - t0)
+
+    def document(self) -> dict[str, Any]:
+        """The state as last saved (the service's part and the session's document)."""
+        return self._document
+
+    def plan_document(self) -> dict[str, Any]:
+        m = self.meta
+        return {"round": m.round, "now": m.now, "plan": m.plan, "pending": self._running is not None}
+
+    @property
+    def busy(self) -> bool:
+        return self._running is not None
+
+    # ------------------------------------------------------------------ changes
+    def events(self, req: EventsRequest) -> dict[str, Any]:
+        """Apply an event batch (on the event loop: it is short) and save."""
+        if self._running is not None:
+            raise Busy(self.meta.round + 1)
+        m = self.meta
+        if req.seq is not None and req.seq <= m.seq:
+            return {"status": "duplicate", "applied": 0, "seq": m.seq, "changes": m.changes}
+        events = self.session.parse_events(req.events, "events")
+        try:
+            counts = self.session.apply(events)
+        except InputError:
+            if len(events) > 1:  # some events of the batch may have been applied: back to the saved state
+                self.session.restore(self._document["session"])
+            raise
+        self.save(dataclasses.replace(m, changes=m.changes + 1, seq=m.seq if req.seq is None else req.seq))
+        for kind, n in counts.items():
+            self.metrics.events[kind] += n
+        return {"status": "ok", "applied": len(events), "seq": self.meta.seq, "changes": self.meta.changes}
+
+    async def decide(self, req: DecideRequest) -> dict[str, Any]:
+        m = self.meta
+        if self._running is not None:
+            raise Busy(m.round + 1)
+        if m.now is not None and req.now == m.now and m.plan_changes == m.changes:
+            self.metrics.decisions["repeated"] += 1
+            return self._answer("ok", repeated=True, seconds=0.0)
+        deadline = min(self.deadline, req.deadline_s) if req.deadline_s is not None else self.deadline
+        loop = asyncio.get_running_loop()
+        t0 = time.perf_counter()
+        fut: asyncio.Future[dict[str, Any]] = loop.create_future()
+        _start_thread(loop, fut, self._decide_and_save, req.now)
+        self._running = fut
+        fut.add_done_callback(lambda f: self._finished(f, t0))
+        try:
+            await asyncio.wait_for(asyncio.shield(fut), deadline)
+        except TimeoutError:
+            self.metrics.decisions["deadline_exceeded"] += 1
+            return self._answer("deadline_exceeded", repeated=False, seconds=time.perf_counter() - t0,
+                                pending_round=m.round + 1)
+        return self._answer("ok", repeated=False, seconds=time.perf_counter() - t0)
+
+    def _decide_and_save(self, now: float) -> dict[str, Any]:
+        """On the worker thread: the decision, then the state saved (the plan is not answered before it is saved)."""
+        plan = self.session.decide(now)
+        m = self.meta
+        self.save(dataclasses.replace(m, round=m.round + 1, now=now, plan=plan, plan_changes=m.changes))
+        return plan
+
+    def _finished(self, fut: asyncio.Future[dict[str, Any]], t0: float) -> None:
+        self._running = None
+        if fut.cancelled():
+            return
+        exc = fut.exception()
+        if exc is None:
+            self.metrics.latency.observe(time.perf_counter() - t0)
+            self.metrics.decisions["ok"] += 1
+        else:
+            self.metrics.decisions["failed"] += 1
+            if not isinstance(exc, SchedoptError):
+                log.error("decision failed", exc_info=exc)
+
+    def _answer(self, status: str, repeated: bool, seconds: float, pending_round: int | None = None
+                ) -> dict[str, Any]:
+        m = self.meta
+        return {"status": status, "round": m.round, "now": m.now, "plan": m.plan, "repeated": repeated,
+                "seconds": seconds, "pending_round": pending_round, "summary": self._summary}
+
+    # ------------------------------------------------------------------ shutdown
+    async def drain(self, timeout: float) -> bool:
+        """Wait (at most ``timeout`` s) for a running decision; True when none is left running."""
+        fut = self._running
+        if fut is None:
+            return True
+        try:
+            await asyncio.wait_for(asyncio.shield(fut), timeout)
+        except TimeoutError:
+            return False
+        except Exception:
+            return True
+        return True
+
+    def gauges(self) -> Mapping[str, tuple[str, Mapping[tuple[tuple[str, str], ...], float]]]:
+        out = dict(self.session.gauges())
+        out["schedopt_round"] = ("Decisions made by the session (its round).", {(): float(self.meta.round)})
+        out["schedopt_decision_running"] = ("1 while a decision is running.", {(): float(self.busy)})
+        return out
