@@ -352,6 +352,9 @@ def policy_entry(name: str) -> RoleEntry:
 def _make(reg: _Registry, spec: object, field_name: str, params: Mapping[str, object] | None, seed: int | None,
           check: Callable[[object], bool], needs: str) -> object:
     if not isinstance(spec, str):
+        if isinstance(spec, type):  # FifoPolicy for FifoPolicy(): decide() would be called unbound
+            raise InputError(field_name, spec.__name__, f"is a class: pass an instance ({spec.__name__}()) or a "
+                                                        f"{reg.kind} name")
         if params:
             raise InputError(f"{field_name}_params", dict(params), f"apply to a {reg.kind} given by name only")
         if not check(spec):
