@@ -366,9 +366,16 @@ def problems() -> dict[str, ProblemIO]:
     if not _LOADED:
         from importlib.metadata import entry_points
 
+        from .plugins import PluginError, load_entry_point
+
         for ep in entry_points(group=ENTRY_POINT_GROUP):
             if ep.name not in _PROBLEMS:
-                register_problem(ep.load())
+                obj = load_entry_point(ep)  # a broken plug-in: PluginError naming it (every call, until fixed)
+                try:
+                    register_problem(obj)
+                except InputError as exc:
+                    raise PluginError(ep.group, ep.name, f"the plug-in {ep.name!r} ({ep.value}) is not a "
+                                      f"schedopt.problem.ProblemIO: {exc.message}") from None
         _LOADED = True
     return dict(_PROBLEMS)
 
