@@ -143,11 +143,66 @@ def _tasks(args: argparse.Namespace) -> list[Any]:
     pols = [p.strip() for p in args.policy.split(",") if p.strip()]
     if not pols:
         raise InputError("--policy", args.policy, "names no policy")
+    _check_choices(args, pols)
     per_policy = {p: (params if params and system_for(p).takes_solver_options(p) else {}) for p in pols}
     return tasks(pols, _workloads(args.workload), parse_seeds(args.seeds), cluster=args.cluster,
                  job_model=args.job_model, round_seconds=args.round_seconds, policy_params=per_policy,
                  charge_policy_time=args.charge_policy_time, estimator=args.estimator, placer=args.placer,
                  admission=args.admission)
+
+
+def _check_backend(flag: str, name: object) -> None:
+    """An unknown or missing backend is an error (exit 3, with the closest name) before anything runs."""
+    from ..backends import get_backend
+    from ..errors import BackendError
+
+    try:
+        get_backend(str(name))
+    except BackendError as exc:
+        raise BackendError(f"{flag}: {exc}") from None
+
+
+def _check_choices(args: argparse.Namespace, pols: list[str]) -> None:
+    """The options a sweep would otherwise drop or replace without a word (issue 41): an empty ``--cluster``, an
+    unknown cluster preset (all presets listed, the closest named), an unknown ``--backend`` (also when no policy
+    solves a model; a known one that no policy takes is said), and a policy spec's own ``backend=``."""
+    from .families import system_for
+    from .registry import parse_spec
+
+    if args.cluster is not None and not args.cluster.strip():
+        raise InputError("--cluster", args.cluster, "names no cluster (leave the flag out for each family's default)")
+    fams = {p: system_for(p) for p in pols}
+    if args.cluster is not None and any(f.name == "elastic" for f in fams.values()):
+        from .workloads import cluster_preset
+
+        try:
+            cluster_preset(args.cluster)
+        except InputError as exc:
+            from .families import systems
+
+            owner = [f.name for f in systems() if f.name != "elastic" and args.cluster in f.cluster_presets()]
+            other = (f"; {args.cluster} is a cluster of the {owner[0]} family: run it with {owner[0]} policies"
+                     if owner else "; other families' clusters: " + "; ".join(
+                         f"{f.name}: {', '.join(f.cluster_presets())}" for f in systems() if f.name != "elastic"))
+            raise InputError("--cluster", args.cluster, exc.message + other) from None
+    for p in pols:
+        b = parse_spec(p, "--policy").options.get("backend")
+        if b is not None:
+            _check_backend(f"--policy {p}", b)
+    if args.backend is not None:
+        _check_backend("--backend", args.backend)
+        idle = [p for p, f in fams.items() if not f.takes_solver_options(p)]
+        if len(idle) == len(pols):
+            log.warning("--backend %s changes nothing: no policy of this sweep solves a model (%s)", args.backend,
+                        ", ".join(idle))
+
+
+def _where(tb: str) -> str | None:
+    """``file:line in function`` of the innermost frame of a formatted traceback (None when it names none)."""
+    import re
+
+    frames = re.findall(r'File "([^"]+)", line (\d+), in (\S+)', tb)
+    return f"{frames[-1][0]}:{frames[-1][1]} in {frames[-1][2]}" if frames else None
 
 
 def _failure_doc(f: SimFailure) -> dict[str, Any]:
@@ -172,8 +227,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     if args.resume and not args.output:
         raise InputError("--resume", True, "needs -o/--output: the folder to resume")
-    items = _tasks(args)
     out = args.output
+    if out is not None and (not out.strip() or (Path(out).exists() and not Path(out).is_dir())):
+        raise InputError("-o/--output", out, "is a file, not a folder" if out.strip() else "names no folder")
+    items = _tasks(args)
     try:
         # in_process=False: simulations run in worker processes (one with --workers 1) that Ctrl-C stops at once,
         # even inside a solver, and that die with this command
@@ -192,9 +249,15 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         results, interrupted = exc.results, True
     except Exception as exc:  # a failing simulation: say what was kept, then the error (exit code by its kind)
         kept = [r for r in getattr(exc, "results", []) if r is not None and not isinstance(r, SimFailure)]
-        if out:
+        if out and kept:
             print(f"schedopt simulate: {len(kept)} of {len(items)} simulations finished before the failure; their "
                   f"records are in {out}", file=sys.stderr)
+        tb = getattr(exc, "traceback", "")
+        if args.verbose and isinstance(tb, str) and tb:  # a user's policy that raised: where, and the worker's trace
+            where = _where(tb)
+            if where:
+                print(f"schedopt simulate: raised at {where}", file=sys.stderr)
+            print(tb.rstrip(), file=sys.stderr)
         raise
     done = [r for r in results if r is not None and not isinstance(r, SimFailure)]
     failed = [r for r in results if isinstance(r, SimFailure)]

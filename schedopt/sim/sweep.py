@@ -87,6 +87,8 @@ def simulate_many(
     round_seconds = None if round_seconds is None else check_round_seconds(round_seconds)
     max_time = check_max_time(max_time)
     workers = check_workers(workers)
+    if cluster is not None and (not isinstance(cluster, str) or not cluster.strip()):
+        raise InputError("cluster", cluster, "must name a cluster preset (None: each family's default)")
     if job_model is not None:  # a registered name (pollux, sia, sia-measured) or a JobModel; unknown names refused
         from .jobs import JobModel as _JobModel
         from .jobs import job_model as _resolve_job_model
