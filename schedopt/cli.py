@@ -474,7 +474,9 @@ def build_parser() -> argparse.ArgumentParser:
                                        "report.")
     bench.add_argument("--problem", default="sia")
     bench.add_argument("--sizes", default=None, help="comma-separated GPU counts (64,512,2048) or default/large/all")
-    bench.add_argument("--seeds", type=csv_ints, default=None, help="comma-separated seeds")
+    bench.add_argument("--seeds", type=csv_ints, default=None,
+                       help="comma-separated instance seeds: each draws another generated instance of every size "
+                            "(the same seed, the same instance); the solver seed is the spec's solver_seed")
     bench.add_argument("--loads", type=csv_names, default=None, help="comma-separated loads (sia: normal,heavy)")
     bench.add_argument("--backends", type=csv_names, default=None,
                        help="comma-separated backends, methods or method@backend (highs,cpsat; dp,milp@highs)")

@@ -2,7 +2,7 @@
 
 ``add_parser(subparsers)`` registers::
 
-    schedopt simulate --cluster sia-64 --workload saturn/1,saturn/2 --policy sia,tiresias --seeds 0-3 -o runs/
+    schedopt simulate --cluster sia-64 --workload saturn/1,saturn/2 --policy sia,pollux-unaware --seeds 0-3 -o runs/
     schedopt simulate --workload saturn --policy sia --seeds 0-9 -o runs/ --resume      # after a kill or Ctrl-C
     schedopt simulate report runs/ -o report/
 
@@ -14,6 +14,11 @@ grows by a row with each. ``--resume`` skips the simulations whose record is the
 report refused (exit 2). ``--json`` prints one document (schemas ``schedopt.cli.simulate`` and
 ``schedopt.cli.simulate_report``). A workload is a shipped name (``saturn/1``), a whole shipped set (``saturn``) or
 a CSV path.
+
+**Seeds** (:mod:`schedopt.sim.seeds`): a seed varies a policy's random draws (Pollux's search; ``sia``, ``fifo``,
+``tiresias`` and ``optimus`` draw none) and generated workloads (``gandiva/synthetic``, ``hived/synthetic``,
+``synergy/philly``). Shipped workloads and CSV files are fixed: seeds that can change nothing are named in a warning
+before the sweep runs, and the report's figures draw identical runs as one line with a note.
 """
 
 from __future__ import annotations
@@ -231,6 +236,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if out is not None and (not out.strip() or (Path(out).exists() and not Path(out).is_dir())):
         raise InputError("-o/--output", out, "is a file, not a folder" if out.strip() else "names no folder")
     items = _tasks(args)
+    from .seeds import inert_seeds
+
+    for msg in inert_seeds(items):
+        log.warning("%s", msg)
     try:
         # in_process=False: simulations run in worker processes (one with --workers 1) that Ctrl-C stops at once,
         # even inside a solver, and that die with this command
@@ -311,6 +320,12 @@ def cmd_simulate_report(args: argparse.Namespace) -> int:
     utilization_plot(results, out / "utilization.png")
     rho_cdf(results, out / "rho_cdf.png")
     note = f"\n\n{len(failed)} simulations failed: " + ", ".join(f.name for f in failed) if failed else ""
+    from .plots import identical_note
+
+    same = identical_note(results)
+    if same:  # seeds that changed nothing (docs/seeds.md): said, and drawn as one line
+        note += "\n\nIdentical runs (a seed varies only a policy's random draws and generated workloads):\n\n" + \
+            "\n".join(f"- {x}" for x in same)
     atomic_write_text(out / "report.md", f"# Simulation report\n\n{len(results)} simulations from `{src}`.{note}\n\n"
                       f"{_table(rows)}\n\n![JCT CDF](jct_cdf.png)\n\n![Utilization](utilization.png)\n\n"
                       "![Finish-time fairness](rho_cdf.png)\n", fsync=False)
@@ -345,7 +360,11 @@ def add_parser(subparsers: Any) -> None:
     s.add_argument("--admission", default=None, metavar="SPEC",
                    help="which arriving jobs are let in: accept-all (default), queue-cap:limit=N, gpu-cap:max_gpus=N, or "
                         "module:Class[:key=value]")
-    s.add_argument("--seeds", default="0", help="e.g. 0-3 or 0,1")
+    s.add_argument("--seeds", default="0",
+                   help="e.g. 0-3 or 0,1. A seed varies a policy's random draws (pollux, pollux-unaware; sia, fifo, "
+                        "tiresias and optimus draw none) and generated workloads (gandiva/synthetic, hived/synthetic, "
+                        "synergy/philly); shipped workloads (saturn/1, philly/3, ...) and CSV files are fixed, so "
+                        "their seeds give identical runs with such policies (said as a warning; docs/seeds.md)")
     s.add_argument("--round-seconds", type=positive_float, default=None, help="default: 60 (synergy policies: 300)")
     s.add_argument("--job-model", default=None, choices=["pollux", "sia", "sia-measured"],
                    help="default: pollux on the pollux cluster, sia-measured (the published step times) on the sia-* "
