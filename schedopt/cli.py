@@ -39,6 +39,7 @@ from .cli_support import (
     nonneg_int,
     positive_float,
     positive_int,
+    seed_int,
     unit_interval,
 )
 from .errors import BackendError, InputError, SchedoptError
@@ -405,7 +406,10 @@ def _add_solve_options(p: argparse.ArgumentParser, time_limit: float | None = No
     p.add_argument("--time-limit", type=positive_float, default=time_limit, help="seconds")
     p.add_argument("--gap", type=unit_interval, default=1e-6, help="relative MIP gap (default 1e-6)")
     p.add_argument("--threads", type=nonneg_int, default=1, help="solver threads (0: the solver's choice)")
-    p.add_argument("--seed", type=int, default=0, help="solver and heuristic seed")
+    p.add_argument("--seed", type=int, default=0,
+                   help="the solver's random seed (HiGHS, CP-SAT, ...) and the heuristics' (GA, greedy ties): it may "
+                        "change which of several equally good answers comes back and how long it takes, never the "
+                        "instance")
     p.add_argument("--verbose", action="store_true", help="solver log on stderr")
 
 
@@ -429,9 +433,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     g = sub.add_parser("generate", help="write a generated instance", epilog=_EPILOG, formatter_class=fmt,
                        description="Write a seeded generated instance.")
-    g.add_argument("problem", metavar="PROBLEM", help="sia, synergy, heterps, hived or gandiva")
+    from .problem import problem_names
+
+    g.add_argument("problem", metavar="PROBLEM", help=", ".join(problem_names()))
+    g.add_argument("--seed", type=seed_int, default=0,
+                   help="the generator's seed (0 <= seed < 2**32): it draws the instance's jobs (and their sizes and profiles); the same "
+                        "seed and parameters give the same file")
     g.add_argument("--gpus", type=positive_int, default=64)
-    g.add_argument("--seed", type=int, default=0)
     g.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="a generator parameter (heterps: model=nce; gandiva: operation=defragment); repeatable")
     g.add_argument("-o", "--output", required=True)
@@ -453,7 +461,7 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="solve and place a Sia allocation on a 64-GPU cluster", epilog=_EPILOG,
                        formatter_class=fmt, description="A real Sia solve and placement.")
     d.add_argument("--gpus", type=positive_int, default=64)
-    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--seed", type=seed_int, default=0, help="draws the demo's jobs from the model zoo")
     d.add_argument("--backend", default=None)
     d.add_argument("--time-limit", type=positive_float, default=60.0)
     d.add_argument("--all", action="store_true")
@@ -466,7 +474,9 @@ def build_parser() -> argparse.ArgumentParser:
                                        "report.")
     bench.add_argument("--problem", default="sia")
     bench.add_argument("--sizes", default=None, help="comma-separated GPU counts (64,512,2048) or default/large/all")
-    bench.add_argument("--seeds", type=csv_ints, default=None, help="comma-separated seeds")
+    bench.add_argument("--seeds", type=csv_ints, default=None,
+                       help="comma-separated instance seeds: each draws another generated instance of every size "
+                            "(the same seed, the same instance); the solver seed is the spec's solver_seed")
     bench.add_argument("--loads", type=csv_names, default=None, help="comma-separated loads (sia: normal,heavy)")
     bench.add_argument("--backends", type=csv_names, default=None,
                        help="comma-separated backends, methods or method@backend (highs,cpsat; dp,milp@highs)")

@@ -50,6 +50,7 @@ __all__ = [
     "nonneg_int",
     "positive_float",
     "positive_int",
+    "seed_int",
     "unit_interval",
 ]
 
@@ -121,6 +122,11 @@ def nonneg_int(text: str) -> int:
 
 def positive_float(text: str) -> float:
     return _number(text, float, lambda v: 0 < v < float("inf"), "a positive finite number")
+
+
+def seed_int(text: str) -> int:
+    """A seed: an integer with 0 <= seed < 2**32 (what numpy's generators and ``schedopt.sim.limits`` accept)."""
+    return _number(text, int, lambda v: 0 <= v < 2**32, "an integer seed with 0 <= seed < 2**32")
 
 
 def unit_interval(text: str) -> float:

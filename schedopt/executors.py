@@ -211,31 +211,64 @@ def _count(spec: str, default: int) -> int:
 def spec_from_flags(executor: str | None, dask: str | None = None, ray: bool = False) -> str | None:
     """The executor spec a command line's ``--executor SPEC`` / ``--dask [HOST:PORT]`` / ``--ray`` flags ask for
     (``--dask`` with no address is ``"local"``: a local Dask cluster), validated; None when none is given. Giving
-    more than one is an :class:`~schedopt.errors.InputError` naming ``--executor``."""
+    more than one is an :class:`~schedopt.errors.InputError` naming ``--executor``; a bad spec or address is one
+    naming the flag it came from (``--dask host:notaport``: ``--dask``)."""
     chosen = [x for x in (executor, dask, "ray" if ray else None) if x is not None]
     if len(chosen) > 1:
         raise InputError("--executor", chosen, "give one of --executor, --dask and --ray")
     spec = chosen[0] if chosen else None
+    flag = "--executor"
     if dask is not None:
+        flag = "--dask"
         spec = "dask" if dask == "local" else (dask if "://" in dask else f"dask://{dask}")
     if spec is not None:
         try:
             validate_spec(spec)
         except InputError as exc:
-            raise InputError("--executor", exc.value, exc.message) from None
+            raise InputError(flag, dask if dask is not None else exc.value, exc.message) from None
     return spec
+
+
+def _address(spec: str, port_required: bool) -> tuple[str, int | None]:
+    """``(host, port)`` of ``scheme://HOST[:PORT]`` (IPv6 hosts in brackets: ``[::1]:8786``); InputError
+    (field ``executor``) for an address no client could connect to."""
+    rest = spec.split("://", 1)[1]
+    if not rest or "/" in rest or any(c.isspace() for c in rest):
+        raise InputError("executor", spec, "must be SCHEME://HOST:PORT (e.g. dask://10.0.0.1:8786)")
+    if rest.startswith("["):
+        host, close, tail = rest[1:].partition("]")
+        if not close or not host or (tail and not tail.startswith(":")):
+            raise InputError("executor", spec, "an IPv6 host must be in brackets: [::1]:8786")
+        port_text = tail[1:] if tail else None
+    else:
+        host, colon, port_text_ = rest.partition(":")
+        port_text = port_text_ if colon else None
+        if ":" in (port_text or ""):
+            raise InputError("executor", spec, "has more than one ':' (an IPv6 host must be in brackets: [::1]:8786)")
+        if not host:
+            raise InputError("executor", spec, "names no host")
+    if port_text is None:
+        if port_required:
+            raise InputError("executor", spec, "names no port (HOST:PORT, e.g. 127.0.0.1:8786)")
+        return host, None
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise InputError("executor", spec, f"the port {port_text!r} must be an integer in 1..65535")
+    return host, int(port_text)
 
 
 def validate_spec(spec: str) -> None:
     """Raise :class:`~schedopt.errors.InputError` (field ``executor``) unless ``spec`` is a spec string
-    :func:`open_executor` accepts; opens nothing."""
+    :func:`open_executor` accepts (an address parsed: ``HOST:PORT``, the port in 1..65535); opens nothing."""
+    if not isinstance(spec, str):
+        raise InputError("executor", spec, f"must be one of {', '.join(EXECUTOR_SPECS)}")
     low = spec.strip().lower()
     for head in ("serial", "threads", "processes", "dask", "ray"):
         if low == head or (head != "serial" and low.startswith(head + ":") and not low.startswith(head + "://")):
             if low != head:
                 _count(low, 1)
             return
-    if low.startswith(("dask://", "tcp://", "ray://")) and len(low.split("://", 1)[1]) > 0:
+    if low.startswith(("dask://", "tcp://", "ray://")):
+        _address(spec.strip(), port_required=not low.startswith("ray://"))
         return
     raise InputError("executor", spec, f"must be one of {', '.join(EXECUTOR_SPECS)}")
 
@@ -249,6 +282,7 @@ def open_executor(spec: Any, workers: int | None = None) -> Iterator[Any]:
         kind_of(spec)  # validates an object
         yield spec
         return
+    validate_spec(spec)
     n_default = workers if workers is not None else (os.cpu_count() or 1)
     s = spec.strip()
     low = s.lower()
@@ -288,11 +322,11 @@ def open_executor(spec: Any, workers: int | None = None) -> Iterator[Any]:
             env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
             ray.init(address=address, include_dashboard=False, log_to_driver=False,
                      runtime_env=None if address else {"env_vars": env})
-        pool = Pool(processes=None if address else _count(s, n_default))
+        rpool: Any = Pool(processes=None if address else _count(s, n_default))
         try:
-            yield pool
+            yield rpool
         finally:
-            pool.terminate()
+            rpool.terminate()
             if started:
                 ray.shutdown()
     else:
@@ -309,8 +343,17 @@ def _need(module: str, extra: str) -> Any:
 
 
 def _dask_client(address: str) -> Any:
+    """A Dask client of the scheduler at ``address`` (``tcp://HOST:PORT``). The address is parsed and a TCP
+    connection tried first (2 s), so a typo or a closed port is a named error at once, not Dask's retries."""
+    import socket
+
+    host, port = _address(address, port_required=True)
     distributed = _need("distributed", "dask[distributed]")
     try:
-        return distributed.Client(address, timeout="10s")
+        socket.create_connection((host, port), timeout=2.0).close()
     except OSError as exc:
+        raise InputError("executor", address, f"no Dask scheduler answers there: {exc.strerror or exc}") from None
+    try:
+        return distributed.Client(address, timeout="10s")
+    except (OSError, ValueError) as exc:
         raise InputError("executor", address, f"no Dask scheduler answers there: {exc}") from None

@@ -50,6 +50,7 @@ __all__ = [
     "checked_options",
     "get_problem",
     "heuristic_termination",
+    "problem_names",
     "problems",
     "to_jsonable",
     "unregister_problem",
@@ -366,11 +367,27 @@ def problems() -> dict[str, ProblemIO]:
     if not _LOADED:
         from importlib.metadata import entry_points
 
+        from .plugins import PluginError, load_entry_point
+
         for ep in entry_points(group=ENTRY_POINT_GROUP):
             if ep.name not in _PROBLEMS:
-                register_problem(ep.load())
+                obj = load_entry_point(ep)  # a broken plug-in: PluginError naming it (every call, until fixed)
+                try:
+                    register_problem(obj)
+                except InputError as exc:
+                    raise PluginError(ep.group, ep.name, f"the plug-in {ep.name!r} ({ep.value}) is not a "
+                                      f"schedopt.problem.ProblemIO: {exc.message}") from None
         _LOADED = True
     return dict(_PROBLEMS)
+
+
+def problem_names() -> list[str]:
+    """The names of every problem :func:`problems` would give (the entry points' names and those registered by
+    hand), without importing any problem package (what ``schedopt generate --help`` lists)."""
+    from importlib.metadata import entry_points
+
+    names = [ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)]
+    return list(dict.fromkeys([*names, *_PROBLEMS]))
 
 
 def get_problem(name: str) -> ProblemIO:

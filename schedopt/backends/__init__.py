@@ -54,7 +54,11 @@ class BackendInfo:
 def get_backend(name: str) -> Backend:
     """The named backend, checked to be installed."""
     if name not in _REGISTRY:
-        raise BackendUnavailableError(name, f"unknown backend; known backends: {', '.join(sorted(_REGISTRY))}")
+        import difflib
+
+        close = difflib.get_close_matches(str(name), sorted(_REGISTRY), n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise BackendUnavailableError(name, f"unknown backend; known backends: {', '.join(sorted(_REGISTRY))}{hint}")
     b = _REGISTRY[name]
     ok, why = b.available()
     if not ok:

@@ -2,7 +2,7 @@
 
 ``add_parser(subparsers)`` registers::
 
-    schedopt simulate --cluster sia-64 --workload saturn/1,saturn/2 --policy sia,tiresias --seeds 0-3 -o runs/
+    schedopt simulate --cluster sia-64 --workload saturn/1,saturn/2 --policy sia,pollux-unaware --seeds 0-3 -o runs/
     schedopt simulate --workload saturn --policy sia --seeds 0-9 -o runs/ --resume      # after a kill or Ctrl-C
     schedopt simulate report runs/ -o report/
 
@@ -14,6 +14,11 @@ grows by a row with each. ``--resume`` skips the simulations whose record is the
 report refused (exit 2). ``--json`` prints one document (schemas ``schedopt.cli.simulate`` and
 ``schedopt.cli.simulate_report``). A workload is a shipped name (``saturn/1``), a whole shipped set (``saturn``) or
 a CSV path.
+
+**Seeds** (:mod:`schedopt.sim.seeds`): a seed varies a policy's random draws (Pollux's search; ``sia``, ``fifo``,
+``tiresias`` and ``optimus`` draw none) and generated workloads (``gandiva/synthetic``, ``hived/synthetic``,
+``synergy/philly``). Shipped workloads and CSV files are fixed: seeds that can change nothing are named in a warning
+before the sweep runs, and the report's figures draw identical runs as one line with a note.
 """
 
 from __future__ import annotations
@@ -143,11 +148,66 @@ def _tasks(args: argparse.Namespace) -> list[Any]:
     pols = [p.strip() for p in args.policy.split(",") if p.strip()]
     if not pols:
         raise InputError("--policy", args.policy, "names no policy")
+    _check_choices(args, pols)
     per_policy = {p: (params if params and system_for(p).takes_solver_options(p) else {}) for p in pols}
     return tasks(pols, _workloads(args.workload), parse_seeds(args.seeds), cluster=args.cluster,
                  job_model=args.job_model, round_seconds=args.round_seconds, policy_params=per_policy,
                  charge_policy_time=args.charge_policy_time, estimator=args.estimator, placer=args.placer,
                  admission=args.admission)
+
+
+def _check_backend(flag: str, name: object) -> None:
+    """An unknown or missing backend is an error (exit 3, with the closest name) before anything runs."""
+    from ..backends import get_backend
+    from ..errors import BackendError
+
+    try:
+        get_backend(str(name))
+    except BackendError as exc:
+        raise BackendError(f"{flag}: {exc}") from None
+
+
+def _check_choices(args: argparse.Namespace, pols: list[str]) -> None:
+    """The options a sweep would otherwise drop or replace without a word (issue 41): an empty ``--cluster``, an
+    unknown cluster preset (all presets listed, the closest named), an unknown ``--backend`` (also when no policy
+    solves a model; a known one that no policy takes is said), and a policy spec's own ``backend=``."""
+    from .families import system_for
+    from .registry import parse_spec
+
+    if args.cluster is not None and not args.cluster.strip():
+        raise InputError("--cluster", args.cluster, "names no cluster (leave the flag out for each family's default)")
+    fams = {p: system_for(p) for p in pols}
+    if args.cluster is not None and any(f.name == "elastic" for f in fams.values()):
+        from .workloads import cluster_preset
+
+        try:
+            cluster_preset(args.cluster)
+        except InputError as exc:
+            from .families import systems
+
+            owner = [f.name for f in systems() if f.name != "elastic" and args.cluster in f.cluster_presets()]
+            other = (f"; {args.cluster} is a cluster of the {owner[0]} family: run it with {owner[0]} policies"
+                     if owner else "; other families' clusters: " + "; ".join(
+                         f"{f.name}: {', '.join(f.cluster_presets())}" for f in systems() if f.name != "elastic"))
+            raise InputError("--cluster", args.cluster, exc.message + other) from None
+    for p in pols:
+        b = parse_spec(p, "--policy").options.get("backend")
+        if b is not None:
+            _check_backend(f"--policy {p}", b)
+    if args.backend is not None:
+        _check_backend("--backend", args.backend)
+        idle = [p for p, f in fams.items() if not f.takes_solver_options(p)]
+        if len(idle) == len(pols):
+            log.warning("--backend %s changes nothing: no policy of this sweep solves a model (%s)", args.backend,
+                        ", ".join(idle))
+
+
+def _where(tb: str) -> str | None:
+    """``file:line in function`` of the innermost frame of a formatted traceback (None when it names none)."""
+    import re
+
+    frames = re.findall(r'File "([^"]+)", line (\d+), in (\S+)', tb)
+    return f"{frames[-1][0]}:{frames[-1][1]} in {frames[-1][2]}" if frames else None
 
 
 def _failure_doc(f: SimFailure) -> dict[str, Any]:
@@ -172,8 +232,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     if args.resume and not args.output:
         raise InputError("--resume", True, "needs -o/--output: the folder to resume")
-    items = _tasks(args)
     out = args.output
+    if out is not None and (not out.strip() or (Path(out).exists() and not Path(out).is_dir())):
+        raise InputError("-o/--output", out, "is a file, not a folder" if out.strip() else "names no folder")
+    items = _tasks(args)
+    from .seeds import inert_seeds
+
+    for msg in inert_seeds(items):
+        log.warning("%s", msg)
     try:
         # in_process=False: simulations run in worker processes (one with --workers 1) that Ctrl-C stops at once,
         # even inside a solver, and that die with this command
@@ -192,9 +258,15 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         results, interrupted = exc.results, True
     except Exception as exc:  # a failing simulation: say what was kept, then the error (exit code by its kind)
         kept = [r for r in getattr(exc, "results", []) if r is not None and not isinstance(r, SimFailure)]
-        if out:
+        if out and kept:
             print(f"schedopt simulate: {len(kept)} of {len(items)} simulations finished before the failure; their "
                   f"records are in {out}", file=sys.stderr)
+        tb = getattr(exc, "traceback", "")
+        if args.verbose and isinstance(tb, str) and tb:  # a user's policy that raised: where, and the worker's trace
+            where = _where(tb)
+            if where:
+                print(f"schedopt simulate: raised at {where}", file=sys.stderr)
+            print(tb.rstrip(), file=sys.stderr)
         raise
     done = [r for r in results if r is not None and not isinstance(r, SimFailure)]
     failed = [r for r in results if isinstance(r, SimFailure)]
@@ -248,6 +320,12 @@ def cmd_simulate_report(args: argparse.Namespace) -> int:
     utilization_plot(results, out / "utilization.png")
     rho_cdf(results, out / "rho_cdf.png")
     note = f"\n\n{len(failed)} simulations failed: " + ", ".join(f.name for f in failed) if failed else ""
+    from .plots import identical_note
+
+    same = identical_note(results)
+    if same:  # seeds that changed nothing (docs/seeds.md): said, and drawn as one line
+        note += "\n\nIdentical runs (a seed varies only a policy's random draws and generated workloads):\n\n" + \
+            "\n".join(f"- {x}" for x in same)
     atomic_write_text(out / "report.md", f"# Simulation report\n\n{len(results)} simulations from `{src}`.{note}\n\n"
                       f"{_table(rows)}\n\n![JCT CDF](jct_cdf.png)\n\n![Utilization](utilization.png)\n\n"
                       "![Finish-time fairness](rho_cdf.png)\n", fsync=False)
@@ -282,7 +360,11 @@ def add_parser(subparsers: Any) -> None:
     s.add_argument("--admission", default=None, metavar="SPEC",
                    help="which arriving jobs are let in: accept-all (default), queue-cap:limit=N, gpu-cap:max_gpus=N, or "
                         "module:Class[:key=value]")
-    s.add_argument("--seeds", default="0", help="e.g. 0-3 or 0,1")
+    s.add_argument("--seeds", default="0",
+                   help="e.g. 0-3 or 0,1. A seed varies a policy's random draws (pollux, pollux-unaware; sia, fifo, "
+                        "tiresias and optimus draw none) and generated workloads (gandiva/synthetic, hived/synthetic, "
+                        "synergy/philly); shipped workloads (saturn/1, philly/3, ...) and CSV files are fixed, so "
+                        "their seeds give identical runs with such policies (said as a warning; docs/seeds.md)")
     s.add_argument("--round-seconds", type=positive_float, default=None, help="default: 60 (synergy policies: 300)")
     s.add_argument("--job-model", default=None, choices=["pollux", "sia", "sia-measured"],
                    help="default: pollux on the pollux cluster, sia-measured (the published step times) on the sia-* "

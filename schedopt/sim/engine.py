@@ -109,6 +109,36 @@ def _view(j: JobState, t: float, estimate: JobGoodputModel | None = None, progre
     )
 
 
+def _policy_copy(placement: Placement | None) -> Placement | None:
+    """The previous placement as a policy gets it: a copy, so that a policy that edits it cannot change the
+    engine's own (issue 41)."""
+    if placement is None:
+        return None
+    return Placement(assignments={j: [(n, tuple(g)) for n, g in s] for j, s in placement.assignments.items()},
+                     configs=dict(placement.configs), evicted=tuple(placement.evicted),
+                     unplaced=tuple(placement.unplaced),
+                     moved_from={j: [(n, tuple(g)) for n, g in s] for j, s in placement.moved_from.items()})
+
+
+#: the fields of a Decision that map a job id to something, and what each value must be (issue 41: the engine
+#: checks the containers as it checks the values)
+_DECISION_MAPS = ("allocation", "nodes", "requests", "colocate", "rate", "restart")
+
+
+def _check_containers(pname: str, decision: Decision) -> None:
+    """Every mapping field of ``decision`` is None or a mapping (``nodes``: of mappings); else an InputError naming
+    the policy and the field."""
+    for name in _DECISION_MAPS:
+        v = getattr(decision, name)
+        if v is not None and not isinstance(v, Mapping):
+            raise InputError(f"policy[{pname}].{name}", type(v).__name__,
+                             "must be a mapping job id -> value (a dict), or None")
+    for jid, m in (decision.nodes or {}).items():
+        if not isinstance(m, Mapping):
+            raise InputError(f"policy[{pname}].nodes[{jid}]", type(m).__name__,
+                             "must be a mapping node id -> GPU count (a dict)")
+
+
 def _node_types(cluster: Cluster) -> dict[str, tuple[str, int]]:
     return {nid: (t.name, t.gpus_per_node) for t in cluster.gpu_types for nid in cluster.node_ids(t.name)}
 
@@ -305,12 +335,13 @@ def decide_round(policy: Policy, pname: str, plc: Placer, cluster: Cluster, acti
     policy and job) and place it with ``plc`` (jobs whose request is unchanged keep their GPUs)."""
     state = RoundState(time=t, round_index=k, round_seconds=R, cluster=cluster,
                        jobs=tuple(_view(j, t) for j in active.values()) if views is None else views,
-                       placement=placement)
+                       placement=_policy_copy(placement))
     t0, c0 = time.perf_counter(), time.process_time()
     decision = policy.decide(state)
     dt, dc = time.perf_counter() - t0, time.process_time() - c0
     if not isinstance(decision, Decision):
         raise InputError(f"policy[{pname}].decide", type(decision).__name__, "must return a Decision")
+    _check_containers(pname, decision)
     if decision.answer is not None and decision.answer.termination.limit is Limit.INTERRUPTED:
         # a solver's own Ctrl-C handling returned its incumbent: the user asked to stop, so stop the simulation
         raise KeyboardInterrupt(f"policy {pname}'s solve was interrupted in round {k}")
@@ -419,6 +450,8 @@ def simulate(
         raise InputError("cluster", type(cluster).__name__, "must be a schedopt.sia.Cluster")
     if not isinstance(workload, Workload):
         raise InputError("workload", type(workload).__name__, "must be a schedopt.sim.Workload")
+    if isinstance(policy, type):
+        raise InputError("policy", policy.__name__, f"is a class: pass an instance ({policy.__name__}()) or a name")
     if not callable(getattr(policy, "decide", None)):
         raise InputError("policy", type(policy).__name__, "must have decide(state) -> Decision")
     # -- input bounds, one rule for simulate / simulate_many / the CLI (schedopt.sim.limits; issue 25) --

@@ -73,11 +73,18 @@ def _systems() -> dict[str, SimSystem]:
     global _SYSTEM_EPS_LOADED
     # the built-in families register when this module is imported (bottom of the file)
     if not _SYSTEM_EPS_LOADED:
-        _SYSTEM_EPS_LOADED = True
+        from ..plugins import PluginError, load_entry_point
+
         for ep in metadata.entry_points(group="schedopt.sim_systems"):
-            obj = ep.load()
-            if ep.name not in _SYSTEMS:
+            if ep.name in _SYSTEMS:
+                continue
+            obj = load_entry_point(ep)  # a broken plug-in: PluginError naming it, on every call until it is fixed
+            try:
                 register_system(obj() if isinstance(obj, type) else obj)
+            except InputError as exc:
+                raise PluginError(ep.group, ep.name, f"the plug-in {ep.name!r} ({ep.value}) is not a simulated "
+                                  f"family: {exc.message}") from None
+        _SYSTEM_EPS_LOADED = True
     return _SYSTEMS
 
 

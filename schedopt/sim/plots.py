@@ -3,7 +3,7 @@
 * :func:`jct_cdf` -- the CDF of job completion times, one panel per (cluster, workload), one line per policy (JCTs
   pooled over seeds; the legend says which seeds).
 * :func:`utilization_plot` -- the fraction of GPUs held over time, one panel per (cluster, workload), one line per
-  policy and seed: a rolling mean (over ``window`` seconds, default 1 h) drawn over the faint raw line.
+  policy and seed (identical runs of several seeds: one line, labelled so; :func:`distinct_runs`): a rolling mean (over ``window`` seconds, default 1 h) drawn over the faint raw line.
 * :func:`rho_cdf` -- the CDF of finish-time fairness rho, one line per policy (:mod:`schedopt.sim.fairness`).
 
 Each panel's title names the cluster and the workload; both figures end where the runs' records end.
@@ -20,7 +20,8 @@ import numpy as np
 from ..errors import InputError
 from .metrics import SimResult, utilization
 
-__all__ = ["cluster_label", "jct_cdf", "jct_cdf_figure", "rho_cdf", "utilization_figure", "utilization_plot"]
+__all__ = ["cluster_label", "distinct_runs", "identical_note", "jct_cdf", "jct_cdf_figure", "rho_cdf",
+           "utilization_figure", "utilization_plot"]
 
 
 def pyplot() -> Any:  # matplotlib.pyplot (no type information)
@@ -66,6 +67,42 @@ def _seeds(rs: Sequence[SimResult]) -> str:
     return f"seeds {', '.join(map(str, s))} pooled"
 
 
+def _fingerprint(r: SimResult) -> tuple[Any, ...]:
+    """What two runs must share to be the same run: every job's arrival, start, finish, restarts and spells."""
+    return tuple((j.id, j.arrival, j.start, j.finish, j.restarts, j.segments) for j in r.jobs)
+
+
+def distinct_runs(rs: Sequence[SimResult]) -> list[tuple[SimResult, list[int]]]:
+    """``rs`` (one policy's runs on one workload) with identical runs merged: (the first of them, their seeds), in
+    seed order. Seeds that cannot change anything (:mod:`schedopt.sim.seeds`) give one entry."""
+    out: dict[tuple[Any, ...], tuple[SimResult, list[int]]] = {}
+    for r in sorted(rs, key=lambda x: int(_meta(x, "seed", 0) or 0)):
+        out.setdefault(_fingerprint(r), (r, []))[1].append(int(_meta(r, "seed", 0) or 0))
+    return list(out.values())
+
+
+def identical_note(results: Sequence[SimResult]) -> list[str]:
+    """One sentence per (cluster, workload, policy) whose runs of several seeds are identical (the figures draw
+    them as one line)."""
+    notes = []
+    for cluster, workload, rs in _groups(results):
+        by: dict[str, list[SimResult]] = {}
+        for r in rs:
+            by.setdefault(str(_meta(r, "policy")), []).append(r)
+        for pol, prs in sorted(by.items()):
+            for _, seeds in distinct_runs(prs):
+                if len(seeds) > 1:
+                    notes.append(f"{pol} on {workload} ({cluster}): seeds {_seed_text(seeds)} gave identical runs "
+                                 "(drawn as one line)")
+    return notes
+
+
+def _seed_text(seeds: Sequence[int]) -> str:
+    from .seeds import seed_list_text
+
+    return seed_list_text(seeds)
+
+
 def _panels(n: int, width: float = 7.0, height: float = 3.4) -> tuple[Any, list[Any]]:
     plt = pyplot()
     fig, axes = plt.subplots(n, 1, figsize=(width, height * n), squeeze=False)
@@ -83,10 +120,12 @@ def jct_cdf_figure(results: Sequence[SimResult]) -> Any:
         every = [x for r in rs for x in r.jcts().values() if x > 0]
         log = bool(every) and max(every) > 20 * min(every)  # a log axis only over more than a decade or so
         for pol, prs in sorted(by.items()):
-            a = np.sort(np.asarray([x for r in prs for x in r.jcts().values()], dtype=float)) / 3600.0
+            runs = distinct_runs(prs)  # identical runs (seeds that change nothing) pooled once, and said
+            a = np.sort(np.asarray([x for r, _ in runs for x in r.jcts().values()], dtype=float)) / 3600.0
+            same = f"; {len(prs)} identical runs" if len(runs) == 1 and len(prs) > 1 else ""
             if a.size:
                 ax.step(a, np.arange(1, a.size + 1) / a.size, where="post",
-                        label=f"{pol}, {_seeds(prs)} (avg {a.mean():.2f} h)")
+                        label=f"{pol}, {_seeds(prs)}{same} (avg {a.mean():.2f} h)")
         if log:
             ax.set_xscale("log")
         ax.set_title(f"JCT CDF: workload {workload} on cluster {cluster}")
@@ -118,19 +157,24 @@ def utilization_figure(results: Sequence[SimResult], window: float = 3600.0) -> 
     groups = _groups(results)
     fig, axes = _panels(max(len(groups), 1))
     for ax, (cluster, workload, rs) in zip(axes, groups, strict=False):
-        for r in sorted(rs, key=lambda x: (str(_meta(x, "policy")), int(_meta(x, "seed", 0) or 0))):
+        by: dict[str, list[SimResult]] = {}
+        for r in rs:
+            by.setdefault(str(_meta(r, "policy")), []).append(r)
+        lines = [(pol, r, seeds) for pol, prs in sorted(by.items()) for r, seeds in distinct_runs(prs)]
+        for pol, r, seeds in lines:  # identical runs of several seeds: one line, said in its label
             t, u = utilization(r)
             step = float(_meta(r, "round_seconds", 60.0) or 60.0)
             smooth = _rolling(u, max(1, round(window / step)))
-            line, = ax.plot(t / 3600.0, smooth, lw=1.2,
-                            label=f"{_meta(r, 'policy')}, seed {_meta(r, 'seed', 0)}")
+            label = (f"{pol}, seed {seeds[0]}" if len(seeds) == 1 else
+                     f"{pol}, seeds {_seed_text(seeds)} (identical runs)")
+            line, = ax.plot(t / 3600.0, smooth, lw=1.2, label=label)
             ax.plot(t / 3600.0, u, lw=0.5, alpha=0.25, color=line.get_color())
         ax.set_title(f"GPU utilization: workload {workload} on cluster {cluster}")
         ax.set_xlabel(f"time (hours); lines: rolling mean over {window / 3600:g} h, faint: per round")
         ax.set_ylabel("GPUs held (fraction)")
         ax.set_ylim(0, 1.05)
         ax.grid(alpha=0.3)
-        if 0 < len(rs) <= 12:
+        if 0 < len(lines) <= 12:
             ax.legend(fontsize=7)
     fig.tight_layout()
     return fig

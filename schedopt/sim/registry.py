@@ -163,6 +163,7 @@ class RoleEntry:
     target: Callable[..., object] | str
     defaults: Mapping[str, OptionValue] = field(default_factory=dict)
     description: str = ""
+    group: str = ""  #: the entry-point group it came from ("" when registered in Python)
 
     def load(self) -> Callable[..., object]:
         if not isinstance(self.target, str):
@@ -172,7 +173,13 @@ class RoleEntry:
             obj = importlib.import_module(mod)
             for part in attr.split("."):
                 obj = getattr(obj, part)
-        except (ImportError, AttributeError) as exc:
+        except Exception as exc:  # ImportError, AttributeError, or whatever the module raises at import
+            if self.description.startswith("entry point "):  # an installed plug-in: named as one (issue 41)
+                from ..plugins import PluginError
+
+                raise PluginError(self.group or "schedopt.policies", self.name,
+                                  f"the plug-in {self.name!r} ({self.description}) cannot be loaded: "
+                                  f"{type(exc).__name__}: {exc}; fix or uninstall that package") from None
             raise InputError("policy", self.name, f"is not available in this installation ({exc})") from None
         if not callable(obj):
             raise InputError("policy", self.name, f"{self.target} is not callable")
@@ -230,8 +237,11 @@ class _Registry:
         if self._eps_loaded:
             return
         self._eps_loaded = True
+        from ..plugins import distribution_of
+
         for ep in metadata.entry_points(group=self.group):
-            self.entries.setdefault(ep.name, RoleEntry(ep.name, ep.value, description=f"entry point {ep.value}"))
+            self.entries.setdefault(ep.name, RoleEntry(ep.name, ep.value, group=self.group,
+                                                       description=f"entry point {ep.value}{distribution_of(ep)}"))
 
     def add(self, entry: RoleEntry, replace: bool) -> None:
         if not isinstance(entry.name, str) or not entry.name or "=" in entry.name:
@@ -352,6 +362,9 @@ def policy_entry(name: str) -> RoleEntry:
 def _make(reg: _Registry, spec: object, field_name: str, params: Mapping[str, object] | None, seed: int | None,
           check: Callable[[object], bool], needs: str) -> object:
     if not isinstance(spec, str):
+        if isinstance(spec, type):  # FifoPolicy for FifoPolicy(): decide() would be called unbound
+            raise InputError(field_name, spec.__name__, f"is a class: pass an instance ({spec.__name__}()) or a "
+                                                        f"{reg.kind} name")
         if params:
             raise InputError(f"{field_name}_params", dict(params), f"apply to a {reg.kind} given by name only")
         if not check(spec):

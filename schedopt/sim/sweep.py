@@ -13,6 +13,7 @@ otherwise (``progress=True`` forces the bar, ``False`` silences it).
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -73,7 +74,10 @@ def simulate_many(
     ``executor``: None (a local process pool of ``workers`` processes, default the CPU count; ``workers=1`` runs
     here), a ``concurrent.futures`` executor, a Dask ``distributed.Client``, or a pool with ``map``.
     ``policy_params``: parameters for every policy, or a mapping policy name -> parameters. ``estimator``:
-    ``"bootstrap"`` (default) or ``"oracle"``; ``placer``, ``admission``: see :func:`~schedopt.sim.engine.simulate`.
+    ``"bootstrap"`` (default) or ``"oracle"``; ``seeds``: each goes to the policies that draw random numbers
+    (Pollux's search) and to generated workloads (``gandiva/synthetic``, ``hived/synthetic``, ``synergy/philly``);
+    shipped workloads and files are fixed, so seeds that can change nothing give identical runs and a
+    :class:`~schedopt.sim.seeds.SeedWarning` (:mod:`schedopt.sim.seeds`); ``placer``, ``admission``: see :func:`~schedopt.sim.engine.simulate`.
     ``output_dir``: write each record the moment its simulation finishes (atomically, with ``summary.csv``);
     ``resume``: skip the tasks whose record there is whole; ``on_error="record"``: a failing simulation becomes a
     :class:`~schedopt.sim.runs.SimFailure` in its place while the others go on (default: the first failure stops the
@@ -87,6 +91,8 @@ def simulate_many(
     round_seconds = None if round_seconds is None else check_round_seconds(round_seconds)
     max_time = check_max_time(max_time)
     workers = check_workers(workers)
+    if cluster is not None and (not isinstance(cluster, str) or not cluster.strip()):
+        raise InputError("cluster", cluster, "must name a cluster preset (None: each family's default)")
     if job_model is not None:  # a registered name (pollux, sia, sia-measured) or a JobModel; unknown names refused
         from .jobs import JobModel as _JobModel
         from .jobs import job_model as _resolve_job_model
@@ -97,5 +103,9 @@ def simulate_many(
     items = tasks(pols, wls, seeds, cluster=cluster, job_model=job_model, round_seconds=round_seconds,
                   policy_params=dict(policy_params or {}), charge_policy_time=charge_policy_time, max_time=max_time,
                   estimator=estimator, placer=placer, admission=admission)
+    from .seeds import SeedWarning, inert_seeds
+
+    for msg in inert_seeds(items):
+        warnings.warn(msg, SeedWarning, stacklevel=2)
     return run_tasks(items, executor=executor, workers=workers, progress=progress, output_dir=output_dir,
                      resume=resume, on_error=on_error)

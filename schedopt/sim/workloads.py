@@ -333,7 +333,13 @@ def cluster_preset(name: str) -> Cluster:
         if g >= 64 and g % 64 == 0:
             k = g // 64
             return Cluster(tuple(GpuType(t.name, t.gpus_per_node, t.nodes * k) for t in CLUSTERS["sia-64"].gpu_types))
-    raise InputError("cluster", name, "must be 'pollux', 'sia-64' or 'sia-<multiple of 64>'")
+    import difflib
+
+    known = [*CLUSTERS, "sia-128", "sia-256", "sia-512", "sia-1024", "sia-2048"]
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise InputError("cluster", name, f"is no cluster preset of the elastic engine; have {', '.join(repr(c) for c in CLUSTERS)} and "
+                                      f"'sia-<multiple of 64>' (sia-128, ..., sia-2048){hint}")
 
 
 def default_job_model(cluster_name: str) -> str:

@@ -19,6 +19,7 @@ class FifoPolicy:
 
     name = "fifo"
     adaptive = False
+    seeded = False  #: takes a seed like every policy, draws no random numbers (schedopt.sim.seeds)
 
     def __init__(self, backfill: bool = False, seed: int | None = None) -> None:
         self.backfill = parse_bool(backfill, "policy[fifo].backfill")

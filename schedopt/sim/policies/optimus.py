@@ -54,6 +54,7 @@ class OptimusPolicy:
 
     name = "optimus"
     adaptive = True
+    seeded = False  #: takes a seed like every policy, draws no random numbers (schedopt.sim.seeds)
 
     def __init__(self, job_model: str | JobModel = "pollux", seed: int | None = None, **_: Any) -> None:
         self.jm = get_job_model(job_model)

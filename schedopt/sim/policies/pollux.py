@@ -279,6 +279,7 @@ class PolluxPolicy(_Memory):
 
     name = "pollux"
     adaptive = True
+    seeded = True  #: the seed drives the genetic search's random draws (per round: (seed, round)) (schedopt.sim.seeds)
 
     def __init__(self, *, population: int = 100, generations: int = 100, seed: int = 0, p: float = P_FAIRNESS,
                  restart_delay: float = RESTART_DELAY_S, max_replicas: int = MAX_REPLICAS,

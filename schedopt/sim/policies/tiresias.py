@@ -22,6 +22,7 @@ class TiresiasPolicy:
 
     name = "tiresias"
     adaptive = False
+    seeded = False  #: takes a seed like every policy, draws no random numbers (schedopt.sim.seeds)
 
     def __init__(self, threshold: float = 3600.0 * 16, seed: int | None = None) -> None:
         self.threshold = float(threshold)
