@@ -7,8 +7,8 @@
   opportunistic GPUs below it (``used``, ``opp``), kept up to date in O(levels) per GPU;
 * the **buddy free lists** per (chain, level): the cells not bound to any VC's preassigned cell, healthy ones only
   (a failed node's free parts are kept aside per node), each list split into cells without and with opportunistic
-  GPUs; :meth:`take` splits the lowest free higher cell (children with the fewest opportunistic GPUs first),
-  :meth:`release` merges buddies upward while all are free, :meth:`carve` takes one given cell out;
+  GPUs; :meth:`PhysicalState.take` splits the lowest free higher cell (children with the fewest opportunistic GPUs first),
+  :meth:`PhysicalState.release` merges buddies upward while all are free, :meth:`PhysicalState.carve` takes one given cell out;
 * ``bound[c]``: the virtual cell a physical cell is bound to (or ``None``).
 
 Every operation walks one root-to-leaf path (times the fan-out).

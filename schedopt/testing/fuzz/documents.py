@@ -100,7 +100,7 @@ DOCUMENT_SOURCES: dict[str, dict[str, Any]] = {
 
 def document_entry(problem: str) -> tuple[EntryPoint, dict[str, Any]]:
     """The loader of ``problem``'s instance documents as an entry point: ``call(data=...)`` reads the document
-    through :func:`schedopt.instances.from_document`, then builds the model where the problem has one (or sizes
+    through ``schedopt.instances.from_document``, then builds the model where the problem has one (or sizes
     it)."""
     from ...instances import SCHEMA, VERSION, from_document
     from ...problem import get_problem
