@@ -374,6 +374,8 @@ def problems() -> dict[str, ProblemIO]:
 
 
 def get_problem(name: str) -> ProblemIO:
+    """The registered problem ``name`` (``sia``, ``synergy``, ...); an unknown name is an ``InputError`` listing the
+    known ones."""
     probs = problems()
     if name not in probs:
         raise InputError("problem", name, f"must be one of {sorted(probs)}")

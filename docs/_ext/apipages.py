@@ -39,8 +39,9 @@ def packages(root: str = "schedopt") -> list[str]:
     """Every public module under ``root`` that declares ``__all__`` (packages and plain modules; a module any part of
     whose dotted name starts with ``_`` is private), ``root`` first."""
     top = importlib.import_module(root)
-    names = [root] + sorted(m.name for m in pkgutil.walk_packages(top.__path__, root + ".")
-                            if not any(part.startswith("_") for part in m.name.split(".")))
+    subs = sorted(m.name for m in pkgutil.walk_packages(top.__path__, root + ".")
+                  if not any(part.startswith("_") for part in m.name.split(".")))
+    names = [root, *subs]
     return [n for n in names if hasattr(importlib.import_module(n), "__all__")]
 
 
@@ -144,8 +145,10 @@ def _defining_module(module: str, name: str, depth: int = 0) -> str | None:
 
 
 def _assigns(node: ast.stmt, name: str) -> bool:
-    if isinstance(node, ast.Assign):
-        return any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+    if isinstance(node, ast.Assign):  # ``A = ...``, and ``A, B = ...`` (one comment documents the group)
+        return any((isinstance(t, ast.Name) and t.id == name)
+                   or (isinstance(t, ast.Tuple) and any(isinstance(e, ast.Name) and e.id == name for e in t.elts))
+                   for t in node.targets)
     if isinstance(node, ast.AnnAssign):
         return isinstance(node.target, ast.Name) and node.target.id == name
     return False

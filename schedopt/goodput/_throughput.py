@@ -24,6 +24,7 @@ from ._validate import (
 
 __all__ = ["GAMMA_STARTS", "PARAM_NAMES", "ThroughputParams", "blas_threads", "fit_throughput", "prediction_errors"]
 
+#: The throughput model's seven parameters, in the order of :class:`ThroughputParams`.
 PARAM_NAMES = ("alpha_c", "beta_c", "alpha_n", "beta_n", "alpha_r", "beta_r", "gamma")
 
 #: Network time (seconds) used for a single replica, and the ``eps`` in ``max(r - 2, eps)`` (as in Pollux).

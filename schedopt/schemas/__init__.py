@@ -9,6 +9,7 @@ from typing import Any
 
 __all__ = ["NAMES", "load"]
 
+#: The shipped JSON Schemas: instance files, ``--json`` output, simulation records.
 NAMES = ("instance", "cli", "sim_record")
 
 

@@ -47,6 +47,7 @@ def _cluster_gpus(name: str | None) -> int | None:
 
 
 def cmd_trace_stats(args: argparse.Namespace) -> int:
+    """``schedopt trace stats``: a trace's statistics (and figure); the exit code."""
     trace = _read(args)
     st = trace_stats(trace, _cluster_gpus(args.cluster))
     if args.json:
@@ -64,6 +65,7 @@ def cmd_trace_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_trace_convert(args: argparse.Namespace) -> int:
+    """``schedopt trace convert``: a trace to a simulator workload CSV; the exit code."""
     trace = _read(args)
     app_map = None
     if args.app_map:
