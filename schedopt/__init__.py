@@ -13,6 +13,7 @@ from .model import ConstraintFamily, LinearModel, VarBlock, VarKind
 from .results import Limit, SolveResult, Termination, TerminationReason, Timings
 from .solve import default_backend, solve
 
+#: The package's version (equal to the installed distribution's metadata version).
 __version__ = "0.1.0"
 
 __all__ = [

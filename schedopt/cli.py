@@ -414,6 +414,7 @@ def _add_solve_options(p: argparse.ArgumentParser, time_limit: float | None = No
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``schedopt`` command line's parser (every subcommand, those of the simulator and the traces included)."""
     fmt = argparse.RawDescriptionHelpFormatter
     p = _Parser(
         prog="schedopt",
@@ -560,6 +561,8 @@ def _configure_logging(verbose: bool) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``schedopt`` command line on ``argv`` (default ``sys.argv[1:]``); the exit code
+    (:data:`~schedopt.cli_support.EXIT_CODES`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     _Parser.json_errors = "--json" in argv
     if len(argv) >= 2 and argv[0] == "bench" and argv[1] == "report":

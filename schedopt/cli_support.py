@@ -54,7 +54,10 @@ __all__ = [
     "unit_interval",
 ]
 
+#: The exit codes of every command: 0 a solution held, 1 none, 2 bad input, 3 backend, 4 internal error, 130
+#: interrupted.
 EXIT_OK, EXIT_NO_SOLUTION, EXIT_INPUT, EXIT_BACKEND, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+#: Exit code -> what it means (the table of the command line's page).
 EXIT_CODES: Mapping[int, str] = {
     EXIT_OK: "success: a solution is held (optimal, or feasible: a limit hit with an incumbent, or a heuristic's)",
     EXIT_NO_SOLUTION: "no solution: infeasible, unbounded, a limit hit before any incumbent, a solver error",
@@ -64,6 +67,7 @@ EXIT_CODES: Mapping[int, str] = {
     EXIT_INTERRUPTED: "interrupted (Ctrl-C); solve prints what it holds (an incumbent, if any), bench keeps the runs "
                       "that finished",
 }
+#: The version of the ``--json`` documents (``schedopt/schemas/cli.schema.json``).
 JSON_VERSION = 1
 
 _SOLVED = (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE)
@@ -113,14 +117,17 @@ def _number(text: str, cast: type, ok: Callable[[float], bool], what: str) -> An
 
 
 def positive_int(text: str) -> int:
+    """An ``argparse`` type: an integer >= 1."""
     return _number(text, int, lambda v: v >= 1, "a positive integer")
 
 
 def nonneg_int(text: str) -> int:
+    """An ``argparse`` type: an integer >= 0."""
     return _number(text, int, lambda v: v >= 0, "an integer >= 0")
 
 
 def positive_float(text: str) -> float:
+    """An ``argparse`` type: a positive finite number."""
     return _number(text, float, lambda v: 0 < v < float("inf"), "a positive finite number")
 
 
@@ -130,6 +137,7 @@ def seed_int(text: str) -> int:
 
 
 def unit_interval(text: str) -> float:
+    """An ``argparse`` type: a number in [0, 1]."""
     return _number(text, float, lambda v: 0.0 <= v <= 1.0, "a number in [0, 1]")
 
 
@@ -149,6 +157,7 @@ def csv_ints(text: str) -> list[int]:
 
 
 def csv_names(text: str) -> list[str]:
+    """``highs,cpsat`` -> ``['highs', 'cpsat']``; an empty item is an ``argparse`` error."""
     names = [s.strip() for s in text.split(",")]
     if not all(names):
         raise argparse.ArgumentTypeError(f"must be comma-separated names without empty items, got {text!r}")

@@ -367,7 +367,7 @@ def to_linopy(model: LinearModel) -> Any:
     unique, positions otherwise; an integer block with bounds other than [0, 1] stays integer), one constraint per
     family and sign (``<family>`` for a family of one sign, ``<family>_lower`` / ``<family>_upper`` for the two
     sides of ranged rows; dimension ``<family>_row``), the objective; a nonzero constant rides on a variable
-    :data:`LINOPY_CONSTANT` fixed at 1 (linopy's objective has no constant). Needs linopy (an optional extra)."""
+    ``LINOPY_CONSTANT`` fixed at 1 (linopy's objective has no constant). Needs linopy (an optional extra)."""
     import linopy
     import pandas as pd
     import xarray as xr
@@ -443,7 +443,7 @@ def from_linopy(lm: Any, name: str = "model") -> LinearModel:
 def linopy_parts(lm: Any, name: str = "model") -> ModelParts:
     """The parts of a :class:`~schedopt.LinearModel` from a linear ``linopy.Model``: one block per linopy variable (shape and
     labels from its coordinates; integer / binary kept), one family per linopy constraint (labels: its coordinates,
-    joined by "," when it has several dimensions), the objective and its sense; the variable :data:`LINOPY_CONSTANT`
+    joined by "," when it has several dimensions), the objective and its sense; the variable ``LINOPY_CONSTANT``
     written by :func:`to_linopy` becomes the objective constant again. Masked entries are an error."""
     M = lm.matrices
     vlabels = np.asarray(M.vlabels)

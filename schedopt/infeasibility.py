@@ -1,6 +1,7 @@
 """Explain an infeasible model in its own names: which constraint families (and which labelled rows) conflict.
 
 Strategy:
+
 1. If the LP relaxation is already infeasible, HiGHS's irreducible infeasible subsystem (IIS) of the relaxation
    gives the conflicting rows directly.
 2. Otherwise (only the integer model is infeasible) a **deletion filter over families**: drop one family at a time

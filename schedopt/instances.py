@@ -24,7 +24,9 @@ from .problem import ProblemIO, problem_of, problems, register_problem
 __all__ = ["ENVELOPE_KEYS", "SCHEMA", "VERSION", "ProblemIO", "dumps", "load", "loads", "parse_json", "problems",
            "read_text", "register_problem", "save"]
 
+#: The ``schema`` field of every instance file.
 SCHEMA = "schedopt.instance"
+#: The instance file format's version.
 VERSION = 1
 
 
@@ -33,6 +35,7 @@ def _io_for_instance(instance: Any) -> ProblemIO:
 
 
 def dumps(instance: Any, generator: dict | None = None) -> str:
+    """The versioned JSON document of ``instance`` (``schema``, ``version``, ``problem``, ``generator``, ``data``)."""
     io = _io_for_instance(instance)
     doc = {"schema": SCHEMA, "version": VERSION, "problem": io.name, "generator": generator, "data": io.to_data(instance)}
     return json.dumps(doc, indent=1, sort_keys=False, allow_nan=False)

@@ -92,7 +92,7 @@ class VarKind(StrEnum):
 
 @dataclass(frozen=True)
 class VarBlock:
-    """A named block of variables occupying columns ``start .. start + size`` of the model.
+    """A named block of variables occupying columns ``start`` to ``start + size - 1`` of the model.
 
     ``labels`` holds one sequence of labels per axis (e.g. job ids and configuration names), or ``None``.
     """
@@ -128,7 +128,7 @@ class VarBlock:
 
 @dataclass(frozen=True)
 class ConstraintFamily:
-    """A named family of rows ``lower <= A x <= upper`` occupying rows ``start .. start + size``."""
+    """A named family of rows ``lower <= A x <= upper`` occupying rows ``start`` to ``start + size - 1``."""
 
     name: str
     start: int
@@ -419,7 +419,7 @@ class LinearModel:
         self.num_rows = 0
         self._cache: ModelArrays | None = None
         self._owned: sp.csr_matrix | None = None  # the matrix _add_constraints_owned is handing over, if any
-        #: nonzero coefficients below :data:`TINY_COEFFICIENT` dropped so far (rows and objective)
+        #: nonzero coefficients below ``TINY_COEFFICIENT`` dropped so far (rows and objective)
         self.dropped_coefficients = 0
         self._created = time.perf_counter()
         #: seconds spent building the model; set by problem builders (``None`` when unknown)

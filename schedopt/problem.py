@@ -391,6 +391,8 @@ def problem_names() -> list[str]:
 
 
 def get_problem(name: str) -> ProblemIO:
+    """The registered problem ``name`` (``sia``, ``synergy``, ...); an unknown name is an ``InputError`` listing the
+    known ones."""
     probs = problems()
     if name not in probs:
         raise InputError("problem", name, f"must be one of {sorted(probs)}")

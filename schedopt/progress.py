@@ -25,7 +25,7 @@ class Progress:
 
     ``enabled``: ``None`` (auto) draws the bar when the stream is a terminal and otherwise writes a plain line at most
     every ``interval`` seconds and a last one at :meth:`close`; ``True`` forces the bar, ``False`` writes nothing.
-    :attr:`mode` says which: ``"bar"``, ``"lines"`` or ``"off"``.
+    ``mode`` says which: ``"bar"``, ``"lines"`` or ``"off"``.
     """
 
     def __init__(self, total: int, enabled: bool | None = None, stream: TextIO | None = None, width: int = 24,

@@ -44,6 +44,7 @@ from .errors import InputError
 
 __all__ = ["SECTIONS", "VERDICTS", "ClaimVerdict", "Plan", "add_parser", "judge", "plan", "reproduce_sia"]
 
+#: The sections of ``schedopt reproduce sia``: the main table, adaptivity, load, sensitivity, scale.
 SECTIONS = ("main", "adaptivity", "load", "sensitivity", "scale")
 
 #: The paper's claims, as issue 31 summarises them (Sia, SOSP'23), one per section.

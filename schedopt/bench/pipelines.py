@@ -197,6 +197,7 @@ def instance_hash(instance: Any, problem: str = "") -> str:
 
 
 def model_sizes(model: Any) -> dict[str, Any]:
+    """The model's size as a benchmark record stores it: variables, integer variables, constraints, nonzeros, sense."""
     a = model.to_arrays()
     return {"variables": a.num_cols, "integer_variables": int(a.integrality.sum()), "constraints": a.num_rows,
             "nonzeros": int(a.A.nnz), "sense": model.sense}

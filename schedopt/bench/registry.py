@@ -45,6 +45,7 @@ __all__ = [
 
 #: GPU counts swept by default, and the large sizes run on request (``sizes="large"`` or ``"all"``)
 DEFAULT_SIZES: tuple[int, ...] = (64, 128, 256, 512, 1024, 2048)
+#: GPU counts of the large sweep (``sizes="large"`` or ``"all"``).
 LARGE_SIZES: tuple[int, ...] = (4096, 8192, 16384)
 
 Hook = Callable[..., Any] | str | None
@@ -235,6 +236,8 @@ def specs() -> dict[str, BenchSpec]:
 
 
 def get_spec(spec_or_name: BenchSpec | str) -> BenchSpec:
+    """The benchmark spec ``spec_or_name`` names (a spec passes through); an unknown name is an ``InputError``
+    listing the known ones."""
     if isinstance(spec_or_name, BenchSpec):
         return spec_or_name
     all_specs = specs()

@@ -27,6 +27,7 @@ from .state import ClusterState, GandivaJob, Slot, nodes_needed, validate_job
 
 __all__ = ["TIERS", "Allocation", "allocate", "find_nodes"]
 
+#: Gandiva's placement tiers, best first: affinity, unaffinitized, fragmented, time-sliced.
 TIERS = ("affinity", "unaffinitized", "fragmented", "timeslice")
 
 

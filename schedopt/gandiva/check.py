@@ -171,16 +171,19 @@ def check_defragmentation(before: ClusterState, job: GandivaJob, d: Defragmentat
 
 
 def assert_state(state: ClusterState) -> None:
+    """Raise :class:`~schedopt.problem.ViolationError` if :func:`check_state` finds a violation."""
     assert_valid(check_state(state), "gandiva cluster state")
 
 
 def assert_packing(
     state: ClusterState, jobs: Sequence[GandivaJob], packing: Packing, profiles: Profiles | None = None
 ) -> None:
+    """Raise :class:`~schedopt.problem.ViolationError` if :func:`check_packing` finds a violation."""
     assert_valid(check_packing(state, jobs, packing, profiles), "gandiva packing")
 
 
 def assert_defragmentation(before: ClusterState, job: GandivaJob, d: Defragmentation) -> None:
+    """Raise :class:`~schedopt.problem.ViolationError` if :func:`check_defragmentation` finds a violation."""
     assert_valid(check_defragmentation(before, job, d), "gandiva defragmentation")
 
 

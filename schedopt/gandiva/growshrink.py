@@ -16,6 +16,7 @@ __all__ = ["GrowShrink", "grow", "grown_jobs", "shrink"]
 
 
 def grown_jobs(state: ClusterState) -> list[str]:
+    """The jobs that hold more GPU slots than they requested (grown by :func:`grow`)."""
     return [j for j, sl in state.slots.items() if len(sl) > state.jobs[j].gpus]
 
 

@@ -93,6 +93,7 @@ def _job_to_data(j: GandivaJob) -> dict[str, Any]:
 
 
 def to_data(inst: GandivaInstance) -> dict[str, Any]:
+    """The JSON ``data`` object of an instance (the inverse of :func:`from_data`)."""
     return {
         "operation": inst.operation,
         "nodes": [{"name": n.name, "gpus": n.gpus, "gpu_memory": n.gpu_memory} for n in inst.nodes],
@@ -151,6 +152,8 @@ def _list(d: dict, key: str, path: str, default: Any = ...) -> list:
 
 
 def from_data(data: dict[str, Any]) -> GandivaInstance:
+    """The :class:`~schedopt.gandiva.GandivaInstance` of a JSON ``data`` object; bad input is an ``InputError``
+    naming the field."""
     p = "data"
     if not isinstance(data, dict):
         raise InputError(p, type(data).__name__, "must be a JSON object")
@@ -350,6 +353,7 @@ def size(inst: GandivaInstance) -> tuple[int, int]:
 
 
 def explain_instance(inst: GandivaInstance) -> str:
+    """A few lines on the instance: its operation, nodes, jobs, heights and affinities (``schedopt explain``)."""
     st = inst.state()
     lines = [
         f"Gandiva {inst.operation}: {len(inst.nodes)} nodes / {st.num_gpus} GPUs, {len(inst.jobs)} placed jobs, "
@@ -423,6 +427,7 @@ def generate(gpus: int, seed: int = 0, *, operation: str = "pack", gpus_per_node
     )
 
 
+#: Gandiva's registration: file format, generator, builder, decoder and checker (``schedopt solve``, the benchmark).
 PROBLEM_IO = ProblemIO(
     name="gandiva",
     cls=GandivaInstance,

@@ -27,6 +27,8 @@ def profiles(draw: Any, min_types: int = 1, max_types: int = 4) -> Profiles:
 
 @st.composite
 def nodes(draw: Any, min_nodes: int = 1, max_nodes: int = 4, max_gpus: int = 4, memories: tuple = (1.0,)) -> list[Node]:
+    """Hypothesis strategy: a list of Gandiva :class:`~schedopt.gandiva.Node` (GPUs per node and GPU memory drawn in
+    range)."""
     n = draw(st.integers(min_nodes, max_nodes))
     return [Node(f"n{i}", draw(st.integers(1, max_gpus)), draw(st.sampled_from(memories))) for i in range(n)]
 
@@ -98,6 +100,7 @@ def defrag_cases(draw: Any, max_nodes: int = 4, max_gpus: int = 4) -> tuple[Clus
 
 @st.composite
 def traces(draw: Any, max_jobs: int = 12) -> tuple[list[Node], list[GandivaJob]]:
+    """Hypothesis strategy: up to three nodes and up to ``max_jobs`` jobs that fit on the largest of them."""
     ns = draw(nodes(1, 3, 4))
     cap = max(n.gpus for n in ns)
     n = draw(st.integers(1, max_jobs))

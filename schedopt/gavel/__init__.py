@@ -40,6 +40,7 @@ __all__ = [
     "to_data",
 ]
 
+#: Gavel's registration: file format, generator, builder, decoder and checker.
 PROBLEM_IO = ProblemIO(
     name="gavel",
     cls=GavelSpec,

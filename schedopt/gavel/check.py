@@ -13,6 +13,7 @@ from .spec import GavelSpec
 
 __all__ = ["TOL", "check_allocation"]
 
+#: The checker's tolerance on capacities and time fractions.
 TOL = 1e-6
 
 

@@ -37,6 +37,7 @@ def _f(v: float) -> float | None:
 
 
 def to_data(spec: GavelSpec) -> dict[str, Any]:
+    """The JSON ``data`` object of a :class:`~schedopt.gavel.GavelSpec` (the inverse of :func:`from_data`)."""
     if not isinstance(spec, GavelSpec):
         raise InputError("instance", type(spec).__name__, "must be a GavelSpec")
     jobs = []
@@ -157,10 +158,12 @@ def build_instance(spec: GavelSpec) -> Formulation[GavelIndex]:
 
 
 def decode_instance(spec: GavelSpec, formulation: Formulation[GavelIndex], result: SolveResult) -> GavelAllocation:
+    """The :class:`~schedopt.gavel.GavelAllocation` read from ``result`` (:func:`~schedopt.gavel.decode`)."""
     return decode(spec, formulation, result)
 
 
 def check_instance(spec: GavelSpec, answer: Any) -> list[Violation]:
+    """The violations of ``answer`` on ``spec`` (:func:`~schedopt.gavel.check_allocation`)."""
     return check_allocation(spec, answer)
 
 

@@ -32,6 +32,7 @@ from ._validate import InputError
 
 __all__ = ["EstimateSource", "GoodputEstimator", "Measurement", "profile_params"]
 
+#: Where a goodput estimate comes from: the profiles, Sia's bootstrap, or measurements.
 EstimateSource = Literal["profile", "bootstrap", "measured"]
 
 

@@ -24,6 +24,7 @@ from ._validate import (
 
 __all__ = ["GAMMA_STARTS", "PARAM_NAMES", "ThroughputParams", "blas_threads", "fit_throughput", "prediction_errors"]
 
+#: The throughput model's seven parameters, in the order of :class:`ThroughputParams`.
 PARAM_NAMES = ("alpha_c", "beta_c", "alpha_n", "beta_n", "alpha_r", "beta_r", "gamma")
 
 #: Network time (seconds) used for a single replica, and the ``eps`` in ``max(r - 2, eps)`` (as in Pollux).
@@ -390,7 +391,7 @@ def fit_throughput(
     seen; (alpha_n, beta_n) = 1.1 (alpha_r, beta_r) without multi-node rows; alpha_r (beta_r) at the floor
     without single-node rows with r > 1 (r > 2).  ``alpha_n >= 1.1 alpha_r`` and ``beta_n >= 1.1 beta_r``
     always hold (the fit parameterises ``alpha_n = 1.1 alpha_r + d_alpha_n`` with ``d_alpha_n > 0``).
-    ``gamma_starts``: the starting gammas (default :data:`GAMMA_STARTS`; a refit may start from the last gamma
+    ``gamma_starts``: the starting gammas (default ``GAMMA_STARTS``; a refit may start from the last gamma
     alone, six times faster). ``blas_threads``: the BLAS threads the fit may use (default 1: OpenBLAS's pool makes
     L-BFGS-B on seven parameters 5-8x slower; None leaves the pool as it is).
     """

@@ -172,6 +172,7 @@ def _cli_generate(gpus: int = 8, seed: int = 0, **kw: Any) -> HeterPSProblem:
     return generate(kw.pop("model", "ctrdnn"), seed, gpus=gpus, **kw)
 
 
+#: HeterPS's registration: file format, generator, builder, decoder and checker.
 PROBLEM_IO = HETERPS_IO = ProblemIO(
     name="heterps", cls=HeterPSProblem, to_data=to_data, from_data=from_data, solve=solve, explain=_cli_explain,
     generate=_cli_generate, build=None, decode=None, check=check_plan, size=size, methods=METHODS,

@@ -19,6 +19,7 @@ __all__ = ["CPU_PRICE", "GPU_PRICE", "MAX_UNITS", "HeterPSProblem", "Layer", "Re
 
 #: the paper's prices, $ per unit-hour
 CPU_PRICE = 0.04
+#: the paper's GPU price, $ per unit-hour
 GPU_PRICE = 2.42
 #: the range of the problem's scalars (batch sizes, samples, epochs, throughput floor): far from float under/overflow
 SCALAR_RANGE = (1e-30, 1e30)

@@ -184,7 +184,7 @@ class BindingMixin:
     def take_root(self, t: VirtualCell, below: dict[int, list[VirtualCell]], sub: dict[int, int]) -> int:
         """A physical cell for preassigned virtual cell ``t`` (taken out of the free space), its subtree to bind
         mapped into ``sub``; -1 when none. ``buddy="healthy_first"``: the buddy rule on the healthy free lists
-        (guarded next to failed nodes by :meth:`split_allowed`); ``buddy="hived"``: hivedscheduler's buddy
+        (guarded next to failed nodes by ``split_allowed``); ``buddy="hived"``: hivedscheduler's buddy
         allocation on health-blind free lists (``buddyAlloc`` then ``safeRelaxedBuddyAlloc``)."""
         ph = self.phys
         ci, k = t.ci, t.level

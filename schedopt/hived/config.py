@@ -128,7 +128,7 @@ def load_hived_config(path_or_dict: str | Path | Mapping[str, Any]) -> tuple[Phy
 
     Errors are :class:`InputError` naming the key path (prefixed with the file, ``FILE:physicalCluster...``, when
     read from a file): a directory, non-UTF-8 text, invalid YAML, a key written twice, an unknown key, a size above
-    :data:`~schedopt.hived.cells.MAX_GPUS`."""
+    ``schedopt.hived.cells.MAX_GPUS``."""
     if isinstance(path_or_dict, str | Path):
         doc = _read_file(path_or_dict)
         try:

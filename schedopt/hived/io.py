@@ -49,6 +49,7 @@ class HivedInstance:
 
 
 def to_data(inst: HivedInstance) -> dict[str, Any]:
+    """The JSON ``data`` object of an instance (the inverse of :func:`from_data`)."""
     ops: list[dict[str, Any]] = []
     for op in inst.ops:
         if isinstance(op, Release):
@@ -75,6 +76,7 @@ def _no_unknown_keys(d: dict[str, Any], allowed: tuple[str, ...], path: str) -> 
 
 
 def from_data(data: dict[str, Any]) -> HivedInstance:
+    """The :class:`~schedopt.hived.HivedInstance` of a JSON ``data`` object (its config, bad nodes and operations)."""
     if not isinstance(data, dict):
         raise InputError("data", data, "must be an object")
     _no_unknown_keys(data, DATA_KEYS, "data")
@@ -302,6 +304,7 @@ def solve_instance(inst: HivedInstance, backend: str | None = None,
 
 
 def explain_instance(inst: HivedInstance) -> str:
+    """The VC assignment checked both ways (counting and exact), with what each chain has left per level."""
     c = check_vc_assignment(inst.cluster, inst.vcs, "counting", bad_nodes=inst.bad_nodes)
     e = check_vc_assignment(inst.cluster, inst.vcs, "exact", bad_nodes=inst.bad_nodes)
     lines = [f"counting: {c}", f"exact:    {e}"]
@@ -312,10 +315,12 @@ def explain_instance(inst: HivedInstance) -> str:
 
 
 def generate_instance(gpus: int = 2048, seed: int = 0, n_vcs: int = 4, fill: float = 0.9, **kw: Any) -> HivedInstance:
+    """A seeded instance: a generated cluster of ``gpus`` GPUs and ``n_vcs`` virtual clusters filling ``fill`` of it."""
     cluster = generate_cluster(gpus, **kw)
     return HivedInstance(cluster, generate_vcs(cluster, n_vcs, seed, fill))
 
 
+#: HiveD's registration: file format, generator, builder, decoder and checker.
 PROBLEM_IO = ProblemIO(name="hived", cls=HivedInstance, to_data=to_data, from_data=from_data, solve=solve,
                        explain=explain_instance, generate=generate_instance, build=build_instance,
                        decode=decode_instance, check=check_answer, size=instance_size, methods=("exact", "counting"),

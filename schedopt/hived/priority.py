@@ -25,11 +25,17 @@ __all__ = [
     "weighted_max_min",
 ]
 
+#: The two kinds of HiveD job: guaranteed (within its VC's quota) and opportunistic.
 GUARANTEED = "guaranteed"
+#: An opportunistic job runs on idle cells and is preempted first.
 OPPORTUNISTIC = "opportunistic"
+#: The highest priority of a guaranteed job.
 MAX_GUARANTEED_PRIORITY = 1000
+#: The lowest priority of a guaranteed job.
 MIN_GUARANTEED_PRIORITY = 0
+#: The priority every opportunistic job has.
 OPPORTUNISTIC_PRIORITY = -1
+#: The priority of a free GPU.
 FREE_PRIORITY = -2
 
 

@@ -20,7 +20,9 @@ from .priority import FREE_PRIORITY
 
 __all__ = ["BAD_NODE", "INSUFFICIENT", "NodeView", "VirtualCell", "best_affinity", "build_virtual_tree", "find_placement"]
 
+#: Why a placement failed: only a bad (failed) node could hold it.
 BAD_NODE = "have to use at least one bad node"
+#: Why a placement failed: not enough free capacity.
 INSUFFICIENT = "insufficient capacity"
 
 

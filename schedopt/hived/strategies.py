@@ -159,5 +159,6 @@ def cluster_and_pinned_vcs(draw: Any, **kw: Any) -> tuple[PhysicalCluster, list[
 
 @st.composite
 def cluster_and_invalid_vcs(draw: Any, **kw: Any) -> tuple[PhysicalCluster, list[VirtualCluster]]:
+    """Hypothesis strategy: a cluster (:func:`clusters`) and a VC assignment it cannot hold."""
     cl = draw(clusters(**kw))
     return cl, draw(invalid_assignments(cl))

@@ -50,7 +50,7 @@ _HAS_ORTOOLS: bool | None = None
 
 def default_residual_backend(columns: int | None = None) -> str:
     """CP-SAT when OR-Tools is installed (measured much faster on the aggregated residual), else HiGHS. With
-    ``columns`` (the residual's size): HiGHS for a residual of fewer than :data:`CPSAT_MIN_COLUMNS` columns while
+    ``columns`` (the residual's size): HiGHS for a residual of fewer than ``CPSAT_MIN_COLUMNS`` columns while
     CP-SAT is not loaded in this process yet, so that a cold small solve does not pay OR-Tools' first load (about
     0.3-1 s; a 64-GPU ``schedopt solve`` took 1.3 s of which 0.08 s was the solve), and HiGHS solves such a residual
     in milliseconds too (saturn/1's 303 residuals of at most 67 columns: the same CPU time within noise)."""
@@ -185,7 +185,7 @@ class ResidualClosure:
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
         """What :meth:`table` needs (the integer weights on the rows the residual uses, each row's limit, the
         class of every column, the cells), or None when the weights are not integers or the table would exceed
-        :data:`TABLE_MAX_CELLS` cells."""
+        ``TABLE_MAX_CELLS`` cells."""
         ast = self.agg.st
         K = ast.K
         m = res_cols.size

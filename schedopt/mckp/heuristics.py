@@ -18,7 +18,7 @@ __all__ = ["GreedyRepair", "kick_search", "local_search"]
 
 
 class GreedyRepair:
-    """Makes a group choice feasible (:meth:`repair`) and improves it greedily (:meth:`improve`) on ``st``.
+    """Makes a group choice feasible (:meth:`GreedyRepair.repair`) and improves it greedily (:meth:`GreedyRepair.improve`) on ``st``.
 
     ``pool`` restricts the upgrade candidates to a screened part of the columns (all columns when None);
     ``deadline`` (a ``time.perf_counter()`` value) bounds :meth:`improve`."""

@@ -43,12 +43,12 @@ class MckpOptions:
     """The options of the mckp algorithm (``schedopt.solve(model, "mckp", exact=False, ...)``).
 
     ``kick_seconds=None`` means 0.03 s, or 0.005 s when ``mip_rel_gap < 1e-5`` (there the kicks can seldom give a
-    proof and only shrink the residual problem), and at most :data:`KICK_SECONDS_PER_COLUMN` per aggregated column
+    proof and only shrink the residual problem), and at most ``KICK_SECONDS_PER_COLUMN`` per aggregated column
     (a small instance goes to its cheap residual solve instead). ``residual_backend=None``: CP-SAT when OR-Tools is installed,
     else HiGHS (HiGHS also for a residual of under 200 columns while CP-SAT is not loaded yet); ``residual_form``: ``"auto"`` (integer counts for CP-SAT, binaries per member otherwise),
     ``"integer"`` or ``"binary"``. ``race_backend``: when the exact mode (core and residual steps) is still running
     ``race_delay`` seconds after it began (None: as long as the solve has taken so far, at least
-    :data:`RACE_DELAY_MIN`), this backend solves the whole model in a second thread, warm-started from the
+    ``RACE_DELAY_MIN``), this backend solves the whole model in a second thread, warm-started from the
     incumbent, and the first proof wins (the other solve is stopped): a bound on how much slower than that backend
     mckp can be on a structure hard for its exact mode (tied coefficients); None: no race. Needs the model
     (``MckpSolver(model=...)``; the backend passes it). ``search_nodes``: the node budget of the residual's own
@@ -348,7 +348,7 @@ class MckpSolver:
         """When the gap is still open after the local search and the kicks from the best start (the LP's rounded
         counts), the same from the Lagrangian choice repaired, when that was the worse start: they end in different
         local optima, and one more local search costs far less than the residual MIP that follows otherwise (a
-        2,048-GPU exact instance, seed 2: 235 -> 56 ms CPU). Only from :data:`SECOND_START_COLUMNS` aggregated
+        2,048-GPU exact instance, seed 2: 235 -> 56 ms CPU). Only from ``SECOND_START_COLUMNS`` aggregated
         columns up: below, the residual MIP is cheap (a 256-GPU preset instance: 12 ms) and the second start cost
         more than it saved. The better end is kept."""
         alt = self._second_start

@@ -80,6 +80,7 @@ __all__ = [
     "to_data",
 ]
 
+#: Pollux's registration: file format, generator, builder, decoder and checker.
 PROBLEM_IO = ProblemIO(
     name="pollux",
     cls=PolluxSpec,

@@ -14,6 +14,7 @@ from .spec import EPS, PolluxSpec
 
 __all__ = ["TOL", "check_allocation"]
 
+#: The checker's tolerance.
 TOL = 1e-6
 
 

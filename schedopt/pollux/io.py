@@ -35,6 +35,8 @@ _JOB = ("id", "base", "restart_factor", "cap", "rigid", "current", "goodput")
 
 
 def to_data(spec: PolluxSpec) -> dict[str, Any]:
+    """The JSON ``data`` object of a :class:`~schedopt.pollux.PolluxSpec` (one without a per-job view or own
+    columns)."""
     if not isinstance(spec, PolluxSpec):
         raise InputError("instance", type(spec).__name__, "must be a PolluxSpec")
     if spec.view is not None or spec.cols.ids != node_columns(spec.cluster).ids:
@@ -189,6 +191,7 @@ def generate(gpus: int, seed: int, jobs_per_gpu: float = 0.25, **unknown: Any) -
 
 
 def check_instance(spec: PolluxSpec, answer: Any) -> list[Violation]:
+    """The violations of ``answer`` on ``spec`` (:func:`~schedopt.pollux.check_allocation`)."""
     return check_allocation(spec, answer)
 
 
@@ -206,4 +209,6 @@ def size(spec: PolluxSpec) -> tuple[int, int]:
 
 
 def solve_instance(spec: PolluxSpec, options: Any = None) -> PolluxAnswer:
+    """Solve ``spec`` (:func:`~schedopt.pollux.solve_spec`) with ``options`` (a
+    :class:`~schedopt.problem.SolveOptions` or None)."""
     return solve_spec(spec, options if isinstance(options, SolveOptions) or options is None else None)

@@ -10,6 +10,7 @@ from typing import Any
 
 __all__ = ["NAMES", "load"]
 
+#: The shipped JSON Schemas: instance files, ``--json`` output, simulation records, the decision service.
 NAMES = ("instance", "cli", "sim_record", "service")
 
 

@@ -13,6 +13,7 @@ from .spec import ShockwaveSpec
 
 __all__ = ["TOL", "check_plan"]
 
+#: The checker's tolerance.
 TOL = 1e-6
 
 

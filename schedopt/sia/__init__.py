@@ -64,6 +64,7 @@ __all__ = [
     "virtual_bins",
 ]
 
+#: Sia's registration: file format, generator, builder, decoder and checker.
 PROBLEM_IO = ProblemIO(
     name="sia",
     cls=SiaInstance,

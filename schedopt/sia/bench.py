@@ -31,6 +31,7 @@ def sia_prepare(instance: Any) -> Any:
 
 
 def sia_build(problem: Any) -> Any:
+    """The benchmark's build phase: check the forced jobs, then build the model."""
     problem.check_forced()
     return problem.build()
 
@@ -43,19 +44,23 @@ def sia_decode(problem: Any, result: Any) -> Any:
 
 
 def sia_place(problem: Any, allocation: Any) -> Any:
+    """The benchmark's placement phase: place the allocation on the cluster (rigid jobs kept whole)."""
     from .placement import place
 
     return place(problem.cluster, allocation, rigid=[j.id for j in problem.jobs if getattr(j, "kind", None) == "rigid"])
 
 
 def sia_jobs(instance: Any) -> int:
+    """The benchmark's jobs column: the instance's jobs."""
     return len(instance.jobs)
 
 
 def sia_gpus(instance: Any) -> int:
+    """The benchmark's size column: the cluster's GPUs."""
     return int(instance.cluster.num_gpus)
 
 
+#: Sia's benchmark spec: the goodput matrix, the model, the placement and the cvxpy baselines timed apart.
 SIA_SPEC = BenchSpec(
     name="sia",
     problem="sia",

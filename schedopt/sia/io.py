@@ -300,6 +300,7 @@ def explain_instance(inst: SiaInstance) -> str:
 
 
 def generate(gpus: int, seed: int, **kw: Any) -> SiaInstance:
+    """A seeded Sia instance of ``gpus`` GPUs (:func:`~schedopt.sia.generate_instance`)."""
     return generate_instance(gpus, seed, **kw)
 
 

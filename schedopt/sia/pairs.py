@@ -92,6 +92,8 @@ class JobArrays:
 
 
 def job_arrays(jobs: Sequence[Job], type_names: Sequence[str], current: np.ndarray) -> JobArrays:
+    """The jobs' fields as arrays (kind, GPU bounds, scale unit, restarts, allowed types) for the vectorized pair
+    builder."""
     J, T = len(jobs), len(type_names)
     tpos = {t: k for k, t in enumerate(type_names)}
     allowed = np.ones((J, T), dtype=bool)

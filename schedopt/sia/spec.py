@@ -19,7 +19,9 @@ from ..errors import InputError
 __all__ = ["MAX_GPUS", "MAX_RESTARTS", "Cluster", "Config", "GpuType", "Job", "JobId", "JobKind", "config_parts",
            "pow2_blocks", "rewrap", "virtual_bins"]
 
+#: A job's kind in the Sia ILP: adaptive, strong-scaling or rigid.
 JobKind = Literal["adaptive", "strong", "rigid"]
+#: A job's id: a string or an integer.
 JobId = str | int
 KINDS = ("adaptive", "strong", "rigid")
 

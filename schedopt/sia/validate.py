@@ -56,7 +56,7 @@ def check_jobs(
 ) -> tuple[dict[JobId, int], np.ndarray]:
     """One pass over the jobs: types, duplicate ids, allowed types, current configurations, rigid counts (checked
     once per distinct (count, types)). Returns (job id -> position, current configuration's table position per job:
-    -1 not running, :data:`OUTSIDE_TABLE` running in a legal shape the caps removed)."""
+    -1 not running, ``OUTSIDE_TABLE`` running in a legal shape the caps removed)."""
     seen: dict[JobId, int] = {}
     tnames = cluster.type_names
     tset = set(tnames)

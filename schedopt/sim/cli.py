@@ -226,6 +226,7 @@ def _record_file(out: Path, r: Any) -> str:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    """``schedopt simulate``: run the sweep the arguments name and print (or write) its summary; the exit code."""
     from ..executors import open_executor, spec_from_flags
     from .metrics import summary_row
     from .runs import run_tasks
@@ -292,6 +293,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate_report(args: argparse.Namespace) -> int:
+    """``schedopt simulate report``: the summary table and figures of a folder of records; the exit code."""
     from .metrics import summary_row
     from .plots import jct_cdf, rho_cdf, utilization_plot
     from .records import atomic_write_text, read_record

@@ -122,6 +122,7 @@ def applications() -> dict[str, Application]:
 
 
 def application(name: str) -> Application:
+    """The zoo application ``name`` (``cifar10``, ``imagenet``, ...); an unknown name is an ``InputError``."""
     apps = applications()
     if name not in apps:
         raise InputError("application", name, f"unknown; have {sorted(apps)}")
@@ -207,6 +208,7 @@ SIA = JobModel(
 )
 # -- sia-eval: the SIA constants with the measured step times as the truth (schedopt.sim.measured) and ncf adaptive
 # (the published Sia simulator's ncf check, ``'ncf' in job.applications``, tests GPU-type keys and never fires) --
+#: The Sia job model with the measured step times as the truth and ncf adaptive (``schedopt reproduce sia``).
 SIA_MEASURED = JobModel(
     "sia-measured", restart_seconds=SIA.restart_seconds, slowdown=SIA.slowdown, max_local_bsz=SIA.max_local_bsz,
     rigid_apps={}, measured=True,
@@ -226,6 +228,7 @@ def _scale_units(app: str) -> Mapping[str, int]:
 
 
 def job_model(name: str | JobModel) -> JobModel:
+    """The job model ``name`` (``pollux``, ``sia``, ``sia-measured``; a :class:`JobModel` passes through)."""
     if isinstance(name, JobModel):
         return name
     if name not in _MODELS:

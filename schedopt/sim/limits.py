@@ -60,6 +60,7 @@ MAX_ROUND_SECONDS = 86400.0
 #: The latest arrival time and the largest time cap: ten years of simulated time, in seconds (the longest published
 #: trace, Philly's, spans about three months).
 MAX_ARRIVAL_SECONDS = 10 * _YEAR
+#: The largest time cap: the latest arrival plus 60 days.
 MAX_TIME_SECONDS = 10 * _YEAR + 60 * 86400.0  # the engine's default cap is the last arrival + 60 days
 #: No simulation runs more rounds than this (``ceil(stop / round_seconds)``), checked before the first round: 10**7
 #: rounds of 60 s are 19 years; at 1 s they are 116 days.
@@ -73,6 +74,7 @@ MAX_WORKERS = 1024
 #: A job's requested GPUs (replicas) and batch size: the largest cluster preset has 2**16 GPUs (HiveD's bound) and no
 #: application of the zoo trains above a global batch of 2**20 (ncf's largest profiled batch is 2**15 x 8).
 MAX_REPLICAS = 2**16
+#: The largest batch size a job may request.
 MAX_BATCH_SIZE = 2**24
 #: Jobs in one workload (the largest shipped trace has about 8,000).
 MAX_WORKLOAD_JOBS = 10**6

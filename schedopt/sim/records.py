@@ -53,7 +53,9 @@ __all__ = [
     "write_record",
 ]
 
+#: The ``format`` field of a simulation record (``schedopt/schemas/sim_record.schema.json``).
 RECORD_FORMAT = "schedopt.sim.record"
+#: The simulation record's version.
 RECORD_VERSION = 1
 
 #: The fields of a record that are wall-clock measurements (they differ between identical runs), as

@@ -347,10 +347,12 @@ def policies() -> list[str]:
 
 
 def placers() -> list[str]:
+    """The registered placers' names."""
     return _PLACERS.names()
 
 
 def admissions() -> list[str]:
+    """The registered admission rules' names."""
     return _ADMISSIONS.names()
 
 

@@ -214,6 +214,7 @@ class Verdict(Enum):
     REJECT = "reject"   #: never runs; its record says rejected
 
 
+#: An admission rule's three verdicts (:class:`Verdict`): accept, defer, reject.
 ACCEPT, DEFER, REJECT = Verdict.ACCEPT, Verdict.DEFER, Verdict.REJECT
 
 

@@ -85,6 +85,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: What a sweep does when a simulation fails: raise at once, or record the failure and go on.
 ON_ERROR = ("raise", "record")
 
 #: the first columns of ``summary.csv`` (the other flat columns of
@@ -164,6 +165,7 @@ def _short(v: Any) -> str:
 
 
 def task_label(task: Any) -> str:
+    """A task as a progress line names it: ``policy on workload seed N``."""
     pol = getattr(task, "policy", task)
     pol = pol if isinstance(pol, str) else str(getattr(pol, "name", type(pol).__name__))
     wl = str(getattr(task, "workload", ""))

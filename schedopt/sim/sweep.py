@@ -5,7 +5,7 @@ Runs on a local process pool by default, or on any executor passed in: a ``concu
 or Ray's ``ray.util.multiprocessing.Pool``). Each task is a :class:`SimTask` (plain, picklable: a policy is a
 registered name, a ``module:Class`` spec or a policy object); each result a :class:`~schedopt.sim.metrics.SimResult`
 whose ``meta`` names the task. The family that runs a task is found in :mod:`schedopt.sim.registry`
-(:func:`~schedopt.sim.registry.system_for`), never by a string here. Results come back in task order and are the
+(``schedopt.sim.families.system_for``), never by a string here. Results come back in task order and are the
 same on every executor (the simulation is deterministic). Progress: a bar on a terminal, a plain line every 30 s
 otherwise (``progress=True`` forces the bar, ``False`` silences it).
 """

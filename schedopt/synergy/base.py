@@ -43,10 +43,12 @@ __all__ = [
     "prop_option",
 ]
 
+#: The tolerance of Synergy's comparisons of resources.
 EPS = 1e-9
 
 
 def check_flag(name: str, v: Any) -> None:
+    """Raise ``InputError(name, v, ...)`` unless ``v`` is a bool."""
     if not isinstance(v, bool):
         raise InputError(name, v, "must be True or False")
 
@@ -153,6 +155,7 @@ def prop_option(opts: JobOptions, r: int) -> int:
 
 
 def largest_server(servers: Sequence[Server]) -> Server:
+    """The server with the most GPUs (then CPUs, then memory)."""
     return max(servers, key=lambda s: (s.gpus, s.cpus, s.mem_gb))
 
 

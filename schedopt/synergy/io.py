@@ -23,6 +23,7 @@ def _num(v: Any) -> Any:
 
 
 def to_data(inst: SynergyInstance) -> dict:
+    """The JSON ``data`` object of an instance (the inverse of :func:`from_data`)."""
     out: dict[str, Any] = {
         "servers": [{"gpus": int(s.gpus), "cpus": _num(s.cpus), "mem_gb": _num(s.mem_gb)} for s in inst.servers],
         "jobs": [
@@ -62,6 +63,8 @@ def _numbers(v: Any, path: str, depth: int) -> np.ndarray:
 
 
 def from_data(data: dict) -> SynergyInstance:
+    """The :class:`~schedopt.synergy.SynergyInstance` of a JSON ``data`` object; bad input is an ``InputError``
+    naming the field."""
     p = "data"
     if not isinstance(data, dict):
         raise InputError(p, type(data).__name__, "must be an object")
@@ -182,10 +185,12 @@ def check_instance(inst: SynergyInstance, answer: Answer) -> list[Violation]:
 
 
 def size_of(inst: SynergyInstance) -> tuple[int, int]:
+    """(GPUs, jobs)."""
     return sum(int(s.gpus) for s in inst.servers), len(inst.jobs)
 
 
 def explain_instance(inst: SynergyInstance) -> str:
+    """The demand against the cluster's totals and what the relaxed model (P1) says of it."""
     from .methods import build_p1
     from .spec import proportional_share
 
@@ -222,6 +227,7 @@ def _decode(inst: SynergyInstance, formulation: Formulation, result: SolveResult
     return decode(inst, formulation, result)
 
 
+#: Synergy's registration: file format, generator, builder, decoder and checker.
 PROBLEM_IO = ProblemIO(
     name="synergy",
     cls=SynergyInstance,

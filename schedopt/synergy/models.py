@@ -209,6 +209,7 @@ class PointIndex(NamedTuple):
 
 
 def point_index(opts: JobOptions) -> PointIndex:
+    """The distinct (CPU, memory) points of the options and each option's point."""
     pts = np.stack([opts.cpu, opts.mem], axis=1)
     uniq, inv = np.unique(pts, axis=0, return_inverse=True) if opts.size else (np.zeros((0, 2)), np.zeros(0, np.int64))
     return PointIndex(np.asarray(inv).ravel().astype(np.int64), uniq[:, 0], uniq[:, 1])

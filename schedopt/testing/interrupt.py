@@ -23,7 +23,7 @@ class Interrupted:
 def sigint_default() -> None:
     """``preexec_fn`` for a child that a test interrupts: SIGINT back to its default disposition, so the child's
     Python turns it into ``KeyboardInterrupt`` even when the test runs where SIGINT is ignored (a background job of
-    a non-interactive shell, ``nohup ... &``, passes SIG_IGN down to every process it starts)."""
+    a non-interactive shell, ``nohup CMD &``, passes SIG_IGN down to every process it starts)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 

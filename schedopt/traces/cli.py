@@ -70,6 +70,7 @@ def _check_output(path: str) -> None:
 
 
 def cmd_trace_stats(args: argparse.Namespace) -> int:
+    """``schedopt trace stats``: a trace's statistics (and figure); the exit code."""
     _check_plot(args.plot)
     trace = _read(args)
     st = trace_stats(trace, _cluster_gpus(args.cluster))
@@ -91,6 +92,7 @@ def cmd_trace_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_trace_convert(args: argparse.Namespace) -> int:
+    """``schedopt trace convert``: a trace to a simulator workload CSV; the exit code."""
     _check_output(args.output)
     trace = _read(args)
     app_map = None

@@ -49,6 +49,7 @@ __all__ = ["CLASSES", "CONFIGURATIONS", "DEFAULT_APP_MAP", "RULES", "GeneratedWo
 
 #: GPU-time classes (GPU-hours, upper bounds) and the application(s) each maps to
 CLASSES = (("small", 1.0), ("medium", 10.0), ("large", 100.0), ("xl", float("inf")))
+#: How a trace's jobs become workload jobs: Pollux's rule, Sia's, or the trace's own model names.
 RULES = ("pollux", "sia", "names")
 #: rule ``names``: the trace's own model name (``TraceJob.application``, matched by prefix) -> zoo application. The
 #: default covers Gavel's job types (same model and task where the zoo has one; Transformer and LM are the nearest

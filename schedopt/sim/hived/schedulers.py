@@ -282,6 +282,7 @@ class HivedScheduler:
         return sum(f // job.gpus_per_pod for f in free) >= job.pods
 
 
+#: HiveD's schedulers by name: the quota baseline and HiveD.
 SCHEDULERS = {"quota": QuotaScheduler, "hived": HivedScheduler}
 
 

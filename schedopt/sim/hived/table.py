@@ -74,6 +74,7 @@ def compare_table(cluster: str = "three-tenant", jobs: int = 1000, seeds: Sequen
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m schedopt.sim.hived.table``: the HiveD comparison table over seeds."""
     ap = argparse.ArgumentParser(prog="python -m schedopt.sim.hived.table", description=__doc__)
     ap.add_argument("--cluster", default="three-tenant")
     ap.add_argument("--jobs", type=int, default=1000)

@@ -54,6 +54,7 @@ CLUSTER_PRESETS: dict[str, tuple[str, str]] = {
     "tiny": ("schedopt.sim.hived", "tiny.yaml"),
     "example": ("schedopt.hived", "examples/example.yaml"),
 }
+#: The HiveD cluster preset a task without one runs on.
 DEFAULT_CLUSTER = "three-tenant"
 
 

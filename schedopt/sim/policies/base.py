@@ -20,7 +20,7 @@ from schedopt.sia import Cluster, Config, Placement
 
 __all__ = ["JOB_KINDS", "Decision", "GpuRequest", "JobView", "Policy", "RoundState"]
 
-#: What a :class:`JobView`'s ``kind`` may be (the Sia ILP's job kinds, :data:`schedopt.sia.KINDS`).
+#: What a :class:`JobView`'s ``kind`` may be (the Sia ILP's job kinds, ``schedopt.sia.spec.KINDS``).
 JOB_KINDS = ("adaptive", "strong", "rigid")
 
 

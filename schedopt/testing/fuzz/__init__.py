@@ -139,6 +139,8 @@ def survey(timeout: float = 5.0, only: str | None = None, progress: bool = False
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m schedopt.testing.fuzz``: the survey of every entry point under bad input; exit 1 if one lied or
+    crashed."""
     ap = argparse.ArgumentParser(prog="python -m schedopt.testing.fuzz", description=__doc__.splitlines()[0])
     ap.add_argument("--timeout", type=float, default=5.0, help="seconds per input (default 5)")
     ap.add_argument("--only", default=None, help="entry points whose name contains this text")

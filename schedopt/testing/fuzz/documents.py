@@ -70,6 +70,7 @@ def document_cases(data: dict[str, Any], family: str) -> list[Case]:
 
 
 def apply_document_case(data: dict[str, Any], case: Case) -> dict[str, Any]:
+    """A copy of ``data`` with the case's bad value put at its field (or an unknown key added beside it)."""
     path = _parse_path(case.field)
     if case.bad.label == "unknown key":
         parent = data
@@ -100,7 +101,7 @@ DOCUMENT_SOURCES: dict[str, dict[str, Any]] = {
 
 def document_entry(problem: str) -> tuple[EntryPoint, dict[str, Any]]:
     """The loader of ``problem``'s instance documents as an entry point: ``call(data=...)`` reads the document
-    through :func:`schedopt.instances.from_document`, then builds the model where the problem has one (or sizes
+    through ``schedopt.instances.from_document``, then builds the model where the problem has one (or sizes
     it)."""
     from ...instances import SCHEMA, VERSION, from_document
     from ...problem import get_problem
@@ -121,6 +122,7 @@ def document_entry(problem: str) -> tuple[EntryPoint, dict[str, Any]]:
 
 
 def run_document_case(problem: str, case: Case, timeout: float = 5.0) -> Outcome:
+    """Run one bad-document case against the problem's document entry point; its outcome."""
     entry, data = document_entry(problem)
     mutated = apply_document_case(data, case)
     e = EntryPoint(entry.name, entry.call, lambda: {"data": mutated}, entry.fields)
@@ -143,6 +145,7 @@ FILE_CASES: dict[str, Callable[[Path], Path]] = {
     "duplicate keys": lambda d: _write(d / "dup.json", b'{"schema": "schedopt.instance", "schema": "x", "version": 1}'),
 }
 
+#: Bad HiveD YAML files by name: each writes the file under a folder and returns its path.
 YAML_CASES: dict[str, Callable[[Path], Path]] = {
     "missing file": lambda d: d / "no-such-file.yaml",
     "a directory": lambda d: d,
