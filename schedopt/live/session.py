@@ -60,7 +60,7 @@ class _Layout:
     cluster's node names / GPU indices."""
 
     cluster: Cluster
-    name_of: Mapping[str, str]                     # policy node id -> live node name
+    name_of: Mapping[str, str]                     # policy node id -> live node name (the same names)
     id_of: Mapping[str, str]                       # live node name -> policy node id
     phys: Mapping[str, tuple[int, ...]]            # policy node id -> live GPU index of each of its GPUs
     logical: Mapping[str, Mapping[int, int]]       # live node name -> live GPU index -> policy GPU index
@@ -74,10 +74,12 @@ class _Layout:
 
 
 def _layout(cs: ClusterState, held: Mapping[str, set[int]]) -> _Layout:
-    """The policy's cluster: up nodes with their healthy GPUs, drained nodes with the healthy GPUs jobs hold there
-    (none: left out), down nodes left out; node ids ``<type>-<k>`` in the cluster state's order."""
+    """The policy's cluster (:class:`schedopt.cluster.Cluster` with the live node names): up nodes with their
+    healthy GPUs, drained nodes with the healthy GPUs jobs hold there (none: left out), down nodes left out. A
+    type's nominal node size is its largest node's; a node with failed GPUs is a smaller node, its GPUs renumbered
+    past the failed ones (the plan maps them back)."""
     per_type: dict[str, list[tuple[NodeState, tuple[int, ...]]]] = {t: [] for t in cs.gpu_types}
-    nominal: dict[str, int] = {t: 0 for t in cs.gpu_types}
+    nominal: dict[str, int] = dict.fromkeys(cs.gpu_types, 1)
     for n in cs.nodes:
         nominal[n.gpu_type] = max(nominal[n.gpu_type], n.gpus)
         if n.health == "down":
@@ -87,20 +89,18 @@ def _layout(cs: ClusterState, held: Mapping[str, set[int]]) -> _Layout:
             gs = tuple(g for g in gs if g in held.get(n.name, ()))
         if gs:
             per_type[n.gpu_type].append((n, gs))
-    types, name_of, id_of, phys, logical = [], {}, {}, {}, {}
+    types = []
+    name_of: dict[str, str] = {}
+    phys: dict[str, tuple[int, ...]] = {}
+    logical: dict[str, dict[int, int]] = {}
     for t in cs.gpu_types:
         nodes = per_type[t]
-        sizes = {len(gs) for _, gs in nodes}
-        if len(sizes) > 1:
-            raise InputError("cluster.nodes", {n.name: len(gs) for n, gs in nodes},
-                             f"the usable nodes of GPU type {t} must hold equal numbers of usable GPUs")
-        size = sizes.pop() if sizes else nominal[t]
-        types.append(GpuType(t, size, len(nodes)))
-        for k, (n, gs) in enumerate(nodes):
-            nid = f"{t}-{k}"
-            name_of[nid], id_of[n.name], phys[nid] = n.name, nid, gs
+        types.append(GpuType(t, nominal[t], len(nodes), tuple(n.name for n, _ in nodes),
+                             tuple(len(gs) for _, gs in nodes)))
+        for n, gs in nodes:
+            name_of[n.name], phys[n.name] = n.name, gs
             logical[n.name] = {g: i for i, g in enumerate(gs)}
-    return _Layout(Cluster(tuple(types)), name_of, id_of, phys, logical,
+    return _Layout(Cluster(tuple(types)), name_of, name_of, phys, logical,
                    frozenset(n.name for n in cs.nodes if n.health == "drained"))
 
 
@@ -251,6 +251,8 @@ class Session:
             j.started, j.start, j.config = True, job.submitted, c
             j.max_profiled = max(j.max_profiled, c.n_gpus)  # the growth rule counts what it runs on now
             self.where[jid], self.configs[jid] = slots, c
+            j.nodes = {n: len(g) for n, g in slots}
+            j.rebatch()  # the batch its profile gives there (until the job reports its own)
         self.pending.append(j)
 
     def _check_slots(self, jid: str, placement: Mapping[str, tuple[int, ...]]) -> Slots:
