@@ -82,7 +82,7 @@ def time_decide(ex: ReplayExecutor, rounds: int,
 
 
 def measure(policy: str, gpus: int, rounds: int, warmup: int, route: str = "in-process") -> dict[str, object]:
-    s, ex = build_state(policy, gpus, warmup=warmup)
+    _, ex = build_state(policy, gpus, warmup=warmup)
     ts = time_decide(ex, rounds)
     cpu = np.array([t.cpu for t in ts]) * 1e3
     wall = np.array([t.wall for t in ts]) * 1e3
