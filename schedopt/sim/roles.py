@@ -66,7 +66,7 @@ class Placer(Protocol):
 @lru_cache(maxsize=16)
 def _node_sizes(cluster: Cluster) -> dict[str, int]:
     """node id -> GPUs of a cluster, kept per cluster (read only)."""
-    return {nid: t.gpus_per_node for t in cluster.gpu_types for nid in cluster.node_ids(t.name)}
+    return {nid: g for t in cluster.gpu_types for nid, g in zip(t.ids, t.sizes)}
 
 
 def assign_gpus(cluster: Cluster, nodes: Mapping[str, Mapping[str, int]], previous: Placement | None,
@@ -128,7 +128,7 @@ class PackingPlacer:
              occupied: Mapping[str, Sequence[int]]) -> Placement:
         """:meth:`place` around GPUs other jobs hold already (``occupied``: node -> indices)."""
         node_type = {nid: t.name for t in cluster.gpu_types for nid in cluster.node_ids(t.name)}
-        free = {nid: t.gpus_per_node for t in cluster.gpu_types for nid in cluster.node_ids(t.name)}
+        free = {nid: g for t in cluster.gpu_types for nid, g in zip(t.ids, t.sizes)}  # each node's own GPUs
         held: dict[str, set[int]] = {n: set(gs) for n, gs in occupied.items()}
         for n, taken in held.items():
             free[n] -= len(taken)
