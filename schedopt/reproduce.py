@@ -557,6 +557,8 @@ def _sections(sections: Sequence[str] | str | None) -> tuple[str, ...]:
     """The sections to run (all when None); a comma-separated text or a sequence of names, none empty or unknown."""
     if sections is None:
         return SECTIONS
+    if not isinstance(sections, (str, list, tuple)):
+        raise InputError("sections", sections, f"must be names of sections ({', '.join(SECTIONS)}), or None: all")
     items = sections.split(",") if isinstance(sections, str) else list(sections)
     if not all(isinstance(x, str) for x in items):
         raise InputError("sections", sections, f"must be names of sections ({', '.join(SECTIONS)})")

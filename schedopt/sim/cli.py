@@ -60,7 +60,7 @@ def _workers(text: str) -> int:
 
 
 def parse_seeds(text: str) -> list[int]:
-    """``"0-3"`` -> [0, 1, 2, 3]; ``"0,2,5"`` -> [0, 2, 5]; at most :data:`MAX_SEEDS` seeds, each >= 0."""
+    """``"0-3"`` -> [0, 1, 2, 3]; ``"0,2,5"`` -> [0, 2, 5]; at most :data:`MAX_SEEDS` seeds, each in 0..2**32-1."""
     spans: list[tuple[int, int]] = []
     for part in (p.strip() for p in text.split(",")):
         if not part:
@@ -73,6 +73,10 @@ def parse_seeds(text: str) -> list[int]:
             raise InputError("--seeds", text, "must look like 0-3 or 0,1,2 (seeds >= 0)") from None
         if hi < lo:
             raise InputError("--seeds", text, f"the range {part} is empty (write low-high)")
+        from .limits import MAX_SEED
+
+        if hi >= MAX_SEED:
+            raise InputError("--seeds", text, "seeds are integers with 0 <= seed < 2**32")
         spans.append((lo, hi))
     if not spans:
         raise InputError("--seeds", text, "names no seed")
