@@ -16,9 +16,12 @@ Sections (each a set of :func:`schedopt.sim.simulate_many` calls on Sia's 64-GPU
   workload's jobs repeated G/64 times (the artifact's ``scale_<k>x`` construction), runs capped in simulated time.
 
 Every simulation's record is written under ``out/raw/<section>/<group>.parts/`` the moment it finishes, and the
-group's records to ``out/raw/<section>/*.jsonl`` when the group ends; a rerun skips what is on disk, so a stopped
-run loses at most the simulations that were running. ``out/report.md`` has one table per section beside the
-paper's claim, and ``out/*.png`` the figures. ``--quick``: the first 16 jobs of saturn/1 and two points per sweep
+group's records to ``out/raw/<section>/*.jsonl`` when the group ends, each as the sweeps write theirs
+(:mod:`schedopt.sim.records`: atomically, a header naming the run, an end marker with a checksum); a rerun reuses a
+record only when it is whole and of the same run, and names and redoes any other (cut short, edited, of other
+settings), so a stopped run loses at most the simulations that were running. ``out/report.md`` has one table per
+section beside the paper's claim and a verdict on it (:func:`judge`: holds, does not hold, or too small to tell at
+this size, with the reason), and ``out/*.png`` the figures. ``--quick``: the first 16 jobs of saturn/1 and two points per sweep
 (about a minute on two cores); the full run is many hours on two cores (see the README for the measured time).
 """
 
