@@ -579,21 +579,11 @@ def _sections(sections: Sequence[str] | str | None) -> tuple[str, ...]:
 def _output_folder(out: str | Path) -> Path:
     """``out`` made a folder (created if missing); a file there, or a folder that cannot be written, is an
     InputError naming it, before any simulation runs."""
-    from .sim.records import atomic_write_text, output_error
+    from .sim.records import output_folder
 
     if not isinstance(out, (str, Path)) or not str(out).strip():
         raise InputError("output", out, "must be a folder path")
-    o = Path(out)
-    if o.exists() and not o.is_dir():
-        raise InputError("output", str(o), "is a file, not a folder")
-    try:
-        o.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise output_error(o, exc) from None
-    probe = o / f".schedopt-write-test-{__import__('os').getpid()}"
-    atomic_write_text(probe, "probe\n", fsync=False)  # a read-only or full folder fails here
-    probe.unlink(missing_ok=True)
-    return o
+    return output_folder(out)
 
 
 def reproduce_sia(out: str | Path, *, quick: bool = False, sections: Sequence[str] | str | None = None,

@@ -310,15 +310,9 @@ def cmd_simulate_report(args: argparse.Namespace) -> int:
                          (f" ({len(failed)} failed simulations: *.failed.json)" if failed else ""))
     results = [read_record(f) for f in files]  # a bad file: RecordError naming it (exit 2)
     rows = [summary_row(r) for r in results]
-    out = Path(args.output)
-    if out.exists() and not out.is_dir():
-        raise InputError("--output", str(out), "is a file, not a folder")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        from .records import output_error
+    from .records import output_folder
 
-        raise output_error(out, exc) from None
+    out = output_folder(args.output, "--output", probe=False)
     atomic_write_text(out / "summary.csv", summary_csv(rows), fsync=False)
     jct_cdf(results, out / "jct_cdf.png")
     utilization_plot(results, out / "utilization.png")
