@@ -201,7 +201,7 @@ def _cut_result(tmp: Path) -> str | None:
     """A reproduce result cut to 5 lines is named and redone: the rerun's report equals the first."""
     from ...reproduce import Plan, reproduce_sia
 
-    pl = Plan(False, ("saturn/1",), main_policies=("fifo",), truncate=2, only_apps=("cifar10",), estimator="oracle",
+    pl = Plan(False, ("saturn/1",), main_policies=("fifo",), truncate=1, only_apps=("cifar10",), estimator="oracle",
               job_model="sia")
     first = reproduce_sia(tmp, sections=["main"], workers=1, progress=False, the_plan=pl, log=lambda m: None)
     text = first.read_text()
@@ -444,6 +444,15 @@ def run_command_cases(timeout: float = 5.0, only: str | None = None,
     from ...sim import families
 
     families.systems()
+    from ...sim.jobs import job_model
+    from ...sim.policies import make_policy
+
+    job_model("sia")  # the job model and the policies the cases run: loaded once, here
+    make_policy("fifo")
+    with contextlib.suppress(Exception):  # the figures' library too (reproduce draws one per section)
+        from ...sim.plots import pyplot
+
+        pyplot()
     return [run_command_case(c, timeout) for c in cases if not only or only in c.name]
 
 
