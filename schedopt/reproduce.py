@@ -17,9 +17,12 @@ Sections (each a set of :func:`schedopt.sim.simulate_many` calls on Sia's 64-GPU
   workload's jobs repeated G/64 times (the artifact's ``scale_<k>x`` construction), runs capped in simulated time.
 
 Every simulation's record is written under ``out/raw/<section>/<group>.parts/`` the moment it finishes, and the
-group's records to ``out/raw/<section>/*.jsonl`` when the group ends; a rerun skips what is on disk, so a stopped
-run loses at most the simulations that were running. ``out/report.md`` has one table per section beside the
-paper's claim, and ``out/*.png`` the figures. ``--quick``: the first 16 jobs of saturn/1 and two points per sweep
+group's records to ``out/raw/<section>/*.jsonl`` when the group ends, each as the sweeps write theirs
+(:mod:`schedopt.sim.records`: atomically, a header naming the run, an end marker with a checksum); a rerun reuses a
+record only when it is whole and of the same run, and names and redoes any other (cut short, edited, of other
+settings), so a stopped run loses at most the simulations that were running. ``out/report.md`` has one table per
+section beside the paper's claim and a verdict on it (:func:`judge`: holds, does not hold, or too small to tell at
+this size, with the reason), and ``out/*.png`` the figures. ``--quick``: the first 16 jobs of saturn/1 and two points per sweep
 (about a minute on two cores); the full run is many hours on two cores (see the README for the measured time).
 """
 
@@ -564,6 +567,8 @@ def _sections(sections: Sequence[str] | str | None) -> tuple[str, ...]:
     """The sections to run (all when None); a comma-separated text or a sequence of names, none empty or unknown."""
     if sections is None:
         return SECTIONS
+    if not isinstance(sections, (str, list, tuple)):
+        raise InputError("sections", sections, f"must be names of sections ({', '.join(SECTIONS)}), or None: all")
     items = sections.split(",") if isinstance(sections, str) else list(sections)
     if not all(isinstance(x, str) for x in items):
         raise InputError("sections", sections, f"must be names of sections ({', '.join(SECTIONS)})")
@@ -581,21 +586,11 @@ def _sections(sections: Sequence[str] | str | None) -> tuple[str, ...]:
 def _output_folder(out: str | Path) -> Path:
     """``out`` made a folder (created if missing); a file there, or a folder that cannot be written, is an
     InputError naming it, before any simulation runs."""
-    from .sim.records import atomic_write_text, output_error
+    from .sim.records import output_folder
 
     if not isinstance(out, (str, Path)) or not str(out).strip():
         raise InputError("output", out, "must be a folder path")
-    o = Path(out)
-    if o.exists() and not o.is_dir():
-        raise InputError("output", str(o), "is a file, not a folder")
-    try:
-        o.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise output_error(o, exc) from None
-    probe = o / f".schedopt-write-test-{__import__('os').getpid()}"
-    atomic_write_text(probe, "probe\n", fsync=False)  # a read-only or full folder fails here
-    probe.unlink(missing_ok=True)
-    return o
+    return output_folder(out)
 
 
 def reproduce_sia(out: str | Path, *, quick: bool = False, sections: Sequence[str] | str | None = None,

@@ -106,3 +106,8 @@ def test_simulate_many_refuses_an_empty_cluster() -> None:
     for bad in ("", "  ", 64):
         with pytest.raises(InputError, match="cluster"):
             simulate_many(["fifo"], ["saturn/1"], cluster=bad, workers=1, progress=False)  # type: ignore[arg-type]
+
+
+def test_seeds_past_2_32_are_refused(capsys) -> None:
+    assert _code(["simulate", "--policy", "fifo", "--seeds", "4294967296"]) == 2  # accepted before (the fuzz)
+    assert "--seeds" in capsys.readouterr().err

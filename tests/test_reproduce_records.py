@@ -78,6 +78,8 @@ def test_options_are_checked_as_simulates(tmp_path, capsys, argv: list[str], fla
 def test_api_checks() -> None:
     with pytest.raises(InputError, match="sections"):
         reproduce_sia("x", sections=[])
+    with pytest.raises(InputError, match="sections"):
+        reproduce_sia("x", sections=123)  # type: ignore[arg-type]  # TypeError before (found by the fuzz)
     with pytest.raises(InputError, match="workers"):
         reproduce_sia("x", workers=0)
     with pytest.raises(InputError, match="the_plan"):

@@ -119,14 +119,16 @@ def test_optimus_keeps_unchanged_jobs_and_caps_at_the_engine_limit() -> None:
     assert d.nodes["a"] == {"t4-0": 1} and d.nodes["b"] == {"t4-1": 2}
 
 
-def test_optimus_refuses_a_heterogeneous_cluster() -> None:
-    from schedopt.errors import InputError
+def test_optimus_is_heterogeneity_unaware_on_a_heterogeneous_cluster() -> None:
+    """Issue 41 (was: refused): one pool of GPUs, the job placed on one type (its reference type, the type with the
+    most GPUs while it is queued: here the 8-GPU a100 node)."""
     from schedopt.sim.policies.optimus import OptimusPolicy
 
     cl = Cluster((GpuType("t4", 4, 1), GpuType("a100", 8, 1)))
-    with pytest.raises(InputError, match="one GPU type"):
-        OptimusPolicy().decide(RoundState(time=0.0, round_index=0, round_seconds=60.0, cluster=cl,
+    d = OptimusPolicy().decide(RoundState(time=0.0, round_index=0, round_seconds=60.0, cluster=cl,
                                           jobs=(_oview("a", "cifar10", 128),), placement=None))
+    assert d.nodes is not None and list(d.nodes) == ["a"]
+    assert set(d.nodes["a"]) <= set(cl.node_ids("a100")) and sum(d.nodes["a"].values()) == d.info["gpus"]["a"]
 
 
 def test_optimus_runs_in_closed_loop() -> None:

@@ -60,7 +60,7 @@ def _workers(text: str) -> int:
 
 
 def parse_seeds(text: str) -> list[int]:
-    """``"0-3"`` -> [0, 1, 2, 3]; ``"0,2,5"`` -> [0, 2, 5]; at most :data:`MAX_SEEDS` seeds, each >= 0."""
+    """``"0-3"`` -> [0, 1, 2, 3]; ``"0,2,5"`` -> [0, 2, 5]; at most :data:`MAX_SEEDS` seeds, each in 0..2**32-1."""
     spans: list[tuple[int, int]] = []
     for part in (p.strip() for p in text.split(",")):
         if not part:
@@ -73,6 +73,10 @@ def parse_seeds(text: str) -> list[int]:
             raise InputError("--seeds", text, "must look like 0-3 or 0,1,2 (seeds >= 0)") from None
         if hi < lo:
             raise InputError("--seeds", text, f"the range {part} is empty (write low-high)")
+        from .limits import MAX_SEED
+
+        if hi >= MAX_SEED:
+            raise InputError("--seeds", text, "seeds are integers with 0 <= seed < 2**32")
         spans.append((lo, hi))
     if not spans:
         raise InputError("--seeds", text, "names no seed")
@@ -308,15 +312,9 @@ def cmd_simulate_report(args: argparse.Namespace) -> int:
                          (f" ({len(failed)} failed simulations: *.failed.json)" if failed else ""))
     results = [read_record(f) for f in files]  # a bad file: RecordError naming it (exit 2)
     rows = [summary_row(r) for r in results]
-    out = Path(args.output)
-    if out.exists() and not out.is_dir():
-        raise InputError("--output", str(out), "is a file, not a folder")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        from .records import output_error
+    from .records import output_folder
 
-        raise output_error(out, exc) from None
+    out = output_folder(args.output, "--output", probe=False)
     atomic_write_text(out / "summary.csv", summary_csv(rows), fsync=False)
     jct_cdf(results, out / "jct_cdf.png")
     utilization_plot(results, out / "utilization.png")

@@ -46,6 +46,7 @@ __all__ = [
     "check_record",
     "mask_wall_clock",
     "output_error",
+    "output_folder",
     "read_record",
     "record_task",
     "record_text",
@@ -127,6 +128,29 @@ def output_error(path: str | os.PathLike[str], exc: OSError) -> InputError:
            errno.EPERM: "permission denied", errno.ENOTDIR: "is not a folder (or a part of it is a file)",
            errno.EEXIST: "exists and is not a folder", errno.EISDIR: "is a folder"}.get(exc.errno or 0)
     return InputError("output", str(path), _full(path, f"cannot be written: {why or exc.strerror or exc}"))
+
+
+def output_folder(path: str | os.PathLike[str], field: str = "output", *, probe: bool = True) -> Path:
+    """``path`` made a folder (created with its parents when missing) that can be written: a file there, a folder
+    that cannot be made, or (``probe``) one that cannot be written (read-only, full) is an
+    :class:`~schedopt.errors.InputError` naming ``field`` and the path, before any work."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise InputError(field, str(p), _full(p, "is a file, not a folder"))
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        err = output_error(p, exc)
+        raise InputError(field, err.value, err.message) from None
+    if probe:
+        test = p / f".schedopt-write-test-{os.getpid()}"
+        try:
+            atomic_write_text(test, "probe\n", fsync=False)
+        except InputError as exc:
+            raise InputError(field, exc.value, exc.message) from None
+        with contextlib.suppress(OSError):
+            os.unlink(test)
+    return p
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, *, fsync: bool = True) -> Path:

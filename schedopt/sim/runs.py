@@ -60,10 +60,9 @@ from ..errors import InputError, SchedoptError
 from ..progress import Progress
 from .metrics import SimResult, summary_row
 from .records import (
-    _full,
     atomic_write_text,
     check_record,
-    output_error,
+    output_folder,
     read_record,
     record_task,
     task_key,
@@ -638,17 +637,7 @@ class _Folder:
     """The output folder of a sweep: records as they finish, ``summary.csv`` rewritten with each."""
 
     def __init__(self, out: str | os.PathLike[str], items: Sequence[Any]) -> None:
-        self.dir = Path(out)
-        if self.dir.exists() and not self.dir.is_dir():
-            raise InputError("output", str(self.dir), _full(self.dir, "is a file, not a folder"))
-        try:
-            self.dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise output_error(self.dir, exc) from None
-        probe = self.dir / f".schedopt-write-test-{os.getpid()}"
-        atomic_write_text(probe, "probe\n", fsync=False)  # a read-only or full folder fails here, before any run
-        with contextlib.suppress(OSError):
-            os.unlink(probe)
+        self.dir = output_folder(out)  # a file there, a read-only or full folder: named here, before any run
         self.items = items
         self.keys = [task_key(t) for t in items]
         self.names: dict[int, str] = {}

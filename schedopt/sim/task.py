@@ -23,7 +23,7 @@ class SimTask:
 
     policy: str | Policy
     workload: str
-    seed: int = 0
+    seed: int = 0  #: varies a policy's random draws and generated workloads, never a shipped one (schedopt.sim.seeds)
     cluster: str | None = None  #: None: the family's default (``sia-64`` for the elastic policies)
     job_model: str | JobModel | None = None  #: None: the preset's (``pollux`` for ``pollux``, ``sia-measured`` for Sia's, else ``sia``)
     round_seconds: float | None = None  #: None: the family's default (60 s; Synergy 300 s)

@@ -19,7 +19,15 @@ fixed batch / rate at the batch the engine picks (both from the job model at the
 differ from the artifact (``formulations/sim_baselines.md``): the engine caps an adaptive job at
 ``2 x`` the most GPUs it has held (both published simulators' Pollux/Sia cap), so Optimus ramps 1, 2, 4, ... GPUs
 where the artifact may jump; the rate correction is held over a round even when an epoch boundary inside it changes
-the engine's batch; one GPU type only (Optimus is heterogeneity-unaware, as in the Pollux setup).
+the engine's batch.
+
+**Heterogeneous clusters** (issue 41): Optimus is heterogeneity-unaware, and runs so, as the Sia artifact runs its
+baselines: the greedy allocation sees one pool of all the cluster's GPUs and one step-time model per job, on its
+*reference type* (the type it runs on now; a queued job: the type with the most GPUs, ties in cluster order); the
+placement then puts each job on one GPU type (the engine's rule), its reference type when the GPUs are free there,
+else the type with the most free GPUs; a count no single type can hold is cut to the most free GPUs of one type
+(the rest stay idle this round). ``job_model`` None (default): ``pollux`` on a one-type cluster (the Pollux setup),
+``sia-measured`` on a heterogeneous one (the Sia presets' job model). On one GPU type nothing changes.
 """
 
 from __future__ import annotations
@@ -56,11 +64,28 @@ class OptimusPolicy:
     adaptive = True
     seeded = False  #: takes a seed like every policy, draws no random numbers (schedopt.sim.seeds)
 
-    def __init__(self, job_model: str | JobModel = "pollux", seed: int | None = None, **_: Any) -> None:
-        self.jm = get_job_model(job_model)
+    def __init__(self, job_model: str | JobModel | None = None, seed: int | None = None, **_: Any) -> None:
+        self._jm = None if job_model is None else get_job_model(job_model)
         # pure functions of (application, batch, shape[, epoch]): kept for the simulation
         self._st: dict[tuple[Any, ...], float] = {}
         self._rf: dict[tuple[Any, ...], float] = {}
+
+    @property
+    def jm(self) -> JobModel:
+        """The job model of the oracle (``pollux`` until a heterogeneous cluster says otherwise, when not given)."""
+        return self._jm if self._jm is not None else get_job_model("pollux")
+
+    def _resolve_model(self, cluster: Any) -> None:
+        if self._jm is None:
+            self._jm = get_job_model("pollux" if len(cluster.gpu_types) == 1 else "sia-measured")
+
+    @staticmethod
+    def reference_type(v: JobView, cluster: Any) -> Any:
+        """The GPU type whose step times the heterogeneity-unaware allocation uses for ``v``: the one it runs on,
+        else the cluster's type with the most GPUs (ties: cluster order)."""
+        if v.current is not None:
+            return cluster[v.current.gpu_type]
+        return max(cluster.gpu_types, key=lambda t: (t.total_gpus, -cluster.type_names.index(t.name)))
 
     # ------------------------------------------------------------------ the oracle
     def _epoch(self, v: JobView) -> tuple[int, float]:
@@ -123,12 +148,10 @@ class OptimusPolicy:
         if not isinstance(state, RoundState):
             raise InputError("state", type(state).__name__, "must be a schedopt.sim.policies.RoundState")
         cl = state.cluster
-        if len(cl.gpu_types) != 1:
-            raise InputError("cluster", list(cl.type_names), "optimus runs on one GPU type (the Pollux setup)")
-        gt = cl.gpu_types[0]
-        t, per_node = gt.name, gt.gpus_per_node
+        self._resolve_model(cl)
+        ref = {v.id: self.reference_type(v, cl) for v in state.jobs}  # one type per job: heterogeneity-unaware
         jobs = list(state.jobs)
-        left = int(gt.total_gpus)
+        left = int(cl.num_gpus)
         count: dict[str, int] = {}
         cap: dict[str, int] = {}
         rem: dict[str, float] = {}
@@ -136,7 +159,7 @@ class OptimusPolicy:
             if not v.adaptive:  # rigid jobs (ncf under adaptive policies): their own GPU count, never more
                 cap[v.id] = int(v.requested_gpus)
             else:
-                lo = self.jm.truth(v.application).local_bsz_limits[t][0]
+                lo = self.jm.truth(v.application).local_bsz_limits[ref[v.id].name][0]
                 cap[v.id] = max(1, min(int(v.max_gpus), int(v.batch_size) // int(lo)))
             rem[v.id] = self.remaining(v)
         gain: dict[str, float] = {}
@@ -144,7 +167,8 @@ class OptimusPolicy:
 
         def stime(v: JobView, n: int) -> float:
             if (v.id, n) not in st:
-                st[v.id, n] = self.step_time(v, n, t, per_node)
+                rt = ref[v.id]
+                st[v.id, n] = self.step_time(v, n, rt.name, rt.gpus_per_node)
             return st[v.id, n]
 
         def marginal(v: JobView) -> float:
@@ -168,20 +192,25 @@ class OptimusPolicy:
             count[k] += 1
             left -= 1
             gain[k] = marginal(views[k])
-        nodes = self.place(state, count)
+        nodes = self.place(state, count, {j: r.name for j, r in ref.items()})
+        type_of = {n: tp.name for tp in cl.gpu_types for n in cl.node_ids(tp.name)}
         rate = {}
         for jid, m in nodes.items():
             v = views[jid]
             if v.adaptive:
-                rate[jid] = self.rate_factor(v, m, t)
+                rate[jid] = self.rate_factor(v, m, type_of[next(iter(m))])
         return Decision(nodes=nodes, rate=rate, info={"gpus": dict(count)})
 
     @staticmethod
-    def place(state: RoundState, count: dict[str, int]) -> dict[str, dict[str, int]]:
-        """Unchanged counts keep their nodes; the others, fewest GPUs first, from the node with the most free."""
-        gt = state.cluster.gpu_types[0]
-        ids = state.cluster.node_ids(gt.name)
-        free = Counter({n: gt.gpus_per_node for n in ids})
+    def place(state: RoundState, count: dict[str, int],
+              prefer: dict[str, str] | None = None) -> dict[str, dict[str, int]]:
+        """Unchanged counts keep their nodes; the others, fewest GPUs first, on one GPU type (``prefer[job]`` when
+        its free GPUs hold the count, else the type with the most free GPUs; a count no type holds is cut to that
+        type's free GPUs), from the node with the most free GPUs of that type."""
+        cl = state.cluster
+        order = [n for tp in cl.gpu_types for n in cl.node_ids(tp.name)]
+        type_of = {n: tp.name for tp in cl.gpu_types for n in cl.node_ids(tp.name)}
+        free = Counter({n: cl[type_of[n]].gpus_per_node for n in order})
         out: dict[str, dict[str, int]] = {}
         views = {v.id: v for v in state.jobs}
         for jid, n in count.items():
@@ -190,16 +219,25 @@ class OptimusPolicy:
                 out[jid] = cur
                 free.subtract(cur)
         for jid in sorted((j for j in count if count[j] > 0 and j not in out), key=lambda j: count[j]):
-            need = count[jid]
+            room = {tp: sum(free[n] for n in order if type_of[n] == tp) for tp in cl.type_names}
+            want = (prefer or {}).get(jid)
+            if want in room and room[want] >= count[jid]:
+                tp = want
+            else:
+                tp = max(cl.type_names, key=lambda x: (room[x] >= count[jid], room[x], -cl.type_names.index(x)))
+            if not views[jid].adaptive and room[tp] < count[jid]:
+                continue  # a rigid job runs at its count on one type, or waits
+            need = min(count[jid], room[tp])  # unaware counts may not fit one type: the rest stay idle
             got: dict[str, int] = {}
             while need > 0:
-                node, avail = max(free.items(), key=lambda kv: (kv[1], -ids.index(kv[0])))
-                if avail <= 0:  # cannot happen: the counts sum to at most the cluster's GPUs
+                node, avail = max(((n, free[n]) for n in order if type_of[n] == tp),
+                                  key=lambda kv: (kv[1], -order.index(kv[0])))
+                if avail <= 0:  # cannot happen: need is at most the type's free GPUs
                     raise InputError(f"optimus.nodes[{jid}]", count[jid], "does not fit the free GPUs")
                 take = min(avail, need)
                 got[node] = got.get(node, 0) + take
                 free[node] -= take
                 need -= take
-            out[jid] = got
+            if got:
+                out[jid] = got
         return out
-

@@ -17,7 +17,9 @@ Every public constructor, loader and :func:`schedopt.solve` parameter must, for 
 
 Modules: ``catalog`` (bad values, strategies), ``runner`` (entry points, cases, outcomes, the time limit),
 ``entries`` (the public entry points and the honesty check of solve results), ``documents`` (instance documents and
-files), ``sim`` (the simulator's entry points, the honesty check of its results and workload files; issue 25). hypothesis is a test extra: import this package only where it is installed.
+files), ``sim`` (the simulator's entry points, the honesty check of its results and workload files; issue 25),
+``commands`` (reproduce, the executor flags, the command line's silent choices, the engine's policy boundary and
+the plug-ins, each case in its own process; issue 41). hypothesis is a test extra: import this package only where it is installed.
 """
 
 from __future__ import annotations
@@ -135,6 +137,10 @@ def survey(timeout: float = 5.0, only: str | None = None, progress: bool = False
     if not only or only in "sim.load_workload":
         for label in WORKLOAD_FILE_CASES:
             add(run_workload_file_case(label, timeout))
+    from .commands import run_command_cases  # issue 41: reproduce, executors, CLI choices, engine, plug-ins
+
+    for o in run_command_cases(timeout, only):
+        add(o)
     return s
 
 
