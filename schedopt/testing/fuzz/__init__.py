@@ -135,6 +135,9 @@ def survey(timeout: float = 5.0, only: str | None = None, progress: bool = False
     if not only or only in "sim.load_workload":
         for label in WORKLOAD_FILE_CASES:
             add(run_workload_file_case(label, timeout))
+    from .inputs import survey_inputs  # issue 41: traces, HiveD inputs, Gavel/Pollux/Shockwave; each case in a process
+
+    survey_inputs(timeout, only, add=add)
     return s
 
 
