@@ -238,3 +238,51 @@ def test_trace_stats_json_is_strict_json_in_the_envelope(tmp_path):
     jsonschema.Draft202012Validator(schemas.load("cli")).validate(doc)
     code, out, _ = _cli("trace", "stats", str(tmp_path / "nope.csv"), "--json")
     assert code == 2 and json.loads(out)["schema"] == "schedopt.cli.error"
+
+
+@pytest.mark.parametrize(("row", "field", "text"), [
+    ({"gpus": "1e300"}, "gpu_num", "MAX_JOB_GPUS"),
+    ({"duration": "1e300"}, "duration", "MAX_DURATION_S"),
+    ({"submit": "1e300"}, "submit_time", "a date-time"),
+    ({"user": "a\x00b"}, "user", "NUL byte"),
+])
+def test_values_past_their_bound_and_nul_bytes_are_named_row_errors(tmp_path, row, field, text):
+    """Found by the fuzz (schedopt.testing.fuzz.inputs): a row asking for 1e300 GPUs or running 1e300 s was read as
+    such, and a NUL byte was kept in a user name."""
+    line = _helios_rows(2)[1]
+    if "gpus" in row:
+        line = line.replace(",vc1,1,", f",vc1,{row['gpus']},")
+    elif "duration" in row:
+        line = line.replace(",600,0", f",{row['duration']},0")
+    elif "submit" in row:
+        line = line.replace("COMPLETED,2020-06-09 18:41:01", f"COMPLETED,{row['submit']}")
+    else:
+        line = line.replace(",u1,", f",{row['user']},")
+    p = tmp_path / "cluster_log.csv"
+    p.write_text("\n".join([HEAD, _helios_rows(1)[0], line]) + "\n")
+    with pytest.raises(InputError) as e:
+        traces.read_helios(p)
+    assert e.value.field == f"{p}:row 3.{field}" and text in e.value.message
+
+
+def test_a_byte_order_mark_is_read_and_an_empty_file_is_named(tmp_path):
+    """Found by the fuzz: a CSV saved with a UTF-8 byte-order mark lost its first column ('missing job_id'); an empty
+    file read as a trace of no jobs."""
+    p = tmp_path / "bom.csv"
+    p.write_bytes(b"\xef\xbb\xbf" + ("\n".join([HEAD, *_helios_rows(2)]) + "\n").encode())
+    assert len(traces.read_helios(p)) == 2
+    e = tmp_path / "empty.csv"
+    e.write_text("")
+    with pytest.raises(InputError, match="is empty"):
+        traces.read_helios(e)
+
+
+def test_trace_convert_load_that_rounds_to_no_job_and_an_empty_cluster_are_named(tmp_path):
+    """Found by the fuzz: --load 1e-300 wrote a workload of one job; --cluster '' ran with no cluster check."""
+    src = str(D / "helios_cluster_log.csv")
+    code, _, err = _cli("trace", "convert", src, "-o", str(tmp_path / "w.csv"), "--load", "1e-300")
+    assert code == 2 and "rounds to none" in err
+    code, _, err = _cli("trace", "stats", src, "--cluster", "")
+    assert code == 2 and "--cluster" in err
+    code, _, err = _cli("trace", "convert", src, "-o", str(tmp_path / "w.csv"), "--seed", str(2**32))
+    assert code == 2 and "2**32" in err

@@ -57,6 +57,17 @@ def to_data(spec: PolluxSpec) -> dict[str, Any]:
             "max_nodes": spec.max_nodes, "max_replicas": spec.max_replicas, "jobs": jobs}
 
 
+#: the goodput table's axes in a document: nodes and GPUs per job (the published caps are MAX_NODES and MAX_REPLICAS)
+MAX_TABLE_NODES = 1024
+MAX_TABLE_GPUS = 2**16
+
+
+def _gpu_count(v: int, path: str) -> int:
+    if v > MAX_TABLE_GPUS:
+        raise InputError(path, v, f"must be <= {MAX_TABLE_GPUS} GPUs (no cluster preset has more)")
+    return v
+
+
 def from_data(data: dict[str, Any]) -> PolluxSpec:
     """Validate ``data`` and build the spec; errors name the field (``data.jobs[3].goodput.t4``) and value."""
     if not isinstance(data, dict):
@@ -75,6 +86,11 @@ def from_data(data: dict[str, Any]) -> PolluxSpec:
     rmax = field(data, "max_replicas", "data", int)
     if nmax < 1 or rmax < 1:
         raise InputError("data.max_nodes" if nmax < 1 else "data.max_replicas", min(nmax, rmax), "must be >= 1")
+    if nmax > MAX_TABLE_NODES or rmax > MAX_TABLE_GPUS:
+        big, v, hi = ("max_nodes", nmax, MAX_TABLE_NODES) if nmax > MAX_TABLE_NODES else ("max_replicas", rmax,
+                                                                                             MAX_TABLE_GPUS)
+        raise InputError(f"data.{big}", v, f"must be <= {hi} (an axis of the goodput table: {MAX_TABLE_NODES} nodes "
+                         f"and {MAX_TABLE_GPUS} GPUs per job at most; Pollux caps them at 16 and 64)")
     cols = node_columns(cluster)
     pos = {c: k for k, c in enumerate(cols.ids)}
     rows = field(data, "jobs", "data", list)
@@ -91,13 +107,14 @@ def from_data(data: dict[str, Any]) -> PolluxSpec:
         ids.append(str(field(d, "id", p, (str, int))))
         base[j] = field(d, "base", p, float)
         rf[j] = field(d, "restart_factor", p, float, 1.0)
-        cap[j] = field(d, "cap", p, int, rmax)
-        rig[j] = field(d, "rigid", p, int, 0)
+        cap[j] = _gpu_count(field(d, "cap", p, int, rmax), f"{p}.cap")
+        rig[j] = _gpu_count(field(d, "rigid", p, int, 0), f"{p}.rigid")
         for c, g in field(d, "current", p, dict, {}).items():
             if c not in pos:
                 raise InputError(f"{p}.current.{c}", g, f"names no node (nodes: {', '.join(cols.ids[:6])}, ...)")
             if isinstance(g, bool) or not isinstance(g, int) or g < 0:
                 raise InputError(f"{p}.current.{c}", g, "must be a GPU count >= 0")
+            _gpu_count(g, f"{p}.current.{c}")
             cur[j, pos[c]] = g
         for t, tab in field(d, "goodput", p, dict).items():
             if t not in names:

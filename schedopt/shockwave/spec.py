@@ -13,7 +13,7 @@ import numpy as np
 from .._validate import number_vector
 from ..errors import InputError
 
-__all__ = ["LOG_BASES", "LOG_ORIGIN", "ShockwaveSpec"]
+__all__ = ["LOG_BASES", "LOG_ORIGIN", "MAX_GPUS", "MAX_ROUNDS", "ShockwaveSpec"]
 
 #: the breakpoints of the piecewise-linear log of normalised progress (the Sia artifact's ``logapx_bases``)
 LOG_BASES: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -21,11 +21,20 @@ LOG_BASES: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 LOG_ORIGIN = 1e-6
 
 
-def _pos(name: str, v: Any, *, strict: bool = True, integer: bool = False) -> float:
+#: the largest pool: no cluster preset has more GPUs (HiveD's largest built cluster has 2**16)
+MAX_GPUS = 2**16
+#: the longest window: the plan has a binary per job and round, and the Sia artifact plans 5 rounds ahead; past a
+#: thousand rounds the model of even ten jobs has 10,000 binaries re-solved every round
+MAX_ROUNDS = 1000
+
+
+def _pos(name: str, v: Any, *, strict: bool = True, integer: bool = False, hi: tuple[float, str] | None = None) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(float(v)):
         raise InputError(name, v, "must be a finite number")
     if (float(v) <= 0 if strict else float(v) < 0) or (integer and float(v) != int(v)):
         raise InputError(name, v, f"must be {'an integer ' if integer else 'a number '}{'>' if strict else '>='} 0")
+    if hi is not None and float(v) > hi[0]:
+        raise InputError(name, v, f"must be <= {hi[0]:g} ({hi[1]})")
     return float(v)
 
 
@@ -72,7 +81,8 @@ class ShockwaveSpec:
             raise InputError("jobs", next(j for j in jobs if jobs.count(j) > 1), "job ids repeat")
         n = len(jobs)
         object.__setattr__(self, "jobs", jobs)
-        object.__setattr__(self, "gpus", int(_pos("gpus", self.gpus, integer=True)))
+        object.__setattr__(self, "gpus", int(_pos("gpus", self.gpus, integer=True,
+                                                  hi=(MAX_GPUS, "MAX_GPUS: no cluster preset has more"))))
         sf = number_vector("scale_factors", self.scale_factors, n, 0.0, strict=True)
         if (sf != np.round(sf)).any():
             k = int(np.flatnonzero(sf != np.round(sf))[0])
@@ -93,7 +103,8 @@ class ShockwaveSpec:
         object.__setattr__(self, "steps_done", done)
         object.__setattr__(self, "age", number_vector("age", self.age, n, 0.0))
         object.__setattr__(self, "ftf_target", number_vector("ftf_target", self.ftf_target, n, 0.0, strict=True))
-        object.__setattr__(self, "rounds", int(_pos("rounds", self.rounds, integer=True)))
+        object.__setattr__(self, "rounds", int(_pos("rounds", self.rounds, integer=True, hi=(
+            MAX_ROUNDS, "MAX_ROUNDS: the plan has a binary per job and round; the Sia artifact plans 5 rounds"))))
         object.__setattr__(self, "round_seconds", _pos("round_seconds", self.round_seconds))
         object.__setattr__(self, "k", _pos("k", self.k, strict=False))
         object.__setattr__(self, "lam", _pos("lam", self.lam, strict=False))

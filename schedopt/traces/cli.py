@@ -28,6 +28,9 @@ __all__ = ["add_parser", "cmd_trace_convert", "cmd_trace_stats"]
 
 
 def _read(args: argparse.Namespace) -> Trace:
+    if args.cluster is not None and not args.cluster.strip():
+        raise InputError("--cluster", args.cluster, "is empty: name a cluster preset (pollux, sia-64, sia-<64k>) or "
+                         "leave the flag out")
     trace = read_trace(args.src, args.format, skip_bad=args.skip_bad)
     if args.cluster:
         from ..sim.workloads import cluster_preset
@@ -46,6 +49,13 @@ def _cluster_gpus(name: str | None) -> int | None:
     return sum(t.gpus_per_node * t.nodes for t in cluster_preset(name).gpu_types)
 
 
+def _seed(text: str) -> int:
+    v = nonneg_int(text)
+    if v >= 2**32:
+        raise argparse.ArgumentTypeError(f"must be an integer with 0 <= seed < 2**32, got {text!r}")
+    return v
+
+
 def _check_plot(path: str | None) -> None:
     """A figure path matplotlib can write (its extension one of the formats it supports), checked before any work."""
     if path is None:
@@ -55,7 +65,7 @@ def _check_plot(path: str | None) -> None:
         raise InputError("--plot", path, "is a folder; give the figure's file name (e.g. stats.png)")
     if p.suffix:
         formats = figure_formats()
-        if formats is not None and p.suffix[1:].lower() not in formats:
+        if p.suffix[1:].lower() not in formats:
             raise InputError("--plot", path, f"has the extension {p.suffix!r}, which matplotlib cannot write; use "
                              f"one of {', '.join('.' + f for f in sorted(formats))}")
 
@@ -137,7 +147,7 @@ def add_parser(subparsers: Any) -> None:
     c.add_argument("--window-h", type=float, default=8.0, help="arrival window in hours (default 8)")
     c.add_argument("--start-h", type=float, default=None, help="window start: hour of day (pollux) or hours after "
                    "the first submission (sia, names); default 2 (pollux, sia) or 0 (names)")
-    c.add_argument("--seed", type=nonneg_int, default=0, help="the seed of the draws (an integer >= 0; default 0)")
+    c.add_argument("--seed", type=_seed, default=0, help="the seed of the draws (0 <= seed < 2**32; default 0)")
     c.add_argument("--rule", choices=RULES, default="pollux", help="pollux or sia (map by GPU-time class, the "
                    "artifacts' generators) or names (map the trace's model names; default pollux)")
     c.add_argument("--app-map", default=None, help="rule names: model-name prefix=application pairs, e.g. "

@@ -154,13 +154,17 @@ def _check(jobs: int, load: float, window_h: float, rule: str, seed: Any = 0) ->
     if not (np.isfinite(_real("window_h", window_h)) and 0 < window_h <= 24 * 366 * 100):
         raise InputError("window_h", window_h, "must be a number of hours in (0, 876,816] (a century: no trace is "
                          "longer)")
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise InputError("seed", seed, "must be an integer >= 0 (numpy's seeded generator takes no negative seed)")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= seed < 2**32:
+        raise InputError("seed", seed, "must be an integer with 0 <= seed < 2**32 (the simulator's seeds: numpy's "
+                         "generators take no negative seed)")
     n = round(jobs * load)
+    if n < 1:
+        raise InputError("load", load, f"gives {jobs} x {load:g} = {jobs * load:.3g} jobs, which rounds to none: "
+                         "raise the load or the job count")
     if n > MAX_JOBS:
         raise InputError("load", load, f"gives {jobs} x {load:g} = {n} jobs, more than MAX_JOBS = {MAX_JOBS} (every "
                          "job is simulated one by one)")
-    return max(1, n)
+    return n
 
 
 def _map_name(app_map: dict[str, str], model: str) -> str | None:

@@ -64,9 +64,9 @@ def _binary(path: PathLike) -> IO[bytes]:
 
 
 def _open(path: PathLike) -> IO[str]:
-    """The file as text. Bytes UTF-8 cannot decode are kept as lone surrogates (``surrogateescape``) so that the
+    """The file as text (a UTF-8 byte-order mark dropped). Bytes UTF-8 cannot decode are kept as lone surrogates (``surrogateescape``) so that the
     reader can name the row and field holding them (:func:`_undecodable`) instead of failing mid-file."""
-    return io.TextIOWrapper(_binary(path), encoding="utf-8", errors="surrogateescape", newline="")
+    return io.TextIOWrapper(_binary(path), encoding="utf-8-sig", errors="surrogateescape", newline="")
 
 
 _SURROGATE = re.compile("[\udc80-\udcff]")
@@ -109,6 +109,8 @@ class _Csv:
             reader = csv.reader(f, delimiter=self.delimiter)
             first = self._next(reader)
             if first is None:
+                if self.header is None:  # a table that ships its header must have it
+                    raise InputError(f"{self.path}:row 1", "", "is empty: the file has no header line and no rows")
                 return
             pending: list[tuple[int, list[str] | None]] = []
             if first[1] is None:
@@ -148,7 +150,11 @@ class _Csv:
                                          f"{end - k + 1} rows lost)")
                     continue
                 joined = "".join(rec)
-                if _undecodable(joined):
+                if "\x00" in joined:
+                    col = next(i for i, v in enumerate(rec) if "\x00" in v)
+                    self.errors.bad(k, hdr[col] if col < n else f"column {col + 1}", rec[col][:40],
+                                    "holds a NUL byte (no text trace does: binary damage?)")
+                elif _undecodable(joined):
                     col = next(i for i, v in enumerate(rec) if _undecodable(v))
                     self.errors.bad(k, hdr[col] if col < n else f"column {col + 1}", _raw(rec[col]), _NOT_UTF8)
                 elif len(rec) < n:
@@ -167,9 +173,26 @@ class _Csv:
         return None if rec is None else (k, rec)
 
 
+#: the most GPUs one job may ask for: no cluster preset has more (HiveD's largest built cluster has 2**16)
+MAX_JOB_GPUS = 2**16
+#: the longest run time: ten years, the simulator's longest simulated time (Philly's trace spans three months)
+MAX_DURATION_S = 10 * 365 * 86400.0
+#: the largest clock value in seconds: 1e10 s is the year 2286 in Unix time (the traces' clocks start near 0 or 1970)
+MAX_CLOCK_S = 1e10
+#: the most training steps a job may have: 10**12 steps at 1,000 steps/s are thirty years of training
+MAX_STEPS = 1e12
+
+_Bound = tuple[float, str]
+_GPU_BOUND: _Bound = (MAX_JOB_GPUS, "MAX_JOB_GPUS: no cluster preset has more GPUs")
+_CLOCK_BOUND: _Bound = (MAX_CLOCK_S, "MAX_CLOCK_S: 1e10 s is the year 2286 in Unix time")
+_DURATION_BOUND: _Bound = (MAX_DURATION_S, "MAX_DURATION_S: ten years, the simulator's longest simulated time")
+
+
 def _field(errors: RowErrors, row: int, name: str, text: str, parse: Callable[[str], Any],
-           what: str, *, optional: bool = False, nonneg: bool = False) -> tuple[bool, Any]:
-    """(ok, value): value is None for an optional empty field; ok is False after a bad field was recorded."""
+           what: str, *, optional: bool = False, nonneg: bool = False, bound: _Bound | None = None) -> tuple[bool, Any]:
+    """(ok, value): value is None for an optional empty field; ok is False after a bad field was recorded. Every
+    number is bounded in magnitude (``bound``; by default GPUs by :data:`MAX_JOB_GPUS`, seconds by
+    :data:`MAX_CLOCK_S`), so that no row can carry 1e300 GPUs or seconds into a workload."""
     if _none(text):
         if optional:
             return True, None
@@ -182,6 +205,10 @@ def _field(errors: RowErrors, row: int, name: str, text: str, parse: Callable[[s
         return False, None
     if nonneg and v < 0:
         errors.bad(row, name, text, "must be >= 0 (a negative value)")
+        return False, None
+    hi, why = bound or (_GPU_BOUND if parse is _gpus else _CLOCK_BOUND)
+    if abs(v) > hi:
+        errors.bad(row, name, text, f"must be {'<=' if nonneg else 'within +-'} {hi:g} ({why})")
         return False, None
     return True, v
 
@@ -401,7 +428,8 @@ def iter_philly_csv(path: PathLike, errors: RowErrors) -> Iterator[TraceJob]:
         ok1, t = _field(errors, k, "timestamp", r[c["timestamp"]], parse_time, "a date-time")
         if not ok1:
             continue
-        ok2, d = _field(errors, k, "duration", r[c["duration"]], parse_seconds, "seconds", nonneg=True)
+        ok2, d = _field(errors, k, "duration", r[c["duration"]], parse_seconds, "seconds", nonneg=True,
+                        bound=_DURATION_BOUND)
         if not ok2:
             continue
         ok3, g = _field(errors, k, "num_gpus", r[c["num_gpus"]], _gpus, "a whole number", nonneg=True)
@@ -427,7 +455,7 @@ def _slurm_rows(path: PathLike, errors: RowErrors, required: tuple[str, ...], vc
         if not ok2:
             continue
         ok3, d = _field(errors, k, "duration", r[c["duration"]], parse_seconds, "seconds", optional=True,
-                        nonneg=True)
+                        nonneg=True, bound=_DURATION_BOUND)
         if not ok3 or not errors.unique(k, "job_id", job_id):
             continue
         app = _i(r[c["type"]]) if "type" in c else ""
@@ -464,9 +492,9 @@ def _pai_tasks(path: PathLike, errors: RowErrors) -> dict[str, list[Any]]:
     terr = RowErrors(path, errors.skip_bad)
     for k, r, c in _Csv(path, PAI_TASK, terr, header=PAI_TASK).rows():
         ok1, inst = _field(terr, k, "inst_num", r[c["inst_num"]], parse_seconds, "a number", optional=True,
-                           nonneg=True)
+                           nonneg=True, bound=_GPU_BOUND)
         ok2, pg = _field(terr, k, "plan_gpu", r[c["plan_gpu"]], parse_seconds, "a percentage", optional=True,
-                         nonneg=True)
+                         nonneg=True, bound=(100.0 * MAX_JOB_GPUS, "100 x MAX_JOB_GPUS percent"))
         ok3, s = _field(terr, k, "start_time", r[c["start_time"]], parse_seconds, "seconds", optional=True)
         ok4, e = _field(terr, k, "end_time", r[c["end_time"]], parse_seconds, "seconds", optional=True)
         if not (ok1 and ok2 and ok3 and ok4):
@@ -529,6 +557,10 @@ def read_pai2020(path: PathLike, *, skip_bad: bool = False, name: str | None = N
                 gpus, dur, types = 0, (None if e is None else e - t), ""
             else:
                 gpus = math.ceil(a[0] / 100.0 - 1e-9)
+                if gpus > MAX_JOB_GPUS:
+                    err.bad(k, "gpus", gpus, f"its tasks ask for {gpus} GPUs in all, more than MAX_JOB_GPUS = "
+                            f"{MAX_JOB_GPUS} (inst_num x plan_gpu / 100 over {tasks_csv.name})")
+                    continue
                 dur = a[2] - a[1] if a[1] is not None and a[2] is not None else None
                 types = a[3]
             yield TraceJob(job_id, t, gpus, dur, _i(r[c["user"]]), "", _i(types), _i(r[c["status"]]), "", None, k)
@@ -602,13 +634,18 @@ def iter_gavel(path: PathLike, errors: RowErrors) -> Iterator[TraceJob]:
                 errors.bad(k, "columns", len(parts), "a Gavel .trace line has 10 tab-separated fields "
                            "(physical_cluster) or 7 (msr)")
                 continue
+            if "\x00" in line:
+                col = next(i for i, v in enumerate(parts) if "\x00" in v)
+                errors.bad(k, cols[col], parts[col][:40], "holds a NUL byte (no text trace does: binary damage?)")
+                continue
             if _undecodable(line):
                 col = next(i for i, v in enumerate(parts) if _undecodable(v))
                 errors.bad(k, cols[col], _raw(parts[col]), _NOT_UTF8)
                 continue
             r = dict(zip(cols, parts, strict=True))
             ok1, t = _field(errors, k, "arrival_time", r["arrival_time"], parse_seconds, "seconds", nonneg=True)
-            ok2, w = _field(errors, k, "total_steps", r["total_steps"], parse_seconds, "a step count", nonneg=True)
+            ok2, w = _field(errors, k, "total_steps", r["total_steps"], parse_seconds, "a step count", nonneg=True,
+                            bound=(MAX_STEPS, "MAX_STEPS: at 1,000 steps/s, thirty years of training"))
             ok3, g = _field(errors, k, "scale_factor", r["scale_factor"], _gpus, "a whole number", nonneg=True)
             if ok1 and ok2 and ok3:
                 yield TraceJob(str(k - 1), t, g, None, "", "", "", "", _i(r["job_type"]), w, k)

@@ -9,10 +9,11 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InputError
 from .generate import CLASSES, size_class
 from .trace import Trace
 
-__all__ = ["TraceStats", "figure_formats", "plot_stats", "trace_stats"]
+__all__ = ["FIGURE_FORMATS", "TraceStats", "figure_formats", "plot_stats", "trace_stats"]
 
 _SIZE_BINS = ((1, 1), (2, 2), (3, 4), (5, 8), (9, 16), (17, 32), (33, 64), (65, 10**9))
 
@@ -108,13 +109,15 @@ def trace_stats(trace: Trace, cluster_gpus: int | None = None) -> TraceStats:
                       {c: pool.get(c, 0) for c, _ in CLASSES})
 
 
-def figure_formats() -> frozenset[str] | None:
-    """The file extensions matplotlib can write (``png``, ``pdf``, ``svg``, ...); None without matplotlib."""
-    try:
-        from matplotlib.figure import Figure
-    except ImportError:
-        return None
-    return frozenset(Figure().canvas.get_supported_filetypes())
+#: the file extensions matplotlib's Agg canvas writes (``FigureCanvasAgg.get_supported_filetypes``), kept here so that
+#: an option is checked without importing matplotlib (a second); :func:`plot_stats` still names a refusal by its own
+FIGURE_FORMATS = frozenset({"avif", "eps", "gif", "jpeg", "jpg", "pdf", "pgf", "png", "ps", "raw", "rgba", "svg", "svgz", "tif",
+                            "tiff", "webp"})
+
+
+def figure_formats() -> frozenset[str]:
+    """The file extensions a figure may have (:data:`FIGURE_FORMATS`)."""
+    return FIGURE_FORMATS
 
 
 def plot_stats(trace: Trace, stats: TraceStats, path: str | Path) -> Path | None:
@@ -143,6 +146,10 @@ def plot_stats(trace: Trace, stats: TraceStats, path: str | Path) -> Path | None
     fig.suptitle(f"{stats.name} ({stats.format})")
     fig.tight_layout()
     p = Path(path)
-    fig.savefig(p, dpi=90)
-    plt.close(fig)
+    try:
+        fig.savefig(p, dpi=90)
+    except ValueError as exc:  # an extension this matplotlib does not write
+        raise InputError("plot", str(path), f"matplotlib cannot write this figure: {exc}") from None
+    finally:
+        plt.close(fig)
     return p

@@ -141,6 +141,9 @@ def survey(timeout: float = 5.0, only: str | None = None, progress: bool = False
 
     for o in run_command_cases(timeout, only):
         add(o)
+    from .inputs import survey_inputs  # issue 41: traces, HiveD inputs, Gavel/Pollux/Shockwave; each case in a process
+
+    survey_inputs(timeout, only, add=add)
     return s
 
 

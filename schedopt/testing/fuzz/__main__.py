@@ -4,4 +4,5 @@ import sys
 
 from . import main
 
-sys.exit(main())
+if __name__ == "__main__":  # a case's own process (multiprocessing's forkserver) imports this module again
+    sys.exit(main())
