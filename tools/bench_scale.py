@@ -21,6 +21,7 @@ import resource
 import statistics
 import sys
 import time
+import warnings
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,7 @@ def sim_round(gpus: int, rounds: int) -> dict[str, Any]:
     jobs = tuple(WorkloadJob(f"j{k}", 0.0, base[k % len(base)].application, base[k % len(base)].num_replicas,
                              base[k % len(base)].batch_size) for k in range(gpus))
     marks: list[float] = []
+    warnings.simplefilter("ignore", RuntimeWarning)  # the run stops at its cap on purpose
 
     def observe(done: int, t: float, fin: int, total: int) -> None:
         marks.append(time.process_time())
