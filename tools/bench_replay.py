@@ -26,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policy", required=True)
     ap.add_argument("--trace", default="philly", help="'philly' (shipped) or a trace path")
     ap.add_argument("--out", default="benchmarks/replay_philly.csv")
+    ap.add_argument("--log-every", type=int, default=5000, help="a progress line on stderr every N rounds")
     ap.add_argument("--max-jobs", type=int, default=None, help="only the first N jobs (a quick check)")
     a = ap.parse_args(argv)
     from schedopt.traces import read_trace
@@ -37,7 +38,15 @@ def main(argv: list[str] | None = None) -> int:
     if a.max_jobs:
         t = Trace(t.name, t.format, t.source, t.jobs[:a.max_jobs], t.skipped, t.day_offset_s, t.capacity)
     c0, w0 = time.process_time(), time.perf_counter()
-    res = replay(t, a.policy, progress=False)
+    every = max(1, a.log_every)
+
+    def observe(rounds: int, sim_t: float, done: int, total: int) -> None:
+        if rounds % every == 0:
+            print(f"progress rounds={rounds} sim_days={sim_t / 86400:.2f} finished={done}/{total} "
+                  f"cpu_s={time.process_time() - c0:.1f} rss_mb={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}",
+                  file=sys.stderr, flush=True)
+
+    res = replay(t, a.policy, progress=False, observer=observe)
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
     info = res.meta.details["as_is"]
     rep = info["report"]
