@@ -98,3 +98,20 @@ def test_split_then_fail_binds_n3_and_the_failure_kills_nothing() -> None:
         m = res.meta.details["hived"]
         assert m["failure_kills"] == 0 and m["failure_lost_gpu_seconds"] == 0.0, params
         assert [(by[i].start, by[i].finish, by[i].restarts) for i in ("A1", "B1")] == [(0, 100, 0), (1, 101, 0)]
+
+
+def test_after_a_failure_both_buddy_modes_take_the_first_healthy_node_in_list_order() -> None:
+    """a binds n0 ([n3 n1 n2]), then n1 fails. hivedscheduler's lists ignore health, and its buddy allocation skips
+    the failed node (``getUsablePhysicalCells``): b binds n3. ``buddy="hived"`` takes from those lists; the
+    healthy lists drop n1 (n2 takes its slot) and also give n3 (before issue 43 both modes took n2)."""
+    for buddy in ("healthy_first", "hived"):
+        hc = _cluster()
+        al = BuddyAllocator(hc.cluster, list(hc.vcs), buddy=buddy)
+        al.allocate(Request("a", "RACK", 2, 1, 0))
+        al.mark_bad("n1")
+        blind = al.phys.blind.lists[(0, 2)]
+        assert [hc.cluster.address[c] for c in blind] == ["rack/n3", "rack/n1", "rack/n2"], buddy
+        assert _nodes(al) == ["n3", "n2"], buddy
+        b = al.allocate(Request("b", "RACK", 2, 1, 0))
+        assert b.ok and b.pods[0].node == "n3", buddy
+        assert [hc.cluster.address[c] for c in blind] == ["rack/n2", "rack/n1"] and _nodes(al) == ["n2"], buddy

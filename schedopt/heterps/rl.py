@@ -26,7 +26,10 @@ from .core import HeterPSPlan
 from .heuristics import PlanCoster
 from .spec import HeterPSProblem
 
-__all__ = ["LSTMPolicy", "layer_features", "solve_rl"]
+__all__ = ["PRETRAIN_ITERATIONS", "LSTMPolicy", "layer_features", "solve_rl"]
+
+#: ``solve_rl``'s default phase-1 length (updates on random plans before REINFORCE on the policy's own)
+PRETRAIN_ITERATIONS = 0
 
 
 def layer_features(problem: HeterPSProblem) -> np.ndarray:
@@ -122,32 +125,50 @@ class LSTMPolicy:
 
 
 def solve_rl(problem: HeterPSProblem, *, seed: int = 0, iterations: int = 150, batch: int = 32, lr: float = 0.05,
-             hidden: int = 16, entropy: float = 0.01, provisioning: str = "exact") -> HeterPSPlan:
-    """Train the LSTM policy with REINFORCE for ``iterations`` updates of ``batch`` sampled plans; return the best
-    feasible plan sampled (NO_SOLUTION_FOUND with the heuristic limit when none was). Deterministic for a given seed."""
+             hidden: int = 16, entropy: float = 0.01, provisioning: str = "exact",
+             pretrain_iterations: int = PRETRAIN_ITERATIONS) -> HeterPSPlan:
+    """Train the LSTM policy in the paper's two phases and return the best feasible plan evaluated
+    (NO_SOLUTION_FOUND with the heuristic limit when none was). Deterministic for a given seed.
+
+    Phase 1, ``pretrain_iterations`` updates: ``batch`` plans drawn uniformly at random (a type per layer), their
+    rewards from their costs, the policy moved towards the better ones (the advantage-weighted log-likelihood, the
+    same gradient as REINFORCE's for plans it did not sample). Phase 2, ``iterations`` updates: REINFORCE on
+    ``batch`` plans sampled from the updated policy. ``pretrain_iterations=0`` is the single-phase REINFORCE of
+    earlier versions (the same plans and result for a seed). ``info``: ``best_cost_curve`` (best cost per update,
+    both phases), ``pretrain_iterations``, ``best_cost_pretrain`` (the best after phase 1; inf when none),
+    ``plan_evaluations`` (distinct plans costed), ``plan_evaluations_pretrain`` (of them, in phase 1: the rest are
+    the plans phase 2 "measures", which the paper's pretraining is there to save)."""
     t0 = time.perf_counter()
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise InputError("seed", seed, "must be an integer")
     for name, v in (("iterations", iterations), ("batch", batch), ("hidden", hidden)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise InputError(name, v, "must be a positive integer")
+    if isinstance(pretrain_iterations, bool) or not isinstance(pretrain_iterations, int) or pretrain_iterations < 0:
+        raise InputError("pretrain_iterations", pretrain_iterations, "must be an integer >= 0")
     rng = np.random.default_rng(seed)
     coster = PlanCoster(problem, provisioning)
     X = layer_features(problem)
     m = len(problem.types)
     pol = LSTMPolicy.init(X.shape[1], m, hidden, rng)
+    # phase 1 draws from its own stream, so pretrain_iterations=0 leaves phase 2's draws as they were
+    rand = np.random.default_rng([seed, 1])
     mom = [np.zeros_like(p) for p in pol.params]
     vel = [np.zeros_like(p) for p in pol.params]
     best: tuple[float, list[int]] | None = None
     worst_log = None
     curve = []
-    for it in range(1, iterations + 1):
+    best_pre, evals_pre = math.inf, 0
+    for step in range(1, pretrain_iterations + iterations + 1):
         logits = pol.logits(X)
         z = logits - logits.max(axis=1, keepdims=True)
         pi = np.exp(z)
         pi /= pi.sum(axis=1, keepdims=True)
-        u = rng.random((batch, X.shape[0], 1))
-        acts = (u > np.cumsum(pi, axis=1)[None]).sum(axis=2).clip(0, m - 1)  # (batch, L)
+        if step <= pretrain_iterations:  # phase 1: random plans
+            acts = rand.integers(0, m, size=(batch, X.shape[0]))
+        else:  # phase 2: plans of the updated policy
+            u = rng.random((batch, X.shape[0], 1))
+            acts = (u > np.cumsum(pi, axis=1)[None]).sum(axis=2).clip(0, m - 1)  # (batch, L)
         res = [coster(a) for a in acts]
         logc = np.array([math.log(max(c, 1e-300)) if math.isfinite(c) else math.nan for c, _, _ in res])
         if np.isfinite(logc).any():
@@ -159,6 +180,9 @@ def solve_rl(problem: HeterPSProblem, *, seed: int = 0, iterations: int = 150, b
             if math.isfinite(c) and (best is None or c < best[0]):
                 best = (c, acts[j].tolist())
         curve.append(float(np.nanmin(np.where(np.isfinite(logc), np.exp(logc), np.nan))) if np.isfinite(logc).any() else math.inf)
+        if step == pretrain_iterations:
+            best_pre = best[0] if best is not None else math.inf
+            evals_pre = coster.evaluations
         adv = r - r.mean()
         sd = adv.std()
         adv = adv / sd if sd > 1e-12 else adv * 0
@@ -175,6 +199,8 @@ def solve_rl(problem: HeterPSProblem, *, seed: int = 0, iterations: int = 150, b
             m1 += 0.1 * g
             v1 *= 0.999
             v1 += 0.001 * g * g
-            p += lr * (m1 / (1 - 0.9**it)) / (np.sqrt(v1 / (1 - 0.999**it)) + 1e-8)
+            p += lr * (m1 / (1 - 0.9**step)) / (np.sqrt(v1 / (1 - 0.999**step)) + 1e-8)
     return coster.result(None if best is None else best[1], f"rl-lstm-{provisioning}", t0, seed=seed,
-                         iterations=iterations, batch=batch, best_cost_curve=curve)
+                         iterations=iterations, batch=batch, best_cost_curve=curve,
+                         pretrain_iterations=pretrain_iterations, best_cost_pretrain=best_pre,
+                         plan_evaluations_pretrain=evals_pre)

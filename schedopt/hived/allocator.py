@@ -204,6 +204,7 @@ class BuddyAllocator(BindingMixin, PreemptionMixin, HealthMixin):
                 if not ph.carve(cell):
                     raise InputError(f"virtualClusters.{v.name}.pinnedCells", cl.address[cell],
                                      "lies inside another pinned cell")
+                ph.blind.carve(cell)
                 u.phys = cell
                 ph.bound[cell] = u
                 self.bound_roots.add(cell)

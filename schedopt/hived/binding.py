@@ -74,6 +74,7 @@ class BindingMixin:
         root.doomed = False
         self.bound_roots.discard(c)
         ph.release(c)
+        ph.blind.add(c)
 
     def bind_path(self, u: VirtualCell, cell: int) -> None:
         """Bind ``u`` to physical ``cell`` and each unbound ancestor to the matching physical ancestor."""
@@ -84,6 +85,7 @@ class BindingMixin:
             if u.parent is None:
                 if not ph.carve(cell):  # pragma: no cover - only reverts of lazy preemption get here
                     raise RuntimeError(f"cell {self.cluster.address[cell]} is not free")
+                ph.blind.carve(cell)
                 self.bound_roots.add(cell)
                 return
             u, cell = u.parent, ph.parent[cell]
@@ -150,6 +152,7 @@ class BindingMixin:
                     self._undo_roots(taken, plan, saved)
                     return None
                 plan[id(t)] = c
+                ph.blind.carve(c)
                 self.bound_roots.add(c)  # taken: the next root of this request must not see it free
                 taken.append(t)
                 plan.update(sub)
@@ -188,9 +191,7 @@ class BindingMixin:
         allocation on health-blind free lists (``buddyAlloc`` then ``safeRelaxedBuddyAlloc``)."""
         ph = self.phys
         ci, k = t.ci, t.level
-        chain_bad = self.buddy == "hived" and any(
-            ph.badcnt[x] > 0 for x in self.cluster.cells_at[(self.cluster.chain_names[ci], ph.chains[ci].levels)].tolist())
-        if not chain_bad:
+        if self.buddy != "hived":
             c = ph.take(ci, k) if self.split_allowed(ci, k) else -1  # type: ignore[attr-defined]
             if c >= 0 and not self._assign(below.get(id(t), []), self._candidates(c), below, sub):  # pragma: no cover
                 ph.release(c)
@@ -240,7 +241,11 @@ class BindingMixin:
                 n = min(len(free.get(lv, [])), splittable[lv])
                 if n <= 0:
                     continue
-                split, free[lv] = free[lv][:n], free[lv][n:]
+                split, rest = [], free[lv]
+                for _ in range(n):  # hivedscheduler takes the list's first cell n times (its slot takes the last)
+                    split.append(rest[0])
+                    rest[0] = rest[-1]
+                    rest.pop()
                 splittable[lv] -= n
                 for _ in range(lv, k, -1):
                     split = [x for y in split for x in ph.children[y]]
@@ -255,16 +260,7 @@ class BindingMixin:
         return c
 
     def hived_free_cells(self, ci: int) -> dict[int, list[int]]:
-        """hivedscheduler's free lists of chain ``ci`` (health-blind): the largest cells no VC cell touches."""
-        ph = self.phys
-        out: dict[int, list[int]] = {}
-        stack = sorted(self.cluster.cells_at[(self.cluster.chain_names[ci], ph.chains[ci].levels)].tolist(), reverse=True)
-        while stack:
-            c = stack.pop()
-            if c in self.bound_roots:
-                continue
-            if not any(c <= r < ph.end[c] for r in self.bound_roots):
-                out.setdefault(ph.level[c], []).append(c)
-            else:
-                stack.extend(reversed(ph.children[c]))
-        return out
+        """hivedscheduler's free lists of chain ``ci`` (health-blind: the largest cells no VC cell touches), in its
+        list order, as level -> copy of the list (its buddy allocation plans on a copy)."""
+        lists = self.phys.blind.lists
+        return {k: list(lists[(ci, k)]) for k in range(1, self.phys.chains[ci].levels + 1) if lists[(ci, k)]}

@@ -217,6 +217,7 @@ class HealthMixin:
                             break
                         u = unbound.pop(0)
                         ph.take_out(c)
+                        ph.blind.carve(c)
                         u.phys = c
                         u.doomed = True
                         ph.bound[c] = u

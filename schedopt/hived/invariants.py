@@ -14,7 +14,7 @@ __all__ = ["check_allocator"]
 
 def check_allocator(al: Any) -> list[Violation]:
     """Every inconsistency of allocator ``al`` (``[]`` when consistent), recomputed from plain arrays: free flags
-    and lists agree; every GPU is covered exactly once by free, bound and set-aside failed cells; free cells are
+    and lists agree; hivedscheduler's health-blind lists hold the largest cells no bound cell touches; every GPU is covered exactly once by free, bound and set-aside failed cells; free cells are
     healthy and unbound; bound preassigned cells within quota, of their own level and chain; bindings mutual and
     mirroring the tree; each job's GPUs owned by it at its priority and (guaranteed) bound to its VC's virtual GPUs;
     no GPU held twice; used / opportunistic counters up to date."""
@@ -43,6 +43,20 @@ def check_allocator(al: Any) -> list[Violation]:
         bad.append(Violation("vcs", "a VC holds more bound cells than its quota"))
     if set(al.bound_roots) != {u.phys for u in roots}:
         bad.append(Violation("bound_roots", "differs from the bound roots"))
+    # hivedscheduler's health-blind lists: the largest cells that hold no bound root and lie in none
+    boundset = {u.phys for u in roots}
+    blind = []
+    stack = [int(c) for c in np.flatnonzero(cl.parent < 0)]
+    while stack:
+        c = stack.pop()
+        if c not in boundset:
+            if not any(c <= r < ph.end[c] for r in boundset):
+                blind.append(c)
+            else:
+                stack.extend(ph.children[c])
+    if sorted(blind) != sorted(ph.blind.cells()) or sorted(ph.blind.cells()) != [
+            c for c in range(cl.n_cells) if ph.blind.listed[c]]:
+        bad.append(Violation("blind_lists", "hivedscheduler's free lists differ from the cells no bound cell touches"))
     for c in range(cl.n_cells):  # bindings mirror the tree
         u = ph.bound[c]
         if u is None:

@@ -5,13 +5,13 @@
 * per GPU (leaf index ``j``): the job that runs on it (``gpu_job[j]``, -1 when idle) and its priority
   (``gpu_prio[j]``: 0..1000 guaranteed, -1 opportunistic, -2 free); per cell the number of used and of
   opportunistic GPUs below it (``used``, ``opp``), kept up to date in O(levels) per GPU;
-* the **buddy free lists** per (chain, level): the cells not bound to any VC's preassigned cell, healthy ones only
-  (a failed node's free parts are kept aside per node), in hivedscheduler's list order (its ``CellList``: a cell is
-  appended; a removed cell's slot takes the list's last cell; issue 43); :meth:`take` picks the lowest free level's
-  first cell with the fewest opportunistic GPUs and splits it down (children likewise), :meth:`carve` takes one given
-  cell out (``removeCellFromFreeList``: walking up, an unsplit parent's children are appended, then the cell is
-  removed), :meth:`free_add` puts one back (``addCellToFreeList``: while all its buddies are free they are removed
-  and the parent goes up instead), :meth:`release` gives a cell back with its failed parts set aside;
+* the **buddy free lists** per (chain, level) (:class:`~schedopt.hived.freelists.CellLists`, in hivedscheduler's
+  list order; issue 43): the cells not bound to any VC's preassigned cell, healthy ones only (a failed node's free
+  parts are kept aside per node); :meth:`take` picks the lowest free level's first cell with the fewest
+  opportunistic GPUs and splits it down (children likewise), :meth:`carve` takes one given cell out
+  (``removeCellFromFreeList``), :meth:`free_add` puts one back (``addCellToFreeList``), :meth:`release` gives a
+  cell back with its failed parts set aside; ``blind``: hivedscheduler's own health-blind lists, changed only when a
+  preassigned cell is bound or unbound (``buddy="hived"`` takes from them);
 * ``bound[c]``: the virtual cell a physical cell is bound to (or ``None``).
 
 Every operation walks one root-to-leaf path (times the fan-out).
@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from .cells import PhysicalCluster
+from .freelists import CellLists, Saved
 from .priority import FREE_PRIORITY, OPPORTUNISTIC_PRIORITY
 
 __all__ = ["PhysicalState"]
@@ -46,25 +47,26 @@ class PhysicalState:
         self.children: list[list[int]] = cl.children
         self.chains = [cl.chains[c] for c in cl.chain_names]
         self.node_level: list[int] = [c.node_level for c in self.chains]
-        self.is_free = [False] * n
-        self.free_children = [0] * n
         self.bound: list[Any] = [None] * n
         self.opp = [0] * n
         self.used = [0] * n
         self.badcnt = [0] * n
         self.bad_free: dict[int, set[int]] = {}
-        #: free cells per (chain, level), in hivedscheduler's list order (see the module docstring); a take picks
-        #: the first cell with the fewest opportunistic GPUs; ``pos[c]``: ``c``'s index in its list (-1: not listed)
-        self.free: dict[tuple[int, int], list[int]] = {}
-        self.pos = [-1] * n
-        for ci, ch in enumerate(self.chains):
-            for k in range(1, ch.levels + 1):
-                self.free[(ci, k)] = []
+        keys = [(ci, k) for ci, ch in enumerate(self.chains) for k in range(1, ch.levels + 1)]
+        #: the healthy free lists the buddy rule takes from, in hivedscheduler's list order (see the module
+        #: docstring); ``free``, ``is_free``, ``free_children``, ``pos`` are its arrays
+        self.lists = CellLists(self.parent, self.children, self.ci, self.level, keys)
+        self.free, self.is_free = self.lists.lists, self.lists.listed
+        self.free_children, self.pos = self.lists.listed_children, self.lists.pos
+        #: hivedscheduler's own free lists: health-blind, changed only when a preassigned cell is bound or unbound
+        #: (``buddy="hived"`` takes from them)
+        self.blind = CellLists(self.parent, self.children, self.ci, self.level, keys)
         ng = cl.num_gpus
         self.gpu_job = [-1] * ng
         self.gpu_prio = [FREE_PRIORITY] * ng
         for top in np.flatnonzero(cl.parent < 0).tolist():
             self.free_add(top)
+            self.blind.append(top)
 
     # ------------------------------------------------------------------ sizes and health
     def gpus(self, c: int) -> int:
@@ -102,45 +104,14 @@ class PhysicalState:
             c = self.parent[c]
 
     # ------------------------------------------------------------------ free lists (buddy)
-    def _list_of(self, c: int) -> list[int]:
-        return self.free[(self.ci[c], self.level[c])]
-
-    def _append(self, c: int) -> None:
-        """List ``c`` at the end of its free list (no merge)."""
-        lst = self._list_of(c)
-        self.pos[c] = len(lst)
-        lst.append(c)
-        self.is_free[c] = True
-        p = self.parent[c]
-        if p >= 0:
-            self.free_children[p] += 1
-
     def free_add(self, c: int) -> None:
         """Put healthy cell ``c`` on its free list, merging buddies upward while all are free (hivedscheduler's
         ``addCellToFreeList``: the free buddies leave their list in child order, the parent goes up instead)."""
-        while True:
-            p = self.parent[c]
-            if p < 0 or self.free_children[p] < len(self.children[p]) - 1:
-                self._append(c)
-                return
-            for b in self.children[p]:
-                if b != c:
-                    self.free_remove(b)
-            c = p
+        self.lists.add(c)
 
     def free_remove(self, c: int) -> None:
         """Take listed cell ``c`` off its free list: the list's last cell takes its slot (Go's ``CellList.remove``)."""
-        lst = self._list_of(c)
-        i = self.pos[c]
-        last = lst.pop()
-        if last != c:
-            lst[i] = last
-            self.pos[last] = i
-        self.pos[c] = -1
-        self.is_free[c] = False
-        p = self.parent[c]
-        if p >= 0:
-            self.free_children[p] -= 1
+        self.lists.remove(c)
 
     def release(self, c: int) -> None:
         """Give cell ``c`` (nothing bound inside) back: healthy parts to the free lists, failed nodes' parts aside."""
@@ -153,27 +124,13 @@ class PhysicalState:
                 self.release(ch)
 
     def free_ancestor(self, c: int) -> int:
-        a = c
-        while a >= 0 and not self.is_free[a]:
-            a = self.parent[a]
-        return a
+        return self.lists.listed_ancestor(c)
 
     def carve(self, cell: int) -> bool:
         """Take ``cell`` out of the free space, splitting its free ancestor; False if it was not free. As
         hivedscheduler's ``removeCellFromFreeList``: from ``cell`` up to the listed ancestor, each parent's children
         are appended to their list and the cell on the path is removed from it."""
-        f = self.free_ancestor(cell)
-        if f < 0:
-            return False
-        c = cell
-        while c != f:
-            p = self.parent[c]
-            for ch in self.children[p]:
-                self._append(ch)
-            self.free_remove(c)
-            c = p
-        self.free_remove(f)
-        return True
+        return self.lists.carve(cell)
 
     def take_out(self, cell: int) -> None:
         """Take every free or set-aside part of ``cell`` (a failed cell nobody holds) out of the free space."""
@@ -231,21 +188,15 @@ class PhysicalState:
                    for lv in range(k, ch.levels + 1))
 
     def free_cells(self) -> list[int]:
-        return [c for d in self.free.values() for c in d]
+        return self.lists.cells()
 
-    def save_free(self) -> tuple[dict[tuple[int, int], list[int]], dict[int, set[int]]]:
-        """The free space (lists in order, set-aside failed parts), for :meth:`restore_free`."""
-        return {k: list(v) for k, v in self.free.items()}, {k: set(v) for k, v in self.bad_free.items()}
+    def save_free(self) -> tuple[Saved, Saved, dict[int, set[int]]]:
+        """The free space (both lists in order, set-aside failed parts), for :meth:`restore_free`."""
+        return self.lists.save(), self.blind.save(), {k: set(v) for k, v in self.bad_free.items()}
 
-    def restore_free(self, saved: tuple[dict[tuple[int, int], list[int]], dict[int, set[int]]]) -> None:
+    def restore_free(self, saved: tuple[Saved, Saved, dict[int, set[int]]]) -> None:
         """Put the free space back as :meth:`save_free` saw it (an undone binding leaves hivedscheduler's lists as
         they were: it plans on a copy)."""
-        lists, aside = saved
-        for lst in self.free.values():
-            for c in list(lst):
-                self.free_remove(c)
-        for key, lst in lists.items():
-            self.free[key] = []
-            for c in lst:
-                self._append(c)
-        self.bad_free = {k: set(v) for k, v in aside.items()}
+        self.lists.restore(saved[0])
+        self.blind.restore(saved[1])
+        self.bad_free = {k: set(v) for k, v in saved[2].items()}

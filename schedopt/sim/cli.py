@@ -352,7 +352,8 @@ def add_parser(subparsers: Any) -> None:
     s.add_argument("--workload", default="saturn/1", help="comma-separated: saturn/1, a whole set (pollux), or CSV paths; "
                    "synergy/static|dynamic|test|philly[:jobs=N][:jph=X]; gandiva/synthetic[:jobs=N:interarrival=S]; "
                    "hived/synthetic[:jobs=N...]")
-    s.add_argument("--policy", default="sia", help="comma-separated: sia, tiresias, fifo, pollux, pollux-exact, "
+    s.add_argument("--policy", default="sia", help="comma-separated: sia (sia:published: the published simulator's "
+                   "batch cap, = sia:batch_cap=request), tiresias, fifo, pollux, pollux-exact, "
                    "pollux-unaware, gavel; synergy[:queue/method] (e.g. synergy:las/opt); gandiva[:variant] (e.g. "
                    "gandiva:off); hived[:variant] (e.g. hived:quota); a registered name; or your own module:Class[:key=value]")
     s.add_argument("--placer", default=None, metavar="SPEC",
