@@ -122,7 +122,19 @@ def build(spec: GavelSpec, *, stage: str = "main", t_min: float | None = None,
           rho: float | None = None) -> Formulation[GavelIndex]:
     """The LP of ``spec.objective`` (``stage="efficient"`` with ``t_min``: max-min's tie-break LP; ``objective
     ftf`` needs ``rho``: the model at that finish-time fairness level, whose optimum ``z >= 1`` says the level is
-    reachable)."""
+    reachable).
+
+    Examples
+    --------
+    >>> import schedopt
+    >>> from schedopt import gavel
+    >>> spec = gavel.generate(64, 0)
+    >>> f = gavel.build(spec)
+    >>> f.model.name, spec.num_jobs
+    ('gavel_max_min', 32)
+    >>> schedopt.solve(f, backend="highs").termination.reason.value
+    'optimal'
+    """
     if not isinstance(spec, GavelSpec):
         raise InputError("spec", type(spec).__name__, "must be a schedopt.gavel.GavelSpec")
     obj = spec.objective
