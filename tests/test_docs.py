@@ -105,16 +105,15 @@ DOCTESTED = [
 
 
 def _object(path: str) -> object:
+    """What ``path`` names as a user spells it: ``schedopt.solve`` is the function (the package's attribute), not
+    the module ``schedopt/solve.py`` it hides."""
     parts = path.split(".")
-    for i in range(len(parts), 0, -1):
-        try:
-            obj: object = importlib.import_module(".".join(parts[:i]))
-        except ModuleNotFoundError:
-            continue
-        for attr in parts[i:]:
-            obj = getattr(obj, attr)
-        return obj
-    raise ImportError(path)
+    obj: object = importlib.import_module(parts[0])
+    for i, attr in enumerate(parts[1:], start=1):
+        if not hasattr(obj, attr):
+            importlib.import_module(".".join(parts[: i + 1]))
+        obj = getattr(obj, attr)
+    return obj
 
 
 @pytest.mark.parametrize("path", DOCTESTED)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import statistics
 from pathlib import Path
 
@@ -178,6 +179,21 @@ def _sia_sweep(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(out)
 
 
+def _markdown_record(p: Path) -> str:
+    """A Markdown record, its headings two levels down; a figure the record names but the repository does not hold
+    (reports write their PNGs beside them, and only the text is kept) becomes a line saying so."""
+    out = []
+    for line in p.read_text(encoding="utf-8").splitlines():
+        m = re.match(r"^!\[([^]]*)\]\(([^)]+)\)\s*$", line)
+        if m and not (p.parent / m.group(2)).exists():
+            out.append(f"*(figure `{m.group(2)}`, {m.group(1)}: written by the command, not kept in the repository)*")
+        elif line.startswith("#"):
+            out.append("##" + line)
+        else:
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
 def write_records(outdir: Path, folder: Path) -> None:
     pages: dict[str, list[str]] = {"benchmarks": [], "fidelity": []}
     for p in sorted(folder.iterdir()):
@@ -188,7 +204,7 @@ def write_records(outdir: Path, folder: Path) -> None:
         part = [f"## {title}\n", f"Record: `benchmarks/{p.name}`. Command: "
                 + (f"`{command}`.\n" if command else "not recorded.\n")]
         if p.suffix == ".md":
-            part.append(f"```{{include}} ../../benchmarks/{p.name}\n:heading-offset: 2\n```\n")
+            part.append(_markdown_record(p))
         else:
             lines = p.read_text(encoding="utf-8").splitlines()
             comments = [line.lstrip("# ") for line in lines if line.startswith("#")]

@@ -3,16 +3,16 @@
 Every model has the block ``x`` (runnable jobs x GPU types: time fractions) and the families ``type_capacity`` and
 ``time_budget``; each objective adds its own block and family:
 
-=====================  =====================  ==============================================================
+====================== =====================  ==============================================================
 objective              extra block            extra family
-=====================  =====================  ==============================================================
+====================== =====================  ==============================================================
 ``max_min``            ``t``                  ``fairness``: ``t <= sum_k W[j, k] x[j, k]``
 ``max_min`` (stage 2)  ``t >= t*``            ``fairness``; objective ``sum W x`` (Gavel's tie-break)
 ``ftf`` (at ``r``)     ``z``                  ``ftf``: ``z <= sum_k X[j, k] x[j, k] / need_j(r)``
 ``makespan``           ``s``                  ``makespan``: ``s <= sum_k X[j, k] x[j, k] T0 / rem_j``
 ``max_sum_throughput`` --                     --
 ``cost_slo``           --                     ``slo``: ``sum_k X[j, k] x[j, k] >= rem_j / slo_j``
-=====================  =====================  ==============================================================
+====================== =====================  ==============================================================
 """
 
 from __future__ import annotations
