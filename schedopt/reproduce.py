@@ -19,7 +19,7 @@ Every simulation's record is written under ``out/raw/<section>/<group>.parts/`` 
 group's records to ``out/raw/<section>/*.jsonl`` when the group ends; a rerun skips what is on disk, so a stopped
 run loses at most the simulations that were running. ``out/report.md`` has one table per section beside the
 paper's claim, and ``out/*.png`` the figures. ``--quick``: the first 16 jobs of saturn/1 and two points per sweep
-(about a minute on two cores); the full run is many hours on two cores (see the README for the measured time).
+(about a minute on two cores); the full run is many hours on two cores (see docs/guides/reproduce-sia.md for the measured time).
 """
 
 from __future__ import annotations

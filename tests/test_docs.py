@@ -162,3 +162,59 @@ def test_the_site_builds_without_a_warning(tmp_path: Path) -> None:
            str(tmp_path / "html")]
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-5000:]
+
+
+#: the documented build command (README.md, CONTRIBUTING.md, docs/conf.py)
+DOCS_BUILD = "python -m sphinx -W --keep-going -n -b html docs docs/_build/html"
+
+
+def readme_commands() -> list[str]:
+    """Every command of README.md's ``bash`` blocks, one per ``&&`` part, comments dropped, in order."""
+    out, inside = [], False
+    for line in (ROOT / "README.md").read_text().splitlines():
+        if line.startswith("```"):
+            inside = line.strip() == "```bash" if not inside else False
+            continue
+        if inside and line.strip():
+            out.extend(part.strip() for part in line.split(" #", 1)[0].split("&&") if part.strip())
+    return out
+
+
+def test_the_readme_is_one_screen_and_starts_with_the_two_commands() -> None:
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) < 150
+    cmds = readme_commands()
+    assert cmds[:4] == ["pip install -e .", "schedopt demo", 'pip install -e ".[test]"', "python -m pytest"]
+    assert DOCS_BUILD in cmds
+
+
+def test_every_readme_command_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """``schedopt ...`` commands run in order in one folder (in this process, through ``schedopt.cli.main``) and
+    exit 0 (``explain`` of the infeasible example: 1, as the exit-code rule says); ``pip install`` names only extras pyproject.toml declares; ``python -m pytest`` is this run and the
+    docs build is the slow test below (and a step of .ci/run)."""
+    from schedopt.cli import main
+
+    extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+    monkeypatch.chdir(tmp_path)
+    ran = []
+    for cmd in readme_commands():
+        words = cmd.split()
+        if words[:3] == ["pip", "install", "-e"]:
+            spec = words[3].strip("\"'")
+            assert spec == "." or (spec.startswith(".[") and set(spec[2:-1].split(",")) <= extras), cmd
+        elif cmd in ("python -m pytest", DOCS_BUILD):
+            continue
+        else:
+            assert words[0] == "schedopt", f"README command {cmd!r} is not tested: test it here"
+            code = main(words[1:])
+            expected = 1 if words[1] == "explain" else 0  # explain of an infeasible instance: exit 1, by the rule
+            assert code == expected, f"{cmd!r} exited {code}: {capsys.readouterr().err[-2000:]}"
+            ran.append(words[1])
+    assert ran[0] == "demo" and {"generate", "solve", "explain", "simulate"} <= set(ran)
+
+
+@pytest.mark.slow
+def test_the_documented_build_command_is_the_one_this_file_runs() -> None:
+    text = (ROOT / "CONTRIBUTING.md").read_text() + (DOCS / "conf.py").read_text()
+    assert text.count(DOCS_BUILD) >= 2
