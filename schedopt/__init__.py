@@ -14,7 +14,7 @@ from .results import Limit, SolveResult, Termination, TerminationReason, Timings
 from .solve import default_backend, solve
 
 #: The package's version (equal to the installed distribution's metadata version).
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"
 
 __all__ = [
     "ConstraintFamily",

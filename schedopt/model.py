@@ -393,11 +393,19 @@ def _check_model_name(name: Any) -> str:
 class LinearModel:
     """A linear or mixed-integer linear model made of named variable blocks and constraint families.
 
-    >>> import numpy as np, schedopt
+    Examples
+    --------
+    >>> import schedopt
     >>> m = schedopt.LinearModel("knapsack", sense="maximize")
-    >>> x = m.add_variables("x", 3, kind="binary", labels=["a", "b", "c"])
+    >>> m.add_variables("x", 3, kind="binary", labels=["a", "b", "c"])
+    VarBlock(name='x', shape=(3,), start=0, kind=<VarKind.BINARY: 'binary'>, labels=(('a', 'b', 'c'),))
     >>> m.add_constraints("weight", {"x": [[2, 3, 4]]}, upper=5)
+    ConstraintFamily(name='weight', start=0, size=1, labels=None)
     >>> m.set_objective({"x": [3, 4, 5]})
+    >>> print(m.summary())
+    LinearModel 'knapsack' (maximize): 3 columns (3 integer) in 1 blocks, 1 rows in 1 families, 3 nonzeros
+    >>> schedopt.solve(m).objective
+    7.0
     """
 
     def __init__(self, name: str = "model", sense: str = "minimize",

@@ -363,7 +363,14 @@ def unregister_problem(name: str) -> None:
 
 
 def problems() -> dict[str, ProblemIO]:
-    """Every registered problem: the ``schedopt.problems`` entry points (loaded once) and any registered by hand."""
+    """Every registered problem: the ``schedopt.problems`` entry points (loaded once) and any registered by hand.
+
+    Examples
+    --------
+    >>> from schedopt.problem import problems
+    >>> problems()["sia"].name, "pollux" in problems()
+    ('sia', True)
+    """
     global _LOADED
     if not _LOADED:
         from importlib.metadata import entry_points
@@ -393,7 +400,16 @@ def problem_names() -> list[str]:
 
 def get_problem(name: str) -> ProblemIO:
     """The registered problem ``name`` (``sia``, ``synergy``, ...); an unknown name is an ``InputError`` listing the
-    known ones."""
+    known ones.
+
+    Examples
+    --------
+    >>> from schedopt.problem import get_problem
+    >>> io = get_problem("heterps")
+    >>> inst = io.generate(8, 0)
+    >>> io.solve(inst).termination.reason.value
+    'optimal'
+    """
     probs = problems()
     if name not in probs:
         raise InputError("problem", name, f"must be one of {sorted(probs)}")

@@ -23,7 +23,7 @@ record only when it is whole and of the same run, and names and redoes any other
 settings), so a stopped run loses at most the simulations that were running. ``out/report.md`` has one table per
 section beside the paper's claim and a verdict on it (:func:`judge`: holds, does not hold, or too small to tell at
 this size, with the reason), and ``out/*.png`` the figures. ``--quick``: the first 16 jobs of saturn/1 and two points per sweep
-(about a minute on two cores); the full run is many hours on two cores (see the README for the measured time).
+(about a minute on two cores); the full run is many hours on two cores (see docs/guides/reproduce-sia.md for the measured time).
 """
 
 from __future__ import annotations

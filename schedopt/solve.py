@@ -100,6 +100,23 @@ def solve(
     ``backend_options`` are checked against what the backend knows (an unknown name is an ``InputError`` naming it
     and listing the known ones); ``raw_options`` go to the solver verbatim, unchecked (the escape hatch for options
     schedopt does not list).
+
+    Examples
+    --------
+    >>> import schedopt
+    >>> m = schedopt.LinearModel("knapsack", sense="maximize")
+    >>> x = m.add_variables("x", 4, kind="binary", labels=list("abcd"))
+    >>> m.add_constraints("weight", {"x": [[2, 3, 4, 5]]}, upper=7, labels=["w"])
+    ConstraintFamily(name='weight', start=0, size=1, labels=('w',))
+    >>> m.set_objective({"x": [3, 4, 5, 6]})
+    >>> res = schedopt.solve(m, backend="highs", time_limit=10)
+    >>> res.termination.reason, res.objective, res.bound, res.values["x"].tolist()
+    (<TerminationReason.OPTIMAL: 'optimal'>, 9.0, 9.0, [0.0, 1.0, 1.0, 0.0])
+
+    Another backend, same model (``schedopt.available_backends()`` lists what is installed):
+
+    >>> schedopt.solve(m, backend="scipy").objective
+    9.0
     """
     from .backends import get_backend
 

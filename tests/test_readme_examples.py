@@ -1,4 +1,5 @@
-"""Every example in README.md and formulations/*.md that shows an output is run, and its output compared.
+"""Every example in README.md, formulations/*.md and the guides (docs/*.md, docs/guides/*.md) that shows an output is
+run, and its output compared.
 
 The convention (also in the README's "Contributing" section):
 
@@ -29,7 +30,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "formulations").glob("*.md"))]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "formulations").glob("*.md")), *sorted((ROOT / "docs").glob("*.md")),
+        *sorted((ROOT / "docs" / "guides").glob("*.md"))]
 NO_RUN = "<!-- example: no-run -->"
 FENCE = re.compile(r"^```(\S*)\s*$")
 
@@ -145,11 +147,12 @@ def test_the_shown_output_is_what_the_example_prints(ex: Example, tmp_path: Path
 
 
 def test_the_collector_finds_the_readme_examples() -> None:
-    """The tour's snippets (Sia, goodput, Synergy, HeterPS, HiveD, Gandiva) and the first example are all checked."""
+    """The README's example and the tour's snippets (Sia, goodput, Synergy, HeterPS, HiveD, Gandiva) are checked."""
     readme = [e for e in SHOWN if e.doc == "README.md"]
-    assert len(readme) >= 7
-    assert any("load_hived_config" in e.code for e in readme)
-    assert any(_trailing_repr(e.code) for e in readme)
+    assert readme and all(_trailing_repr(e.code) or e.output is not None for e in readme)
+    tour = [e for e in SHOWN if e.doc == "docs/guides/tour.md"]
+    assert len(tour) >= 6
+    assert any("load_hived_config" in e.code for e in tour)
 
 
 def test_the_convention_itself() -> None:

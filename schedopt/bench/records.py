@@ -68,7 +68,7 @@ class Record:
     bound: float | None = None
     gap: float | None = None
     lp_bound: float | None = None  #: optimum of the LP relaxation (HiGHS), for every integer model
-    lp_gap: float | None = None  #: |objective - lp_bound| / max(|objective|, 1e-10)
+    lp_gap: float | None = None  #: ``|objective - lp_bound| / max(|objective|, 1e-10)``
     # --- times (seconds)
     t_generate: float | None = None
     t_goodput: float | None = None

@@ -312,7 +312,18 @@ def build_packing(
     formulation: str = "config",
 ) -> Formulation[PackingInverse]:
     """The exact packing MILP (``formulation`` ``"config"`` or ``"assign"``) over the idle GPUs of ``state``, with
-    its typed inverse map (:class:`PackingInverse`)."""
+    its typed inverse map (:class:`PackingInverse`).
+
+    Examples
+    --------
+    >>> import schedopt
+    >>> from schedopt import gandiva
+    >>> gi = gandiva.io.generate(64, seed=1, operation="pack")
+    >>> f = gandiva.build_packing(gi.state(), gi.pending)
+    >>> res = schedopt.solve(f, backend="highs")
+    >>> res.termination.reason.value, round(res.objective, 2)
+    ('optimal', 44.36)
+    """
     t0 = time.perf_counter()
     if formulation not in ("config", "assign"):
         raise InputError("formulation", formulation, "must be 'config' or 'assign'")

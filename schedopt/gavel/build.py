@@ -3,16 +3,16 @@
 Every model has the block ``x`` (runnable jobs x GPU types: time fractions) and the families ``type_capacity`` and
 ``time_budget``; each objective adds its own block and family:
 
-=====================  =====================  ==============================================================
+====================== =====================  ==============================================================
 objective              extra block            extra family
-=====================  =====================  ==============================================================
+====================== =====================  ==============================================================
 ``max_min``            ``t``                  ``fairness``: ``t <= sum_k W[j, k] x[j, k]``
 ``max_min`` (stage 2)  ``t >= t*``            ``fairness``; objective ``sum W x`` (Gavel's tie-break)
 ``ftf`` (at ``r``)     ``z``                  ``ftf``: ``z <= sum_k X[j, k] x[j, k] / need_j(r)``
 ``makespan``           ``s``                  ``makespan``: ``s <= sum_k X[j, k] x[j, k] T0 / rem_j``
 ``max_sum_throughput`` --                     --
 ``cost_slo``           --                     ``slo``: ``sum_k X[j, k] x[j, k] >= rem_j / slo_j``
-=====================  =====================  ==============================================================
+====================== =====================  ==============================================================
 """
 
 from __future__ import annotations
@@ -122,7 +122,19 @@ def build(spec: GavelSpec, *, stage: str = "main", t_min: float | None = None,
           rho: float | None = None) -> Formulation[GavelIndex]:
     """The LP of ``spec.objective`` (``stage="efficient"`` with ``t_min``: max-min's tie-break LP; ``objective
     ftf`` needs ``rho``: the model at that finish-time fairness level, whose optimum ``z >= 1`` says the level is
-    reachable)."""
+    reachable).
+
+    Examples
+    --------
+    >>> import schedopt
+    >>> from schedopt import gavel
+    >>> spec = gavel.generate(64, 0)
+    >>> f = gavel.build(spec)
+    >>> f.model.name, spec.num_jobs
+    ('gavel_max_min', 32)
+    >>> schedopt.solve(f, backend="highs").termination.reason.value
+    'optimal'
+    """
     if not isinstance(spec, GavelSpec):
         raise InputError("spec", type(spec).__name__, "must be a schedopt.gavel.GavelSpec")
     obj = spec.objective

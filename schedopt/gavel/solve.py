@@ -119,7 +119,15 @@ def _lp(f: Formulation[GavelIndex], opts: SolveOptions) -> SolveResult:
 
 
 def solve_spec(spec: GavelSpec, options: SolveOptions | None = None) -> GavelAllocation:
-    """Solve ``spec`` (``options.backend``: any backend that solves LPs; default ``highs``)."""
+    """Solve ``spec`` (``options.backend``: any backend that solves LPs; default ``highs``).
+
+    Examples
+    --------
+    >>> from schedopt import gavel
+    >>> alloc = gavel.solve_spec(gavel.generate(64, 0))
+    >>> alloc.termination.reason.value, gavel.check_allocation(gavel.generate(64, 0), alloc)
+    ('optimal', [])
+    """
     if not isinstance(spec, GavelSpec):
         raise InputError("spec", type(spec).__name__, "must be a schedopt.gavel.GavelSpec")
     opts = solve_options(options)

@@ -374,7 +374,19 @@ def build(problem: HeterPSProblem, lam: float = 0.0) -> Formulation[MilpOptions]
     its typed inverse map (:class:`MilpOptions`).
 
     Blocks ``y`` (binary, one per option) and ``theta``; families ``path_flow`` (layer boundaries), ``type_change``
-    (internal boundary x type), ``type_limit`` (type), ``stage_throughput_floor`` (layer), ``throughput_limit``."""
+    (internal boundary x type), ``type_limit`` (type), ``stage_throughput_floor`` (layer), ``throughput_limit``.
+
+    Examples
+    --------
+    >>> import schedopt
+    >>> from schedopt import heterps
+    >>> p = heterps.generate("ctrdnn", seed=0)
+    >>> f = heterps.build(p)
+    >>> f.model.name, list(f.model.blocks)
+    ('heterps', ['y', 'theta'])
+    >>> schedopt.solve(f, backend="highs").termination.reason.value
+    'optimal'
+    """
     if not isinstance(problem, HeterPSProblem):
         raise InputError("problem", type(problem).__name__, "must be a HeterPSProblem")
     t0 = time.perf_counter()

@@ -92,6 +92,16 @@ def build_exact_model(
     ``chains`` restricts the model to some chains (chains are independent); ``min_level`` drops the demand below that
     level (used to locate the level at fault); ``extra=(chain, level)`` adds a new VC whose number of level-k cells
     ``extra`` is maximised (``max_extra_quota``).
+
+    Examples
+    --------
+    >>> import schedopt
+    >>> from schedopt import hived
+    >>> cluster = hived.generate_cluster(64, nodes_per_rack=4)
+    >>> vcs = hived.generate_vcs(cluster, 3, seed=1, fill=0.8)
+    >>> em = hived.build_exact_model(cluster, vcs)
+    >>> schedopt.solve(em, backend="highs").termination.reason.value
+    'optimal'
     """
     t0 = time.perf_counter()
     table = vcs if isinstance(vcs, DemandTable) else demand_table(cluster, vcs)

@@ -150,7 +150,19 @@ def build(spec: PolluxSpec) -> Formulation[PolluxIndex]:
     """The exact model: maximising ``M`` for ``p < 0`` is minimising ``sum_j (s_j + EPS)^p``, separable per job: one
     binary per valid (job, configuration) pair with value ``(s_jc + EPS)^p - EPS^p`` (a job left out scores
     ``EPS^p``); families ``one_config_per_job``, ``gpu_capacity`` and Sia's ``virtual_node_capacity`` (pairs and
-    rows from :class:`schedopt.sia.SiaProblem`). For ``p > 0`` the same sum is maximised."""
+    rows from :class:`schedopt.sia.SiaProblem`). For ``p > 0`` the same sum is maximised.
+
+    Examples
+    --------
+    >>> import schedopt
+    >>> from schedopt import pollux
+    >>> spec = pollux.generate(64, 0)
+    >>> f = pollux.build(spec)
+    >>> f.model.name
+    'pollux_exact'
+    >>> schedopt.solve(f, backend="highs").termination.reason.value
+    'optimal'
+    """
     cluster = spec.cluster
     table = generate_configs(cluster)
     J, C = spec.num_jobs, len(table)
@@ -252,7 +264,17 @@ def _ga_options(opts: Mapping[str, Any]) -> dict[str, Any]:
 
 def solve_spec(spec: PolluxSpec, options: SolveOptions | None = None) -> PolluxAnswer:
     """Solve ``spec``: ``options.method`` ``ga`` (default; ``options.seed``, ``options.options`` ``population`` and
-    ``generations``) or ``exact`` (``options.backend``, default ``mckp``; ``time_limit``, ``mip_rel_gap``)."""
+    ``generations``) or ``exact`` (``options.backend``, default ``mckp``; ``time_limit``, ``mip_rel_gap``).
+
+    Examples
+    --------
+    >>> from schedopt import pollux
+    >>> from schedopt.problem import SolveOptions
+    >>> spec = pollux.generate(64, 0)
+    >>> ans = pollux.solve_spec(spec, SolveOptions(method="exact"))
+    >>> ans.termination.reason.value, pollux.check_allocation(spec, ans)
+    ('optimal', [])
+    """
     if not isinstance(spec, PolluxSpec):
         raise InputError("spec", type(spec).__name__, "must be a schedopt.pollux.PolluxSpec")
     opts = checked_options(options, METHODS)

@@ -53,7 +53,21 @@ def build(spec: ShockwaveSpec, *, stage: str = "ftf", priorities: np.ndarray | N
           priority_scale_log10: float = 0.0) -> Formulation[ShockwaveIndex]:
     """The plan at ``stage``: ``"ftf"`` (priorities 1, finish-time fairness rows) or ``"relaxed"`` (no such rows;
     ``priorities``, one per job, times ``10 ** priority_scale_log10`` multiply the log utilities:
-    :func:`schedopt.shockwave.relaxed_priorities`). The objective is divided by the largest of those products."""
+    :func:`schedopt.shockwave.relaxed_priorities`). The objective is divided by the largest of those products.
+
+    Examples
+    --------
+    Two jobs that each need both GPUs, a window of two rounds of 10 s:
+
+    >>> import schedopt
+    >>> from schedopt import shockwave
+    >>> spec = shockwave.ShockwaveSpec(jobs=("a", "b"), gpus=2, scale_factors=[2, 2], step_seconds=[1.0, 1.0],
+    ...     steps_done=[20, 0], steps_total=[100, 100], age=[0.0, 0.0], ftf_target=[1000.0, 1000.0], rounds=2,
+    ...     round_seconds=10.0)
+    >>> f = shockwave.build(spec)
+    >>> schedopt.solve(f, backend="highs").termination.reason.value
+    'optimal'
+    """
     if not isinstance(spec, ShockwaveSpec):
         raise InputError("spec", type(spec).__name__, "must be a schedopt.shockwave.ShockwaveSpec")
     if stage not in STAGES:

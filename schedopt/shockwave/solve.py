@@ -137,7 +137,20 @@ def solve_spec(spec: ShockwaveSpec, options: SolveOptions | None = None) -> Shoc
     """Solve ``spec`` (``options.backend``: any backend that solves MILPs; default ``highs``). The plan with the
     ``ftf`` rows first; if it has no solution (infeasible; or a limit hit before any, where the artifact stops),
     the relaxed plan and the ranking model. Never raises for infeasibility: the relaxed plan is always feasible
-    (nothing scheduled); a plan without a solution comes back as such."""
+    (nothing scheduled); a plan without a solution comes back as such.
+
+    Examples
+    --------
+    b has made no progress, a has done a fifth: b gets the window.
+
+    >>> from schedopt import shockwave
+    >>> spec = shockwave.ShockwaveSpec(jobs=("a", "b"), gpus=2, scale_factors=[2, 2], step_seconds=[1.0, 1.0],
+    ...     steps_done=[20, 0], steps_total=[100, 100], age=[0.0, 0.0], ftf_target=[1000.0, 1000.0], rounds=2,
+    ...     round_seconds=10.0)
+    >>> plan = shockwave.solve_spec(spec)
+    >>> plan.stage, plan.rounds, shockwave.check_plan(spec, plan)
+    ('ftf', [['b'], ['b']], [])
+    """
     if not isinstance(spec, ShockwaveSpec):
         raise InputError("spec", type(spec).__name__, "must be a schedopt.shockwave.ShockwaveSpec")
     opts = solve_options(options)

@@ -150,7 +150,18 @@ def generate_instance(
     """A seeded instance on ``cluster(gpus)`` (see the module docstring for every choice); ``settings`` (e.g.
     :func:`~schedopt.sia.published_settings`) travel with the instance, and current configurations are drawn from
     the configurations they allow. The same seed gives the same jobs whatever the settings (except where a current
-    configuration is cut by a cap)."""
+    configuration is cut by a cap).
+
+    Examples
+    --------
+    >>> from schedopt import sia
+    >>> inst = sia.generate_instance(64, seed=0)
+    >>> inst.cluster.num_gpus, len(inst.jobs)
+    (64, 32)
+    >>> sol = inst.problem().solve()
+    >>> sol.backend, round(sol.objective, 4)
+    ('mckp', 15.7494)
+    """
     cl = cluster(gpus)
     if load not in ("normal", "heavy"):
         raise InputError("load", load, "must be 'normal' or 'heavy'")

@@ -189,7 +189,20 @@ class SiaProblem:
         return _build.build_formulation(self, self.build_cache)
 
     def build(self) -> LinearModel:
-        """The configuration ILP (a fresh build; :meth:`formulation` gives it with its inverse map)."""
+        """The configuration ILP (a fresh build; :meth:`formulation` gives it with its inverse map).
+
+        Examples
+        --------
+        >>> import schedopt
+        >>> from schedopt import sia
+        >>> problem = sia.generate_instance(64, seed=0).problem()
+        >>> model = problem.build()
+        >>> type(model).__name__, list(model.blocks)
+        ('LinearModel', ['x'])
+        >>> res = schedopt.solve(model, backend="highs")
+        >>> res.termination.reason.value, round(res.objective, 4)
+        ('optimal', 15.7494)
+        """
         return _build.build_formulation(self).model
 
     # ------------------------------------------------------------------ forced part

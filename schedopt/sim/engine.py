@@ -445,6 +445,16 @@ def simulate(
     GPUs (:class:`~schedopt.sim.roles.Placer`, a registered name; default ``sia``). ``admission``: accepts, defers or
     rejects arriving jobs (:class:`~schedopt.sim.roles.Admission`, a registered name; default ``accept-all``).
     The whole run is on one BLAS thread (:func:`schedopt.goodput.blas_threads`; the pools are restored after).
+
+    Examples
+    --------
+    >>> from schedopt import sim
+    >>> from schedopt.traces.named import shipped_trace
+    >>> workload = sim.generate_workload(shipped_trace("philly"), jobs=16, load=1.0, window_h=2, seed=0)
+    >>> res = sim.simulate(sim.cluster_preset("sia-64"), workload, sim.get_policy("fifo"))
+    >>> s = res.summary()
+    >>> s["jobs"], s["finished"], round(s["avg_jct_s"]), round(s["makespan_s"])
+    (16, 16, 549, 4464)
     """
     if not isinstance(cluster, Cluster):
         raise InputError("cluster", type(cluster).__name__, "must be a schedopt.sia.Cluster")

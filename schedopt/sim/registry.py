@@ -342,7 +342,14 @@ def restore(entries: Sequence[tuple[str, RoleEntry]]) -> None:
 
 
 def policies() -> list[str]:
-    """The registered policy names of the elastic engine (built-in, registered, installed entry points)."""
+    """The registered policy names of the elastic engine (built-in, registered, installed entry points).
+
+    Examples
+    --------
+    >>> from schedopt import sim
+    >>> sim.policies()[:4]
+    ['fifo', 'tiresias', 'sia', 'pollux']
+    """
     return _POLICIES.names()
 
 

@@ -81,7 +81,19 @@ def simulate_many(
     ``output_dir``: write each record the moment its simulation finishes (atomically, with ``summary.csv``);
     ``resume``: skip the tasks whose record there is whole; ``on_error="record"``: a failing simulation becomes a
     :class:`~schedopt.sim.runs.SimFailure` in its place while the others go on (default: the first failure stops the
-    sweep at once). The executor layer is :func:`schedopt.sim.runs.run_tasks`."""
+    sweep at once). The executor layer is :func:`schedopt.sim.runs.run_tasks`.
+
+    Examples
+    --------
+    Two policies on one shipped workload, run here (``workers=1``); records come back in (policy, workload, seed)
+    order:
+
+    >>> from schedopt import sim
+    >>> runs = sim.simulate_many(["fifo", "tiresias"], "philly/1", seeds=[0], cluster="sia-64", workers=1,
+    ...                          progress=False)
+    >>> [(r.meta.policy, r.summary()["finished"]) for r in runs]
+    [('fifo', 160), ('tiresias', 160)]
+    """
     pols = [policies] if isinstance(policies, str) else list(policies)
     wls = [workloads] if isinstance(workloads, str) else list(workloads)
     if not pols or not wls:

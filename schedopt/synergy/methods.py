@@ -430,7 +430,20 @@ def _joint_formulation(
 
 def build(spec: Any, *, symmetry: bool = True, formulation: str = "points") -> Formulation[SynergyInverse]:
     """The exact joint MILP of a :class:`~schedopt.synergy.SynergyInstance` as a Formulation: its model and the
-    typed inverse map :class:`SynergyInverse` (``formulation``: ``"points"``, the default, or ``"jobs"``)."""
+    typed inverse map :class:`SynergyInverse` (``formulation``: ``"points"``, the default, or ``"jobs"``).
+
+    Examples
+    --------
+    >>> import schedopt
+    >>> from schedopt import synergy
+    >>> inst = synergy.generate_instance(16, 0)
+    >>> f = synergy.build(inst)
+    >>> f.model.name
+    'synergy_joint_points'
+    >>> res = schedopt.solve(f, backend="highs")
+    >>> round(synergy.decode(inst, f, res).total_throughput, 3)
+    7.25
+    """
     return _joint_formulation(spec.servers, spec.jobs, spec.weighted, symmetry, None, formulation)
 
 

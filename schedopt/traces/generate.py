@@ -290,7 +290,19 @@ def generate(trace: Trace, *, jobs: int = 160, load: float = 1.0, window_h: floa
 def generate_workload(trace: Trace, *, jobs: int = 160, load: float = 1.0, window_h: float = 8.0, seed: int = 0,
                       rule: str = "pollux", start_h: float | None = None, name: str | None = None,
                       app_map: dict[str, str] | None = None) -> Workload:
-    """:func:`generate`'s workload alone (for :func:`schedopt.sim.simulate`)."""
+    """:func:`generate`'s workload alone (for :func:`schedopt.sim.simulate`).
+
+    Examples
+    --------
+    An 8-hour window of the shipped Philly trace, 160 jobs at its own load scaled to 1.5x (so 240 jobs), applications
+    by Pollux's rule:
+
+    >>> from schedopt import traces
+    >>> from schedopt.traces.named import shipped_trace
+    >>> w = traces.generate_workload(shipped_trace("philly"), jobs=160, load=1.5, window_h=8, seed=0)
+    >>> len(w.jobs), w.jobs[0]
+    (240, WorkloadJob(name='deepspeech2-0', time=38.0, application='deepspeech2', num_replicas=8, batch_size=320))
+    """
     return generate(trace, jobs=jobs, load=load, window_h=window_h, seed=seed, rule=rule, start_h=start_h,
                     name=name, app_map=app_map).workload
 

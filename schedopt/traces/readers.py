@@ -715,7 +715,23 @@ def detect_format(path: PathLike) -> str:
 
 def read_trace(path: PathLike, format: str | None = None, *, skip_bad: bool = False,
                name: str | None = None) -> Trace:
-    """Read a trace in one of :data:`FORMATS` (guessed by :func:`detect_format` when ``format`` is None)."""
+    r"""Read a trace in one of :data:`FORMATS` (guessed by :func:`detect_format` when ``format`` is None).
+
+    Examples
+    --------
+    A two-job Helios ``cluster_log.csv`` (the format is guessed from the file's name and columns):
+
+    >>> import pathlib, tempfile
+    >>> from schedopt import traces
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cluster_log.csv"
+    >>> _ = path.write_text(
+    ...     "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue\n"
+    ...     "1,u1,vc1,1,1,1,COMPLETED,2020-06-09 18:41:01,2020-06-09 18:41:01,2020-06-10 04:55:09,36848,0\n"
+    ...     "2,u2,vc1,8,16,1,COMPLETED,2020-06-09 18:45:00,2020-06-09 18:45:00,2020-06-09 19:45:00,3600,0\n")
+    >>> trace = traces.read_trace(path)
+    >>> trace.format, [(j.gpus, j.duration_s) for j in trace.jobs]
+    ('helios', [(1, 36848.0), (8, 3600.0)])
+    """
     fmt = format or detect_format(path)
     if fmt not in _READERS:
         raise InputError("format", fmt, f"must be one of {', '.join(FORMATS)}")

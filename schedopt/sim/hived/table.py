@@ -1,4 +1,4 @@
-"""The README table: quota-only vs HiveD on the same synthetic traces (``python -m schedopt.sim.hived.table``).
+"""The table of the HiveD guide (docs/guides/hived-closed-loop.md): quota-only vs HiveD on the same synthetic traces (``python -m schedopt.sim.hived.table``).
 
 For every seed one trace of :func:`~schedopt.sim.hived.synthetic_trace` on a preset is replayed under each
 policy; the table gives, summed or averaged over the seeds: sharing anomalies (jobs; hours), mean and p95

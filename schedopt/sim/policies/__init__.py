@@ -50,7 +50,15 @@ def get_policy(name: str, **params: object) -> Policy:
     """A fresh policy object (policies keep state between rounds: use one per simulation) from a registered name or
     spec (``sia``, ``sia:backend=highs``, ``gavel:ftf``, ``mymod:MyPolicy:k=3``). ``params`` are checked against the
     policy's declared parameters (an unknown one is refused, naming the closest known one) and converted to their
-    types; ``seed`` is passed only to policies whose constructor takes it."""
+    types; ``seed`` is passed only to policies whose constructor takes it.
+
+    Examples
+    --------
+    >>> from schedopt import sim
+    >>> p = sim.get_policy("gavel:ftf")
+    >>> p.name
+    'gavel:ftf'
+    """
     seed = params.pop("seed", None)
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         from ...errors import InputError
