@@ -97,7 +97,7 @@ class Engine(Protocol):
 
     def hold(self, job_id: str) -> None: ...
 
-    def adopt(self, ids: Mapping[str, str]) -> None: ...
+    def adopt(self, ids: Mapping[str, str], job_dirs: Mapping[str, Path]) -> None: ...
 
     def close(self) -> None: ...
 
@@ -187,7 +187,7 @@ class LiveReplay:
         self.idx_map: dict[str, str] = {}  # simulator node id -> node name (this round)
         self.clock: _Clock
         self._restore()
-        self.engine.adopt(self.submitted)
+        self.engine.adopt(self.submitted, {jid: self.job_dir(jid) for jid in self.submitted})
 
     # -- state -----------------------------------------------------------------------------------------------
     def _log(self, kind: str, doc: Mapping[str, Any]) -> None:
@@ -293,7 +293,9 @@ class LiveReplay:
                 continue
             ej = ejobs.get(jid)
             prog = read_json(self.job_dir(jid) / "progress.json")
-            if prog is not None and int(prog.get("attempt", -1)) == self.attempt.get(jid, 0) - 1:
+            if prog is not None and int(prog.get("attempt", -1)) >= self.attempt.get(jid, 0) - 1:
+                # a newer attempt than the state knows: started by a driver killed before it saved its state
+                self.attempt[jid] = max(self.attempt.get(jid, 0), int(prog["attempt"]) + 1)
                 j.progress = max(j.progress, float(prog["progress"]))
                 j.epoch = max(j.epoch, int(prog["epoch"]))
                 if prog.get("local_bsz"):
@@ -320,7 +322,19 @@ class LiveReplay:
                 self._log("engine", {"sim_time": t, "job": jid, "did": "running", "attempt": want["attempt"],
                                      "plan": want["counts"], "realized": {n: list(g) for n, g in got.items()},
                                      "matches_plan": same, "decided_at": want["decided_at"]})
-            lost = j.nodes and ((ej.state in ("pending", "held", "failed", "done") and jid not in self.awaiting)
+            if ej.state == "running" and jid not in self.awaiting and ej.nodes and (
+                    _counts(ej.nodes) != _counts(self.real.get(jid, {})) or not j.nodes):
+                # running where the state does not say: started by a driver killed before it saved; adopt it
+                self._close(j, t)
+                self.real[jid] = dict(ej.nodes)
+                j.nodes = _counts(ej.nodes)
+                j.config = Config(len(j.nodes), sum(j.nodes.values()), self.node_types[next(iter(j.nodes))])
+                j.started = True
+                j.start = t if j.start is None else j.start
+                j.segments.append([t, t, j.config.gpu_type, j.config.n_gpus])
+                self._log("engine", {"sim_time": t, "job": jid, "did": "adopted", "realized": dict(ej.nodes)})
+            lost = j.nodes and (ej.state in ("held", "failed", "done")  # reset, died, or ended unfinished
+                                or (ej.state == "pending" and jid not in self.awaiting)  # requeued by the engine
                                 or any(n not in up for n in self.real.get(jid, {})))
             if lost:  # the engine requeued it (its node went down) or it died: hold it and place it again
                 self.counters["engine_requeues"] += 1
@@ -458,6 +472,7 @@ class LiveReplay:
         """One round; False when every job has finished."""
         if len(self.finished) == len(self.jobs):
             return False
+        self.k = max(self.k, int(self.clock.now() // self.R))  # a loop behind its clock skips the rounds it missed
         t = self.k * self.R
         self.clock.sleep_until(t)
         t_real = self.clock.now()

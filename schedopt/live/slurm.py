@@ -70,8 +70,8 @@ class SlurmEngine:
             raise EngineRefused(job_id, action, f"{' '.join(argv[:2])}: {got.stderr.strip() or got.stdout.strip()}")
         return got.stdout
 
-    def adopt(self, ids: Mapping[str, str]) -> None:
-        """Take over the jobs of a run whose driver restarted (job id -> Slurm job id)."""
+    def adopt(self, ids: Mapping[str, str], job_dirs: Mapping[str, Path]) -> None:
+        """Take over the jobs of a run whose driver restarted (job id -> Slurm job id); they kept running."""
         self.ids.update(ids)
 
     def nodes(self) -> dict[str, NodeInfo]:
