@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from schedopt.live.driver import LiveReplay, read_live_records
-from schedopt.live.replay import short_workload
+from schedopt.live.engines import short_workload
 from schedopt.sim import get_policy, read_jsonl
 from schedopt.testing.local_engines import LocalRay, ray_missing
 

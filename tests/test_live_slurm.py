@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from schedopt.live.driver import LiveReplay, read_live_records
-from schedopt.live.replay import short_workload
+from schedopt.live.engines import short_workload
 from schedopt.sia import Cluster, GpuType
 from schedopt.sim import get_policy, read_jsonl, simulate
 from schedopt.testing.local_engines import LocalSlurm, slurm_missing
@@ -91,7 +91,7 @@ def test_driver_sigkill_and_restart(slurm: LocalSlurm, tmp_path: Path) -> None:
     """The driver (``schedopt live replay``, its own process) is killed with SIGKILL mid-replay and started again
     on the same run folder: every job finishes once, and the records say where the driver was restarted."""
     code = ("import sys; from schedopt.live.driver import LiveReplay; from schedopt.live.slurm import SlurmEngine; "
-            "from schedopt.live.replay import short_workload; from schedopt.sim import get_policy; "
+            "from schedopt.live.engines import short_workload; from schedopt.sim import get_policy; "
             f"LiveReplay(SlurmEngine(tag='kill'), short_workload(12), get_policy('sia'), run_dir={str(tmp_path)!r}, "
             "time_scale=40.0).run(max_wall=600)")
     env = {**slurm.env, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from schedopt.live.driver import read_live_records
-from schedopt.live.replay import replay, short_workload
+from schedopt.live.engines import replay, short_workload
 from schedopt.live.trainer import TICK_SECONDS
 from schedopt.sia import Cluster, GpuType
 from schedopt.sim import get_policy, simulate
