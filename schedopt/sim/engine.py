@@ -18,11 +18,12 @@ import sys
 import time
 import warnings
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ParamSpec, TypeVar
 
 from ..errors import InputError
-from ..goodput import blas_threads
+from ..goodput import JobGoodputModel, blas_threads
 from ..results import Limit
 from ..sia import Cluster, Config, Placement
 from ..sia.check import config_shape_ok
@@ -48,7 +49,7 @@ from .roles import (
 )
 from .workloads import Workload
 
-__all__ = ["DEFAULT_ROUND_SECONDS", "Observer", "simulate"]
+__all__ = ["DEFAULT_ROUND_SECONDS", "Observer", "RoundDecision", "apply_decision", "decide_round", "simulate"]
 
 #: ``observer(rounds_done, sim_time_s, jobs_finished, jobs_total)``, called after every round
 Observer = Callable[[int, float, int, int], None]
@@ -85,7 +86,9 @@ class _Progress:
             sys.stderr.write("\n")
 
 
-def _view(j: JobState, t: float) -> JobView:
+def _view(j: JobState, t: float, estimate: JobGoodputModel | None = None, progress: float | None = None) -> JobView:
+    """What a policy sees of ``j`` at ``t``; ``estimate`` / ``progress`` (a fraction of the target) given by a caller
+    that knows them otherwise (a live session: measured), else the job model's."""
     rs = j.rigid_shape
     return JobView(
         id=j.id,
@@ -99,15 +102,15 @@ def _view(j: JobState, t: float) -> JobView:
         adaptive=rs is None,
         current=j.config,
         current_nodes=MappingProxyType(dict(j.nodes)),
-        estimate=goodput_estimate(j),
-        progress=min(j.progress / j.application.target, 1.0 - 1e-12),
+        estimate=goodput_estimate(j) if estimate is None else estimate,
+        progress=min(j.progress / j.application.target, 1.0 - 1e-12) if progress is None else progress,
         max_gpus=j.max_gpus,
         kind=j.kind, scale_units=j.scale_units,  # sia-eval (issue 31): job kind and pipeline scale units
     )
 
 
 def _node_types(cluster: Cluster) -> dict[str, tuple[str, int]]:
-    return {nid: (t.name, t.gpus_per_node) for t in cluster.gpu_types for nid in cluster.node_ids(t.name)}
+    return {nid: (t.name, g) for t in cluster.gpu_types for nid, g in zip(t.ids, t.sizes)}  # node -> (type, GPUs)
 
 
 _NODE_TYPES: dict[Cluster, dict[str, tuple[str, int]]] = {}
@@ -231,7 +234,7 @@ def _from_allocation(cluster: Cluster, pname: str, alloc: Mapping[str, Config | 
     pinned = [jid for jid, c in chosen.items() if active[jid].restart_left > 0 and active[jid].config == c]
     pl = placer.place(cluster, chosen, prev, pinned)
     bad = [(j, w) for j in pl.unplaced if isinstance(j, str) and isinstance(w := chosen.get(j), Config)]
-    if bad:
+    if bad and cluster.uniform:  # unequal nodes: fragmentation the policy's capacity rows cannot see; it waits
         raise InputError(f"policy[{pname}].allocation[{bad[0][0]}]", bad[0][1].label,
                          f"cannot be placed on the cluster next to the other jobs (placer {placer.name})")
     _check_placement(cluster, pname, placer, chosen, pl)
@@ -274,6 +277,85 @@ def _check_placement(cluster: Cluster, pname: str, placer: Placer, chosen: Mappi
                              f"does not give the job what it asked for ({want})")
         if jid not in pl.configs:
             raise InputError(f"placer[{placer.name}].configs", jid, "has no configuration for a placed job")
+
+
+@dataclass(frozen=True)
+class RoundDecision:
+    """One round's decision, checked and placed by :func:`decide_round` (before any job state changes)."""
+
+    state: RoundState        #: what the policy saw
+    decision: Decision       #: what it answered
+    placement: Placement     #: where every placed job runs now (unchanged jobs keep their GPUs)
+    waiting: int             #: GPU requests the placer could not place this round (they wait)
+    wall_seconds: float      #: the policy's wall time
+    cpu_seconds: float       #: the policy's CPU time
+
+
+def decide_round(policy: Policy, pname: str, plc: Placer, cluster: Cluster, active: dict[str, JobState],
+                 placement: Placement | None, t: float, k: int, R: float,
+                 views: tuple[JobView, ...] | None = None) -> RoundDecision:
+    """One round's decision step (the simulator's and :class:`schedopt.live.Session`'s): show the policy the
+    active jobs (``views``, default the job model's :func:`_view`), check its :class:`Decision` (a bad one names
+    policy and job) and place it with ``plc`` (jobs whose request is unchanged keep their GPUs)."""
+    state = RoundState(time=t, round_index=k, round_seconds=R, cluster=cluster,
+                       jobs=tuple(_view(j, t) for j in active.values()) if views is None else views,
+                       placement=placement)
+    t0, c0 = time.perf_counter(), time.process_time()
+    decision = policy.decide(state)
+    dt, dc = time.perf_counter() - t0, time.process_time() - c0
+    if not isinstance(decision, Decision):
+        raise InputError(f"policy[{pname}].decide", type(decision).__name__, "must return a Decision")
+    if decision.answer is not None and decision.answer.termination.limit is Limit.INTERRUPTED:
+        # a solver's own Ctrl-C handling returned its incumbent: the user asked to stop, so stop the simulation
+        raise KeyboardInterrupt(f"policy {pname}'s solve was interrupted in round {k}")
+    requests = decision.requests or {}
+    if decision.nodes is not None and (decision.allocation is not None or requests):
+        raise InputError(f"policy[{pname}].decision", "nodes and allocation/requests",
+                         "give node maps, or configurations and GPU requests, not both")
+    waiting = 0
+    if decision.nodes is not None:
+        placement = _from_nodes(cluster, pname, decision.nodes, active, placement, decision.colocate)
+    else:
+        if decision.colocate:
+            raise InputError(f"policy[{pname}].colocate", dict(decision.colocate), "needs a `nodes` decision")
+        placement, waiting = _from_allocation(cluster, pname, decision.allocation or {}, requests, active,
+                                              placement, plc)
+    rates, restarts = decision.rate or {}, decision.restart or {}
+    for hook, vals in (("rate", rates), ("restart", restarts)):
+        for jid, v in vals.items():
+            if jid not in active or not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+                raise InputError(f"policy[{pname}].{hook}[{jid}]", v, "must name an active job and be a number >= 0")
+    return RoundDecision(state, decision, placement, waiting, dt, dc)
+
+
+def apply_decision(active: dict[str, JobState], rd: RoundDecision, t: float, extra: float, jm: JobModel) -> None:
+    """Carry a checked round decision into the jobs' state: nodes, configuration, checkpoint-restore delay (the
+    decision's ``restart`` or the job model's, plus ``extra``), restart count, start time, growth rule and batch."""
+    decision, placement = rd.decision, rd.placement
+    rates, restarts = decision.rate or {}, decision.restart or {}
+    for j in active.values():
+        j.share = float(rates.get(j.id, 1.0))
+        slots = placement.assignments.get(j.id, [])
+        new = {n: len(g) for n, g in slots}
+        if new == j.nodes:
+            continue
+        same = decision.nodes is None and new and j.config is not None and placement.configs[j.id] == j.config
+        j.nodes = new
+        if same:  # our placer moved it, its configuration is unchanged: no restart (Sia's simulator restarts a
+            continue  # job only when its allocation changes; same nodes and GPUs: same rate, same batch)
+        if new:
+            c = placement.configs[j.id]
+            j.config = c
+            j.restart_left = float(restarts.get(j.id, jm.restart(j.app))) + extra
+            if j.started:
+                j.restarts += 1
+            else:
+                j.started, j.start = True, t
+            j.max_profiled = max(j.max_profiled, c.n_gpus)
+            j.segments.append([t, t, c.gpu_type, c.n_gpus])
+        else:
+            j.config, j.restart_left = None, 0.0
+        j.rebatch()
 
 
 _P = ParamSpec("_P")
@@ -410,57 +492,11 @@ def simulate(
             else:
                 k = max(k + 1, math.ceil(jobs[nxt].arrival / R))
             continue
-        state = RoundState(time=t, round_index=k, round_seconds=R, cluster=cluster,
-                           jobs=tuple(_view(j, t) for j in active.values()), placement=placement)
-        t0, c0 = time.perf_counter(), time.process_time()
-        decision = policy.decide(state)
-        dt, dc = time.perf_counter() - t0, time.process_time() - c0
-        if not isinstance(decision, Decision):
-            raise InputError(f"policy[{pname}].decide", type(decision).__name__, "must return a Decision")
-        if decision.answer is not None and decision.answer.termination.limit is Limit.INTERRUPTED:
-            # a solver's own Ctrl-C handling returned its incumbent: the user asked to stop, so stop the simulation
-            raise KeyboardInterrupt(f"policy {pname}'s solve was interrupted in round {k}")
-        requests = decision.requests or {}
-        if decision.nodes is not None and (decision.allocation is not None or requests):
-            raise InputError(f"policy[{pname}].decision", "nodes and allocation/requests",
-                             "give node maps, or configurations and GPU requests, not both")
-        waiting = 0
-        if decision.nodes is not None:
-            placement = _from_nodes(cluster, pname, decision.nodes, active, placement, decision.colocate)
-        else:
-            if decision.colocate:
-                raise InputError(f"policy[{pname}].colocate", dict(decision.colocate), "needs a `nodes` decision")
-            placement, waiting = _from_allocation(cluster, pname, decision.allocation or {}, requests, active,
-                                                  placement, plc)
+        rd = decide_round(policy, pname, plc, cluster, active, placement, t, k, R)
+        state, decision, placement, waiting = rd.state, rd.decision, rd.placement, rd.waiting
+        dt, dc = rd.wall_seconds, rd.cpu_seconds
         extra = min(dt, R) if charge_policy_time else 0.0
-        rates, restarts = decision.rate or {}, decision.restart or {}
-        for hook, vals in (("rate", rates), ("restart", restarts)):
-            for jid, v in vals.items():
-                if jid not in active or not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
-                    raise InputError(f"policy[{pname}].{hook}[{jid}]", v, "must name an active job and be a number >= 0")
-        for j in active.values():
-            j.share = float(rates.get(j.id, 1.0))
-            slots = placement.assignments.get(j.id, [])
-            new = {n: len(g) for n, g in slots}
-            if new == j.nodes:
-                continue
-            same = decision.nodes is None and new and j.config is not None and placement.configs[j.id] == j.config
-            j.nodes = new
-            if same:  # our placer moved it, its configuration is unchanged: no restart (Sia's simulator restarts a
-                continue  # job only when its allocation changes; same nodes and GPUs: same rate, same batch)
-            if new:
-                c = placement.configs[j.id]
-                j.config = c
-                j.restart_left = float(restarts.get(j.id, jm.restart(j.app))) + extra
-                if j.started:
-                    j.restarts += 1
-                else:
-                    j.started, j.start = True, t
-                j.max_profiled = max(j.max_profiled, c.n_gpus)
-                j.segments.append([t, t, c.gpu_type, c.n_gpus])
-            else:
-                j.config, j.restart_left = None, 0.0
-            j.rebatch()
+        apply_decision(active, rd, t, extra, jm)
         for j in active.values():
             j.advance(t, R)
         finished = [jid for jid, j in active.items() if j.finish is not None]
@@ -512,15 +548,15 @@ def simulate(
 
 
 def _admit(adm: Admission, cluster: Cluster, pending: list[JobState], active: dict[str, JobState],
-           rejected: list[str], t: float) -> int:
+           rejected: list[str], t: float, view: Callable[[JobState, float], JobView] = _view) -> int:
     """Ask ``adm`` about every pending job in arrival order; move the accepted to ``active`` (in place). Returns the
-    number rejected now (they count as done)."""
-    views = [_view(j, t) for j in active.values()]
+    number rejected now (they count as done). ``view``: what the rule sees of a job (a live session: measured)."""
+    views = [view(j, t) for j in active.values()]
     queued = sum(1 for j in active.values() if not j.nodes)
     keep: list[JobState] = []
     n_rej = 0
     for j in pending:
-        v = _view(j, t)
+        v = view(j, t)
         verdict = adm.admit(v, AdmissionState(time=t, cluster=cluster, admitted=tuple(views), queued=queued))
         if not isinstance(verdict, Verdict):
             raise InputError(f"admission[{getattr(adm, 'name', type(adm).__name__)}].admit[{j.id}]", verdict,

@@ -499,10 +499,19 @@ def _online_throughput(jm: JobModel, app: str, seen: tuple[tuple[str, int, int, 
     every GPU type, fed the true (uncalibrated, as both simulators feed ``update_params``) step and sync time of
     each configuration the job has trained at. A function of (application, observations) only, so jobs with the
     same history share one fit."""
-    m = jm.truth(app)
-    est = GoodputEstimator(m, fit_starts=FIT_STARTS)
-    for key in seen:
-        est.observe(*key, *_measured(jm, app, key))
+    return fitted_estimate(jm, app, tuple((key, _measured(jm, app, key)) for key in seen))
+
+
+@lru_cache(maxsize=65536)
+def fitted_estimate(jm: JobModel, app: str,
+                    observations: tuple[tuple[tuple[str, int, int, int], tuple[float, float]], ...]) -> JobGoodputModel:
+    """A :class:`GoodputEstimator` over ``app``'s profile (``jm.truth(app)``: its 1-GPU profiles on every GPU type)
+    fed ``observations`` in order, ``((gpu type, nodes, GPUs, local batch), (step time, sync time))`` each, fitted
+    once from :data:`FIT_STARTS`: the simulator's online estimate (measured by the job model) and a live session's
+    (measured by the job) alike. A function of its arguments alone, kept per process."""
+    est = GoodputEstimator(jm.truth(app), fit_starts=FIT_STARTS)
+    for key, (step, sync) in observations:
+        est.observe(*key, step, sync)
     return est.estimate()
 
 
@@ -524,7 +533,11 @@ def _measured(jm: JobModel, app: str, key: tuple[str, int, int, int]) -> tuple[f
 
 @lru_cache(maxsize=65536)
 def _online(jm: JobModel, app: str, seen: tuple[tuple[str, int, int, int], ...], epoch: int) -> JobGoodputModel:
-    e = _online_throughput(jm, app, seen)
+    return with_grad_stats(_online_throughput(jm, app, seen), jm, app, epoch)
+
+
+def with_grad_stats(e: JobGoodputModel, jm: JobModel, app: str, epoch: int) -> JobGoodputModel:
+    """``e`` with the gradient statistics of ``app``'s ``epoch`` at its initial batch (what a policy sees)."""
     sqr, var = jm.application(app).grad_stats(e.init_batch, epoch)
     return JobGoodputModel(e.name, e.params, e.init_batch, e.max_batch, e.local_bsz_limits, (e.init_batch,),
                            (max(sqr, 0.0),), (max(var, 0.0),), e.max_epochs, e.meta)

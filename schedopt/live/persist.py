@@ -1,0 +1,71 @@
+"""A session's state as a versioned JSON document, written atomically (:meth:`schedopt.live.Session.save`).
+
+The document holds everything a decision depends on: the cluster state, every job's state (kind, caps, restart
+count, configuration, batch, progress, the measurements its estimate is fitted to), the placement in the cluster's
+node names and GPU indices, the last plan, and the roles (policy, placer, admission rule) with their own state
+(Tiresias' queues, Sia's configuration change times, Gavel's time shares) as a pickle of the objects. The
+estimator's fits are a function of the saved measurements alone (:func:`schedopt.sim.jobs.fitted_estimate`, one
+deterministic fit per measurement set), so a restored session refits them to the same values. A restored session
+decides as the uninterrupted one would (tested round for round, across processes).
+
+The pickle is read back only from a document the session wrote itself (it runs code when loaded: keep the state
+file where only the service can write, as any service's state); its SHA-256 is checked first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import InputError
+
+__all__ = ["SCHEMA", "VERSION", "read_document", "write_document"]
+
+SCHEMA = "schedopt.live.session"
+VERSION = 1
+
+def write_document(path: str, doc: Mapping[str, Any]) -> None:
+    """``doc`` as JSON at ``path``, atomically: a temporary file beside it, flushed and fsynced, renamed over
+    ``path``, and the directory fsynced (a crash leaves the old file or the new one, never a torn one)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise InputError("path", path, "must be a file path")
+    path = os.fspath(path)
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=d)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(doc, f, allow_nan=False, separators=(",", ":"))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:
+        dfd = os.open(d, os.O_RDONLY)
+    except OSError:  # pragma: no cover - a platform without directory handles
+        return
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def read_document(path: str) -> dict[str, Any]:
+    """The JSON document at ``path`` (a clear error for a missing or damaged file)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except FileNotFoundError:
+        raise InputError("path", path, "no saved session there") from None
+    except (OSError, ValueError) as e:
+        raise InputError("path", path, f"is not a readable session document ({e})") from None
+    if not isinstance(doc, dict):
+        raise InputError("path", path, "is not a session document")
+    return doc

@@ -1,0 +1,640 @@
+"""A scheduling session over a live cluster: events in, one checked plan per decision out (see :mod:`schedopt.live`).
+
+The session runs the simulator's own decision step (:func:`schedopt.sim.engine.decide_round`, then
+:func:`~schedopt.sim.engine.apply_decision`) over the jobs as they are measured: what a policy sees of a job
+(:class:`~schedopt.sim.JobView`) is built from the job's reported progress and measurements instead of the
+simulator's job model, and the plan is written in the cluster's own node names and GPU indices.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import gc
+import hashlib
+import math
+import pickle
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+from ..errors import InputError
+from ..goodput import JobGoodputModel, blas_threads
+from ..sia import Cluster, Config, GpuType, Placement
+from ..sim.engine import DEFAULT_ROUND_SECONDS, RoundDecision, _admit, _view, apply_decision, decide_round
+from ..sim.jobs import Application, JobModel, JobState, _estimate
+from ..sim.jobs import job_model as get_job_model
+from ..sim.policies import make_policy
+from ..sim.policies.base import JobView, Policy
+from ..sim.registry import role_name
+from ..sim.roles import AcceptAll, Admission, Placer, make_admission, make_placer
+from .jobstate import LiveJobState, online_estimate, profile_application
+from .persist import SCHEMA, VERSION, read_document, write_document
+from .plan import Action, JobPlan, Plan
+from .state import (
+    ClusterState,
+    Event,
+    JobCancelled,
+    JobFailed,
+    JobFinished,
+    JobProgress,
+    JobSubmitted,
+    LiveJob,
+    NodeDown,
+    NodeDrained,
+    NodeState,
+    NodeUp,
+    NodeUpdated,
+)
+
+__all__ = ["Action", "JobPlan", "Plan", "Session"]  # the plan types re-exported from .plan
+
+Slots = list[tuple[str, tuple[int, ...]]]
+
+
+# ----------------------------------------------------------------------------------------------------- the layout
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """The cluster a policy sees (usable GPUs only) and the map between its node ids / GPU indices and the live
+    cluster's node names / GPU indices."""
+
+    cluster: Cluster
+    name_of: Mapping[str, str]                     # policy node id -> live node name (the same names)
+    id_of: Mapping[str, str]                       # live node name -> policy node id
+    phys: Mapping[str, tuple[int, ...]]            # policy node id -> live GPU index of each of its GPUs
+    logical: Mapping[str, Mapping[int, int]]       # live node name -> live GPU index -> policy GPU index
+    drained: frozenset[str]                        # live names of drained nodes
+
+    plain: bool = False                            # no GPU renumbered: the maps are the identity
+
+    def to_policy(self, slots: Slots) -> Slots:
+        if self.plain:
+            return list(slots)
+        return [(self.id_of[n], tuple(self.logical[n][g] for g in gs)) for n, gs in slots]
+
+    def to_live(self, slots: Slots) -> Slots:
+        if self.plain:
+            return list(slots)
+        return [(self.name_of[n], tuple(self.phys[n][g] for g in gs)) for n, gs in slots]
+
+
+def _layout(cs: ClusterState, held: Mapping[str, set[int]]) -> _Layout:
+    """The policy's cluster (:class:`schedopt.cluster.Cluster` with the live node names): up nodes with their
+    healthy GPUs, drained nodes with the healthy GPUs jobs hold there (none: left out), down nodes left out. A
+    type's nominal node size is its largest node's; a node with failed GPUs is a smaller node, its GPUs renumbered
+    past the failed ones (the plan maps them back)."""
+    per_type: dict[str, list[tuple[NodeState, tuple[int, ...]]]] = {t: [] for t in cs.gpu_types}
+    nominal: dict[str, int] = dict.fromkeys(cs.gpu_types, 1)
+    for n in cs.nodes:
+        nominal[n.gpu_type] = max(nominal[n.gpu_type], n.gpus)
+        if n.health == "down":
+            continue
+        gs = n.healthy_gpus
+        if n.health == "drained":
+            gs = tuple(g for g in gs if g in held.get(n.name, ()))
+        if gs:
+            per_type[n.gpu_type].append((n, gs))
+    types = []
+    name_of: dict[str, str] = {}
+    phys: dict[str, tuple[int, ...]] = {}
+    logical: dict[str, dict[int, int]] = {}
+    for t in cs.gpu_types:
+        nodes = per_type[t]
+        types.append(GpuType(t, nominal[t], len(nodes), tuple(n.name for n, _ in nodes),
+                             tuple(len(gs) for _, gs in nodes)))
+        for n, gs in nodes:
+            name_of[n.name], phys[n.name] = n.name, gs
+            logical[n.name] = {g: i for i, g in enumerate(gs)}
+    plain = all(gs == tuple(range(len(gs))) for gs in phys.values())
+    return _Layout(Cluster(tuple(types)), name_of, name_of, phys, logical,
+                   frozenset(n.name for n in cs.nodes if n.health == "drained"), plain)
+
+
+# ---------------------------------------------------------------------------------------------------- the session
+
+
+def _role(kind: str, obj: object, spec: object) -> str:
+    return role_name(obj, spec) if spec is not None else str(getattr(obj, "name", type(obj).__name__))
+
+
+class Session:
+    """A scheduling session over a live cluster (see :mod:`schedopt.live`).
+
+    ``cluster``: a :class:`ClusterState` (or a :class:`schedopt.sia.Cluster`: its ``<type>-<k>`` nodes).
+    ``policy``, ``placer``, ``admission``: the simulator's objects or specs (``"sia"``, ``"tiresias"``,
+    ``"mymod:MyPolicy:k=3"``; defaults ``sia``, Sia's placer, accept-all). ``round_duration``: the policy's round
+    (seconds between decisions; the policies' ``round_seconds``). ``job_model``: restart costs, GPU caps and the
+    applications' curves (``"pollux"`` as :func:`schedopt.sim.simulate`, ``"sia"``, or a JobModel).
+    ``estimator``: ``"bootstrap"`` (the profile refitted to what each job measured) or ``"oracle"`` (the
+    profile itself). ``adaptive``: whether jobs adapt (default: the policy's ``adaptive`` attribute).
+    ``state_path``: where :meth:`save` writes after every decision (None: not saved)."""
+
+    VERSION = 1
+
+    def __init__(self, cluster: ClusterState | Cluster, policy: Policy | str = "sia", *,
+                 placer: Placer | str | None = None, admission: Admission | str | None = None,
+                 round_duration: float = DEFAULT_ROUND_SECONDS, job_model: str | JobModel = "pollux",
+                 estimator: str = "bootstrap", adaptive: bool | None = None, state_path: str | None = None) -> None:
+        if isinstance(cluster, Cluster):
+            cluster = ClusterState.from_cluster(cluster)
+        if not isinstance(cluster, ClusterState):
+            raise InputError("cluster", type(cluster).__name__, "must be a schedopt.live.ClusterState")
+        if isinstance(round_duration, bool) or not isinstance(round_duration, (int, float)) or not (
+                math.isfinite(round_duration) and 1e-3 <= round_duration <= 86400 * 7):
+            raise InputError("round_duration", round_duration, "must be a number of seconds in [0.001, 604800]")
+        if estimator not in ("bootstrap", "oracle"):
+            raise InputError("estimator", estimator, "must be 'bootstrap' or 'oracle'")
+        if adaptive is not None and not isinstance(adaptive, bool):
+            raise InputError("adaptive", adaptive, "must be true, false or None")
+        if state_path is not None and not isinstance(state_path, str):
+            raise InputError("state_path", state_path, "must be a path or None")
+        self.specs = {k: v if isinstance(v, str) or v is None else None
+                      for k, v in (("policy", policy), ("placer", placer), ("admission", admission))}
+        self.policy: Policy = make_policy(policy) if isinstance(policy, str) else policy
+        if not callable(getattr(self.policy, "decide", None)):
+            raise InputError("policy", type(self.policy).__name__, "must have decide(state) -> Decision")
+        self.placer: Placer = make_placer(placer) if placer is None or isinstance(placer, str) else placer
+        if not callable(getattr(self.placer, "place", None)):
+            raise InputError("placer", type(self.placer).__name__, "must have place(cluster, want, previous, pinned)")
+        self.admission: Admission = (make_admission(admission) if admission is None or isinstance(admission, str)
+                                     else admission)
+        if not callable(getattr(self.admission, "admit", None)):
+            raise InputError("admission", type(self.admission).__name__, "must have admit(job, state) -> Verdict")
+        self.policy_name = str(getattr(self.policy, "name", type(self.policy).__name__))
+        self.round_duration = float(round_duration)
+        self.base_job_model = get_job_model(job_model)
+        self.jm = self.base_job_model
+        self._apps: dict[str, tuple[Application, JobGoodputModel]] = {}
+        self.estimator = estimator
+        self.adaptive = bool(getattr(self.policy, "adaptive", False)) if adaptive is None else adaptive
+        self.state_path = state_path
+        self.cluster_state = cluster
+        self.jobs: dict[str, LiveJobState] = {}      # admitted (running or queued), in admission order
+        self.pending: list[LiveJobState] = []        # submitted, not yet admitted (deferred, or arrived later)
+        self.where: dict[str, Slots] = {}          # job -> [(node name, GPU indices)], in the placement's order
+        self.configs: dict[str, Config] = {}       # job -> configuration it runs in
+        self.closed: dict[str, str] = {}           # job -> "finished" | "failed" | "cancelled" | "rejected"
+        self.time: float | None = None             # the last decision's time
+        self.round_index = -1
+        self.plan: Plan | None = None
+        self.last_round: RoundDecision | None = None
+        self._events_time = 0.0
+        self._dirty = True
+        self._layout_cache: tuple[tuple[Any, ...], _Layout] | None = None
+        self._new_rejects: list[str] = []
+
+    # ------------------------------------------------------------------------------------------------ events
+    def apply(self, event: Event) -> None:
+        """Take one event into the state (validated first: a bad event changes nothing)."""
+        if not isinstance(event, (JobSubmitted, JobFinished, JobFailed, JobCancelled, JobProgress, NodeDown, NodeUp,
+                                  NodeDrained, NodeUpdated)):
+            raise InputError("event", type(event).__name__, "must be a schedopt.live event")
+        if self.time is not None and event.time < self.time:
+            raise InputError("event.time", event.time, f"is before the last decision (t = {self.time:g})")
+        if isinstance(event, JobSubmitted):
+            self._submit(event.job)
+        elif isinstance(event, (JobFinished, JobFailed, JobCancelled)):
+            j = self._job(event.job_id, "event.job_id")
+            self._drop(j.id, {JobFinished: "finished", JobFailed: "failed", JobCancelled: "cancelled"}[type(event)])
+        elif isinstance(event, JobProgress):
+            self._progress(event)
+        elif isinstance(event, NodeUpdated):
+            self._set_node(event.state)
+        else:
+            node = self.cluster_state.node(event.node)
+            health = {NodeDown: "down", NodeUp: "up", NodeDrained: "drained"}[type(event)]
+            self._set_node(dataclasses.replace(node, health=health))
+        self._events_time = max(self._events_time, event.time)
+        self._dirty = True
+
+    def _job(self, jid: str, who: str) -> LiveJobState:
+        j = self.jobs.get(jid)
+        if j is None:
+            j = next((p for p in self.pending if p.id == jid), None)
+        if j is None:
+            why = f"is {self.closed[jid]} already" if jid in self.closed else "names no job of the session"
+            raise InputError(who, jid, why)
+        return j
+
+    def _submit(self, job: LiveJob) -> None:
+        jid = job.id
+        if jid in self.jobs or jid in self.closed or any(p.id == jid for p in self.pending):
+            raise InputError("job.id", jid, "is the id of a job the session has already")
+        app = job.application
+        if job.profile is not None:
+            have = self._apps.get(app)
+            if have is not None and have[1] != job.profile:
+                raise InputError(f"job[{jid}].profile", app, "differs from the profile of that name the session has")
+            if have is None and app in self.base_job_model.apps:
+                raise InputError(f"job[{jid}].application", app, "names an application of the job model")
+            if have is None:
+                self._apps[app] = (profile_application(job.profile), job.profile)
+                self.jm = dataclasses.replace(self.base_job_model, apps={**self.base_job_model.apps, **self._apps})
+        jm = self.jm
+        try:
+            truth = jm.truth(app)
+        except InputError as e:
+            raise InputError(f"job[{jid}].application", app, e.message) from None
+        missing = [t for t in self.cluster_state.gpu_types if t not in truth.params]
+        if missing:
+            raise InputError(f"job[{jid}].application", app, f"has no throughput model on {missing}")
+        batch = job.batch_size if job.batch_size is not None else int(truth.init_batch)
+        j = LiveJobState(jid, app, job.submitted, job.requested_gpus, batch, self.adaptive, jm, estimator=self.estimator,
+                       live_kind=job.kind)
+        j.frac, j.epoch, j.restarts, j.attained = job.progress, job.epoch, job.restarts, job.attained_gpu_seconds
+        for m in job.measurements:
+            self._measure(j, m, f"job[{jid}].measurements")
+        rs = j.rigid_shape
+        biggest = max((sum(len(n.healthy_gpus) for n in self.cluster_state.nodes if n.gpu_type == t)
+                       for t in self.cluster_state.gpu_types), default=0)
+        if rs is not None and rs[0] > biggest:
+            raise InputError(f"job[{jid}].requested_gpus", rs[0],
+                             f"no GPU type of the cluster has that many GPUs (largest: {biggest})")
+        if job.placement:
+            slots = self._check_slots(jid, job.placement)
+            t = self.cluster_state.node(slots[0][0]).gpu_type
+            c = Config(len(slots), sum(len(g) for _, g in slots), t)
+            j.started, j.start, j.config = True, job.submitted, c
+            j.max_profiled = max(j.max_profiled, c.n_gpus)  # the growth rule counts what it runs on now
+            self.where[jid], self.configs[jid] = slots, c
+            j.nodes = {n: len(g) for n, g in slots}
+            j.rebatch()  # the batch its profile gives there (until the job reports its own)
+        self.pending.append(j)
+
+    def _check_slots(self, jid: str, placement: Mapping[str, tuple[int, ...]]) -> Slots:
+        """A reported placement checked against the cluster and the other jobs' GPUs."""
+        who = f"job[{jid}].placement"
+        taken = {(n, g) for s in self.where.values() for n, gs in s for g in gs}
+        types = set()
+        for n, gs in placement.items():
+            try:
+                node = self.cluster_state.node(n)
+            except InputError:
+                raise InputError(f"{who}[{n}]", list(gs), "names no node of the cluster") from None
+            if node.health == "down":
+                raise InputError(f"{who}[{n}]", list(gs), "is a node that is down")
+            for g in gs:
+                if g >= node.gpus or g in node.failed_gpus:
+                    raise InputError(f"{who}[{n}]", g, f"is not a healthy GPU of node {n}")
+                if (n, g) in taken:
+                    raise InputError(f"{who}[{n}]", g, "is a GPU another job holds")
+            types.add(node.gpu_type)
+        if len(types) > 1:
+            raise InputError(who, dict(placement), f"spans GPU types {sorted(types)}")
+        return [(n, tuple(gs)) for n, gs in sorted(placement.items())]
+
+    def _measure(self, j: LiveJobState, m: Any, who: str) -> None:
+        if m.gpu_type not in self.cluster_state.gpu_types:
+            raise InputError(f"{who}.gpu_type", m.gpu_type, "names no GPU type of the cluster")
+        j.measured[m.key] = (m.step_time, m.sync_time)
+        j.max_profiled = max(j.max_profiled, m.gpus)
+        j.seen = tuple(sorted(j.measured))
+        j.observations = None
+
+    def _progress(self, e: JobProgress) -> None:
+        j = self._job(e.job_id, "event.job_id")
+        for k, m in enumerate(e.measurements):  # checked before anything changes
+            if m.gpu_type not in self.cluster_state.gpu_types:
+                raise InputError(f"event.measurements[{k}].gpu_type", m.gpu_type, "names no GPU type of the cluster")
+        for m in e.measurements:
+            self._measure(j, m, "event.measurements")
+        if e.progress is not None:
+            j.frac = e.progress
+        if e.attained_gpu_seconds is not None:
+            j.attained = e.attained_gpu_seconds
+        epoch_changed = e.epoch is not None and e.epoch != j.epoch
+        if e.epoch is not None:
+            j.epoch = e.epoch
+        if e.local_batch is not None and e.accumulation is not None:
+            j.local_bsz, j.accum, j._rate = e.local_batch, e.accumulation, None
+        elif epoch_changed and j.config is not None and j.id in self.where:
+            j.nodes = {n: len(g) for n, g in self.where[j.id]}
+            j.rebatch()
+
+    def _drop(self, jid: str, why: str) -> None:
+        self.jobs.pop(jid, None)
+        self.pending = [p for p in self.pending if p.id != jid]
+        self.where.pop(jid, None)
+        self.configs.pop(jid, None)
+        self.closed[jid] = why
+
+    def _set_node(self, node: NodeState) -> None:
+        old = next((n for n in self.cluster_state.nodes if n.name == node.name), None)
+        if old is not None and old.gpu_type != node.gpu_type:
+            raise InputError(f"node[{node.name}].gpu_type", node.gpu_type, f"was {old.gpu_type}")
+        if node.gpu_type not in self.cluster_state.gpu_types:
+            for j in [*self.jobs.values(), *self.pending]:
+                if node.gpu_type not in j.jm.truth(j.app).params:
+                    raise InputError(f"node[{node.name}].gpu_type", node.gpu_type,
+                                     f"job {j.id}'s application {j.app} has no throughput model on it")
+        self.cluster_state = self.cluster_state.replace(node)
+        bad = set(node.failed_gpus)
+        for jid, slots in list(self.where.items()):  # jobs on lost GPUs lose their placement
+            if any(n == node.name and (node.health == "down" or bad.intersection(gs)) for n, gs in slots):
+                self._evict(jid)
+
+    def _evict(self, jid: str) -> None:
+        self.where.pop(jid, None)
+        self.configs.pop(jid, None)
+        j = self.jobs.get(jid) or next((p for p in self.pending if p.id == jid), None)
+        if j is not None:
+            j.nodes, j.config, j.restart_left = {}, None, 0.0
+            j.rebatch()
+
+    # -------------------------------------------------------------------------------------------------- views
+    def _estimate(self, j: LiveJobState) -> JobGoodputModel:
+        if (j.estimator == "oracle" or j.rigid_shape is not None or j.scale_units or j.app in j.jm.oracle_apps):
+            return _estimate(j.jm, j.app, j.epoch)
+        if j.observations is None:
+            j.observations = tuple(sorted(j.measured.items()))
+        return online_estimate(j.jm, j.app, j.observations, j.epoch)
+
+    def view(self, j: JobState, t: float) -> JobView:
+        """What a policy sees of job ``j`` at ``t``: measured progress and the estimate from its measurements."""
+        assert isinstance(j, LiveJobState)
+        return _view(j, t, self._estimate(j), min(j.frac, 1.0 - 1e-12))
+
+    def layout(self) -> _Layout:
+        held: dict[str, set[int]] = {}
+        for slots in self.where.values():
+            for n, gs in slots:
+                held.setdefault(n, set()).update(gs)
+        drained = tuple((n.name, tuple(sorted(held.get(n.name, ())))) for n in self.cluster_state.nodes
+                        if n.health == "drained")
+        key = (self.cluster_state, drained)
+        if self._layout_cache is None or self._layout_cache[0] != key:
+            self._layout_cache = (key, _layout(self.cluster_state, held))
+        return self._layout_cache[1]
+
+    @property
+    def cluster(self) -> Cluster:
+        """The cluster the policy sees now (usable GPUs only)."""
+        return self.layout().cluster
+
+    # ------------------------------------------------------------------------------------------------- decide
+    def decide(self, now: float) -> Plan:
+        """The plan for the round starting at ``now`` (seconds, never before the last decision): admit the jobs
+        submitted by then, ask the policy, check and place its decision, carry it into the state and save it
+        (``state_path``). Asked again at the same time with no event in between, the same plan (idempotent). A
+        policy or placer error raises :class:`InputError` naming them and the job, and leaves the state as it
+        was."""
+        if isinstance(now, bool) or not isinstance(now, (int, float)) or not math.isfinite(now) or now < 0:
+            raise InputError("now", now, "must be a finite time in seconds >= 0")
+        now = float(now)
+        if self.time is not None and now < self.time:
+            raise InputError("now", now, f"is before the last decision (t = {self.time:g})")
+        if self.plan is not None and now == self.time and not self._dirty:
+            return self.plan
+        paused = gc.isenabled()
+        gc.disable()  # no cyclic-GC pause inside a decision (tens of ms at 2,048 GPUs); collected as usual after
+        try:
+            with blas_threads(1):
+                plan = self._decide(now)
+        finally:
+            if paused:
+                gc.enable()
+        if self.state_path is not None:
+            self.save(self.state_path)
+        return plan
+
+    def _decide(self, now: float) -> Plan:
+        dt = 0.0 if self.time is None else now - self.time
+        backup = [(j, j.attained, j.restart_left) for j in self.jobs.values()]
+        pending0, jobs0 = list(self.pending), dict(self.jobs)
+        try:
+            for j in self.jobs.values():  # the time since the last decision: GPUs held, restore delay spent
+                g = sum(len(gs) for _, gs in self.where.get(j.id, ()))
+                if g and dt > 0:
+                    j.restart_left -= min(j.restart_left, dt)
+                    j.attained += dt * g
+            plan = self._round(now)
+        except BaseException:
+            for j, a, r in backup:
+                j.attained, j.restart_left = a, r
+            self.pending, self.jobs = pending0, jobs0
+            raise
+        return plan
+
+    def _round(self, now: float) -> Plan:
+        lay = self.layout()
+        cluster = lay.cluster
+        arrived = [j for j in self.pending if j.arrival <= now]
+        later = [j for j in self.pending if j.arrival > now]
+        rejected: list[str] = []
+        if arrived:
+            if isinstance(self.admission, AcceptAll):
+                for j in arrived:
+                    self.jobs[j.id] = j
+                arrived = []
+            else:
+                self._sync_nodes(lay)
+                _admit(self.admission, cluster, cast(list[JobState], arrived), cast(dict[str, JobState], self.jobs),
+                       rejected, now, self.view)
+        k = max(self.round_index + 1, int(now // self.round_duration))
+        jobs: dict[str, JobPlan] = {}
+        info: Mapping[str, Any] = {}
+        dt_wall = dt_cpu = 0.0
+        if self.jobs:
+            self._sync_nodes(lay)
+            previous = None
+            if self.where:
+                previous = Placement(assignments={j: lay.to_policy(s) for j, s in self.where.items()},
+                                     configs={j: c for j, c in self.configs.items()})
+            views = tuple(self.view(j, now) for j in self.jobs.values())
+            active = cast(dict[str, JobState], self.jobs)
+            rd = decide_round(self.policy, self.policy_name, self.placer, cluster, active, previous, now, k,
+                              self.round_duration, views)
+            rd = self._respect_drained(rd, lay)
+            before = {j: list(s) for j, s in self.where.items()}
+            restarts = {j.id: (j.restarts, j.started, j.restart_left) for j in self.jobs.values()}
+            apply_decision(active, rd, now, 0.0, self.jm)
+            self.last_round = rd
+            self.where = {str(j): lay.to_live(s) for j, s in rd.placement.assignments.items()}
+            self.configs = {str(j): c for j, c in rd.placement.configs.items()}
+            for j in self.jobs.values():
+                jobs[j.id] = self._job_plan(j, before.get(j.id), restarts[j.id])
+            info = dict(rd.decision.info)
+            if rd.waiting:
+                info = {**info, "unplaced_requests": rd.waiting}
+            dt_wall, dt_cpu = rd.wall_seconds, rd.cpu_seconds
+        for j in arrived:
+            jobs[j.id] = JobPlan(j.id, Action.QUEUE, {})
+        for jid in rejected:
+            self.closed[jid] = "rejected"
+            jobs[jid] = JobPlan(jid, Action.REJECT, {})
+        self.pending = [*arrived, *later]
+        self.time, self.round_index, self._dirty = now, k, False
+        self.plan = Plan(now, k, self.policy_name, jobs, dt_wall, dt_cpu, info)
+        return self.plan
+
+    def _sync_nodes(self, lay: _Layout) -> None:
+        """Every admitted job's node map in the policy's node ids (what the decision step compares against)."""
+        for j in self.jobs.values():
+            slots = self.where.get(j.id)
+            j.nodes = {} if not slots else {n: len(g) for n, g in lay.to_policy(slots)}
+
+    def _respect_drained(self, rd: RoundDecision, lay: _Layout) -> RoundDecision:
+        """A drained node takes no job anew: a job placed on GPUs there it did not hold waits instead."""
+        if not lay.drained:
+            return rd
+        bad = []
+        for jid, slots in rd.placement.assignments.items():
+            held = {(n, g) for n, gs in self.where.get(str(jid), ()) for g in gs}
+            if any((n, g) not in held for n, gs in lay.to_live(slots) if n in lay.drained for g in gs):
+                bad.append(jid)
+        if not bad:
+            return rd
+        pl = rd.placement
+        keep = Placement(assignments={j: s for j, s in pl.assignments.items() if j not in bad},
+                         configs={j: c for j, c in pl.configs.items() if j not in bad}, evicted=pl.evicted,
+                         unplaced=(*pl.unplaced, *bad), moved_from=pl.moved_from)
+        info = {**rd.decision.info, "drained": sorted(map(str, bad))}
+        return dataclasses.replace(rd, placement=keep, decision=dataclasses.replace(rd.decision, info=info))
+
+    def _job_plan(self, j: LiveJobState, before: Slots | None, was: tuple[int, bool, float]) -> JobPlan:
+        now = self.where.get(j.id)
+        if not now:
+            return JobPlan(j.id, Action.PREEMPT if before else Action.QUEUE, {})
+        c = self.configs[j.id]
+        if not before:
+            action = Action.START
+        elif before == now or sorted(before) == sorted(now):
+            action = Action.KEEP
+        else:
+            old_t = self.cluster_state.node(before[0][0]).gpu_type
+            same = sum(len(g) for _, g in before) == c.n_gpus and old_t == c.gpu_type
+            action = Action.MOVE if same else Action.RESIZE
+        charged = j.restarts != was[0] or (j.started and not was[1])
+        return JobPlan(j.id, action, dict(now), c.gpu_type, c.n_gpus, j.batch, j.local_bsz, j.accum,
+                       j.restart_left if charged else None)
+
+    # -------------------------------------------------------------------------------------------------- state
+    def to_document(self) -> dict[str, Any]:
+        """The session's state as a versioned JSON document (see :mod:`schedopt.live.persist`)."""
+        return _session_document(self)
+
+    @classmethod
+    def from_document(cls, doc: Mapping[str, Any], *, policy: Policy | str | None = None,
+                      placer: Placer | str | None = None, admission: Admission | str | None = None,
+                      job_model: str | JobModel | None = None, state_path: str | None = None) -> Session:
+        """A session restored from :meth:`to_document` (roles given here replace the saved ones)."""
+        return _session_from_document(cls, doc, policy=policy, placer=placer, admission=admission,
+                                     job_model=job_model, state_path=state_path)
+
+    def save(self, path: str) -> None:
+        """Write :meth:`to_document` to ``path`` atomically (a temporary file, fsync, rename)."""
+        write_document(path, self.to_document())
+
+    @classmethod
+    def restore(cls, path: str, *, policy: Policy | str | None = None, placer: Placer | str | None = None,
+                admission: Admission | str | None = None, job_model: str | JobModel | None = None,
+                state_path: str | None = None) -> Session:
+        """The session saved at ``path`` (:meth:`save`); it keeps saving there unless ``state_path`` says
+        otherwise."""
+        return cls.from_document(read_document(path), policy=policy, placer=placer, admission=admission,
+                                 job_model=job_model, state_path=path if state_path is None else state_path)
+
+    def summary(self) -> dict[str, Any]:
+        """Counts for a dashboard: jobs running, queued and pending, GPUs in use and usable."""
+        used = sum(len(g) for s in self.where.values() for _, g in s)
+        return {"time": self.time, "round_index": self.round_index, "policy": self.policy_name,
+                "jobs_running": len(self.where), "jobs_queued": len(self.jobs) - len(self.where),
+                "jobs_pending": len(self.pending), "gpus_in_use": used, "gpus_usable": self.cluster.num_gpus,
+                "gpus_total": self.cluster_state.num_gpus}
+
+
+# ------------------------------------------------------------------------------------------- the saved document
+
+_JOB_FIELDS = ("id", "app", "arrival", "requested_gpus", "batch_size", "adaptive", "epoch", "restart_left",
+               "restarts", "started", "start", "attained", "max_profiled", "local_bsz", "accum", "estimator",
+               "live_kind", "frac")
+
+
+def _config(c: Config | None) -> list[Any] | None:
+    return None if c is None else [c.n_nodes, c.n_gpus, c.gpu_type]
+
+
+def _session_document(s: Session) -> dict[str, Any]:
+    roles = pickle.dumps((s.policy, s.placer, s.admission), protocol=pickle.HIGHEST_PROTOCOL)
+    jobs = []
+    for admitted, j in [*((True, j) for j in s.jobs.values()), *((False, j) for j in s.pending)]:
+        d = {k: getattr(j, k) for k in _JOB_FIELDS}
+        d["admitted"] = admitted
+        d["config"] = _config(j.config)
+        d["measured"] = [[*k, *v] for k, v in sorted(j.measured.items())]
+        jobs.append(d)
+    jm = s.base_job_model
+    return {
+        "schema": SCHEMA,
+        "version": VERSION,
+        "settings": {"round_duration": s.round_duration, "job_model": jm.name, "estimator": s.estimator,
+                     "adaptive": s.adaptive, "policy_name": s.policy_name, **{k: v for k, v in s.specs.items()}},
+        "cluster": s.cluster_state.to_dict(),
+        "time": s.time,
+        "round_index": s.round_index,
+        "events_time": s._events_time,
+        "dirty": s._dirty,
+        "jobs": jobs,
+        "placement": [{"job_id": j, "slots": [[n, list(g)] for n, g in slots], "config": _config(s.configs.get(j))}
+                      for j, slots in s.where.items()],
+        "closed": dict(s.closed),
+        "profiles": {app: m.to_dict() for app, (_, m) in s._apps.items()},
+        "plan": None if s.plan is None else s.plan.to_dict(),
+        "roles": base64.b64encode(roles).decode("ascii"),
+        "roles_sha256": hashlib.sha256(roles).hexdigest(),
+    }
+
+
+def _session_from_document(cls: type[Session], doc: Mapping[str, Any], *, policy: Policy | str | None,
+                          placer: Placer | str | None, admission: Admission | str | None,
+                          job_model: str | JobModel | None, state_path: str | None) -> Session:
+    if not isinstance(doc, Mapping) or doc.get("schema") != SCHEMA:
+        raise InputError("document.schema", doc.get("schema") if isinstance(doc, Mapping) else type(doc).__name__,
+                         f"must be {SCHEMA!r}")
+    if doc.get("version") != VERSION:
+        raise InputError("document.version", doc.get("version"), f"this schedopt reads version {VERSION}")
+    try:
+        blob = base64.b64decode(doc["roles"])
+        if hashlib.sha256(blob).hexdigest() != doc["roles_sha256"]:
+            raise InputError("document.roles", doc["roles_sha256"], "does not match its SHA-256: the file is damaged")
+        saved = pickle.loads(blob)  # the session's own state file (see the module doc)
+    except (KeyError, ValueError, TypeError, pickle.UnpicklingError, AttributeError, ImportError) as e:
+        raise InputError("document.roles", "…", f"cannot be read back ({type(e).__name__}: {e})") from None
+    st = doc["settings"]
+    if job_model is None:
+        job_model = st["job_model"]
+    s = cls(ClusterState.from_dict(doc["cluster"], "document.cluster"), policy if policy is not None else saved[0],
+            placer=placer if placer is not None else saved[1],
+            admission=admission if admission is not None else saved[2],
+            round_duration=st["round_duration"], job_model=job_model, estimator=st["estimator"],
+            adaptive=st["adaptive"], state_path=state_path)
+    s.specs = {k: st.get(k) for k in ("policy", "placer", "admission")}
+    for app, d in doc["profiles"].items():
+        m = JobGoodputModel.from_dict(d)
+        s._apps[app] = (profile_application(m), m)
+    if s._apps:
+        s.jm = dataclasses.replace(s.base_job_model, apps={**s.base_job_model.apps, **s._apps})
+    for d in doc["jobs"]:
+        j = LiveJobState(d["id"], d["app"], d["arrival"], d["requested_gpus"], d["batch_size"], d["adaptive"], s.jm,
+                       estimator=d["estimator"], live_kind=d["live_kind"])
+        for k in _JOB_FIELDS[6:]:
+            setattr(j, k, d[k])
+        j.config = None if d["config"] is None else Config(*d["config"])
+        j.measured = {(m[0], m[1], m[2], m[3]): (m[4], m[5]) for m in d["measured"]}
+        j.seen = tuple(sorted(j.measured))
+        if d["admitted"]:
+            s.jobs[j.id] = j
+        else:
+            s.pending.append(j)
+    for p in doc["placement"]:
+        s.where[p["job_id"]] = [(n, tuple(g)) for n, g in p["slots"]]
+        if p["config"] is not None:
+            s.configs[p["job_id"]] = Config(*p["config"])
+    s.closed = dict(doc["closed"])
+    s.time, s.round_index = doc["time"], doc["round_index"]
+    s._events_time, s._dirty = doc["events_time"], doc["dirty"]
+    s.plan = None if doc["plan"] is None else Plan.from_dict(doc["plan"])
+    s._sync_nodes(s.layout())
+    return s
