@@ -98,9 +98,15 @@ class SlurmEngine:
     def submit(self, job_id: str, job_dir: Path) -> str:
         if job_id in self.ids:
             return self.ids[job_id]
+        name = f"schedopt-{self.tag}-{job_id}"
+        got = self._run("squeue", "-h", "--states=all", "-n", name, "-o", "%i")
+        have = got.stdout.split() if got.returncode == 0 else []
+        if have:  # submitted by a driver killed before it saved: the same job, not a second one
+            self.ids[job_id] = have[0]
+            return have[0]
         out = self._must(job_id, "submit", "sbatch", "--hold", "--parsable", "--requeue", "-p", self.partition,
-                         "-J", f"schedopt-{self.tag}-{job_id}", "-o", str(job_dir / "slurm-%j.out"),
-                         "--chdir", str(job_dir), "--signal=B:TERM@1",
+                         "-J", name, "-o", str(job_dir / "slurm-%j.out"),
+                         "--chdir", str(job_dir), "--open-mode=append",
                          "--wrap", f"exec {self.python} -m schedopt.live.trainer {job_dir}")
         sid = out.strip().split(";")[0]
         self.ids[job_id] = sid
