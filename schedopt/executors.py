@@ -288,11 +288,11 @@ def open_executor(spec: Any, workers: int | None = None) -> Iterator[Any]:
             env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
             ray.init(address=address, include_dashboard=False, log_to_driver=False,
                      runtime_env=None if address else {"env_vars": env})
-        pool = Pool(processes=None if address else _count(s, n_default))
+        rpool = Pool(processes=None if address else _count(s, n_default))  # not `pool`: typed by the branch above
         try:
-            yield pool
+            yield rpool
         finally:
-            pool.terminate()
+            rpool.terminate()
             if started:
                 ray.shutdown()
     else:

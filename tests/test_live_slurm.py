@@ -90,21 +90,22 @@ def test_replay_24_jobs_under_sia(slurm: LocalSlurm, tmp_path: Path) -> None:
 def test_driver_sigkill_and_restart(slurm: LocalSlurm, tmp_path: Path) -> None:
     """The driver (``schedopt live replay``, its own process) is killed with SIGKILL mid-replay and started again
     on the same run folder: every job finishes once, and the records say where the driver was restarted."""
-    code = ("import sys; from schedopt.live.driver import LiveReplay; from schedopt.live.slurm import SlurmEngine; "
-            "from schedopt.live.engines import short_workload; from schedopt.sim import get_policy; "
-            f"LiveReplay(SlurmEngine(tag='kill'), short_workload(12), get_policy('sia'), run_dir={str(tmp_path)!r}, "
-            "time_scale=40.0).run(max_wall=600)")
+    wl = tmp_path / "wl.csv"
+    wl.write_text(short_workload(12).to_csv())
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "schedopt", "live", "replay", str(wl), "--engine", "slurm", "--policy", "sia",
+           "--time-scale", "40", "--run-dir", str(run), "--max-wall", "600"]
     env = {**slurm.env, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    p = subprocess.Popen([sys.executable, "-c", code], env=env)
+    p = subprocess.Popen(cmd, env=env)
     time.sleep(25)
     os.kill(p.pid, signal.SIGKILL)
     p.wait()
-    assert not (tmp_path / "records.jsonl").exists()
-    p2 = subprocess.run([sys.executable, "-c", code], env=env, timeout=900)
+    assert not (run / "records.jsonl").exists()
+    p2 = subprocess.run(cmd, env=env, timeout=900)
     assert p2.returncode == 0
-    res, _ = read_live_records(tmp_path / "records.jsonl")
+    res, _ = read_live_records(run / "records.jsonl")
     assert all(j.finish is not None for j in res.jobs)
-    assert _finishes(tmp_path) == {j.id: 1 for j in res.jobs}
+    assert _finishes(run) == {j.id: 1 for j in res.jobs}
     starts = res.meta.details["live"]["driver_starts"]
     assert [s["restored"] for s in starts] == [False, True] and starts[1]["round"] > 0
     assert res.meta.details["live"]["mismatches"] == 0

@@ -13,6 +13,7 @@ carries on where it stopped (against the same engine: a ``--local`` cluster ends
 from __future__ import annotations
 
 import argparse
+import hashlib
 import math
 import sys
 from pathlib import Path
@@ -73,7 +74,9 @@ def replay(workload: Workload, *, engine: str, policy: str, time_scale: float, r
     pol = get_policy(policy)
     nodes = parse_nodes(local) if local else None
     run = Path(run_dir)
-    tag = run.resolve().name
+    # the run's tag in the engine's job names: the folder's name and a digest of its path (a job of another run
+    # folder of the same name is never taken for one of this run's)
+    tag = f"{run.resolve().name}-{hashlib.sha1(str(run.resolve()).encode()).hexdigest()[:8]}"
     if engine == "slurm":
         from .slurm import SlurmEngine
 
