@@ -312,6 +312,9 @@ class LiveReplay:
                 events.append(NodeUp(t, n.name))
             elif not n.up and have.health != "down":
                 events.append(NodeDown(t, n.name))
+        for known in s.cluster_state.nodes:  # a node the engine no longer lists is gone
+            if known.name not in nodes and known.health != "down":
+                events.append(NodeDown(t, known.name))
         for e in events:
             s.apply(e)
             self._log("engine", {"sim_time": t, "did": type(e).__name__, "node": getattr(e, "node", None)})
@@ -480,7 +483,7 @@ class LiveReplay:
         t = self.k * self.R
         self.clock.sleep_until(t)
         t_real = self.clock.now()
-        nodes = self.engine.nodes()
+        nodes = {k: n for k, n in self.engine.nodes().items() if n.gpus > 0}  # GPU nodes only
         session = self._session(t, nodes)
         self._submit_arrived(t, session)
         ejobs = self.engine.jobs()

@@ -113,6 +113,8 @@ class RayEngine:
         for n in ray.nodes():
             res = n.get("Resources", {})
             names = [k[len(_NODE_PREFIX):] for k in res if k.startswith(_NODE_PREFIX)]
+            if not names and not n.get("Alive"):
+                continue  # a dead node Ray no longer describes: the loop sees it gone
             name = names[0] if names else n["NodeID"][:12]
             types = [k[len(_TYPE_PREFIX):] for k in res if k.startswith(_TYPE_PREFIX)]
             gpus = int(res.get("GPU", 0))

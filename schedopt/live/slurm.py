@@ -145,7 +145,10 @@ class SlurmEngine:
                 else f"TresPerJob=gres:gpu:{sum(counts.values())}")
         self._must(job_id, "start", "scontrol", "update", f"JobId={sid}", f"NumNodes={len(counts)}",
                    f"ReqNodeList={','.join(sorted(counts))}", tres, "StartTime=now")
-        self._must(job_id, "start", "scontrol", "release", sid)
+        got = self._run("scontrol", "release", sid)
+        if got.returncode != 0 and self.jobs().get(job_id, EngineJob(job_id, sid, "held")).state == "held":
+            raise EngineRefused(job_id, "start", f"scontrol release: {got.stderr.strip()}")
+        # (a job Slurm requeued without a hold is pending already: released, it starts where the update says)
 
     def stop(self, job_ids: Sequence[str], timeout: float = 30.0) -> dict[str, str]:
         """Checkpoint and requeue held every job of ``job_ids``; wait until each is held (its GPUs free)."""
