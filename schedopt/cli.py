@@ -520,6 +520,7 @@ def _add_plugins(sub: Any) -> None:
     add_parser(sub)
     __import__("schedopt.traces.cli", fromlist=["add_parser"]).add_parser(sub)  # `schedopt trace` (issue 28)
     __import__("schedopt.reproduce", fromlist=["add_parser"]).add_parser(sub)  # sia-eval: schedopt reproduce
+    __import__("schedopt.live.engines", fromlist=["add_parser"]).add_parser(sub)  # issue 39: schedopt live replay
 
 
 def _bench_report_parser() -> argparse.ArgumentParser:

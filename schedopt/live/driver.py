@@ -3,16 +3,21 @@
 
 Every round (``round_seconds`` of the run's clock, which runs ``time_scale`` times faster than the wall clock) the
 loop: submits the workload's jobs that have arrived (held: the loop decides where they run); reads the nodes (up
-or down) and the run's jobs from the engine and each job's progress from its training program; asks the policy --
-the same :class:`~schedopt.sim.Policy` object and placer :func:`schedopt.sim.simulate` runs -- for the round's
-decision; and carries out the plan with the engine's own means: stop (checkpoint, requeue held) every job that is
+or down) and the run's jobs from the engine and each job's progress from its training program, and gives them to
+the live session (:class:`schedopt.live.Session`: ``JobSubmitted``, ``JobProgress`` with the job's measurements,
+``JobFinished``, ``NodeDown`` / ``NodeUp``), which runs the policy -- the same :class:`~schedopt.sim.Policy` object
+and placer :func:`schedopt.sim.simulate` runs -- for the round's plan; and carries out the plan with the engine's
+own means: stop (checkpoint, requeue held) every job that is
 preempted, resized or moved, then start every job that starts or restarts on the plan's nodes and GPU counts. What
 the engine refuses is recorded per job and retried the next round; nothing is dropped. Each realized allocation is
 compared with the plan it carried out (``mismatches`` in the records).
 
-The loop's own state is saved atomically after every round (``RUN_DIR/driver.json``); a new driver process on the
-same run folder restores it, re-reads the engine and carries on (the records say where: ``driver_starts``). A node
-that goes down leaves the cluster the policy sees; its jobs, requeued by the engine, are held and placed again.
+The loop's own state is saved atomically after every round (``RUN_DIR/driver.json``), the session's after every
+decision (``RUN_DIR/session.json``); a new driver process on the same run folder restores both, re-reads the
+engine and carries on (the records say where: ``driver_starts``). A node that goes down leaves the cluster the
+policy sees; its jobs, requeued by the engine, are held and placed again. A job the plan places but the engine
+does not run (refused, or lost) is started again where the plan says: the plan is compared with what the engine
+runs, never with what the loop asked for.
 
 Records: ``RUN_DIR/records.jsonl`` is what :meth:`schedopt.sim.SimResult.to_jsonl` writes (so ``schedopt simulate
 report`` and :func:`schedopt.sim.read_jsonl` / ``to_dataframe`` read it), with the live run's own lines after it:
@@ -31,13 +36,26 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import InputError
-from ..sia import Cluster, Config, GpuType, Placement
-from ..sim.engine import _from_allocation, _from_nodes, _view
-from ..sim.jobs import JobState, job_model
+from ..sia import Config
+from ..sim.jobs import JobState, _measured, job_model
 from ..sim.metrics import JobRecord, RoundRecord, SimMeta, SimResult
-from ..sim.policies.base import Decision, Policy, RoundState
-from ..sim.roles import make_placer
+from ..sim.policies.base import Policy
 from ..sim.workloads import Workload
+from .session import Plan as SessionPlan
+from .session import Session
+from .state import (
+    ClusterState,
+    Event,
+    JobFinished,
+    JobProgress,
+    JobSubmitted,
+    LiveJob,
+    Measurement,
+    NodeDown,
+    NodeState,
+    NodeUp,
+    NodeUpdated,
+)
 from .trainer import TrainerSpec, read_json, write_json
 
 __all__ = ["STATE_VERSION", "Engine", "EngineJob", "EngineRefused", "LiveReplay", "NodeInfo", "Plan", "PlanItem",
@@ -97,7 +115,7 @@ class Engine(Protocol):
 
     def hold(self, job_id: str) -> None: ...
 
-    def adopt(self, ids: Mapping[str, str]) -> None: ...
+    def adopt(self, ids: Mapping[str, str], job_dirs: Mapping[str, Path]) -> None: ...
 
     def close(self) -> None: ...
 
@@ -163,8 +181,10 @@ class LiveReplay:
         self.jm_name = job_model_name
         self.jm = job_model(job_model_name)
         self.policy_spec = policy_spec or str(getattr(policy, "name", type(policy).__name__))
-        self.placer = make_placer(placer)
         self.placer_name = placer
+        self.session: Session | None = None
+        self.session_path = self.dir / "session.json"
+        self.reported: dict[str, set[tuple[Any, ...]]] = {}  # job -> measurement keys given to the session
         self.adaptive = bool(getattr(policy, "adaptive", False)) if adaptive is None else bool(adaptive)
         self.pname = str(getattr(policy, "name", type(policy).__name__))
         self.jobs = {w.name: JobState(w.name, w.application, w.time, w.num_replicas, w.batch_size, self.adaptive,
@@ -184,10 +204,9 @@ class LiveReplay:
                          "stops": 0}
         self.driver_starts: list[dict[str, Any]] = []
         self.node_types: dict[str, str] = {}
-        self.idx_map: dict[str, str] = {}  # simulator node id -> node name (this round)
         self.clock: _Clock
         self._restore()
-        self.engine.adopt(self.submitted)
+        self.engine.adopt(self.submitted, {jid: self.job_dir(jid) for jid in self.submitted})
 
     # -- state -----------------------------------------------------------------------------------------------
     def _log(self, kind: str, doc: Mapping[str, Any]) -> None:
@@ -252,8 +271,12 @@ class LiveReplay:
     def job_dir(self, jid: str) -> Path:
         return self.dir / "jobs" / jid
 
-    def _submit_arrived(self, t: float) -> None:
+    def _submit_arrived(self, t: float, session: Session) -> None:
+        known = {*session.jobs, *(p.id for p in session.pending), *session.closed}
         for w in self.workload.jobs:
+            if w.time <= t and w.name not in known:  # arrived; the session hears of it once (it may be restored)
+                session.apply(JobSubmitted(max(w.time, session.time or 0.0),
+                                           LiveJob(w.name, w.application, w.time, w.num_replicas, w.batch_size)))
             if w.time > t or w.name in self.submitted:
                 continue
             d = self.job_dir(w.name)
@@ -265,26 +288,37 @@ class LiveReplay:
             self.submitted[w.name] = eid
             self._log("engine", {"sim_time": self.clock.now(), "job": w.name, "did": "submit", "engine_id": eid})
 
-    def _cluster(self, nodes: Mapping[str, NodeInfo]) -> Cluster:
-        """The cluster the policy sees: the up nodes, per GPU type, renamed ``<type>-k`` in name order."""
-        by_type: dict[str, list[NodeInfo]] = {}
-        for n in sorted(nodes.values(), key=lambda n: n.name):
+    def _session(self, t: float, nodes: Mapping[str, NodeInfo]) -> Session:
+        """The live session (made at the first round, restored after a driver restart), told of node changes."""
+        for n in nodes.values():
             self.node_types[n.name] = n.gpu_type
-            if n.up:
-                by_type.setdefault(n.gpu_type, []).append(n)
-        types = []
-        self.idx_map = {}
-        for t, ns in sorted(by_type.items()):
-            sizes = {n.gpus for n in ns}
-            if len(sizes) != 1:
-                raise InputError(f"nodes[{t}]", {n.name: n.gpus for n in ns},
-                                 "nodes of one GPU type must hold the same number of GPUs (the simulator's cluster)")
-            types.append(GpuType(t, sizes.pop(), len(ns)))
-            for k, n in enumerate(ns):
-                self.idx_map[f"{t}-{k}"] = n.name
-        if not types:
-            raise InputError("nodes", sorted(nodes), "no node is up")
-        return Cluster(tuple(types))
+        s = self.session
+        if s is None and self.session_path.exists():
+            s = Session.restore(str(self.session_path), policy=self.policy, placer=self.placer_name)
+        if s is None:
+            cs = ClusterState(tuple(NodeState(n.name, n.gpu_type, n.gpus, "up" if n.up else "down")
+                                    for n in sorted(nodes.values(), key=lambda n: n.name)))
+            s = Session(cs, self.policy, placer=self.placer_name, round_duration=self.R, job_model=self.jm,
+                        adaptive=self.adaptive, state_path=str(self.session_path))
+        self.session = s
+        events: list[Event] = []
+        for n in nodes.values():
+            try:
+                have = s.cluster_state.node(n.name)
+            except InputError:
+                events.append(NodeUpdated(t, NodeState(n.name, n.gpu_type, n.gpus, "up" if n.up else "down")))
+                continue
+            if n.up and have.health == "down":
+                events.append(NodeUp(t, n.name))
+            elif not n.up and have.health != "down":
+                events.append(NodeDown(t, n.name))
+        for known in s.cluster_state.nodes:  # a node the engine no longer lists is gone
+            if known.name not in nodes and known.health != "down":
+                events.append(NodeDown(t, known.name))
+        for e in events:
+            s.apply(e)
+            self._log("engine", {"sim_time": t, "did": type(e).__name__, "node": getattr(e, "node", None)})
+        return s
 
     def _sync(self, t: float, ejobs: Mapping[str, EngineJob], up: set[str]) -> None:
         """Fold what the engine and the training programs report into the jobs' state."""
@@ -293,7 +327,9 @@ class LiveReplay:
                 continue
             ej = ejobs.get(jid)
             prog = read_json(self.job_dir(jid) / "progress.json")
-            if prog is not None and int(prog.get("attempt", -1)) == self.attempt.get(jid, 0) - 1:
+            if prog is not None and int(prog.get("attempt", -1)) >= self.attempt.get(jid, 0) - 1:
+                # a newer attempt than the state knows: started by a driver killed before it saved its state
+                self.attempt[jid] = max(self.attempt.get(jid, 0), int(prog["attempt"]) + 1)
                 j.progress = max(j.progress, float(prog["progress"]))
                 j.epoch = max(j.epoch, int(prog["epoch"]))
                 if prog.get("local_bsz"):
@@ -302,12 +338,24 @@ class LiveReplay:
                 if prog.get("status") == "finished" and prog.get("finish") is not None:
                     j.finish = float(prog["finish"])
                     self._close(j, j.finish)
+                    if self.session is not None and jid in self.session.jobs:
+                        self.session.apply(JobFinished(t, jid))
                     self.finished.add(jid)
                     self.real.pop(jid, None)
                     j.nodes, j.config = {}, None
                     self._log("engine", {"sim_time": t, "job": jid, "did": "finished", "finish": j.finish,
                                          "engine_state": ej.state if ej else None})
                     continue
+            if prog is not None and self.session is not None and jid in self.session.jobs:
+                keys = [tuple(k) for k in prog.get("seen", [])]
+                told = self.reported.setdefault(jid, set())
+                new = [k for k in keys if k not in told]
+                told.update(new)
+                ms = tuple(Measurement(str(k[0]), int(k[1]), int(k[2]), int(k[3]), *_measured(self.jm, j.app, k))
+                           for k in new)  # the step and sync time the job model gives that configuration
+                lb = (int(prog["local_bsz"]), int(prog["accum"])) if prog.get("local_bsz") else (None, None)
+                self.session.apply(JobProgress(t, jid, min(j.progress / j.application.target, 1.0 - 1e-9), j.epoch,
+                                               ms, *lb))
             if ej is None:
                 continue
             if jid in self.awaiting and ej.state == "running":
@@ -320,7 +368,19 @@ class LiveReplay:
                 self._log("engine", {"sim_time": t, "job": jid, "did": "running", "attempt": want["attempt"],
                                      "plan": want["counts"], "realized": {n: list(g) for n, g in got.items()},
                                      "matches_plan": same, "decided_at": want["decided_at"]})
-            lost = j.nodes and ((ej.state in ("pending", "held", "failed", "done") and jid not in self.awaiting)
+            if ej.state == "running" and jid not in self.awaiting and ej.nodes and (
+                    _counts(ej.nodes) != _counts(self.real.get(jid, {})) or not j.nodes):
+                # running where the state does not say: started by a driver killed before it saved; adopt it
+                self._close(j, t)
+                self.real[jid] = dict(ej.nodes)
+                j.nodes = _counts(ej.nodes)
+                j.config = Config(len(j.nodes), sum(j.nodes.values()), self.node_types[next(iter(j.nodes))])
+                j.started = True
+                j.start = t if j.start is None else j.start
+                j.segments.append([t, t, j.config.gpu_type, j.config.n_gpus])
+                self._log("engine", {"sim_time": t, "job": jid, "did": "adopted", "realized": dict(ej.nodes)})
+            lost = j.nodes and (ej.state in ("held", "failed", "done")  # reset, died, or ended unfinished
+                                or (ej.state == "pending" and jid not in self.awaiting)  # requeued by the engine
                                 or any(n not in up for n in self.real.get(jid, {})))
             if lost:  # the engine requeued it (its node went down) or it died: hold it and place it again
                 self.counters["engine_requeues"] += 1
@@ -349,46 +409,14 @@ class LiveReplay:
                              "reason": exc.reason})
 
     # -- one round -------------------------------------------------------------------------------------------
-    def _decide(self, t: float, cluster: Cluster, active: dict[str, JobState]) -> tuple[Placement, Decision, float,
-                                                                                          float]:
-        inv = {v: k for k, v in self.idx_map.items()}
-        prev = Placement(assignments={jid: [(inv[n], tuple(g)) for n, g in self.real[jid].items()]
-                                      for jid in active if jid in self.real and all(n in inv for n in self.real[jid])},
-                         configs={jid: j.config for jid, j in active.items()
-                                  if jid in self.real and j.config is not None
-                                  and all(n in inv for n in self.real[jid])})
-        views = []
-        for j in active.values():
-            sim_nodes = {inv[n]: g for n, g in j.nodes.items() if n in inv}
-            real_nodes, j.nodes = j.nodes, sim_nodes
-            views.append(_view(j, t))
-            j.nodes = real_nodes
-        state = RoundState(time=t, round_index=self.k, round_seconds=self.R, cluster=cluster, jobs=tuple(views),
-                           placement=prev if prev.assignments else None)
-        t0, c0 = time.perf_counter(), time.process_time()
-        d = self.policy.decide(state)
-        dt, dc = time.perf_counter() - t0, time.process_time() - c0
-        if not isinstance(d, Decision):
-            raise InputError(f"policy[{self.pname}].decide", type(d).__name__, "must return a Decision")
-        saved = {jid: j.nodes for jid, j in active.items()}
-        for j in active.values():  # the engine's checks see simulator node ids
-            j.nodes = {inv[n]: g for n, g in j.nodes.items() if n in inv}
-        try:
-            if d.nodes is not None:
-                pl = _from_nodes(cluster, self.pname, d.nodes, active, state.placement, d.colocate)
-            else:
-                pl, _ = _from_allocation(cluster, self.pname, d.allocation or {}, d.requests or {}, active,
-                                         state.placement, self.placer)
-        finally:
-            for jid, j in active.items():
-                j.nodes = saved[jid]
-        return pl, d, dt, dc
-
-    def _plan(self, t: float, pl: Placement, active: dict[str, JobState]) -> Plan:
+    def _plan(self, t: float, sp: SessionPlan) -> Plan:
+        """The session's plan against what the engine runs: the action each job needs now."""
         items = []
-        for jid, j in active.items():
-            slots = pl.assignments.get(jid, [])
-            target: Alloc = {self.idx_map[n]: tuple(g) for n, g in slots if len(g)}
+        for jid, jp in sp.jobs.items():
+            if jid in self.finished or jid not in self.jobs:
+                continue
+            j = self.jobs[jid]
+            target: Alloc = {n: tuple(g) for n, g in jp.placement.items() if len(g)}
             cur = _counts(self.real.get(jid, {})) if jid in self.real else dict(j.nodes)
             want = _counts(target)
             if not want:
@@ -401,15 +429,8 @@ class LiveReplay:
                 action = "resize"
             else:
                 action = "move"
-                self.counters["placer_moves"] += int(pl.configs.get(jid) == j.config)
-            batch = 0
-            if want and j.kind == "adaptive":
-                probe = JobState(jid, j.app, j.arrival, j.requested_gpus, j.batch_size, j.adaptive, self.jm)
-                probe.epoch, probe.local_bsz, probe.accum = j.epoch, j.local_bsz, j.accum
-                probe.nodes, probe.config = want, pl.configs[jid]
-                probe.rebatch()
-                batch = probe.batch
-            items.append(PlanItem(jid, action, target, batch))
+                self.counters["placer_moves"] += int(jp.restart_seconds is None)
+            items.append(PlanItem(jid, action, target, int(jp.batch_size or 0)))
         return Plan(t, self.k, tuple(items))
 
     def _carry_out(self, t: float, plan: Plan) -> None:
@@ -458,12 +479,13 @@ class LiveReplay:
         """One round; False when every job has finished."""
         if len(self.finished) == len(self.jobs):
             return False
+        self.k = max(self.k, int(self.clock.now() // self.R))  # a loop behind its clock skips the rounds it missed
         t = self.k * self.R
         self.clock.sleep_until(t)
         t_real = self.clock.now()
-        nodes = self.engine.nodes()
-        cluster = self._cluster(nodes)
-        self._submit_arrived(t)
+        nodes = {k: n for k, n in self.engine.nodes().items() if n.gpus > 0}  # GPU nodes only
+        session = self._session(t, nodes)
+        self._submit_arrived(t, session)
         ejobs = self.engine.jobs()
         self._sync(t, ejobs, {n for n, i in nodes.items() if i.up})
         for j in self.jobs.values():  # GPU time held so far this spell
@@ -475,11 +497,13 @@ class LiveReplay:
             self.k = self.k + 1 if nxt is None else max(self.k + 1, math.ceil(nxt / self.R))
             self._save()
             return len(self.finished) < len(self.jobs)
-        pl, d, dt, dc = self._decide(t, cluster, active)
-        plan = self._plan(t, pl, active)
-        self._log("decision", {**plan.to_dict(), "loop_delay_s": (t_real - t) / self.scale})
+        sp = session.decide(t)
+        plan = self._plan(t, sp)
+        self._log("decision", {**plan.to_dict(), "loop_delay_s": (t_real - t) / self.scale,
+                               "session": {jid: jp.action.value for jid, jp in sp.jobs.items()}})
         self._carry_out(t, plan)
-        self.rounds.append(RoundRecord.of(self.k, t, dt, len(active), d, dc))
+        self.rounds.append(RoundRecord(self.k, t, sp.policy_seconds, len(active), None, dict(sp.info),
+                                       sp.policy_cpu_seconds))
         self.k += 1
         self._save()
         return True

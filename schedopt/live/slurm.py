@@ -70,8 +70,8 @@ class SlurmEngine:
             raise EngineRefused(job_id, action, f"{' '.join(argv[:2])}: {got.stderr.strip() or got.stdout.strip()}")
         return got.stdout
 
-    def adopt(self, ids: Mapping[str, str]) -> None:
-        """Take over the jobs of a run whose driver restarted (job id -> Slurm job id)."""
+    def adopt(self, ids: Mapping[str, str], job_dirs: Mapping[str, Path]) -> None:
+        """Take over the jobs of a run whose driver restarted (job id -> Slurm job id); they kept running."""
         self.ids.update(ids)
 
     def nodes(self) -> dict[str, NodeInfo]:
@@ -98,9 +98,15 @@ class SlurmEngine:
     def submit(self, job_id: str, job_dir: Path) -> str:
         if job_id in self.ids:
             return self.ids[job_id]
+        name = f"schedopt-{self.tag}-{job_id}"
+        got = self._run("squeue", "-h", "--states=all", "-n", name, "-o", "%i")
+        have = got.stdout.split() if got.returncode == 0 else []
+        if have:  # submitted by a driver killed before it saved: the same job, not a second one
+            self.ids[job_id] = have[0]
+            return have[0]
         out = self._must(job_id, "submit", "sbatch", "--hold", "--parsable", "--requeue", "-p", self.partition,
-                         "-J", f"schedopt-{self.tag}-{job_id}", "-o", str(job_dir / "slurm-%j.out"),
-                         "--chdir", str(job_dir), "--signal=B:TERM@1",
+                         "-J", name, "-o", str(job_dir / "slurm-%j.out"),
+                         "--chdir", str(job_dir), "--open-mode=append",
                          "--wrap", f"exec {self.python} -m schedopt.live.trainer {job_dir}")
         sid = out.strip().split(";")[0]
         self.ids[job_id] = sid
@@ -139,7 +145,10 @@ class SlurmEngine:
                 else f"TresPerJob=gres:gpu:{sum(counts.values())}")
         self._must(job_id, "start", "scontrol", "update", f"JobId={sid}", f"NumNodes={len(counts)}",
                    f"ReqNodeList={','.join(sorted(counts))}", tres, "StartTime=now")
-        self._must(job_id, "start", "scontrol", "release", sid)
+        got = self._run("scontrol", "release", sid)
+        if got.returncode != 0 and self.jobs().get(job_id, EngineJob(job_id, sid, "held")).state == "held":
+            raise EngineRefused(job_id, "start", f"scontrol release: {got.stderr.strip()}")
+        # (a job Slurm requeued without a hold is pending already: released, it starts where the update says)
 
     def stop(self, job_ids: Sequence[str], timeout: float = 30.0) -> dict[str, str]:
         """Checkpoint and requeue held every job of ``job_ids``; wait until each is held (its GPUs free)."""

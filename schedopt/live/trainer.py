@@ -6,8 +6,9 @@
 the GPU ids of each actor of its gang, passed by the driver), and runs "steps" whose time follows the application's
 profile for that configuration: the simulator's job model (:class:`schedopt.sim.jobs.JobState`: the zoo's fitted
 throughput, the batch size it would choose, epoch by epoch), on a clock that runs ``time_scale`` times faster than
-the wall clock. It pays the job model's checkpoint-restore delay on every (re)start, less the time it already took
-the engine to start it. It reports progress and step times to ``JOB_DIR/progress.json`` (atomically, every tick),
+the wall clock. It pays the job model's checkpoint-restore delay on every (re)start, counted from the round that
+decided the start (as the simulator counts it): the loop's delay, the engine's stop and start and its own start-up
+use that delay up first, and only a start later than the delay makes the job later than the simulator's. It reports progress and step times to ``JOB_DIR/progress.json`` (atomically, every tick),
 checkpoints on SIGTERM / SIGUSR1 (Slurm's requeue and preemption signals) and on the driver's stop request (Ray),
 resumes from ``JOB_DIR/checkpoint.json``, and appends one line per start, checkpoint and finish to
 ``JOB_DIR/events.jsonl`` (so a test can count that no job ran twice).
@@ -207,6 +208,14 @@ def run(job_dir: str | Path, allocation: Mapping[str, list[int]], *, source: str
     attempt = read_json(d / "attempt.json") or {}
     ckpt = read_json(d / "checkpoint.json") or {}
     say = log or (lambda s: None)
+    number = int(attempt.get("number", 0))
+    if ckpt.get("finished") is not None:  # it finished before (its driver may not have seen it): never run twice
+        prog = read_json(d / "progress.json") or {}
+        write_json(d / "progress.json", {**prog, "attempt": number, "status": "finished"})
+        append_event(d, {"event": "already-finished", "attempt": number, "sim_time": spec.now(), "wall": time.time(),
+                         "pid": os.getpid(), "finish": ckpt["finished"]})
+        say(f"job {spec.job_id} finished at t={ckpt['finished']:.1f} s already: nothing to run")
+        return "finished"
     nodes = {n: len(g) for n, g in allocation.items() if g}
     types = {spec.node_types.get(n, "?") for n in nodes}
     if not nodes or len(types) != 1 or "?" in types:
@@ -224,10 +233,11 @@ def run(job_dir: str | Path, allocation: Mapping[str, list[int]], *, source: str
     j.started = True
     j.rebatch()
     t0 = spec.now()
-    commanded = float(attempt.get("commanded_sim", t0))
-    # the job model's checkpoint-restore delay includes getting the process going: only what is left of it is paid
-    j.restart_left = max(0.0, jm.restart(spec.application) - max(0.0, t0 - commanded))
-    number = int(attempt.get("number", 0))
+    # the job model's checkpoint-restore delay runs from the round's decision (as in the simulator) and covers
+    # everything until the first step: the loop's delay, the engine's stop and start, this process starting up;
+    # only what is left of it is paid here
+    decided = float(attempt.get("decided_at", attempt.get("commanded_sim", t0)))
+    j.restart_left = max(0.0, jm.restart(spec.application) - max(0.0, t0 - decided))
     began = {"event": "start", "attempt": number, "sim_time": t0, "wall": time.time(), "pid": os.getpid(),
              "allocation": {n: list(g) for n, g in allocation.items()}, "source": source,
              "restart_paid": j.restart_left, "progress": j.progress}

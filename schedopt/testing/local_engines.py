@@ -19,6 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 __all__ = ["LocalRay", "LocalSlurm", "ray_missing", "slurm_missing"]
 
@@ -195,38 +196,36 @@ def ray_missing() -> str | None:
 
 class LocalRay:
     """A local Ray cluster of logical nodes (``ray.cluster_utils.Cluster``): ``nodes`` maps node name -> (GPU type,
-    GPUs); each node carries the custom resource ``node:<name>``-style marker ``schedopt-node-<name>`` so a bundle
-    can be pinned to it. Connects this process as the driver."""
+    GPUs); each node carries the custom resource ``schedopt-node-<name>`` (so a bundle can be pinned to it) and
+    ``gpu-type-<type>``. The driver connects with ``ray.init(address=self.address)`` (what
+    :class:`schedopt.live.ray.RayEngine` does)."""
 
     def __init__(self, nodes: Mapping[str, tuple[str, int]], *, cpus_per_node: int = 4) -> None:
         self.nodes = dict(nodes)
         self.cpus = cpus_per_node
-        self.cluster: object | None = None
+        self.cluster: Any = None
         self.handles: dict[str, object] = {}
+        self.address = ""
 
     def start(self) -> LocalRay:
-        import ray
+        """Start the nodes (the first is the head); ``address`` is the cluster's (``ray.init(address=...)``)."""
         from ray.cluster_utils import Cluster
 
-        first = True
         cl = Cluster()
         for name, (gtype, gpus) in self.nodes.items():
-            self.handles[name] = self._add(cl, name, gtype, gpus, head=first)
-            first = False
+            self.handles[name] = self._add(cl, name, gtype, gpus)
         self.cluster = cl
-        ray.init(address=cl.address, include_dashboard=False, log_to_driver=False)
+        self.address = str(cl.address)
         cl.wait_for_nodes()
         return self
 
-    def _add(self, cl: object, name: str, gtype: str, gpus: int, head: bool = False) -> object:
-        kw = {"num_cpus": self.cpus, "num_gpus": gpus, "resources": {node_resource(name): 1000, f"gpu-type-{gtype}": gpus}}
-        if head:
-            kw["head_node_args"] = {"include_dashboard": False}
-        return cl.add_node(**kw)  # type: ignore[attr-defined]
+    def _add(self, cl: Any, name: str, gtype: str, gpus: int) -> object:
+        return cl.add_node(num_cpus=self.cpus, num_gpus=gpus,
+                           resources={node_resource(name): 1000, f"gpu-type-{gtype}": gpus})
 
     def remove_node(self, name: str) -> None:
         """Take node ``name`` down (its raylet ends; its actors die)."""
-        self.cluster.remove_node(self.handles.pop(name))  # type: ignore[union-attr]
+        self.cluster.remove_node(self.handles.pop(name))
 
     def add_node(self, name: str) -> None:
         gtype, gpus = self.nodes[name]
@@ -237,7 +236,7 @@ class LocalRay:
 
         ray.shutdown()
         if self.cluster is not None:
-            self.cluster.shutdown()  # type: ignore[attr-defined]
+            self.cluster.shutdown()
             self.cluster = None
 
     def __enter__(self) -> LocalRay:

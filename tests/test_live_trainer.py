@@ -1,0 +1,91 @@
+"""The pieces of the engine drivers that need no engine: Slurm's host lists and GRES details, the --local node
+shapes, the short workloads, and the training-like program run in this process against the simulator's job model."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from schedopt.errors import InputError
+from schedopt.live.engines import parse_nodes, short_workload
+from schedopt.live.trainer import TrainerSpec, gres_indices, run, slurm_allocation, write_json
+from schedopt.sia import Config
+from schedopt.sim.jobs import JobState, job_model
+
+
+def test_hostlists_and_gres_details() -> None:
+    from schedopt.live.slurm import expand_hostlist
+
+    assert expand_hostlist("t4-[0-1,3],v100-2") == ["t4-0", "t4-1", "t4-3", "v100-2"]
+    assert expand_hostlist("n[08-10]") == ["n08", "n09", "n10"]
+    assert gres_indices("gpu:3(IDX:0-1,3)") == (0, 1, 3) and gres_indices("gpu:0") == ()
+    # outside a step Slurm sets no CUDA_VISIBLE_DEVICES for file-backed GPUs: the count per node, indices from 0
+    env = {"SLURM_JOB_NODELIST": "t4-[0-1]", "SLURM_GPUS_ON_NODE": "2"}
+    assert slurm_allocation(env) == {"t4-0": [0, 1], "t4-1": [0, 1]}
+    assert slurm_allocation({**env, "CUDA_VISIBLE_DEVICES": "2,3"}) == {"t4-0": [2, 3], "t4-1": [2, 3]}
+    assert slurm_allocation({}) is None
+
+
+def test_local_node_shapes_and_short_workloads() -> None:
+    assert parse_nodes("t4:4x2,v100:8x1") == {"t4-0": ("t4", 4), "t4-1": ("t4", 4), "v100-0": ("v100", 8)}
+    with pytest.raises(InputError, match="--local"):
+        parse_nodes("t4:4")
+    wl = short_workload(5)
+    assert len(wl) == 5 and wl.jobs[0].time == 0.0 and all(j.num_replicas <= 4 for j in wl.jobs)
+    assert {j.application for j in wl.jobs} == {"cifar10"}
+    with pytest.raises(InputError, match="n_jobs"):
+        short_workload(0)
+
+
+def _job_dir(tmp: Path, scale: float, decided: float) -> tuple[Path, TrainerSpec]:
+    spec = TrainerSpec("j", "cifar10", 0.0, 4, 256, False, "pollux", scale, time.time(), {"t4-0": "t4"})
+    write_json(tmp / "spec.json", spec.to_dict())
+    write_json(tmp / "attempt.json", {"number": 0, "decided_at": decided})
+    return tmp, spec
+
+
+def test_the_program_follows_the_job_model(tmp_path: Path) -> None:
+    """A rigid 4-GPU cifar10 job on a clock 2,000 times the wall clock: it finishes exactly when the simulator's job
+    model says (the restart delay counted from the deciding round, then the model's rate epoch by epoch), however
+    its ticks fall."""
+    scale = 2000.0
+    d, _ = _job_dir(tmp_path, scale, decided=0.0)
+    assert run(d, {"t4-0": [0, 1, 2, 3]}, source="test", tick=0.05) == "finished"
+    jm = job_model("pollux")
+    j = JobState("j", "cifar10", 0.0, 4, 256, False, jm)
+    j.nodes, j.config, j.started = {"t4-0": 4}, Config(1, 4, "t4"), True
+    j.rebatch()
+    j.restart_left = jm.restart("cifar10")
+    t = 0.0
+    while j.finish is None:
+        j.advance(t, 60.0)
+        t += 60.0
+    prog = json.loads((d / "progress.json").read_text())
+    assert prog["status"] == "finished" and "no real GPU work" in prog["note"]
+    assert prog["finish"] == pytest.approx(j.finish, abs=1e-6 * j.finish)
+    events = [json.loads(x)["event"] for x in (d / "events.jsonl").read_text().splitlines()]
+    assert events == ["start", "finish"]
+    # a finished job is never run again: a second start says so and does nothing
+    assert run(d, {"t4-0": [0, 1, 2, 3]}, source="test", tick=0.05) == "finished"
+    events = [json.loads(x)["event"] for x in (d / "events.jsonl").read_text().splitlines()]
+    assert events == ["start", "finish", "already-finished"]
+
+
+def test_the_program_checkpoints_on_stop_and_resumes(tmp_path: Path) -> None:
+    d, spec = _job_dir(tmp_path, 2000.0, decided=0.0)
+    stop = threading.Event()
+    threading.Timer(0.6, stop.set).start()
+    assert run(d, {"t4-0": [0, 1]}, source="test", stop=stop, tick=0.05) == "checkpointed"
+    ck = json.loads((d / "checkpoint.json").read_text())
+    assert 0 < ck["progress"] and ck["finished"] is None
+    write_json(d / "attempt.json", {"number": 1, "decided_at": spec.now()})
+    stop2 = threading.Event()
+    threading.Timer(0.3, stop2.set).start()
+    assert run(d, {"t4-0": [0, 1, 2, 3]}, source="test", stop=stop2, tick=0.05) == "checkpointed"
+    starts = [json.loads(x) for x in (d / "events.jsonl").read_text().splitlines() if '"start"' in x]
+    assert starts[1]["progress"] == ck["progress"]  # resumed from the checkpoint, not from zero
+    assert starts[1]["restart_paid"] > 0  # the job model's restart delay, counted from the deciding round

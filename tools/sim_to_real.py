@@ -1,0 +1,131 @@
+"""The gap from simulation to a real run (issue 39): one workload, policies sia and tiresias, run by the simulator
+and by the scheduling loop on a real Slurm controller and a real Ray cluster started on this machine; per job and
+on average |realized JCT / simulated JCT - 1|, with the named causes measured from the run's own records.
+
+    python tools/sim_to_real.py --jobs 24 --time-scale 30 -o benchmarks/sim_to_real.csv
+
+Writes the per-job table (``-o``) and a summary beside it (``*_summary.csv``): per engine and policy the mean and
+p90 of the error, and the causes: the engine's restart latency beyond the job model's checkpoint-restore delay
+(mean per start and its total share of the JCT), the loop's own delay behind each round's boundary, the
+trainer's clock granularity (its tick in simulated seconds: the rounding of the time scale) and the restarts in
+each run. The run folders (records.jsonl per run) go to ``--runs`` (default: a temporary folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from schedopt.live.driver import read_live_records
+from schedopt.live.engines import replay, short_workload
+from schedopt.live.trainer import TICK_SECONDS
+from schedopt.sia import Cluster, GpuType
+from schedopt.sim import get_policy, simulate
+from schedopt.sim.jobs import job_model
+
+NODES = "t4:4x4"
+
+
+def _p90(xs: list[float]) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(0.9 * len(s)))] if s else float("nan")
+
+
+def causes(run: Path, scale: float, jm_name: str) -> dict[str, Any]:
+    """From a run's records: each start's latency beyond the job model's restart delay (from the loop's start
+    command to the program's first step, less the delay the simulator charges), and the loop's delay behind each
+    round's boundary (simulated seconds)."""
+    jm = job_model(jm_name)
+    _, live = read_live_records(run / "records.jsonl")
+    cmd: dict[tuple[str, int], float] = {}
+    got: dict[str, float] = {}
+    for d in live:
+        e = d.get("engine")
+        if e and e["did"] == "start":
+            cmd[(e["job"], e["attempt"])] = e["sim_time"]
+    lat = []
+    for ev in sorted(run.glob("jobs/*/events.jsonl")):
+        spec = json.loads((ev.parent / "spec.json").read_text())
+        restart = jm.restart(spec["application"])
+        for s in (json.loads(x) for x in ev.read_text().splitlines()):
+            if s["event"] == "start" and (ev.parent.name, s["attempt"]) in cmd:
+                took = s["sim_time"] + s["restart_paid"] - cmd[(ev.parent.name, s["attempt"])]
+                lat.append(took - restart)
+                got[ev.parent.name] = got.get(ev.parent.name, 0.0) + max(0.0, took - restart)
+    delays = [d["decision"]["loop_delay_s"] * scale for d in live if "decision" in d]
+    return {"start_excess_s": lat, "job_excess_s": got, "loop_delay_s": delays}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--jobs", type=int, default=24)
+    ap.add_argument("--time-scale", type=float, default=30.0)
+    ap.add_argument("--policies", default="sia,tiresias")
+    ap.add_argument("--engines", default="slurm,ray")
+    ap.add_argument("-o", "--output", default="benchmarks/sim_to_real.csv")
+    ap.add_argument("--runs", default=None)
+    args = ap.parse_args()
+    wl = short_workload(args.jobs)
+    cluster = Cluster((GpuType("t4", 4, 4),))
+    runs = Path(args.runs or tempfile.mkdtemp(prefix="sim-to-real-"))
+    rows: list[dict[str, Any]] = []
+    summary: list[dict[str, Any]] = []
+    for pol in args.policies.split(","):
+        sim = simulate(cluster, wl, get_policy(pol), job_model="pollux")
+        sj = sim.jcts()
+        srs = {j.id: j.restarts for j in sim.jobs}
+        for eng in args.engines.split(","):
+            run = runs / f"{eng}-{pol}"
+            t0, c0 = time.time(), time.process_time()
+            res = replay(wl, engine=eng, policy=pol, time_scale=args.time_scale, run_dir=run, local=NODES,
+                         max_wall=3600)
+            wall, cpu = time.time() - t0, time.process_time() - c0
+            why = causes(run, args.time_scale, "pollux")
+            errs = []
+            for j in res.jobs:
+                real = j.jct
+                err = abs(real / sj[j.id] - 1) if real is not None else float("nan")
+                errs.append(err)
+                rows.append({"engine": eng, "policy": pol, "job": j.id, "arrival": j.arrival, "sim_jct_s": sj[j.id],
+                             "real_jct_s": real, "abs_rel_error": err, "sim_restarts": srs[j.id],
+                             "real_restarts": j.restarts,
+                             "engine_excess_s": round(why["job_excess_s"].get(j.id, 0.0), 1)})
+            live = res.meta.details["live"]
+            lat = why["start_excess_s"]
+            summary.append({
+                "engine": eng, "policy": pol, "jobs": len(res.jobs),
+                "finished": sum(1 for j in res.jobs if j.finish is not None), "time_scale": args.time_scale,
+                "mean_abs_rel_error": statistics.fmean(errs), "p90_abs_rel_error": _p90(errs),
+                "sim_avg_jct_s": statistics.fmean(sj.values()),
+                "real_avg_jct_s": statistics.fmean(j.jct for j in res.jobs if j.jct is not None),
+                "starts": live["starts"], "sim_restarts": sum(srs.values()),
+                "real_restarts": sum(j.restarts for j in res.jobs),
+                "start_excess_mean_s": statistics.fmean(lat) if lat else 0.0,
+                "engine_excess_share": sum(why["job_excess_s"].values()) / sum(
+                    j.jct for j in res.jobs if j.jct is not None),
+                "loop_delay_mean_s": statistics.fmean(why["loop_delay_s"]) if why["loop_delay_s"] else 0.0,
+                "loop_delay_p90_s": _p90(why["loop_delay_s"]),
+                "tick_sim_s": TICK_SECONDS * args.time_scale, "mismatches": live["mismatches"],
+                "refusals": live["refusals"], "wall_s": round(wall, 1), "driver_cpu_s": round(cpu, 2),
+                "runs": str(run)})
+            print(json.dumps(summary[-1]), flush=True)
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for path, table in ((out, rows), (out.with_name(out.stem + "_summary.csv"), summary)):
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(table[0]))
+            w.writeheader()
+            for r in table:
+                w.writerow({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in r.items()})
+    print(f"wrote {out} and its summary; runs in {runs}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
