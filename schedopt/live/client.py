@@ -23,8 +23,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import InputError, SchedoptError
+from .plan import Action, Plan
+from .state import event_to_dict
 
-__all__ = ["ServiceBusy", "ServiceClient", "ServiceError", "ServiceInputError"]
+__all__ = ["ServiceBusy", "ServiceClient", "ServiceError", "ServiceInputError", "ServiceSession"]
 
 
 class ServiceError(SchedoptError):
@@ -51,7 +53,8 @@ class ServiceBusy(ServiceError):
 
 
 def _document(event: Any) -> Any:
-    return event.to_document() if hasattr(event, "to_document") else event
+    """A :mod:`schedopt.live` event as its JSON document (a document as it is)."""
+    return event if isinstance(event, Mapping) else event_to_dict(event)
 
 
 class ServiceClient:
@@ -162,7 +165,7 @@ class ServiceClient:
             return False
 
     def events(self, events: Iterable[Any], seq: int | None = None) -> dict[str, Any]:
-        """Send an event batch (event objects with ``to_document()`` or their documents), applied all or none;
+        """Send an event batch (:mod:`schedopt.live` events or their documents), applied all or none;
         ``seq`` makes a retried batch harmless (one whose ``seq`` is not above the last applied is not applied)."""
         body: dict[str, Any] = {"events": [_document(e) for e in events]}
         if seq is not None:
@@ -170,12 +173,19 @@ class ServiceClient:
         out: dict[str, Any] = self._call("POST", "/v1/events", body)
         return out
 
-    def decide(self, now: float, deadline_s: float | None = None) -> dict[str, Any]:
-        """The decision at ``now``: ``{"status", "round", "now", "plan", "repeated", "seconds", "pending_round"}``
-        (``status`` ``deadline_exceeded``: ``plan`` is the previous one)."""
+    def decide(self, now: float, deadline_s: float | None = None, events: Iterable[Any] | None = None,
+               seq: int | None = None) -> dict[str, Any]:
+        """The decision at ``now``, after ``events`` (the events since the last request, applied first, all or
+        none; ``seq`` as in :meth:`events`): ``{"status", "round", "now", "plan", "repeated", "seconds",
+        "pending_round", "applied", "seq", "summary"}`` (``status`` ``deadline_exceeded``: ``plan`` is the previous
+        one)."""
         body: dict[str, Any] = {"now": now}
         if deadline_s is not None:
             body["deadline_s"] = deadline_s
+        if events is not None:
+            body["events"] = [_document(e) for e in events]
+        if seq is not None:
+            body["seq"] = seq
         out: dict[str, Any] = self._call("POST", "/v1/decide", body)
         return out
 
@@ -205,3 +215,61 @@ class ServiceClient:
             time.sleep(interval)
         raise ServiceError(0, {"error": {"field": "url", "value": f"http://{self.host}:{self.port}",
                                          "message": f"not ready within {timeout} s"}})
+
+
+class ServiceSession:
+    """The surface of :class:`schedopt.live.Session` that drives decisions (``apply``, ``decide``, ``jobs``,
+    ``pending``, ``plan``), carried out by a service: events are buffered and sent with the next decision request
+    as one batch (with the next sequence number), and the plan comes back as a :class:`~schedopt.live.Plan`.
+
+    ``before_decide(now)``, when given, is called before the decision request is sent (a test kills the service
+    there). Use a client with ``retries`` to ride out a restart of the service: a batch sent
+    again is not applied twice (its ``seq``), a decision asked again at the same time is the same plan."""
+
+    def __init__(self, client: ServiceClient, before_decide: Any = None) -> None:
+        self.client = client
+        self.before_decide = before_decide
+        state = client.state()
+        self.seq = int(state["seq"]) + 1
+        self._buffer: list[Any] = []
+        self.jobs: dict[str, None] = {}
+        self.pending: list[str] = []
+        self.plan: Plan | None = None
+        self.answers: list[dict[str, Any]] = []
+
+    def apply(self, event: Any) -> None:
+        """Buffer one event (a :mod:`schedopt.live` event or its document) for the next batch."""
+        self._buffer.append(event)
+
+    def flush(self) -> None:
+        """Send the buffered events, if any, as one batch."""
+        if self._buffer:
+            self.client.events(self._buffer, seq=self.seq)
+            self.seq += 1
+            self._buffer = []
+
+    def decide(self, now: float) -> Plan:
+        """The plan at ``now``, the buffered events sent with the request (one request, one save)."""
+        if self.before_decide is not None:
+            self.before_decide(now)
+        if self._buffer:
+            answer = self.client.decide(now, events=self._buffer, seq=self.seq)
+            self.seq += 1
+            self._buffer = []
+        else:
+            answer = self.client.decide(now)
+        if answer["status"] != "ok":
+            raise ServiceError(200, {"error": {"field": "status", "value": answer["status"],
+                                               "message": f"the decision at {now} was not made in time"}})
+        self.answers.append(answer)
+        plan = Plan.from_dict(answer["plan"])
+        summary = answer["summary"]
+        if summary["jobs_pending"]:  # which jobs wait for admission: only the state says
+            doc = self.client.state()["session"]
+            self.jobs = {d["id"]: None for d in doc["jobs"] if d["admitted"]}
+            self.pending = [d["id"] for d in doc["jobs"] if not d["admitted"]]
+        else:  # every job the plan names was admitted, but those it rejects
+            self.jobs = {j: None for j, p in plan.jobs.items() if p.action is not Action.REJECT}
+            self.pending = []
+        self.plan = plan
+        return plan

@@ -31,7 +31,7 @@ from typing import Any, Protocol
 from ..errors import InputError, SchedoptError
 from ..live.persist import write_document
 from .metrics import Metrics
-from .state import ServiceState, read_state
+from .state import ServiceState
 
 __all__ = ["Busy", "DecideRequest", "EventsRequest", "Service", "SessionPort"]
 
@@ -120,26 +120,18 @@ def _number(doc: dict[str, Any], key: str) -> float:
     return float(v)
 
 
-@dataclass(frozen=True)
-class DecideRequest:
-    """``POST /v1/decide``: ``now`` (seconds, the cluster's clock, not before the last decision's) and an optional
-    ``deadline_s`` (> 0; at most the service's own deadline, which applies when it is left out)."""
+def _seq(doc: dict[str, Any]) -> int | None:
+    seq = doc.get("seq")
+    if seq is not None and (isinstance(seq, bool) or not isinstance(seq, int) or seq < 0 or seq >= 2**63):
+        raise InputError("seq", seq, "must be an integer in [0, 2**63)")
+    return seq
 
-    now: float
-    deadline_s: float | None = None
 
-    @classmethod
-    def from_document(cls, doc: dict[str, Any]) -> DecideRequest:
-        _keys(doc, {"now", "deadline_s"}, {"now"})
-        now = _number(doc, "now")
-        if now < 0:
-            raise InputError("now", now, "must be >= 0")
-        deadline = None
-        if doc.get("deadline_s") is not None:
-            deadline = _number(doc, "deadline_s")
-            if deadline <= 0:
-                raise InputError("deadline_s", deadline, "must be > 0")
-        return cls(now, deadline)
+def _events(doc: dict[str, Any]) -> list[Any] | None:
+    events = doc.get("events")
+    if events is not None and not isinstance(events, list):
+        raise InputError("events", events, "must be a list of events")
+    return events
 
 
 @dataclass(frozen=True)
@@ -153,12 +145,39 @@ class EventsRequest:
     @classmethod
     def from_document(cls, doc: dict[str, Any]) -> EventsRequest:
         _keys(doc, {"events", "seq"}, {"events"})
-        if not isinstance(doc["events"], list):
-            raise InputError("events", doc["events"], "must be a list of events")
-        seq = doc.get("seq")
-        if seq is not None and (isinstance(seq, bool) or not isinstance(seq, int) or seq < 0 or seq >= 2**63):
-            raise InputError("seq", seq, "must be an integer in [0, 2**63)")
-        return cls(doc["events"], seq)
+        events = _events(doc)
+        if events is None:
+            raise InputError("events", None, "must be a list of events")
+        return cls(events, _seq(doc))
+
+
+@dataclass(frozen=True)
+class DecideRequest:
+    """``POST /v1/decide``: ``now`` (seconds, the cluster's clock, not before the last decision's), an optional
+    ``deadline_s`` (> 0; at most the service's own deadline, which applies when it is left out), and optionally the
+    events since the last request (``events``, ``seq``: as ``POST /v1/events``, applied first; the state in, the
+    decision out, in one request and one save)."""
+
+    now: float
+    deadline_s: float | None = None
+    events: list[Any] | None = None
+    seq: int | None = None
+
+    @classmethod
+    def from_document(cls, doc: dict[str, Any]) -> DecideRequest:
+        _keys(doc, {"now", "deadline_s", "events", "seq"}, {"now"})
+        now = _number(doc, "now")
+        if now < 0:
+            raise InputError("now", now, "must be >= 0")
+        deadline = None
+        if doc.get("deadline_s") is not None:
+            deadline = _number(doc, "deadline_s")
+            if deadline <= 0:
+                raise InputError("deadline_s", deadline, "must be > 0")
+        events, seq = _events(doc), _seq(doc)
+        if seq is not None and events is None:
+            raise InputError("seq", seq, "numbers an event batch: give events with it")
+        return cls(now, deadline, events, seq)
 
 
 class Service:
@@ -179,11 +198,6 @@ class Service:
         self._summary = session.summary()
 
     # ------------------------------------------------------------------ persistence
-    @staticmethod
-    def load_state(path: Path) -> tuple[ServiceState, dict[str, Any]]:
-        """The service's part and the session's document from a state file written by :meth:`save`."""
-        return ServiceState.from_document(read_state(path), "state")
-
     def save(self, meta: ServiceState | None = None) -> None:
         """Write the state file (atomically), then keep ``meta`` (default: the current one) and the document for
         ``GET /v1/state``: what the service answers is always what is on disk."""
@@ -207,32 +221,43 @@ class Service:
         return self._running is not None
 
     # ------------------------------------------------------------------ changes
-    def events(self, req: EventsRequest) -> dict[str, Any]:
-        """Apply an event batch (on the event loop: it is short) and save."""
-        if self._running is not None:
-            raise Busy(self.meta.round + 1)
+    def _apply_batch(self, docs: list[Any], seq: int | None) -> tuple[str, int]:
+        """Apply a batch to the session (not saved); ("duplicate", 0) for a ``seq`` already applied. A refused
+        event leaves the session as it was (the saved state is restored when part of the batch went in)."""
         m = self.meta
-        if req.seq is not None and req.seq <= m.seq:
-            return {"status": "duplicate", "applied": 0, "seq": m.seq, "changes": m.changes}
-        events = self.session.parse_events(req.events, "events")
+        if seq is not None and seq <= m.seq:
+            return "duplicate", 0
+        events = self.session.parse_events(docs, "events")
         try:
             counts = self.session.apply(events)
         except InputError:
             if len(events) > 1:  # some events of the batch may have been applied: back to the saved state
                 self.session.restore(self._document["session"])
             raise
-        self.save(dataclasses.replace(m, changes=m.changes + 1, seq=m.seq if req.seq is None else req.seq))
+        self.meta = dataclasses.replace(m, changes=m.changes + 1, seq=m.seq if seq is None else seq)
         for kind, n in counts.items():
             self.metrics.events[kind] += n
-        return {"status": "ok", "applied": len(events), "seq": self.meta.seq, "changes": self.meta.changes}
+        return "ok", len(events)
+
+    def events(self, req: EventsRequest) -> dict[str, Any]:
+        """Apply an event batch (on the event loop: it is short) and save."""
+        if self._running is not None:
+            raise Busy(self.meta.round + 1)
+        status, applied = self._apply_batch(req.events, req.seq)
+        if applied:
+            self.save()
+        return {"status": status, "applied": applied, "seq": self.meta.seq, "changes": self.meta.changes}
 
     async def decide(self, req: DecideRequest) -> dict[str, Any]:
-        m = self.meta
         if self._running is not None:
-            raise Busy(m.round + 1)
+            raise Busy(self.meta.round + 1)
+        applied = 0
+        if req.events is not None:
+            applied = self._apply_batch(req.events, req.seq)[1]
+        m = self.meta
         if m.now is not None and req.now == m.now and m.plan_changes == m.changes:
             self.metrics.decisions["repeated"] += 1
-            return self._answer("ok", repeated=True, seconds=0.0)
+            return self._answer("ok", repeated=True, seconds=0.0, applied=applied)
         deadline = min(self.deadline, req.deadline_s) if req.deadline_s is not None else self.deadline
         loop = asyncio.get_running_loop()
         t0 = time.perf_counter()
@@ -245,8 +270,12 @@ class Service:
         except TimeoutError:
             self.metrics.decisions["deadline_exceeded"] += 1
             return self._answer("deadline_exceeded", repeated=False, seconds=time.perf_counter() - t0,
-                                pending_round=m.round + 1)
-        return self._answer("ok", repeated=False, seconds=time.perf_counter() - t0)
+                                pending_round=m.round + 1, applied=applied)
+        except Exception:
+            if applied:  # the decision failed and changed nothing; the events it came with stay, saved
+                self.save()
+            raise
+        return self._answer("ok", repeated=False, seconds=time.perf_counter() - t0, applied=applied)
 
     def _decide_and_save(self, now: float) -> dict[str, Any]:
         """On the worker thread: the decision, then the state saved (the plan is not answered before it is saved)."""
@@ -268,11 +297,12 @@ class Service:
             if not isinstance(exc, SchedoptError):
                 log.error("decision failed", exc_info=exc)
 
-    def _answer(self, status: str, repeated: bool, seconds: float, pending_round: int | None = None
-                ) -> dict[str, Any]:
+    def _answer(self, status: str, repeated: bool, seconds: float, pending_round: int | None = None,
+                applied: int = 0) -> dict[str, Any]:
         m = self.meta
         return {"status": status, "round": m.round, "now": m.now, "plan": m.plan, "repeated": repeated,
-                "seconds": seconds, "pending_round": pending_round, "summary": self._summary}
+                "seconds": seconds, "pending_round": pending_round, "applied": applied, "seq": m.seq,
+                "summary": self._summary}
 
     # ------------------------------------------------------------------ shutdown
     async def drain(self, timeout: float) -> bool:

@@ -23,12 +23,13 @@ class ServiceProcess:
     :meth:`kill` sends SIGKILL."""
 
     def __init__(self, workdir: Path, state: Path, init: Path | None = None, extra: tuple[str, ...] = (),
-                 start_timeout: float = 60.0) -> None:
+                 start_timeout: float = 60.0, pythonpath: tuple[str, ...] = ()) -> None:
         self.workdir = Path(workdir)
         self.state = Path(state)
         self.init = init
         self.extra = extra
         self.start_timeout = start_timeout
+        self.pythonpath = pythonpath
         self.token_file = self.workdir / "token"
         self.port_file = self.workdir / "port"
         self.log = self.workdir / "serve.log"
@@ -43,7 +44,8 @@ class ServiceProcess:
     def token(self) -> str:
         return self.token_file.read_text().splitlines()[0].strip()
 
-    def start(self) -> ServiceProcess:
+    def start(self, port: int = 0) -> ServiceProcess:
+        """Start the service on ``port`` (0: any free one; the port of a killed service to restart it there)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         if not self.token_file.exists():
             fd = os.open(self.token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -51,12 +53,13 @@ class ServiceProcess:
                 fh.write("test-token-" + os.urandom(16).hex() + "\n")
         self.port_file.unlink(missing_ok=True)
         cmd = [sys.executable, "-m", "schedopt", "serve", "--state", str(self.state), "--host", "127.0.0.1",
-               "--port", "0", "--port-file", str(self.port_file), "--token-file", str(self.token_file),
+               "--port", str(port), "--port-file", str(self.port_file), "--token-file", str(self.token_file),
                *self.extra]
         if self.init is not None:
             cmd += ["--init", str(self.init)]
         root = Path(__file__).resolve().parents[2]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+        path = [str(root), *self.pythonpath, os.environ.get("PYTHONPATH", "")]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env)
         end = time.monotonic() + self.start_timeout
