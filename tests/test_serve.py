@@ -307,14 +307,18 @@ def _round(p: Plan) -> tuple[Any, ...]:
                                     for j, jp in p.jobs.items()})
 
 
-def _replay_through_service(tmp: Path, wl: Workload, policy: str, kills: dict[int, str]) -> _ServiceReplay:
+def _replay_through_service(tmp: Path, wl: Workload, policy: str, kills: dict[int, str],
+                            meanwhile: Any = None) -> tuple[_ServiceReplay, Any]:
     """``wl`` replayed through a service on sia-64 under ``policy``; ``kills``: round index -> ``"between"``
     (SIGKILL after the round's events were sent, before the decision is asked) or ``"during"`` (SIGKILL a few
     milliseconds after the decision is asked: before, during or after its save); the service is started again
-    from its state file on the same port and the replay goes on."""
+    from its state file on the same port and the replay goes on. ``meanwhile()`` runs while the service starts;
+    its result is returned with the replay."""
     init = _init(tmp / "init.json", policy, ClusterState.from_cluster(cluster_preset("sia-64")), 60.0)
     sp = ServiceProcess(tmp, tmp / "state.json", init, pythonpath=(USER_DIR,))
-    sp.start()
+    sp.launch()
+    other = meanwhile() if meanwhile is not None else None
+    sp.wait_started()
     rounds = [0]
     timers: list[threading.Timer] = []
 
@@ -344,7 +348,7 @@ def _replay_through_service(tmp: Path, wl: Workload, policy: str, kills: dict[in
             t.join(60)
         sp.stop()
     assert "Traceback" not in sp.log_text(), sp.log_text()
-    return ex
+    return ex, other
 
 
 def _in_process(wl: Workload, policy: str) -> ReplayExecutor:
@@ -358,8 +362,7 @@ def test_replay_prefix_through_the_service_with_kills(tmp_path: Path) -> None:
     is asked) and started again from its state file, every round's plan equals the in-process session's
     (uninterrupted), and so do the job records. (Killed between two requests too, and more often: the slow test.)"""
     wl = Workload("prefix", load_workload("saturn/1").jobs[:6])
-    ref = _in_process(wl, "tiresias")
-    ex = _replay_through_service(tmp_path, wl, "tiresias", {20: "during"})
+    ex, ref = _replay_through_service(tmp_path, wl, "tiresias", {20: "during"}, lambda: _in_process(wl, "tiresias"))
     assert len(ex.plans) == len(ref.plans) > 30
     for k, (a, b) in enumerate(zip(ex.plans, ref.plans)):
         assert _round(a) == _round(b), f"round {k} differs"
@@ -378,8 +381,7 @@ def test_replay_saturn_through_the_service(policy: str, kills: dict[int, str], t
 
     monkeypatch.syspath_prepend(USER_DIR)
     wl = load_workload("saturn/1")
-    ref = _in_process(wl, policy)
-    ex = _replay_through_service(tmp_path, wl, policy, kills)
+    ex, ref = _replay_through_service(tmp_path, wl, policy, kills, lambda: _in_process(wl, policy))
     assert len(ex.plans) == len(ref.plans) > 0
     for k, (a, b) in enumerate(zip(ex.plans, ref.plans)):
         assert _round(a) == _round(b), f"round {k} differs"

@@ -35,6 +35,7 @@ class ServiceProcess:
         self.log = self.workdir / "serve.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
+        self._launched = 0.0
 
     @property
     def url(self) -> str:
@@ -45,7 +46,12 @@ class ServiceProcess:
         return self.token_file.read_text().splitlines()[0].strip()
 
     def start(self, port: int = 0) -> ServiceProcess:
-        """Start the service on ``port`` (0: any free one; the port of a killed service to restart it there)."""
+        """Start the service on ``port`` (0: any free one; the port of a killed service to restart it there) and
+        return once it is ready."""
+        return self.launch(port).wait_started()
+
+    def launch(self, port: int = 0) -> ServiceProcess:
+        """Start the process and return at once (:meth:`wait_started` waits for it: work can go on meanwhile)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         if not self.token_file.exists():
             fd = os.open(self.token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -62,7 +68,14 @@ class ServiceProcess:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env)
-        end = time.monotonic() + self.start_timeout
+        self._launched = time.monotonic()
+        return self
+
+    def wait_started(self) -> ServiceProcess:
+        """Wait until the launched service listens and is ready (RuntimeError with its log if it exits or takes
+        longer than ``start_timeout``)."""
+        assert self.proc is not None, "launch() first"
+        end = self._launched + self.start_timeout
         while not self.port_file.exists():
             if self.proc.poll() is not None:
                 raise RuntimeError(f"schedopt serve exited with {self.proc.returncode}: {self.log_text()[-2000:]}")
