@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import signal
 import threading
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import jsonschema
 import pytest
@@ -33,7 +34,7 @@ from schedopt.schemas import load
 from schedopt.serve.openapi import build_openapi
 from schedopt.sim import Workload, cluster_preset, load_workload
 from schedopt.testing.fuzz.service import GUARDED, run_http_case, service_cases
-from schedopt.testing.serve import ServiceProcess
+from schedopt.testing.serve import ServiceProcess, ServiceReplay
 
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
@@ -292,15 +293,6 @@ def test_deadline_busy_and_sigterm(svc: ServiceProcess) -> None:
 # ---------------------------------------------------------------------------------------------------- replay
 
 
-class _ServiceReplay(ReplayExecutor):
-    """The replay executor with the service's session in place of the in-process one: every decision comes from
-    the service (the in-process session given to the constructor only carries the job model's settings)."""
-
-    def __init__(self, remote: ServiceSession, workload: Workload, settings: Session) -> None:
-        super().__init__(settings, workload)
-        self.session = cast(Session, remote)
-
-
 def _round(p: Plan) -> tuple[Any, ...]:
     return (p.time, p.round_index, {j: (jp.action, dict(jp.placement), jp.gpu_type, jp.gpus, jp.batch_size,
                                         jp.local_batch, jp.accumulation, jp.restart_seconds)
@@ -308,11 +300,13 @@ def _round(p: Plan) -> tuple[Any, ...]:
 
 
 def _replay_through_service(tmp: Path, wl: Workload, policy: str, kills: dict[int, str],
-                            meanwhile: Any = None) -> tuple[_ServiceReplay, Any]:
+                            meanwhile: Any = None) -> tuple[ServiceReplay, Any]:
     """``wl`` replayed through a service on sia-64 under ``policy``; ``kills``: round index -> ``"between"``
-    (SIGKILL after the round's events were sent, before the decision is asked) or ``"during"`` (SIGKILL a few
-    milliseconds after the decision is asked: before, during or after its save); the service is started again
-    from its state file on the same port and the replay goes on. ``meanwhile()`` runs while the service starts;
+    (SIGKILL before the round's request is sent), ``"during"`` (SIGKILL a few milliseconds after the request is
+    sent: before, during or after the decision or its save) or ``"lost save"`` (the round is answered, then the
+    service is killed and its state file put back as it was before that round: a save cut short; the client then
+    sends that round's request again); the service is started again from its state file on the same port and
+    the replay goes on. ``meanwhile()`` runs while the service starts;
     its result is returned with the replay."""
     init = _init(tmp / "init.json", policy, ClusterState.from_cluster(cluster_preset("sia-64")), 60.0)
     sp = ServiceProcess(tmp, tmp / "state.json", init, pythonpath=(USER_DIR,))
@@ -321,6 +315,7 @@ def _replay_through_service(tmp: Path, wl: Workload, policy: str, kills: dict[in
     sp.wait_started()
     rounds = [0]
     timers: list[threading.Timer] = []
+    older = tmp / "older-state.json"
 
     def restart() -> None:
         port = sp.port
@@ -331,7 +326,17 @@ def _replay_through_service(tmp: Path, wl: Workload, policy: str, kills: dict[in
         k = rounds[0]
         rounds[0] += 1
         how = kills.get(k)
-        if how == "between":
+        if kills.get(k - 1) == "lost save":  # the service loses the save of the round answered last: killed, and
+            port = sp.port                   # its state file put back as it was before that round
+            sp.kill()
+            older.replace(sp.state)
+            sp.start(port)
+        if how == "lost save":  # the file as saved after the last answered round (saves follow the answers)
+            with sp.client() as c:
+                while c.state()["round"] != remote.round:
+                    time.sleep(0.01)
+            shutil.copy(sp.state, older)
+        elif how == "between":
             restart()
         elif how == "during":
             timers.append(threading.Timer(0.003, restart))
@@ -341,7 +346,7 @@ def _replay_through_service(tmp: Path, wl: Workload, policy: str, kills: dict[in
         with sp.client(timeout=60.0, retries=600) as c:  # retries 0.2 s apart: rides out a restart
             remote = ServiceSession(c, before_decide=before_decide)
             settings = Session(cluster_preset("sia-64"), policy, round_duration=60.0)
-            ex = _ServiceReplay(remote, wl, settings)
+            ex = ServiceReplay(remote, wl, settings)
             ex.run()
     finally:
         for t in timers:
@@ -358,11 +363,13 @@ def _in_process(wl: Workload, policy: str) -> ReplayExecutor:
 
 
 def test_replay_prefix_through_the_service_with_kills(tmp_path: Path) -> None:
-    """The first 6 jobs of saturn/1 under tiresias: through the service, SIGKILLed mid-replay (while a decision
-    is asked) and started again from its state file, every round's plan equals the in-process session's
-    (uninterrupted), and so do the job records. (Killed between two requests too, and more often: the slow test.)"""
+    """The first 6 jobs of saturn/1 under tiresias: through the service, SIGKILLed mid-replay after the save of
+    the round it had just answered was lost, started again from its older state file (the client sends the lost
+    round again), every round's plan equals the in-process session's (uninterrupted), and so do the job records.
+    (Killed between two requests and while a decision is asked, and more often: the slow test.)"""
     wl = Workload("prefix", load_workload("saturn/1").jobs[:6])
-    ex, ref = _replay_through_service(tmp_path, wl, "tiresias", {20: "during"}, lambda: _in_process(wl, "tiresias"))
+    ex, ref = _replay_through_service(tmp_path, wl, "tiresias", {20: "lost save"},
+                                      lambda: _in_process(wl, "tiresias"))
     assert len(ex.plans) == len(ref.plans) > 30
     for k, (a, b) in enumerate(zip(ex.plans, ref.plans)):
         assert _round(a) == _round(b), f"round {k} differs"
@@ -371,7 +378,8 @@ def test_replay_prefix_through_the_service_with_kills(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("policy", ["sia", "tiresias", "slowpolicy:SlowTiresias:seconds=0"])
-@pytest.mark.parametrize("kills", [{}, {5: "between", 40: "during", 41: "during"}], ids=["whole", "killed"])
+@pytest.mark.parametrize("kills", [{}, {5: "between", 30: "lost save", 40: "during", 41: "during"}],
+                         ids=["whole", "killed"])
 def test_replay_saturn_through_the_service(policy: str, kills: dict[int, str], tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """saturn/1 whole through the service (and killed three times): every round equals the in-process session's,

@@ -181,9 +181,10 @@ class ServiceClient:
         return out
 
     def decide(self, now: float, deadline_s: float | None = None, events: Iterable[Any] | None = None,
-               seq: int | None = None) -> dict[str, Any]:
+               seq: int | None = None, known_round: int | None = None) -> dict[str, Any]:
         """The decision at ``now``, after ``events`` (the events since the last request, applied first, all or
-        none; ``seq`` as in :meth:`events`): ``{"status", "round", "now", "plan", "repeated", "seconds",
+        none; ``seq`` as in :meth:`events`; ``known_round``: the round of the last answer this client has, which a
+        service that restarted behind it refuses with 409 naming ``known_round``): ``{"status", "round", "now", "plan", "repeated", "seconds",
         "pending_round", "applied", "seq", "summary"}`` (``status`` ``deadline_exceeded``: ``plan`` is the previous
         one)."""
         body: dict[str, Any] = {"now": now}
@@ -193,6 +194,8 @@ class ServiceClient:
             body["events"] = [_document(e) for e in events]
         if seq is not None:
             body["seq"] = seq
+        if known_round is not None:
+            body["known_round"] = known_round
         out: dict[str, Any] = self._call("POST", "/v1/decide", body)
         return out
 
@@ -224,50 +227,68 @@ class ServiceClient:
                                          "message": f"not ready within {timeout} s"}})
 
 
+def _decision(plan: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A plan document without its timing fields (the policy's wall and CPU time differ between identical runs)."""
+    return plan["time"], plan["round_index"], plan["policy"], plan["jobs"]
+
+
 class ServiceSession:
     """The surface of :class:`schedopt.live.Session` that drives decisions (``apply``, ``decide``, ``jobs``,
     ``pending``, ``plan``), carried out by a service: events are buffered and sent with the next decision request
     as one batch (with the next sequence number), and the plan comes back as a :class:`~schedopt.live.Plan`.
 
-    ``before_decide(now)``, when given, is called before the decision request is sent (a test kills the service
-    there). Use a client with ``retries`` to ride out a restart of the service: a batch sent
-    again is not applied twice (its ``seq``), a decision asked again at the same time is the same plan."""
+    Use a client with ``retries`` to ride out a restart of the service: a batch sent again is not applied twice
+    (its ``seq``), a decision asked again at the same time is the same plan, and a service that restarted behind
+    the last answer (its save of that round was cut short: 409 naming ``known_round``) is sent the lost round's
+    request again, which gives the same plan, before the new one. ``before_decide(now)``, when given, is called
+    before each decision request is sent (a test kills the service there)."""
 
     def __init__(self, client: ServiceClient, before_decide: Any = None) -> None:
         self.client = client
         self.before_decide = before_decide
         state = client.state()
         self.seq = int(state["seq"]) + 1
+        self.round = int(state["round"])
         self._buffer: list[Any] = []
+        self._last: dict[str, Any] | None = None  # the last decision request and its answer
         self.jobs: dict[str, None] = {}
         self.pending: list[str] = []
         self.plan: Plan | None = None
         self.answers: list[dict[str, Any]] = []
 
     def apply(self, event: Any) -> None:
-        """Buffer one event (a :mod:`schedopt.live` event or its document) for the next batch."""
+        """Buffer one event (a :mod:`schedopt.live` event or its document) for the next decision request."""
         self._buffer.append(event)
 
-    def flush(self) -> None:
-        """Send the buffered events, if any, as one batch."""
-        if self._buffer:
-            self.client.events(self._buffer, seq=self.seq)
-            self.seq += 1
-            self._buffer = []
+    def _ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return self.client.decide(**request)
+        except ServiceBusy as exc:
+            if exc.field != "known_round" or self._last is None:
+                raise
+        # the service restarted from a state saved before the last answered round: that round's request again
+        last = self._last
+        again = self.client.decide(**last["request"])
+        if _decision(again["plan"]) != _decision(last["answer"]["plan"]):
+            raise ServiceError(409, {"error": {"field": "plan", "value": again["round"], "message":
+                                               "the lost round, decided again, differs from its first answer"}})
+        return self.client.decide(**request)
 
     def decide(self, now: float) -> Plan:
         """The plan at ``now``, the buffered events sent with the request (one request, one save)."""
         if self.before_decide is not None:
             self.before_decide(now)
+        request: dict[str, Any] = {"now": now, "known_round": self.round}
         if self._buffer:
-            answer = self.client.decide(now, events=self._buffer, seq=self.seq)
+            request.update(events=[_document(e) for e in self._buffer], seq=self.seq)
             self.seq += 1
             self._buffer = []
-        else:
-            answer = self.client.decide(now)
+        answer = self._ask(request)
         if answer["status"] != "ok":
             raise ServiceError(200, {"error": {"field": "status", "value": answer["status"],
                                                "message": f"the decision at {now} was not made in time"}})
+        self._last = {"request": request, "answer": answer}
+        self.round = int(answer["round"])
         self.answers.append(answer)
         plan = Plan.from_dict(answer["plan"])
         summary = answer["summary"]

@@ -10,10 +10,24 @@ import sys
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import cast
 
-from ..live.client import ServiceClient
+from ..live import ReplayExecutor, Session
+from ..live.client import ServiceClient, ServiceSession
+from ..sim import Workload
 
-__all__ = ["ServiceProcess"]
+__all__ = ["ServiceProcess", "ServiceReplay"]
+
+
+class ServiceReplay(ReplayExecutor):
+    """:class:`~schedopt.live.ReplayExecutor` with a service's session (:class:`~schedopt.live.client.ServiceSession`)
+    in place of the in-process one: every decision comes from the service. ``settings``: an in-process session made
+    as the service's (the same cluster, policy and round), from which the executor takes the job model's settings
+    only; it decides nothing."""
+
+    def __init__(self, remote: ServiceSession, workload: Workload, settings: Session) -> None:
+        super().__init__(settings, workload)
+        self.session = cast(Session, remote)
 
 
 class ServiceProcess:
