@@ -10,8 +10,10 @@ the same decisions (tests/test_serve.py checks it); ``--warmup`` rounds first, t
 
 Columns per (policy, GPUs): the in-process ``Session.decide`` wall and CPU time; the service's round trip (wall,
 client side: the request, the events applied, the decision, the state saved, the answer read); the service's CPU
-per request (user + sys of the service process, read from /proc); ``overhead`` = round trip - in-process wall of
-the same round (p50 / p99 of the differences); ``save_ms``: the mean time of one atomic save of the state file
+per request (user + sys of the service process, read from /proc: 10 ms ticks); ``overhead`` = round trip -
+in-process wall of the same round (p50 / p99 of the differences: two runs, so the machine's noise twice);
+``http`` = round trip - the decision's own wall time inside the service (the answer's ``seconds``) on the same
+request: what the service adds (HTTP, JSON both ways, the round's events applied); ``save_ms``: the mean time of one atomic save of the state file
 (the service's own metric). The machine is shared: wall times are noisy; the CPU columns less so.
 
     python tools/bench_serve.py                                   # every size and policy (minutes)
@@ -42,7 +44,8 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "serve_latency.csv"
 FIELDS = ("policy", "gpus", "jobs", "rounds", "inproc_wall_p50_ms", "inproc_wall_p99_ms", "inproc_cpu_p50_ms",
           "inproc_cpu_p99_ms", "service_wall_p50_ms", "service_wall_p99_ms", "service_cpu_p50_ms",
-          "service_cpu_p99_ms", "overhead_p50_ms", "overhead_p99_ms", "save_ms", "plan_kb", "note")
+          "service_cpu_p99_ms", "overhead_p50_ms", "overhead_p99_ms", "http_p50_ms", "http_p99_ms", "save_ms", "plan_kb",
+          "note")
 
 
 def workload(jobs: int) -> Workload:
@@ -103,9 +106,11 @@ def measure(policy: str, gpus: int, rounds: int, warmup: int, workdir: Path) -> 
             sx.run(rounds)
             metrics = c.metrics()
             plan_kb = len(json.dumps(remote.answers[-1]["plan"])) / 1024
+            inside = [a["seconds"] for a in remote.answers[-len(service):]]
     same = [a.to_dict()["jobs"] for a in ex.plans] == [b.to_dict()["jobs"] for b in sx.plans]
     m = {k: float(v) for k, v in re.findall(r"^schedopt_state_save_seconds_(sum|count) (\S+)$", metrics, re.M)}
     over = [w_s - w_i for (w_s, _), (w_i, _) in zip(service, inproc)]
+    http = [w_s - d for (w_s, _), d in zip(service, inside)]
     return {"policy": policy, "gpus": gpus, "jobs": 2 * gpus, "rounds": len(service),
             "inproc_wall_p50_ms": _pct([w for w, _ in inproc], 50), "inproc_wall_p99_ms": _pct([w for w, _ in inproc], 99),
             "inproc_cpu_p50_ms": _pct([c for _, c in inproc], 50), "inproc_cpu_p99_ms": _pct([c for _, c in inproc], 99),
@@ -114,6 +119,7 @@ def measure(policy: str, gpus: int, rounds: int, warmup: int, workdir: Path) -> 
             "service_cpu_p50_ms": _pct([c for _, c in service], 50),
             "service_cpu_p99_ms": _pct([c for _, c in service], 99),
             "overhead_p50_ms": _pct(over, 50), "overhead_p99_ms": _pct(over, 99),
+            "http_p50_ms": _pct(http, 50), "http_p99_ms": _pct(http, 99),
             "save_ms": round(1e3 * m["sum"] / max(m["count"], 1), 2), "plan_kb": round(plan_kb, 1),
             "note": f"warmup {warmup}; same decisions both ways: {same}; shared 2-core machine (load "
                     f"{Path('/proc/loadavg').read_text().split()[0]}); service CPU at 10 ms ticks"}

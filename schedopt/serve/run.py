@@ -103,8 +103,8 @@ def serve(config: ServeConfig) -> int:
     from .app import create_app
     from .service import Service
 
-    token = read_token(config.token_path, create=config.token_file is None)
     session, meta = open_session(config.state, config.init)
+    token = read_token(config.token_path, create=config.token_file is None)
     service = Service(session, config.state, config.deadline, meta)
     if meta.round == 0 and not config.state.exists():
         service.save()  # the state file exists from the start: a crash before the first decision restarts here

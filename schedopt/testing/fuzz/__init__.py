@@ -17,7 +17,8 @@ Every public constructor, loader and :func:`schedopt.solve` parameter must, for 
 
 Modules: ``catalog`` (bad values, strategies), ``runner`` (entry points, cases, outcomes, the time limit),
 ``entries`` (the public entry points and the honesty check of solve results), ``documents`` (instance documents and
-files), ``sim`` (the simulator's entry points, the honesty check of its results and workload files; issue 25). hypothesis is a test extra: import this package only where it is installed.
+files), ``sim`` (the simulator's entry points, the honesty check of its results and workload files; issue 25),
+``service`` (bad HTTP requests to every endpoint of ``schedopt serve``, sent to a real service process; issue 38). hypothesis is a test extra: import this package only where it is installed.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from .documents import (
 )
 from .entries import KNAPSACK_OPTIMUM, CliExit, entry_points, lies
 from .runner import Case, EntryPoint, FuzzTimeout, Outcome, all_cases, cases, run_case, time_limit
+from .service import GUARDED, HttpCase, run_http_case, service_cases, service_survey
 from .sim import (
     WORKLOAD_FILE_CASES,
     honest_result,
@@ -54,6 +56,7 @@ __all__ = [
     "CORE",
     "DOCUMENT_SOURCES",
     "FILE_CASES",
+    "GUARDED",
     "KNAPSACK_OPTIMUM",
     "MISSING",
     "WORKLOAD_FILE_CASES",
@@ -63,6 +66,7 @@ __all__ = [
     "CliExit",
     "EntryPoint",
     "FuzzTimeout",
+    "HttpCase",
     "Outcome",
     "Survey",
     "all_cases",
@@ -79,8 +83,11 @@ __all__ = [
     "run_case",
     "run_document_case",
     "run_file_case",
+    "run_http_case",
     "run_invariants",
     "run_workload_file_case",
+    "service_cases",
+    "service_survey",
     "sim_entries",
     "small_workloads",
     "survey",
@@ -135,7 +142,17 @@ def survey(timeout: float = 5.0, only: str | None = None, progress: bool = False
     if not only or only in "sim.load_workload":
         for label in WORKLOAD_FILE_CASES:
             add(run_workload_file_case(label, timeout))
+    if (not only or only in "serve") and _can_serve():
+        for o in service_survey(max(timeout, 10.0)):
+            add(o)
     return s
+
+
+def _can_serve() -> bool:
+    """The service's extra is installed (``schedopt[serve]``)."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("starlette", "uvicorn"))
 
 
 def main(argv: list[str] | None = None) -> int:

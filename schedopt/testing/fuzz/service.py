@@ -253,3 +253,50 @@ def run_http_case(port: int, case: HttpCase, timeout: float = 10.0, schema: dict
     if case.field is not None and not case.may_accept and not _names(field, case.field):
         return Outcome("raw", entry, c, f"expected the field {case.field!r}; got {detail}", seconds)
     return Outcome("named", entry, c, detail, seconds)
+
+
+def service_survey(timeout: float = 10.0) -> list[Outcome]:
+    """Every case against a real ``schedopt serve`` started for it (tiresias on three named nodes, in a temporary
+    folder, stopped at the end): the outcomes, and a ``hang`` for any case after which ``/healthz`` did not
+    answer."""
+    import tempfile
+    from pathlib import Path
+
+    from ...live import ClusterState, NodeState
+    from ..serve import ServiceProcess
+
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        cluster = ClusterState((NodeState("a1", "a100", 8), NodeState("v1", "v100", 8, failed_gpus=(7,)),
+                                NodeState("t1", "t4", 4)))
+        (d / "init.json").write_text(json.dumps({"schema": "schedopt.serve.init", "version": 1, "policy": "tiresias",
+                                                 "cluster": cluster.to_dict()}))
+        max_body = 65536
+        with ServiceProcess(d, d / "state.json", d / "init.json", extra=("--max-body", str(max_body))) as sp:
+            with sp.client() as c:
+                c.events([{"type": "JobSubmitted", "time": 0.0, "job": {"id": "j0", "application": "cifar10",
+                                                                         "submitted": 0.0, "requested_gpus": 2}}])
+                c.decide(60.0)
+            now = 120.0
+            events = [{"type": "JobSubmitted", "time": now, "job": {"id": "f1", "application": "cifar10",
+                                                                     "submitted": now, "requested_gpus": 2}},
+                      {"type": "JobProgress", "time": now, "job_id": "j0", "progress": 0.1, "epoch": 1,
+                       "measurements": [{"gpu_type": "a100", "nodes": 1, "gpus": 2, "local_batch": 64,
+                                         "step_time": 0.2, "sync_time": 0.01}]}]
+            extra = [("unknown job", "/v1/events", {"events": [{"type": "JobCancelled", "time": now, "job_id": "zz"}]},
+                      "events[0].job_id"),
+                     ("unknown node", "/v1/events", {"events": [{"type": "NodeDrained", "time": now, "node": "zz"}]},
+                      "events[0].node"),
+                     ("out of order", "/v1/events", {"events": [events[0] | {"time": 1.0}]}, "events[0].time"),
+                     ("decision before the last", "/v1/decide", {"now": 1.0}, "now")]
+            from ...schemas import load
+
+            schema = load("service")
+            out = []
+            for case in service_cases(sp.token, max_body, events, {"now": now}, extra):
+                o = run_http_case(sp.port, case, timeout, schema)
+                out.append(o)
+                with sp.client(timeout=timeout) as c:
+                    if not c.health():
+                        out.append(Outcome("hang", o.entry, o.case, "/healthz did not answer after it"))
+    return out
