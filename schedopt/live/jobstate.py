@@ -22,20 +22,32 @@ class LiveJobState(JobState):
     live_kind: str | None = None
     frac: float = 0.0
     measured: dict[tuple[str, int, int, int], tuple[float, float]] = field(default_factory=dict)
+    #: ``measured`` as the sorted tuple the estimate is keyed by (None: to be made again after a measurement)
+    observations: tuple[tuple[tuple[str, int, int, int], tuple[float, float]], ...] | None = None
+    _shape: tuple[int, int] | None = field(default=None, init=False, repr=False)
+    _kind: str = field(default="adaptive", init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # a live job's shape and kind never change (its kind, requested GPUs and batch are given at submission):
+        # computed once (the decision step asks for them tens of thousands of times a round at 2,048 GPUs)
+        shape: tuple[int, int] | None
+        if self.live_kind == "rigid":
+            shape = (self.requested_gpus, self.batch_size)
+        elif self.live_kind in ("adaptive", "strong") and self.adaptive:
+            shape = None
+        else:
+            shape = JobState.rigid_shape.fget(self)  # type: ignore[attr-defined]
+        self._shape = shape
+        self._kind = ("strong" if self.live_kind == "strong" and self.adaptive and shape is None
+                      else JobState.kind.fget(self))  # type: ignore[attr-defined]
 
     @property
     def rigid_shape(self) -> tuple[int, int] | None:
-        if self.live_kind == "rigid":
-            return self.requested_gpus, self.batch_size
-        if self.live_kind in ("adaptive", "strong") and self.adaptive:
-            return None
-        return JobState.rigid_shape.fget(self)  # type: ignore[attr-defined]
+        return self._shape
 
     @property
     def kind(self) -> str:
-        if self.live_kind == "strong" and self.adaptive:
-            return "strong"
-        return JobState.kind.fget(self)  # type: ignore[attr-defined]
+        return self._kind
 
 
 @lru_cache(maxsize=65536)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import gc
 import hashlib
 import math
 import pickle
@@ -60,24 +61,32 @@ class _Layout:
     cluster's node names / GPU indices."""
 
     cluster: Cluster
-    name_of: Mapping[str, str]                     # policy node id -> live node name
+    name_of: Mapping[str, str]                     # policy node id -> live node name (the same names)
     id_of: Mapping[str, str]                       # live node name -> policy node id
     phys: Mapping[str, tuple[int, ...]]            # policy node id -> live GPU index of each of its GPUs
     logical: Mapping[str, Mapping[int, int]]       # live node name -> live GPU index -> policy GPU index
     drained: frozenset[str]                        # live names of drained nodes
 
+    plain: bool = False                            # no GPU renumbered: the maps are the identity
+
     def to_policy(self, slots: Slots) -> Slots:
+        if self.plain:
+            return list(slots)
         return [(self.id_of[n], tuple(self.logical[n][g] for g in gs)) for n, gs in slots]
 
     def to_live(self, slots: Slots) -> Slots:
+        if self.plain:
+            return list(slots)
         return [(self.name_of[n], tuple(self.phys[n][g] for g in gs)) for n, gs in slots]
 
 
 def _layout(cs: ClusterState, held: Mapping[str, set[int]]) -> _Layout:
-    """The policy's cluster: up nodes with their healthy GPUs, drained nodes with the healthy GPUs jobs hold there
-    (none: left out), down nodes left out; node ids ``<type>-<k>`` in the cluster state's order."""
+    """The policy's cluster (:class:`schedopt.cluster.Cluster` with the live node names): up nodes with their
+    healthy GPUs, drained nodes with the healthy GPUs jobs hold there (none: left out), down nodes left out. A
+    type's nominal node size is its largest node's; a node with failed GPUs is a smaller node, its GPUs renumbered
+    past the failed ones (the plan maps them back)."""
     per_type: dict[str, list[tuple[NodeState, tuple[int, ...]]]] = {t: [] for t in cs.gpu_types}
-    nominal: dict[str, int] = {t: 0 for t in cs.gpu_types}
+    nominal: dict[str, int] = dict.fromkeys(cs.gpu_types, 1)
     for n in cs.nodes:
         nominal[n.gpu_type] = max(nominal[n.gpu_type], n.gpus)
         if n.health == "down":
@@ -87,21 +96,20 @@ def _layout(cs: ClusterState, held: Mapping[str, set[int]]) -> _Layout:
             gs = tuple(g for g in gs if g in held.get(n.name, ()))
         if gs:
             per_type[n.gpu_type].append((n, gs))
-    types, name_of, id_of, phys, logical = [], {}, {}, {}, {}
+    types = []
+    name_of: dict[str, str] = {}
+    phys: dict[str, tuple[int, ...]] = {}
+    logical: dict[str, dict[int, int]] = {}
     for t in cs.gpu_types:
         nodes = per_type[t]
-        sizes = {len(gs) for _, gs in nodes}
-        if len(sizes) > 1:
-            raise InputError("cluster.nodes", {n.name: len(gs) for n, gs in nodes},
-                             f"the usable nodes of GPU type {t} must hold equal numbers of usable GPUs")
-        size = sizes.pop() if sizes else nominal[t]
-        types.append(GpuType(t, size, len(nodes)))
-        for k, (n, gs) in enumerate(nodes):
-            nid = f"{t}-{k}"
-            name_of[nid], id_of[n.name], phys[nid] = n.name, nid, gs
+        types.append(GpuType(t, nominal[t], len(nodes), tuple(n.name for n, _ in nodes),
+                             tuple(len(gs) for _, gs in nodes)))
+        for n, gs in nodes:
+            name_of[n.name], phys[n.name] = n.name, gs
             logical[n.name] = {g: i for i, g in enumerate(gs)}
-    return _Layout(Cluster(tuple(types)), name_of, id_of, phys, logical,
-                   frozenset(n.name for n in cs.nodes if n.health == "drained"))
+    plain = all(gs == tuple(range(len(gs))) for gs in phys.values())
+    return _Layout(Cluster(tuple(types)), name_of, name_of, phys, logical,
+                   frozenset(n.name for n in cs.nodes if n.health == "drained"), plain)
 
 
 # ---------------------------------------------------------------------------------------------------- the session
@@ -251,6 +259,8 @@ class Session:
             j.started, j.start, j.config = True, job.submitted, c
             j.max_profiled = max(j.max_profiled, c.n_gpus)  # the growth rule counts what it runs on now
             self.where[jid], self.configs[jid] = slots, c
+            j.nodes = {n: len(g) for n, g in slots}
+            j.rebatch()  # the batch its profile gives there (until the job reports its own)
         self.pending.append(j)
 
     def _check_slots(self, jid: str, placement: Mapping[str, tuple[int, ...]]) -> Slots:
@@ -280,8 +290,8 @@ class Session:
             raise InputError(f"{who}.gpu_type", m.gpu_type, "names no GPU type of the cluster")
         j.measured[m.key] = (m.step_time, m.sync_time)
         j.max_profiled = max(j.max_profiled, m.gpus)
-        seen = tuple(sorted(j.measured))
-        j.seen = seen
+        j.seen = tuple(sorted(j.measured))
+        j.observations = None
 
     def _progress(self, e: JobProgress) -> None:
         j = self._job(e.job_id, "event.job_id")
@@ -337,7 +347,9 @@ class Session:
     def _estimate(self, j: LiveJobState) -> JobGoodputModel:
         if (j.estimator == "oracle" or j.rigid_shape is not None or j.scale_units or j.app in j.jm.oracle_apps):
             return _estimate(j.jm, j.app, j.epoch)
-        return online_estimate(j.jm, j.app, tuple(sorted(j.measured.items())), j.epoch)
+        if j.observations is None:
+            j.observations = tuple(sorted(j.measured.items()))
+        return online_estimate(j.jm, j.app, j.observations, j.epoch)
 
     def view(self, j: JobState, t: float) -> JobView:
         """What a policy sees of job ``j`` at ``t``: measured progress and the estimate from its measurements."""
@@ -375,8 +387,14 @@ class Session:
             raise InputError("now", now, f"is before the last decision (t = {self.time:g})")
         if self.plan is not None and now == self.time and not self._dirty:
             return self.plan
-        with blas_threads(1):
-            plan = self._decide(now)
+        paused = gc.isenabled()
+        gc.disable()  # no cyclic-GC pause inside a decision (tens of ms at 2,048 GPUs); collected as usual after
+        try:
+            with blas_threads(1):
+                plan = self._decide(now)
+        finally:
+            if paused:
+                gc.enable()
         if self.state_path is not None:
             self.save(self.state_path)
         return plan
@@ -482,11 +500,10 @@ class Session:
         c = self.configs[j.id]
         if not before:
             action = Action.START
-        elif sorted(before) == sorted(now):
+        elif before == now or sorted(before) == sorted(now):
             action = Action.KEEP
         else:
-            b = {n for n, _ in before}
-            old_t = self.cluster_state.node(next(iter(b))).gpu_type
+            old_t = self.cluster_state.node(before[0][0]).gpu_type
             same = sum(len(g) for _, g in before) == c.n_gpus and old_t == c.gpu_type
             action = Action.MOVE if same else Action.RESIZE
         charged = j.restarts != was[0] or (j.started and not was[1])

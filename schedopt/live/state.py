@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal, TypeAlias
 
 from ..errors import InputError
@@ -200,11 +201,15 @@ class ClusterState:
         return cls(tuple(NodeState(nid, t.name, t.gpus_per_node) for t in cluster.gpu_types
                          for nid in cluster.node_ids(t.name)), cluster.type_names)
 
+    @cached_property
+    def _by_name(self) -> dict[str, NodeState]:
+        return {n.name: n for n in self.nodes}
+
     def node(self, name: str) -> NodeState:
-        for n in self.nodes:
-            if n.name == name:
-                return n
-        raise InputError("node", name, "names no node of the cluster")
+        got = self._by_name.get(name) if isinstance(name, str) else None
+        if got is None:
+            raise InputError("node", name, "names no node of the cluster")
+        return got
 
     def replace(self, node: NodeState) -> ClusterState:
         """This state with ``node`` added or replacing the node of its name."""

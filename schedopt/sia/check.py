@@ -185,12 +185,12 @@ def check_placement(cluster: Cluster, allocation: Mapping[JobId, Config | None],
         total = 0
         t = cluster[c.gpu_type] if c.gpu_type in cluster.type_names else None
         for node, gpus in slots:
-            typ, _, idx = node.rpartition("-")
-            if typ != c.gpu_type or not idx.isdigit() or t is None or int(idx) >= t.nodes:
+            if t is None or not isinstance(node, str) or not cluster.has_node(node) or cluster.node_type(node) != t.name:
                 out.append(Violation(path, f"node {node} is not a {c.gpu_type} node of the cluster"))
                 continue
+            size = cluster.node_gpus(node)  # the node's own GPUs (a node may be smaller than its type's nominal size)
             for g in gpus:
-                if not 0 <= g < t.gpus_per_node:
+                if not 0 <= g < size:
                     out.append(Violation(f"{path}.{node}", f"GPU {g} out of range"))
                 key = (node, g)
                 if key in seen:

@@ -2,7 +2,9 @@
 
 Per GPU type t with N_t nodes of R_t GPUs: single-node configs (1, 2^k, t) for 2^k <= R_t (a node whose R_t is
 not a power of two is split into power-of-two virtual nodes, so 2^k <= the largest power of two <= R_t), and
-multi-node configs (n, n R_t, t) for n = 2..N_t (whole physical nodes). ``max_gpus_per_job`` drops every config
+multi-node configs (n, n R_t, t) for n = 2..N_t (whole physical nodes). On a type with nodes smaller than R_t
+(:class:`schedopt.cluster.GpuType` ``node_gpus``), N_t counts its full-size nodes only: a smaller node hosts
+single-node configurations, placed in aligned blocks of its own GPUs. ``max_gpus_per_job`` drops every config
 with more GPUs (Sia's own code uses 64; here it is a parameter, ``None`` = no cap); ``max_nodes`` (the published
 code's ``max_physical_nnodes``) drops every config spanning more nodes of its type.
 
@@ -201,7 +203,7 @@ def _build_table(cluster: Cluster, cap: int | None, node_cap: Mapping[str, int |
             continue
         single = 1 << np.arange(t.max_partial.bit_length(), dtype=np.int64)
         node_limit = node_cap.get(t.name)
-        top = t.nodes if node_limit is None else min(t.nodes, int(node_limit))
+        top = t.full_nodes if node_limit is None else min(t.full_nodes, int(node_limit))  # whole full-size nodes
         multi_n = np.arange(2, top + 1, dtype=np.int64)
         nn.append(np.concatenate([np.ones_like(single), multi_n]))
         ng.append(np.concatenate([single, multi_n * t.gpus_per_node]))
@@ -254,8 +256,9 @@ def shape_error(cluster: Cluster, c: Config, *, rigid_shape: bool = False) -> st
         if not ((c.n_gpus & (c.n_gpus - 1)) == 0 and c.n_gpus <= t.max_partial):
             return f"{c.label}: a single-node configuration needs a power of two <= {t.max_partial} GPUs"
         return None
-    if not 2 <= c.n_nodes <= t.nodes:
-        return f"{c.label}: needs 2..{t.nodes} nodes"
+    if not 2 <= c.n_nodes <= t.full_nodes:
+        return f"{c.label}: needs 2..{t.full_nodes} nodes" + (
+            f" of {R} GPUs (the type's full-size nodes)" if not t.uniform else "")
     if c.n_gpus != c.n_nodes * R:
         return f"{c.label}: a multi-node configuration uses whole nodes ({R} GPUs each)"
     return None

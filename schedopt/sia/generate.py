@@ -64,6 +64,8 @@ class SiaInstance:
     max_gpus_per_job: int | None = None
     available: Mapping[str, int] | None = None
     settings: SiaSettings | None = None
+    #: where running jobs are now (job id -> [(node, GPU indices)]): ``solve`` keeps unchanged jobs there
+    placement: Mapping[Any, list[tuple[str, tuple[int, ...]]]] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "jobs", tuple(self.jobs))
@@ -83,7 +85,8 @@ class SiaInstance:
             return NotImplemented
         same = (self.cluster == other.cluster and self.jobs == other.jobs and self.p == other.p
                 and self.lam == other.lam and self.max_gpus_per_job == other.max_gpus_per_job
-                and self.available == other.available and (self.settings or SiaSettings()) == (other.settings or SiaSettings()))
+                and self.available == other.available and (self.settings or SiaSettings()) == (other.settings or SiaSettings())
+                and dict(self.placement or {}) == dict(other.placement or {}))
         if not same:
             return False
         a, b = self.goodput, other.goodput

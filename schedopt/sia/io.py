@@ -2,7 +2,8 @@
 
 ``data`` layout::
 
-    {"cluster": [{"name": "t4", "gpus_per_node": 4, "nodes": 6}, ...],
+    {"cluster": [{"name": "t4", "gpus_per_node": 4, "nodes": 6,
+                  "node_names": ["n1", ...] (optional), "node_gpus": [4, 3, ...] (optional: GPUs per node)}, ...],
      "jobs": [{"id": "j0", "kind": "adaptive", "min_gpus": 1, "max_gpus": null, "scale_unit": 1,
                "max_profiled_gpus": 0, "allowed_types": null, "current": {"n_nodes": 1, "n_gpus": 2,
                "gpu_type": "a100"} | null, "age_s": 0.0, "restarts": 0, "restart_cost_s": 0.0,
@@ -13,7 +14,11 @@
      "p": -0.5, "lam": 1.1, "max_gpus_per_job": null, "available": null | {"t4": 20, ...},
      "settings": null | {SiaSettings.to_dict()}}                      # optional; null: the paper's exact model
 
-Jobs may carry ``attained_gpu_seconds`` (default 0).
+Jobs may carry ``attained_gpu_seconds`` (default 0) and, on a running cluster, ``placement`` (where the job runs now:
+``{"<node>": [GPU indices], ...}``, its ``current`` configuration then follows from it when left out); ``schedopt
+solve`` keeps every job whose configuration does not change on exactly those GPUs. A running job's
+``max_profiled_gpus`` defaults to its current GPU count (not 0), so the growth rule never caps a running 8-GPU job
+at 1 GPU; give 0 explicitly for the paper's rule from scratch.
 
 Instances store the job state and the goodput *model names* (not the goodput matrix): the matrix is recomputed
 from ``schedopt.zoo`` on load, which keeps the 2048-GPU file well under 3 MB.
@@ -33,6 +38,7 @@ from ..results import SolveResult
 from .check import check_allocation, check_placement
 from .generate import SiaInstance, generate_instance
 from .pairs import PairTable
+from .placement import Placement
 from .problem import SiaSolution
 from .settings import SiaSettings
 from .spec import Cluster, Config, GpuType, Job, rewrap
@@ -43,6 +49,7 @@ __all__ = ["METHODS", "build_instance", "check_instance", "decode_instance", "ex
 _DATA_FIELDS = ("cluster", "jobs", "goodput", "p", "lam", "max_gpus_per_job", "available", "settings")
 _JOB_FIELDS = ("id", "kind", "min_gpus", "max_gpus", "scale_unit", "max_profiled_gpus", "allowed_types", "current",
                "age_s", "restarts", "restart_cost_s", "preemptible", "rigid_gpus", "batch_size", "attained_gpu_seconds")
+_CLUSTER_FIELDS = ("name", "gpus_per_node", "nodes", "node_names", "node_gpus")
 
 #: the methods ``solve`` accepts (the first is the default): the configuration ILP through ``schedopt.solve``
 METHODS: tuple[str, ...] = ("ilp",)
@@ -73,6 +80,8 @@ def to_data(inst: SiaInstance) -> dict[str, Any]:
         d = {k: getattr(j, k) for k in _JOB_FIELDS}
         d["allowed_types"] = None if j.allowed_types is None else list(j.allowed_types)
         d["current"] = _config_data(j.current)
+        if inst.placement is not None and j.id in inst.placement:
+            d["placement"] = {n: list(g) for n, g in inst.placement[j.id]}
         jobs.append(d)
     g = inst.goodput
     if isinstance(g, Mapping):
@@ -90,7 +99,7 @@ def to_data(inst: SiaInstance) -> dict[str, Any]:
         vals = [[None if np.isnan(v) else float(v) for v in row] for row in arr.tolist()]
         gd = {"kind": "matrix", "values": vals}
     return {
-        "cluster": [{"name": t.name, "gpus_per_node": t.gpus_per_node, "nodes": t.nodes} for t in inst.cluster.gpu_types],
+        "cluster": [_type_data(t) for t in inst.cluster.gpu_types],
         "jobs": jobs,
         "goodput": gd,
         "p": inst.p,
@@ -99,6 +108,15 @@ def to_data(inst: SiaInstance) -> dict[str, Any]:
         "available": None if inst.available is None else dict(inst.available),
         "settings": None if inst.settings is None or inst.settings.is_exact else inst.settings.to_dict(),
     }
+
+
+def _type_data(t: GpuType) -> dict[str, Any]:
+    d: dict[str, Any] = {"name": t.name, "gpus_per_node": t.gpus_per_node, "nodes": t.nodes}
+    if t.node_names is not None:
+        d["node_names"] = list(t.node_names)
+    if t.node_gpus is not None:
+        d["node_gpus"] = list(t.node_gpus)
+    return d
 
 
 def _opt(d: dict, key: str, path: str, kind: type) -> Any:
@@ -123,10 +141,30 @@ def _config(d: Any, path: str) -> Config | None:
         raise rewrap(e, "config", path) from None
 
 
-def _job(d: Any, path: str) -> Job:
+def _slots(d: Any, path: str, cluster: Cluster) -> list[tuple[str, tuple[int, ...]]]:
+    """A job's ``placement`` (node -> GPU indices), checked against the cluster's nodes and their sizes."""
+    if not isinstance(d, dict) or not d:
+        raise InputError(path, d, "must be an object {node: [GPU indices], ...} with at least one node")
+    out = []
+    for n, gs in d.items():
+        if not cluster.has_node(n):
+            raise InputError(f"{path}[{n}]", gs, "names no node of the cluster")
+        size = cluster.node_gpus(n)
+        if not isinstance(gs, list) or not gs or len(set(map(repr, gs))) != len(gs) or any(
+                isinstance(g, bool) or not isinstance(g, int) or not 0 <= g < size for g in gs):
+            raise InputError(f"{path}[{n}]", gs, f"must be distinct GPU indices in 0..{size - 1}")
+        out.append((n, tuple(sorted(gs))))
+    types = {cluster.node_type(n) for n, _ in out}
+    if len(types) > 1:
+        raise InputError(path, d, f"spans GPU types {sorted(types)}")
+    return sorted(out)
+
+
+def _job(d: Any, path: str, cluster: Cluster | None = None,
+         placed: dict[Any, list[tuple[str, tuple[int, ...]]]] | None = None) -> Job:
     if not isinstance(d, dict):
         raise InputError(path, d, "must be an object")
-    unknown = sorted(set(d) - set(_JOB_FIELDS))
+    unknown = sorted(set(d) - set(_JOB_FIELDS) - ({"placement"} if cluster is not None else set()))
     if unknown:
         raise InputError(f"{path}.{unknown[0]}", d[unknown[0]], f"is not a job field ({', '.join(_JOB_FIELDS)})")
     jid = field(d, "id", path, (str, int))
@@ -135,10 +173,21 @@ def _job(d: Any, path: str) -> Job:
     kw["min_gpus"] = field(d, "min_gpus", path, int, 1)
     kw["max_gpus"] = _opt(d, "max_gpus", path, int)
     kw["scale_unit"] = field(d, "scale_unit", path, int, 1)
-    kw["max_profiled_gpus"] = field(d, "max_profiled_gpus", path, int, 0)
     at = field(d, "allowed_types", path, (list, type(None)), None)
     kw["allowed_types"] = at
     kw["current"] = _config(d.get("current"), f"{path}.current")
+    if d.get("placement") is not None and cluster is not None and placed is not None:
+        slots = _slots(d["placement"], f"{path}.placement", cluster)
+        here = Config(len(slots), sum(len(g) for _, g in slots), cluster.node_type(slots[0][0]))
+        if kw["current"] is None:
+            kw["current"] = here
+        elif kw["current"] != here:
+            raise InputError(f"{path}.current", kw["current"].label, f"differs from its placement ({here.label})")
+        placed[jid] = slots
+    # a running job's growth rule counts what it runs on now (the max_profiled_gpus=0 trap: a running 8-GPU job
+    # capped at 1 GPU); give 0 explicitly for the rule from scratch
+    cur = kw["current"]
+    kw["max_profiled_gpus"] = field(d, "max_profiled_gpus", path, int, 0 if cur is None else cur.n_gpus)
     kw["age_s"] = field(d, "age_s", path, float, 0.0)
     kw["restarts"] = field(d, "restarts", path, int, 0)
     kw["restart_cost_s"] = field(d, "restart_cost_s", path, float, 0.0)
@@ -210,17 +259,29 @@ def from_data(data: dict[str, Any]) -> SiaInstance:
         p = f"data.cluster[{i}]"
         if not isinstance(t, dict):
             raise InputError(p, t, "must be an object {name, gpus_per_node, nodes}")
-        check_keys(t, ("name", "gpus_per_node", "nodes"), p)
+        check_keys(t, _CLUSTER_FIELDS, p)
         name = field(t, "name", p, str)
+        names = field(t, "node_names", p, (list, type(None)), None)
+        sizes = field(t, "node_gpus", p, (list, type(None)), None)
         try:
-            types.append(GpuType(name, field(t, "gpus_per_node", p, int), field(t, "nodes", p, int)))
+            types.append(GpuType(name, field(t, "gpus_per_node", p, int), field(t, "nodes", p, int),
+                                 None if names is None else tuple(names), None if sizes is None else tuple(sizes)))
         except InputError as e:
             raise rewrap(rewrap(e, f"gpu_type[{name}]", p), "gpu_type", p) from None
     try:
         cluster = Cluster(tuple(types))
     except InputError as e:
         raise rewrap(e, "cluster.gpu_types", "data.cluster") from None
-    jobs = tuple(_job(j, f"data.jobs[{i}]") for i, j in enumerate(field(data, "jobs", "data", list)))
+    placed: dict[Any, list[tuple[str, tuple[int, ...]]]] = {}
+    jobs = tuple(_job(j, f"data.jobs[{i}]", cluster, placed) for i, j in enumerate(field(data, "jobs", "data", list)))
+    held: dict[tuple[str, int], Any] = {}
+    for jid, slots in placed.items():
+        for n, gs in slots:
+            for g in gs:
+                if (n, g) in held:
+                    raise InputError(f"data.jobs[{[j.id for j in jobs].index(jid)}].placement[{n}]", g,
+                                     f"is a GPU job {held[(n, g)]} holds too")
+                held[(n, g)] = jid
     p = field(data, "p", "data", float, -0.5)
     lam = field(data, "lam", "data", float, 1.1)
     cap = _opt(data, "max_gpus_per_job", "data", int)
@@ -233,7 +294,7 @@ def from_data(data: dict[str, Any]) -> SiaInstance:
     except TypeError as e:
         raise InputError("data.settings", str(e), "is not a valid settings object") from None
     inst = SiaInstance(cluster, jobs, goodput, p=p, lam=lam, max_gpus_per_job=cap, available=avail,
-                       settings=None if settings.is_exact else settings)
+                       settings=None if settings.is_exact else settings, placement=placed or None)
     try:
         inst.problem()  # the problem-level checks (types, current configs, rigid counts, shapes)
     except InputError as e:
@@ -252,7 +313,12 @@ def solve_instance(inst: SiaInstance, options: SolveOptions | None = None) -> Si
     opts = solve_options(options)
     sol = inst.problem().solve(options=opts)
     if sol.has_solution:
-        sol.place()
+        prev = None
+        if inst.placement:  # a running cluster: jobs whose configuration is unchanged keep their GPUs
+            cur = {j.id: j.current for j in inst.jobs}
+            prev = Placement(assignments={j: list(s) for j, s in inst.placement.items()},
+                             configs={j: c for j in inst.placement if (c := cur.get(j)) is not None})
+        sol.place(prev)
     return sol
 
 

@@ -67,12 +67,10 @@ class Placement(Mapping[JobId, list[Slot]]):
 
 
 def _split_node(node_id: str, cluster: Cluster) -> tuple[str, int]:
-    if not isinstance(node_id, str) or "-" not in node_id:
-        raise InputError("previous.node_id", node_id, "must look like '<gpu type>-<index>'")
-    t, k = node_id.rsplit("-", 1)
-    if t not in cluster.type_names or not k.isdigit() or int(k) >= cluster[t].nodes:
+    got = _node_index(cluster).get(node_id) if isinstance(node_id, str) else None
+    if got is None:
         raise InputError("previous.node_id", node_id, "names no node of the cluster")
-    return t, int(k)
+    return got
 
 
 _NODE_INDEX: dict[Cluster, dict[str, tuple[str, int]]] = {}
@@ -85,7 +83,7 @@ def _node_index(cluster: Cluster) -> dict[str, tuple[str, int]]:
     if got is None:
         if len(_NODE_INDEX) > 64:
             _NODE_INDEX.clear()
-        got = _NODE_INDEX[cluster] = {f"{t.name}-{k}": (t.name, k) for t in cluster.gpu_types for k in range(t.nodes)}
+        got = _NODE_INDEX[cluster] = {nid: (t.name, k) for t in cluster.gpu_types for k, nid in enumerate(t.ids)}
     return got
 
 
@@ -98,14 +96,23 @@ def _config_of_slots(slots: list[Slot], cluster: Cluster) -> Config | None:
 
 
 _NO_FIT = np.iinfo(np.int64).max  # a block's best-fit score where it does not fit
+#: the slot number of the GPUs a node smaller than its type's nominal size does not have (never free, never moved)
+_ABSENT = np.iinfo(np.int64).max - 1
 
 
 class _Grid:
-    """Occupancy per GPU type: an (nodes x gpus_per_node) array of job slot numbers (-1: free)."""
+    """Occupancy per GPU type: an (nodes x gpus_per_node) array of job slot numbers (-1: free; :data:`_ABSENT`: a
+    GPU a smaller node does not have, so its aligned blocks are the ones within its own GPUs)."""
 
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
         self.occ = {t.name: np.full((t.nodes, t.gpus_per_node), -1, dtype=np.int64) for t in cluster.gpu_types}
+        for t in cluster.gpu_types:
+            if not t.uniform:
+                occ = self.occ[t.name]
+                for k, g in enumerate(t.sizes):
+                    occ[k, g:] = _ABSENT
+        self.ids = {t.name: t.ids for t in cluster.gpu_types}
         self._blocks: dict[tuple[str, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def blocks(self, t: str, s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -182,14 +189,14 @@ class _Grid:
             for row in rows:
                 for st in st_list:
                     who = {v for v in row[st : st + s] if v >= 0}
-                    w = sum(cost[v] for v in who)
+                    w = sum(cost.get(v, np.inf) for v in who)  # a GPU the node does not have: never freed
                     if best is None or w < best[0]:
                         best = (w, sorted(who))
         else:
             per_node = []
             for n, row in enumerate(rows):
                 who = {v for v in row if v >= 0}
-                per_node.append((sum(cost[v] for v in who), n, who))
+                per_node.append((sum(cost.get(v, np.inf) for v in who), n, who))
             per_node.sort()
             if len(per_node) >= c.n_nodes:
                 who_all: set[int] = set().union(*(w for _, _, w in per_node[: c.n_nodes]))
@@ -205,7 +212,8 @@ class _Grid:
     def slots_by_job(self) -> dict[int, list[Slot]]:
         out: dict[int, list[Slot]] = {}
         for t, occ in self.occ.items():
-            nodes, gpus = np.nonzero(occ >= 0)
+            nodes, gpus = np.nonzero((occ >= 0) & (occ != _ABSENT))
+            ids = self.ids[t]
             if not nodes.size:
                 continue
             who = occ[nodes, gpus]
@@ -214,7 +222,7 @@ class _Grid:
             cuts = (np.flatnonzero((np.diff(who) != 0) | (np.diff(nodes) != 0)) + 1).tolist()
             who_l, nodes_l, gpus_l = who.tolist(), nodes.tolist(), gpus.tolist()
             for a, b in zip([0, *cuts], [*cuts, len(who_l)]):
-                out.setdefault(who_l[a], []).append((f"{t}-{nodes_l[a]}", tuple(gpus_l[a:b])))
+                out.setdefault(who_l[a], []).append((ids[nodes_l[a]], tuple(gpus_l[a:b])))
         return out
 
 
@@ -320,6 +328,8 @@ def _place_items(cluster: Cluster, jobs: Sequence[tuple[K, Config]]) -> tuple[di
     the order (free GPUs, node, virtual node): one ``argsort`` and one ``cumsum`` / ``searchsorted`` per size and
     GPU type. Multi-node jobs take the last whole nodes: a ``cumsum`` over their node counts.
     """
+    if not cluster.uniform:
+        return _place_items_grid(cluster, jobs)
     J = len(jobs)
     names = {t.name: k for k, t in enumerate(cluster.gpu_types)}
     confs = [c for _, c in jobs]
@@ -379,7 +389,7 @@ def _place_items(cluster: Cluster, jobs: Sequence[tuple[K, Config]]) -> tuple[di
             used[o] += s * np.clip(m - (cum - cap), 0, cap)
     placed = node0 >= 0
     failed = [jobs[i][0] for i in order[~placed[order]].tolist()]
-    node_ids = {t.name: [f"{t.name}-{k}" for k in range(t.nodes)] for t in cluster.gpu_types}
+    node_ids = {t.name: t.ids for t in cluster.gpu_types}
     spans: dict[tuple[int, int], tuple[int, ...]] = {}
     assignments: dict[K, list[Slot]] = {}
     for (jid, c), n0, g0, p in zip(jobs, node0.tolist(), gpu0.tolist(), partial.tolist()):
@@ -401,6 +411,17 @@ def _place_items(cluster: Cluster, jobs: Sequence[tuple[K, Config]]) -> tuple[di
     return assignments, failed
 
 
+def _place_items_grid(cluster: Cluster, jobs: Sequence[tuple[K, Config]]) -> tuple[dict[K, list[Slot]], list[K]]:
+    """:func:`_place_items` on a cluster with nodes smaller than their type's nominal size: the same greedy order
+    (multi-node configurations first on the last whole nodes, then partial ones largest first, best fit into the
+    fullest virtual node), one configuration at a time on the grid, each node's missing GPUs never free."""
+    grid = _Grid(cluster)
+    order = sorted(range(len(jobs)), key=lambda i: _order_key(jobs[i][1], cluster))
+    failed = [jobs[i][0] for i in order if not grid.put(jobs[i][1], i)]
+    by_slot = grid.slots_by_job()
+    return {jobs[i][0]: by_slot[i] for i in range(len(jobs)) if i in by_slot}, failed
+
+
 def _kept_slots(cluster: Cluster, jobs: list[tuple[JobId, Config]], prev_slots: Mapping[JobId, list[Slot]],
                 prev_conf: Mapping[JobId, Config | None], nodes_of: Mapping[str, tuple[str, int]],
                 ) -> dict[JobId, list[Slot]] | None:
@@ -417,13 +438,14 @@ def _kept_slots(cluster: Cluster, jobs: list[tuple[JobId, Config]], prev_slots: 
     for jid, c in jobs:
         slots = prev_slots[jid]
         t = c.gpu_type
-        R = cluster[t].gpus_per_node
+        sizes = cluster[t].sizes
         cells: list[tuple[int, int]] = []
         for node, gpus in slots:
             tk = nodes_of.get(node)
             if tk is None or tk[0] != t:
                 return None
             k = tk[1]
+            R = sizes[k]
             for g in gpus:
                 if not 0 <= g < R or (t, k, g) in held:
                     return None
@@ -438,7 +460,8 @@ def _kept_slots(cluster: Cluster, jobs: list[tuple[JobId, Config]], prev_slots: 
                 per[-1][1].append(g)
             else:
                 per.append((k, [g]))
-        out[jid] = [(f"{t}-{k}", tuple(gs)) for k, gs in per]
+        ids = cluster[t].ids
+        out[jid] = [(ids[k], tuple(gs)) for k, gs in per]
     return out
 
 
@@ -497,7 +520,7 @@ def place(
             for node, gpus in slots:
                 tk = nodes_of.get(node)
                 t, k = tk if tk is not None else _split_node(node, cluster)  # an unknown node raises there
-                R = grid.occ[t].shape[1]
+                R = cluster[t].sizes[k] if not cluster.uniform else grid.occ[t].shape[1]
                 if t != conf[jid].gpu_type or any(g < 0 or g >= R or (t, k, g) in taken for g in gpus):
                     okay = False
                     break

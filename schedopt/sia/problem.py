@@ -314,6 +314,26 @@ class SiaSolution(Answer):
         self.placement = place(self.problem.cluster, self.allocation, previous, rigid=rigid)
         return self.placement
 
+    def batch_sizes(self) -> dict[JobId, int | None]:
+        """The global batch each placed job trains at in its configuration: an adaptive job's goodput-optimal batch
+        (its goodput model's best (local batch, accumulation) there, as Pollux's agent picks it), a strong or rigid
+        job's fixed ``batch_size`` (default: the model's initial batch). None for a job that gets nothing, or when
+        the round's goodput is a matrix (no model to ask)."""
+        goodput = self.problem.goodput
+        out: dict[JobId, int | None] = {}
+        for j in self.problem.jobs:
+            c = self.allocation[j.id]
+            m = goodput.get(j.id) if isinstance(goodput, Mapping) else None
+            if c is None or m is None or not hasattr(m, "goodput"):
+                out[j.id] = None
+            elif j.kind == "adaptive":
+                units = j.scale_unit
+                r = m.goodput(c.gpu_type, c.n_nodes, c.n_gpus // units)
+                out[j.id] = int(r.batch_size) if bool(r.feasible) else None
+            else:
+                out[j.id] = int(j.batch_size if j.batch_size is not None else m.init_batch)
+        return out
+
     def check(self) -> list[Violation]:
         """Violations found by the independent checker (empty when the allocation is valid)."""
         from .check import check_allocation
@@ -330,6 +350,7 @@ class SiaSolution(Answer):
         """One flat dict per job (for the command line's table)."""
         alloc = self.allocation
         pl = self.placement
+        batches = self.batch_sizes() if isinstance(self.problem.goodput, Mapping) else None
         out = []
         for j in self.problem.jobs:
             c = alloc[j.id]
@@ -343,6 +364,9 @@ class SiaSolution(Answer):
             }
             if pl is not None:
                 row["nodes"] = " ".join(sorted({n for n, _ in pl.get(j.id, [])})) or "-"
+            if batches is not None:
+                b = batches[j.id]
+                row["batch"] = "-" if b is None else b
             out.append(row)
         return out
 
@@ -368,4 +392,6 @@ class SiaSolution(Answer):
                 out["placement"] = to_jsonable({str(k): v for k, v in self.placement.assignments.items()})
                 out["evicted"] = [str(j) for j in self.placement.evicted]
                 out["unplaced"] = [str(j) for j in self.placement.unplaced]
+            if isinstance(self.problem.goodput, Mapping):
+                out["batch_sizes"] = {str(k): b for k, b in self.batch_sizes().items()}
         return out

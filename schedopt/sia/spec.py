@@ -1,4 +1,5 @@
-"""Sia's specs: GPU types, the cluster, configurations and jobs (frozen, validated dataclasses).
+"""Sia's specs: configurations and jobs (frozen, validated dataclasses); the GPU types and the cluster are the shared
+cluster model of :mod:`schedopt.cluster` (re-exported here: ``schedopt.sia.Cluster`` is ``schedopt.cluster.Cluster``).
 
 Every check raises :class:`~schedopt.errors.InputError` naming the field and the value. A :class:`Job` built
 directly names itself ``job[<id>].<field>``; :class:`~schedopt.sia.SiaProblem` and the JSON reader re-raise with
@@ -9,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, Literal
 
 import numpy as np
 
+from ..cluster import MAX_GPUS, Cluster, GpuType, _is_int, _need_int
 from ..errors import InputError
 
 __all__ = ["MAX_GPUS", "MAX_RESTARTS", "Cluster", "Config", "GpuType", "Job", "JobId", "JobKind", "config_parts",
@@ -23,29 +24,12 @@ JobKind = Literal["adaptive", "strong", "rigid"]
 JobId = str | int
 KINDS = ("adaptive", "strong", "rigid")
 
-#: the largest GPU count anywhere in a Sia spec: GPUs or nodes per type, GPUs in the cluster, a job's GPU counts
-#: (a larger value is an InputError, not an int64 overflow or an array of 10**18 entries)
-MAX_GPUS = 2**20
 #: the largest restart count of a job
 MAX_RESTARTS = 2**20
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
-
-
 def _is_num(v: Any) -> bool:
     return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
-
-
-def _need_int(path: str, v: Any, low: int, high: int = MAX_GPUS) -> int:
-    if not _is_int(v):
-        raise InputError(path, v, "must be an integer")
-    if v < low:
-        raise InputError(path, v, f"must be >= {low}")
-    if v > high:
-        raise InputError(path, v, f"must be <= {high} (2**{high.bit_length() - 1})")
-    return int(v)
 
 
 def _int_field(p: str, name: str, v: Any, low: int, high: int = MAX_GPUS) -> int:
@@ -113,97 +97,6 @@ def rewrap(err: InputError, old_prefix: str, new_prefix: str) -> InputError:
     if f.startswith(old_prefix):
         f = new_prefix + f[len(old_prefix) :]
     return InputError(f, err.value, err.message)
-
-
-@dataclass(frozen=True)
-class GpuType:
-    """``nodes`` nodes holding ``gpus_per_node`` GPUs of type ``name`` each."""
-
-    name: str
-    gpus_per_node: int
-    nodes: int
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name or any(c in self.name for c in " @,[]()"):
-            raise InputError("gpu_type.name", self.name, "must be a non-empty string without spaces or @,[]()")
-        object.__setattr__(self, "gpus_per_node", _need_int(f"gpu_type[{self.name}].gpus_per_node", self.gpus_per_node, 1))
-        object.__setattr__(self, "nodes", _need_int(f"gpu_type[{self.name}].nodes", self.nodes, 0))
-        if self.total_gpus > MAX_GPUS:
-            raise InputError(f"gpu_type[{self.name}].nodes", self.nodes,
-                             f"gives {self.total_gpus} GPUs of the type, more than MAX_GPUS = {MAX_GPUS}")
-
-    @property
-    def total_gpus(self) -> int:
-        return self.gpus_per_node * self.nodes
-
-    @property
-    def max_partial(self) -> int:
-        """The largest single-node (partial) configuration: the largest power of two <= gpus_per_node."""
-        return 1 << (self.gpus_per_node.bit_length() - 1)
-
-
-@dataclass(frozen=True)
-class Cluster:
-    """A heterogeneous cluster: one :class:`GpuType` per GPU type (names unique, order kept)."""
-
-    gpu_types: tuple[GpuType, ...]
-
-    def __post_init__(self) -> None:
-        try:
-            types = tuple(self.gpu_types)
-        except TypeError as exc:
-            raise InputError("cluster.gpu_types", self.gpu_types, "must be a sequence of GpuType") from exc
-        for i, t in enumerate(types):
-            if not isinstance(t, GpuType):
-                raise InputError(f"cluster.gpu_types[{i}]", t, "must be a GpuType")
-        names = [t.name for t in types]
-        for i, n in enumerate(names):
-            if n in names[:i]:
-                raise InputError(f"cluster.gpu_types[{i}].name", n, "is a duplicate GPU type name")
-        if not types:
-            raise InputError("cluster.gpu_types", [], "needs at least one GPU type")
-        total = sum(t.total_gpus for t in types)
-        if total > MAX_GPUS:
-            raise InputError("cluster.gpu_types", total, f"hold {total} GPUs, more than MAX_GPUS = {MAX_GPUS}")
-        object.__setattr__(self, "gpu_types", types)
-
-    @cached_property
-    def type_names(self) -> tuple[str, ...]:
-        return tuple(t.name for t in self.gpu_types)
-
-    @cached_property
-    def _type_pos(self) -> dict[str, int]:
-        return {n: k for k, n in enumerate(self.type_names)}
-
-    def type_index(self, name: str) -> int:
-        try:
-            return self._type_pos[name]
-        except (KeyError, TypeError):
-            raise InputError("gpu_type", name, f"is not in the cluster ({', '.join(self.type_names)})") from None
-
-    def __getitem__(self, name: str) -> GpuType:
-        return self.gpu_types[self.type_index(name)]
-
-    @property
-    def gpus_per_node(self) -> np.ndarray:
-        return np.array([t.gpus_per_node for t in self.gpu_types], dtype=np.int64)
-
-    @property
-    def nodes(self) -> np.ndarray:
-        return np.array([t.nodes for t in self.gpu_types], dtype=np.int64)
-
-    @property
-    def total_gpus(self) -> np.ndarray:
-        """GPUs per type (array in type order)."""
-        return self.gpus_per_node * self.nodes
-
-    @property
-    def num_gpus(self) -> int:
-        return int(self.total_gpus.sum())
-
-    def node_ids(self, name: str) -> list[str]:
-        """Node ids of one type: ``<type>-0``, ``<type>-1``, ..."""
-        return [f"{name}-{k}" for k in range(self[name].nodes)]
 
 
 @dataclass(frozen=True)

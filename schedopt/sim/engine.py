@@ -110,7 +110,7 @@ def _view(j: JobState, t: float, estimate: JobGoodputModel | None = None, progre
 
 
 def _node_types(cluster: Cluster) -> dict[str, tuple[str, int]]:
-    return {nid: (t.name, t.gpus_per_node) for t in cluster.gpu_types for nid in cluster.node_ids(t.name)}
+    return {nid: (t.name, g) for t in cluster.gpu_types for nid, g in zip(t.ids, t.sizes)}  # node -> (type, GPUs)
 
 
 _NODE_TYPES: dict[Cluster, dict[str, tuple[str, int]]] = {}
@@ -234,7 +234,7 @@ def _from_allocation(cluster: Cluster, pname: str, alloc: Mapping[str, Config | 
     pinned = [jid for jid, c in chosen.items() if active[jid].restart_left > 0 and active[jid].config == c]
     pl = placer.place(cluster, chosen, prev, pinned)
     bad = [(j, w) for j in pl.unplaced if isinstance(j, str) and isinstance(w := chosen.get(j), Config)]
-    if bad:
+    if bad and cluster.uniform:  # unequal nodes: fragmentation the policy's capacity rows cannot see; it waits
         raise InputError(f"policy[{pname}].allocation[{bad[0][0]}]", bad[0][1].label,
                          f"cannot be placed on the cluster next to the other jobs (placer {placer.name})")
     _check_placement(cluster, pname, placer, chosen, pl)

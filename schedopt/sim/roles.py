@@ -67,7 +67,7 @@ def assign_gpus(cluster: Cluster, nodes: Mapping[str, Mapping[str, int]], previo
     """GPU indices for node-level maps (job -> {node: GPUs}): a job whose map is unchanged keeps its GPUs, the others
     take the lowest free indices (``occupied``: indices other jobs hold already). The maps must fit the nodes
     (callers check capacity)."""
-    size = {nid: t.gpus_per_node for t in cluster.gpu_types for nid in cluster.node_ids(t.name)}
+    size = {nid: g for t in cluster.gpu_types for nid, g in zip(t.ids, t.sizes)}
     occ: dict[str, list[str | None]] = {}
     for n, gs in (occupied or {}).items():
         slots = occ.setdefault(n, [None] * size[n])
@@ -121,7 +121,7 @@ class PackingPlacer:
              occupied: Mapping[str, Sequence[int]]) -> Placement:
         """:meth:`place` around GPUs other jobs hold already (``occupied``: node -> indices)."""
         node_type = {nid: t.name for t in cluster.gpu_types for nid in cluster.node_ids(t.name)}
-        free = {nid: t.gpus_per_node for t in cluster.gpu_types for nid in cluster.node_ids(t.name)}
+        free = {nid: g for t in cluster.gpu_types for nid, g in zip(t.ids, t.sizes)}  # each node's own GPUs
         held: dict[str, set[int]] = {n: set(gs) for n, gs in occupied.items()}
         for n, taken in held.items():
             free[n] -= len(taken)
