@@ -3,14 +3,16 @@
 ``benchmarks/serve_latency.csv``.
 
 The state: the ``sia-<GPUs>`` cluster preset and ``2 x GPUs`` jobs (saturn/1's jobs, cycled and renamed, all
-submitted at t = 0, as tools/bench_live.py builds them), driven by :class:`schedopt.live.ReplayExecutor`: once in
+submitted at t = 0: tools/bench_live.py's ``workload``, and its in-process timing), driven by :class:`schedopt.live.ReplayExecutor`: once in
 process, once through a real service process on 127.0.0.1 (:class:`schedopt.testing.serve.ServiceReplay`: the
 same executor, every decision asked of the service with the round's events in the same request). Both runs make
 the same decisions (tests/test_serve.py checks it); ``--warmup`` rounds first, then ``--rounds`` timed.
 
 Columns per (policy, GPUs): the in-process ``Session.decide`` wall and CPU time; the service's round trip (wall,
-client side: the request, the events applied, the decision, the state saved, the answer read); the service's CPU
-per request (user + sys of the service process, read from /proc: 10 ms ticks); ``overhead`` = round trip -
+client side: the request, the events applied, the decision, the answer read; the state is saved after the
+answer, and the next request is sent once that save is done, as a minute between rounds would allow); the service's CPU
+per request (user + sys of the service process, read from /proc in 10 ms ticks: a mean over the rounds, not
+percentiles); ``overhead`` = round trip -
 in-process wall of the same round (p50 / p99 of the differences: two runs, so the machine's noise twice);
 ``http`` = round trip - the decision's own wall time inside the service (the answer's ``seconds``) on the same
 request: what the service adds (HTTP, JSON both ways, the round's events applied); ``save_ms``: the mean time of one atomic save of the state file
@@ -34,26 +36,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from bench_live import build_state, time_decide, workload  # beside this file: the in-process side
 
-from schedopt.live import ClusterState, Plan, ReplayExecutor, Session
+from schedopt.live import ClusterState, Plan, Session
 from schedopt.live.client import ServiceSession
-from schedopt.sim import Workload, WorkloadJob, cluster_preset, load_workload, make_policy
+from schedopt.sim import cluster_preset, make_policy
 from schedopt.testing.serve import ServiceProcess, ServiceReplay
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "serve_latency.csv"
 FIELDS = ("policy", "gpus", "jobs", "rounds", "inproc_wall_p50_ms", "inproc_wall_p99_ms", "inproc_cpu_p50_ms",
-          "inproc_cpu_p99_ms", "service_wall_p50_ms", "service_wall_p99_ms", "service_cpu_p50_ms",
-          "service_cpu_p99_ms", "overhead_p50_ms", "overhead_p99_ms", "http_p50_ms", "http_p99_ms", "save_ms", "plan_kb",
-          "note")
-
-
-def workload(jobs: int) -> Workload:
-    """``jobs`` of saturn/1's jobs (cycled, renamed), all submitted at t = 0."""
-    base = load_workload("saturn/1").jobs
-    return Workload(f"serve-bench-{jobs}", tuple(
-        WorkloadJob(f"{base[k % len(base)].name}-{k}", 0.0, base[k % len(base)].application,
-                    base[k % len(base)].num_replicas, base[k % len(base)].batch_size) for k in range(jobs)))
+          "inproc_cpu_p99_ms", "service_wall_p50_ms", "service_wall_p99_ms", "service_cpu_mean_ms", "overhead_p50_ms",
+          "overhead_p99_ms", "http_p50_ms", "http_p99_ms", "save_ms", "plan_kb", "note")
 
 
 def _cpu_of(pid: int) -> float:
@@ -62,9 +56,10 @@ def _cpu_of(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _timed(decide: Callable[[float], Plan], out: list[tuple[float, float]], cpu: Callable[[], float]
-           ) -> Callable[[float], Plan]:
+def _timed(decide: Callable[[float], Plan], out: list[tuple[float, float]], cpu: Callable[[], float],
+           before: Callable[[], object]) -> Callable[[float], Plan]:
     def run(now: float) -> Plan:
+        before()
         c0, w0 = cpu(), time.perf_counter()
         p = decide(now)
         out.append((time.perf_counter() - w0, cpu() - c0))
@@ -79,14 +74,9 @@ def _pct(xs: list[float], q: float) -> float:
 
 def measure(policy: str, gpus: int, rounds: int, warmup: int, workdir: Path) -> dict[str, Any]:
     wl = workload(2 * gpus)
-    # in process
-    s = Session(cluster_preset(f"sia-{gpus}"), make_policy(policy))
-    ex = ReplayExecutor(s, wl)
-    ex.run(warmup)
-    inproc: list[tuple[float, float]] = []
-    real = s.decide
-    s.decide = _timed(real, inproc, time.process_time)  # type: ignore[method-assign]
-    ex.run(rounds)
+    # in process: tools/bench_live.py's state and timing
+    s, ex = build_state(policy, gpus, warmup=warmup)
+    inproc = [(t.wall, t.cpu) for t in time_decide(ex, rounds)]
     # through the service
     init = workdir / "init.json"
     init.write_text(json.dumps({"schema": "schedopt.serve.init", "version": 1, "policy": policy,
@@ -102,7 +92,9 @@ def measure(policy: str, gpus: int, rounds: int, warmup: int, workdir: Path) -> 
             assert sp.proc is not None
             pid = sp.proc.pid
             remote_decide = remote.decide
-            remote.decide = _timed(remote_decide, service, lambda: _cpu_of(pid))  # type: ignore[method-assign]
+            # before each request the service is let finish saving the last round (GET /v1/state waits for it):
+            # rounds are a minute apart on a cluster, not the replay's few milliseconds
+            remote.decide = _timed(remote_decide, service, lambda: _cpu_of(pid), c.state)  # type: ignore[method-assign]
             sx.run(rounds)
             metrics = c.metrics()
             plan_kb = len(json.dumps(remote.answers[-1]["plan"])) / 1024
@@ -116,8 +108,7 @@ def measure(policy: str, gpus: int, rounds: int, warmup: int, workdir: Path) -> 
             "inproc_cpu_p50_ms": _pct([c for _, c in inproc], 50), "inproc_cpu_p99_ms": _pct([c for _, c in inproc], 99),
             "service_wall_p50_ms": _pct([w for w, _ in service], 50),
             "service_wall_p99_ms": _pct([w for w, _ in service], 99),
-            "service_cpu_p50_ms": _pct([c for _, c in service], 50),
-            "service_cpu_p99_ms": _pct([c for _, c in service], 99),
+            "service_cpu_mean_ms": round(1e3 * float(np.mean([c for _, c in service])), 2),
             "overhead_p50_ms": _pct(over, 50), "overhead_p99_ms": _pct(over, 99),
             "http_p50_ms": _pct(http, 50), "http_p99_ms": _pct(http, 99),
             "save_ms": round(1e3 * m["sum"] / max(m["count"], 1), 2), "plan_kb": round(plan_kb, 1),
@@ -132,6 +123,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--append", action="store_true", help="add the rows to --out instead of replacing it")
     a = ap.parse_args()
     rows = []
     for g in a.gpus:
@@ -141,10 +133,11 @@ def main() -> None:
             print(", ".join(f"{k}={r[k]}" for k in FIELDS), flush=True)
             rows.append(r)
     a.out.parent.mkdir(parents=True, exist_ok=True)
+    old = list(csv.DictReader(a.out.open())) if a.append and a.out.exists() else []
     with a.out.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=FIELDS)
         w.writeheader()
-        w.writerows(rows)
+        w.writerows([*old, *rows])
     print(f"wrote {a.out}")
 
 
