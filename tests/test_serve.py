@@ -33,7 +33,7 @@ from schedopt.live.plan import Plan
 from schedopt.schemas import load
 from schedopt.serve.openapi import build_openapi
 from schedopt.sim import Workload, cluster_preset, load_workload
-from schedopt.testing.fuzz.service import GUARDED, run_http_case, service_cases
+from schedopt.testing.fuzz.service import GUARDED, run_http_case, session_cases
 from schedopt.testing.serve import ServiceProcess, ServiceReplay
 
 pytest.importorskip("starlette")
@@ -210,17 +210,7 @@ def test_fuzz_every_endpoint(svc: ServiceProcess) -> None:
     with svc.client() as c:
         now = (c.state()["now"] or 0.0) + 60.0
         c.decide(now)  # events before it are out of order
-    events = [_submitted("f1", now, 2),
-              {"type": "JobProgress", "time": now, "job_id": "f1", "progress": 0.1, "epoch": 1,
-               "measurements": [{"gpu_type": "a100", "nodes": 1, "gpus": 2, "local_batch": 64, "step_time": 0.2,
-                                 "sync_time": 0.01}]}]
-    extra = [("unknown job", "/v1/events", {"events": [{"type": "JobCancelled", "time": now, "job_id": "zz"}]},
-              "events[0].job_id"),
-             ("unknown node", "/v1/events", {"events": [{"type": "NodeDrained", "time": now, "node": "zz"}]},
-              "events[0].node"),
-             ("out of order", "/v1/events", {"events": [_submitted("f9", 1.0)]}, "events[0].time"),
-             ("decision before the last", "/v1/decide", {"now": 1.0}, "now")]
-    cases = service_cases(svc.token, 65536, events, {"now": now}, extra)
+    cases = session_cases(svc.token, 65536, now)
     assert len(cases) > 250
     failures = []
     t0 = time.monotonic()

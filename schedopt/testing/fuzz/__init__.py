@@ -41,7 +41,7 @@ from .documents import (
 )
 from .entries import KNAPSACK_OPTIMUM, CliExit, entry_points, lies
 from .runner import Case, EntryPoint, FuzzTimeout, Outcome, all_cases, cases, run_case, time_limit
-from .service import GUARDED, HttpCase, run_http_case, service_cases, service_survey
+from .service import GUARDED, HttpCase, run_http_case, service_cases, service_survey, session_cases
 from .sim import (
     WORKLOAD_FILE_CASES,
     honest_result,
@@ -88,6 +88,7 @@ __all__ = [
     "run_workload_file_case",
     "service_cases",
     "service_survey",
+    "session_cases",
     "sim_entries",
     "small_workloads",
     "survey",

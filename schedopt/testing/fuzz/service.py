@@ -28,7 +28,7 @@ from .catalog import MISSING, Bad
 from .documents import apply_document_case, document_cases
 from .runner import Case, Outcome
 
-__all__ = ["GUARDED", "HttpCase", "run_http_case", "service_cases"]
+__all__ = ["GUARDED", "HttpCase", "run_http_case", "service_cases", "service_survey", "session_cases"]
 
 #: (method, path) of every route that needs the token
 GUARDED = (("GET", "/metrics"), ("POST", "/v1/events"), ("POST", "/v1/decide"), ("GET", "/v1/plan"),
@@ -255,16 +255,38 @@ def run_http_case(port: int, case: HttpCase, timeout: float = 10.0, schema: dict
     return Outcome("named", entry, c, detail, seconds)
 
 
+def session_cases(token: str, max_body: int, now: float) -> list[HttpCase]:
+    """:func:`service_cases` for a service whose last decision was before ``now`` (and after t = 1): a valid batch
+    submits a job ``f1`` at ``now`` and reports its progress and a measurement; the extra cases name a job and a
+    node the session does not have, an event before the last decision and a decision before it."""
+    events = [{"type": "JobSubmitted", "time": now, "job": {"id": "f1", "application": "cifar10", "submitted": now,
+                                                             "requested_gpus": 2}},
+              {"type": "JobProgress", "time": now, "job_id": "f1", "progress": 0.1, "epoch": 1,
+               "measurements": [{"gpu_type": "a100", "nodes": 1, "gpus": 2, "local_batch": 64, "step_time": 0.2,
+                                 "sync_time": 0.01}]}]
+    extra: list[tuple[str, str, dict[str, Any], str]] = [
+        ("unknown job", "/v1/events", {"events": [{"type": "JobCancelled", "time": now, "job_id": "zz"}]},
+         "events[0].job_id"),
+        ("unknown node", "/v1/events", {"events": [{"type": "NodeDrained", "time": now, "node": "zz"}]},
+         "events[0].node"),
+        ("out of order", "/v1/events", {"events": [events[0] | {"time": 1.0}]}, "events[0].time"),
+        ("decision before the last", "/v1/decide", {"now": 1.0}, "now"),
+    ]
+    return service_cases(token, max_body, events, {"now": now}, extra)
+
+
 def service_survey(timeout: float = 10.0) -> list[Outcome]:
-    """Every case against a real ``schedopt serve`` started for it (tiresias on three named nodes, in a temporary
-    folder, stopped at the end): the outcomes, and a ``hang`` for any case after which ``/healthz`` did not
-    answer."""
+    """Every case of :func:`session_cases` against a real ``schedopt serve`` started for it (tiresias on three
+    named nodes, in a temporary folder, stopped at the end): the outcomes, and a ``hang`` for any case after which
+    ``/healthz`` did not answer."""
     import tempfile
     from pathlib import Path
 
     from ...live import ClusterState, NodeState
+    from ...schemas import load
     from ..serve import ServiceProcess
 
+    schema = load("service")
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         cluster = ClusterState((NodeState("a1", "a100", 8), NodeState("v1", "v100", 8, failed_gpus=(7,)),
@@ -274,26 +296,9 @@ def service_survey(timeout: float = 10.0) -> list[Outcome]:
         max_body = 65536
         with ServiceProcess(d, d / "state.json", d / "init.json", extra=("--max-body", str(max_body))) as sp:
             with sp.client() as c:
-                c.events([{"type": "JobSubmitted", "time": 0.0, "job": {"id": "j0", "application": "cifar10",
-                                                                         "submitted": 0.0, "requested_gpus": 2}}])
                 c.decide(60.0)
-            now = 120.0
-            events = [{"type": "JobSubmitted", "time": now, "job": {"id": "f1", "application": "cifar10",
-                                                                     "submitted": now, "requested_gpus": 2}},
-                      {"type": "JobProgress", "time": now, "job_id": "j0", "progress": 0.1, "epoch": 1,
-                       "measurements": [{"gpu_type": "a100", "nodes": 1, "gpus": 2, "local_batch": 64,
-                                         "step_time": 0.2, "sync_time": 0.01}]}]
-            extra = [("unknown job", "/v1/events", {"events": [{"type": "JobCancelled", "time": now, "job_id": "zz"}]},
-                      "events[0].job_id"),
-                     ("unknown node", "/v1/events", {"events": [{"type": "NodeDrained", "time": now, "node": "zz"}]},
-                      "events[0].node"),
-                     ("out of order", "/v1/events", {"events": [events[0] | {"time": 1.0}]}, "events[0].time"),
-                     ("decision before the last", "/v1/decide", {"now": 1.0}, "now")]
-            from ...schemas import load
-
-            schema = load("service")
             out = []
-            for case in service_cases(sp.token, max_body, events, {"now": now}, extra):
+            for case in session_cases(sp.token, max_body, 120.0):
                 o = run_http_case(sp.port, case, timeout, schema)
                 out.append(o)
                 with sp.client(timeout=timeout) as c:
