@@ -52,6 +52,13 @@ its word.
 
 from __future__ import annotations
 
+from .client import (  # the client of the decision service (schedopt serve; added by the serve branch)
+    ServiceBusy,
+    ServiceClient,
+    ServiceError,
+    ServiceInputError,
+    ServiceSession,
+)
 from .persist import read_document, write_document
 from .replay import ReplayExecutor
 from .session import Action, JobPlan, Plan, Session
@@ -99,6 +106,12 @@ __all__ = [
     "NodeUpdated",
     "Plan",
     "ReplayExecutor",
+    # the decision service's client (schedopt serve)
+    "ServiceBusy",
+    "ServiceClient",
+    "ServiceError",
+    "ServiceInputError",
+    "ServiceSession",
     "Session",
     "event_from_dict",
     "event_to_dict",

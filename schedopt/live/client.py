@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -23,8 +24,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import InputError, SchedoptError
+from .plan import Action, Plan
+from .state import event_to_dict
 
-__all__ = ["ServiceBusy", "ServiceClient", "ServiceError", "ServiceInputError"]
+__all__ = ["ServiceBusy", "ServiceClient", "ServiceError", "ServiceInputError", "ServiceSession"]
 
 
 class ServiceError(SchedoptError):
@@ -51,7 +54,8 @@ class ServiceBusy(ServiceError):
 
 
 def _document(event: Any) -> Any:
-    return event.to_document() if hasattr(event, "to_document") else event
+    """A :mod:`schedopt.live` event as its JSON document (a document as it is)."""
+    return event if isinstance(event, Mapping) else event_to_dict(event)
 
 
 class ServiceClient:
@@ -90,7 +94,13 @@ class ServiceClient:
     # ------------------------------------------------------------------ transport
     def _connection(self) -> http.client.HTTPConnection:
         if self._conn is None:
-            self._conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+            conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+            conn.connect()
+            # http.client writes a request's headers and body apart: without TCP_NODELAY the body waits for the
+            # service's delayed ACK (40 ms a request on Linux)
+            assert conn.sock is not None
+            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._conn = conn
         return self._conn
 
     def close(self) -> None:
@@ -113,8 +123,8 @@ class ServiceClient:
         attempt = 0
         while True:
             fresh = self._conn is None
-            conn = self._connection()
             try:
+                conn = self._connection()
                 conn.request(method, path, body=data, headers=headers)
                 resp = conn.getresponse()
                 payload = resp.read()
@@ -162,7 +172,7 @@ class ServiceClient:
             return False
 
     def events(self, events: Iterable[Any], seq: int | None = None) -> dict[str, Any]:
-        """Send an event batch (event objects with ``to_document()`` or their documents), applied all or none;
+        """Send an event batch (:mod:`schedopt.live` events or their documents), applied all or none;
         ``seq`` makes a retried batch harmless (one whose ``seq`` is not above the last applied is not applied)."""
         body: dict[str, Any] = {"events": [_document(e) for e in events]}
         if seq is not None:
@@ -170,12 +180,22 @@ class ServiceClient:
         out: dict[str, Any] = self._call("POST", "/v1/events", body)
         return out
 
-    def decide(self, now: float, deadline_s: float | None = None) -> dict[str, Any]:
-        """The decision at ``now``: ``{"status", "round", "now", "plan", "repeated", "seconds", "pending_round"}``
-        (``status`` ``deadline_exceeded``: ``plan`` is the previous one)."""
+    def decide(self, now: float, deadline_s: float | None = None, events: Iterable[Any] | None = None,
+               seq: int | None = None, known_round: int | None = None) -> dict[str, Any]:
+        """The decision at ``now``, after ``events`` (the events since the last request, applied first, all or
+        none; ``seq`` as in :meth:`events`; ``known_round``: the round of the last answer this client has, which a
+        service that restarted behind it refuses with 409 naming ``known_round``): ``{"status", "round", "now", "plan", "repeated", "seconds",
+        "pending_round", "applied", "seq", "summary"}`` (``status`` ``deadline_exceeded``: ``plan`` is the previous
+        one)."""
         body: dict[str, Any] = {"now": now}
         if deadline_s is not None:
             body["deadline_s"] = deadline_s
+        if events is not None:
+            body["events"] = [_document(e) for e in events]
+        if seq is not None:
+            body["seq"] = seq
+        if known_round is not None:
+            body["known_round"] = known_round
         out: dict[str, Any] = self._call("POST", "/v1/decide", body)
         return out
 
@@ -205,3 +225,79 @@ class ServiceClient:
             time.sleep(interval)
         raise ServiceError(0, {"error": {"field": "url", "value": f"http://{self.host}:{self.port}",
                                          "message": f"not ready within {timeout} s"}})
+
+
+def _decision(plan: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A plan document without its timing fields (the policy's wall and CPU time differ between identical runs)."""
+    return plan["time"], plan["round_index"], plan["policy"], plan["jobs"]
+
+
+class ServiceSession:
+    """The surface of :class:`schedopt.live.Session` that drives decisions (``apply``, ``decide``, ``jobs``,
+    ``pending``, ``plan``), carried out by a service: events are buffered and sent with the next decision request
+    as one batch (with the next sequence number), and the plan comes back as a :class:`~schedopt.live.Plan`.
+
+    Use a client with ``retries`` to ride out a restart of the service: a batch sent again is not applied twice
+    (its ``seq``), a decision asked again at the same time is the same plan, and a service that restarted behind
+    the last answer (its save of that round was cut short: 409 naming ``known_round``) is sent the lost round's
+    request again, which gives the same plan, before the new one. ``before_decide(now)``, when given, is called
+    before each decision request is sent (a test kills the service there)."""
+
+    def __init__(self, client: ServiceClient, before_decide: Any = None) -> None:
+        self.client = client
+        self.before_decide = before_decide
+        state = client.state()
+        self.seq = int(state["seq"]) + 1
+        self.round = int(state["round"])
+        self._buffer: list[Any] = []
+        self._last: dict[str, Any] | None = None  # the last decision request and its answer
+        self.jobs: dict[str, None] = {}
+        self.pending: list[str] = []
+        self.plan: Plan | None = None
+        self.answers: list[dict[str, Any]] = []
+
+    def apply(self, event: Any) -> None:
+        """Buffer one event (a :mod:`schedopt.live` event or its document) for the next decision request."""
+        self._buffer.append(event)
+
+    def _ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return self.client.decide(**request)
+        except ServiceBusy as exc:
+            if exc.field != "known_round" or self._last is None:
+                raise
+        # the service restarted from a state saved before the last answered round: that round's request again
+        last = self._last
+        again = self.client.decide(**last["request"])
+        if _decision(again["plan"]) != _decision(last["answer"]["plan"]):
+            raise ServiceError(409, {"error": {"field": "plan", "value": again["round"], "message":
+                                               "the lost round, decided again, differs from its first answer"}})
+        return self.client.decide(**request)
+
+    def decide(self, now: float) -> Plan:
+        """The plan at ``now``, the buffered events sent with the request (one request, one save)."""
+        if self.before_decide is not None:
+            self.before_decide(now)
+        request: dict[str, Any] = {"now": now, "known_round": self.round}
+        if self._buffer:
+            request.update(events=[_document(e) for e in self._buffer], seq=self.seq)
+            self.seq += 1
+            self._buffer = []
+        answer = self._ask(request)
+        if answer["status"] != "ok":
+            raise ServiceError(200, {"error": {"field": "status", "value": answer["status"],
+                                               "message": f"the decision at {now} was not made in time"}})
+        self._last = {"request": request, "answer": answer}
+        self.round = int(answer["round"])
+        self.answers.append(answer)
+        plan = Plan.from_dict(answer["plan"])
+        summary = answer["summary"]
+        if summary["jobs_pending"]:  # which jobs wait for admission: only the state says
+            doc = self.client.state()["session"]
+            self.jobs = {d["id"]: None for d in doc["jobs"] if d["admitted"]}
+            self.pending = [d["id"] for d in doc["jobs"] if not d["admitted"]]
+        else:  # every job the plan names was admitted, but those it rejects
+            self.jobs = {j: None for j, p in plan.jobs.items() if p.action is not Action.REJECT}
+            self.pending = []
+        self.plan = plan
+        return plan

@@ -33,6 +33,18 @@ class DecisionFailed(SchedoptError):
         super().__init__(str(exc))
 
 
+def _event(doc: Any, path: str) -> Any:
+    """:func:`schedopt.live.event_from_dict`, its error rooted at ``path`` when it names the event's class instead
+    (``JobSubmitted.time`` -> ``events[3].time``: which event of the batch)."""
+    try:
+        return event_from_dict(doc, path)
+    except InputError as exc:
+        if exc.field.startswith(path):
+            raise
+        rest = exc.field.partition(".")[2]
+        raise InputError(f"{path}.{rest}" if rest else path, exc.value, exc.message) from None
+
+
 class LiveSession:
     """A :class:`schedopt.live.Session` as the service's :class:`~schedopt.serve.service.SessionPort`."""
 
@@ -46,7 +58,7 @@ class LiveSession:
             raise InputError(field, docs, "must be a list of events")
         if len(docs) > MAX_EVENTS:
             raise InputError(field, len(docs), f"holds more than {MAX_EVENTS} events: send them in batches")
-        return [event_from_dict(d, f"{field}[{i}]") for i, d in enumerate(docs)]
+        return [_event(d, f"{field}[{i}]") for i, d in enumerate(docs)]
 
     def apply(self, events: list[Any], field: str = "events") -> Mapping[str, int]:
         """Apply ``events`` in order. A refused event raises an InputError naming ``{field}[i]`` and its field; the

@@ -38,7 +38,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..errors import InputError, SchedoptError, _short
 from .body import TooLarge, parse_json, read_limited
 from .metrics import CONTENT_TYPE
-from .service import Busy, DecideRequest, EventsRequest, Service
+from .service import Behind, Busy, DecideRequest, EventsRequest, Service
 
 __all__ = ["ERROR_SCHEMA", "OPEN_PATHS", "ROUTES", "create_app", "error_document"]
 
@@ -165,7 +165,7 @@ def create_app(service: Service, token: str, max_body: int, drain_timeout: float
 
     async def events(request: Request) -> Response:
         req = EventsRequest.from_document(await _body(request, max_body))
-        return _json(service.events(req))
+        return _json(await service.events(req))
 
     async def decide(request: Request) -> Response:
         req = DecideRequest.from_document(await _body(request, max_body))
@@ -175,7 +175,7 @@ def create_app(service: Service, token: str, max_body: int, drain_timeout: float
         return _json(service.plan_document())
 
     async def state(request: Request) -> Response:
-        return _json(service.document())
+        return _json(await service.document())
 
     async def input_error(request: Request, exc: Exception) -> Response:
         return _json(error_document(400, exc, str(exc)), 400)
@@ -185,6 +185,9 @@ def create_app(service: Service, token: str, max_body: int, drain_timeout: float
 
     async def busy(request: Request, exc: Exception) -> Response:
         return _json(error_document(409, exc, str(exc)), 409, {"Retry-After": "1"})
+
+    async def behind(request: Request, exc: Exception) -> Response:
+        return _json(error_document(409, exc, str(exc)), 409)
 
     async def media_type(request: Request, exc: Exception) -> Response:
         return _json(error_document(415, exc, str(exc)), 415)
@@ -216,7 +219,7 @@ def create_app(service: Service, token: str, max_body: int, drain_timeout: float
                         service.meta.round)
 
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
-        InputError: input_error, TooLarge: too_large, Busy: busy, _MediaType: media_type, SchedoptError: named,
+        InputError: input_error, TooLarge: too_large, Busy: busy, Behind: behind, _MediaType: media_type, SchedoptError: named,
         HTTPException: http_error, Exception: internal}
     app = Starlette(routes=[
         Route("/healthz", healthz, methods=["GET"]), Route("/readyz", readyz, methods=["GET"]),

@@ -16,29 +16,17 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..cli_support import positive_float
+from ..cli_support import _number, positive_float
 
 __all__ = ["add_parser", "cmd_serve"]
 
 
 def _port(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer in [0, 65535], got {text!r}") from None
-    if not 0 <= v <= 65535:
-        raise argparse.ArgumentTypeError(f"must be an integer in [0, 65535], got {text!r}")
-    return v
+    return int(_number(text, int, lambda v: 0 <= v <= 65535, "an integer in [0, 65535]"))
 
 
 def _bytes(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of bytes >= 1024, got {text!r}") from None
-    if v < 1024:
-        raise argparse.ArgumentTypeError(f"must be a number of bytes >= 1024, got {text!r}")
-    return v
+    return int(_number(text, int, lambda v: v >= 1024, "a number of bytes >= 1024"))
 
 
 def add_parser(sub: Any) -> None:

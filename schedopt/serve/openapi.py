@@ -30,7 +30,9 @@ def _rewrite(obj: Any) -> Any:
 
 def _errors(*codes: int) -> dict[str, Any]:
     say = {400: "bad input: the field and the value are named", 401: "no bearer token, or another one",
-           404: "no such route", 405: "method not allowed", 409: "a decision is running: retry (Retry-After)",
+           404: "no such route", 405: "method not allowed",
+           409: "a decision is running: retry (Retry-After); or, naming known_round, the service restarted behind "
+                "the client's last answer: send that round's request again",
            413: "the body is over the service's limit", 415: "the body is not application/json",
            500: "the session or its policy failed (the message says how; no traceback)"}
     return {str(c): {"description": say[c], "content": {_JSON: {"schema": _ref("error")}}} for c in codes}

@@ -81,6 +81,9 @@ def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # uvicorn writes a response's head and body apart; the connections accepted here inherit TCP_NODELAY, without
+    # which the body waited for the client's delayed ACK (40 ms a request on a kept-alive connection, measured)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((host, port))
     except OSError as exc:
@@ -100,8 +103,8 @@ def serve(config: ServeConfig) -> int:
     from .app import create_app
     from .service import Service
 
-    token = read_token(config.token_path, create=config.token_file is None)
     session, meta = open_session(config.state, config.init)
+    token = read_token(config.token_path, create=config.token_file is None)
     service = Service(session, config.state, config.deadline, meta)
     if meta.round == 0 and not config.state.exists():
         service.save()  # the state file exists from the start: a crash before the first decision restarts here

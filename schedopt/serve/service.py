@@ -10,6 +10,14 @@ Deadline: a decision not done within its deadline is answered with the previous 
 ``deadline_exceeded``; the decision is not cancelled (a solver cannot be stopped safely half-way): it finishes on
 its thread, becomes the session's plan (``GET /v1/plan``) and is saved, and until then changes get 409.
 
+Saving: an event batch is saved before it is answered. A decision is answered as soon as it is made and saved
+right after, on its thread (at 2,048 GPUs the session's document takes hundreds of milliseconds to write); any
+change waits for that save, so the file is never more than the one answered decision behind. A service killed in
+that window restarts one round behind the client: a decision request carrying ``known_round`` (the round of the
+last answer the client has) is then refused with :class:`Behind` (409), and the client sends the lost round's
+request again -- the same events and time give the same plan -- then its new one
+(:class:`schedopt.live.client.ServiceSession` does this).
+
 Idempotency: asking again for a decision at the same ``now`` with no event batch applied in between returns the
 last plan (``repeated: true``) without running the policy again, so a retried request cannot advance the session
 twice. Event batches may carry a sequence number ``seq``; a batch whose ``seq`` is not above the last one applied is
@@ -19,11 +27,12 @@ acknowledged as a duplicate and not applied again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -31,9 +40,9 @@ from typing import Any, Protocol
 from ..errors import InputError, SchedoptError
 from ..live.persist import write_document
 from .metrics import Metrics
-from .state import ServiceState, read_state
+from .state import ServiceState
 
-__all__ = ["Busy", "DecideRequest", "EventsRequest", "Service", "SessionPort"]
+__all__ = ["Behind", "Busy", "DecideRequest", "EventsRequest", "Service", "SessionPort"]
 
 log = logging.getLogger("schedopt.serve")
 
@@ -45,6 +54,19 @@ class Busy(SchedoptError):
         self.field = "session"
         self.value = f"deciding round {round_}"
         super().__init__(f"a decision (round {round_}) is running: retry when it is done")
+
+
+class Behind(SchedoptError):
+    """The client has an answer of a later round than the service holds: the service restarted from its state file
+    before that round was saved (HTTP 409). The client sends that round's request again (the same plan comes
+    back: decisions are a function of the events and the time), then its new one."""
+
+    def __init__(self, known: int, held: int) -> None:
+        self.field = "known_round"
+        self.value = known
+        super().__init__(f"known_round={known}: the service holds round {held} (it restarted from its state file "
+                         f"before round {held + 1} was saved): send the requests of rounds {held + 1}..{known} "
+                         "again, then this one")
 
 
 class SessionPort(Protocol):
@@ -79,32 +101,6 @@ class SessionPort(Protocol):
         ...
 
 
-def _start_thread(loop: asyncio.AbstractEventLoop, fut: asyncio.Future[Any], fn: Callable[[float], Any],
-                  arg: float) -> None:
-    """Run ``fn(arg)`` on a daemon thread and settle ``fut`` with its outcome on ``loop``. A daemon thread, so that a
-    service told to stop while a decision overruns exits without it (its last saved state is whole)."""
-
-    def settle(result: Any, exc: BaseException | None) -> None:
-        if fut.cancelled():
-            return
-        if exc is None:
-            fut.set_result(result)
-        else:
-            fut.set_exception(exc)
-
-    def work() -> None:
-        try:
-            result, exc = fn(arg), None
-        except BaseException as e:
-            result, exc = None, e
-        try:
-            loop.call_soon_threadsafe(settle, result, exc)
-        except RuntimeError:  # the loop was closed: the service stopped while this ran
-            pass
-
-    threading.Thread(target=work, name="schedopt-decide", daemon=True).start()
-
-
 def _keys(doc: dict[str, Any], allowed: set[str], required: set[str]) -> None:
     for k in doc:
         if k not in allowed:
@@ -120,26 +116,18 @@ def _number(doc: dict[str, Any], key: str) -> float:
     return float(v)
 
 
-@dataclass(frozen=True)
-class DecideRequest:
-    """``POST /v1/decide``: ``now`` (seconds, the cluster's clock, not before the last decision's) and an optional
-    ``deadline_s`` (> 0; at most the service's own deadline, which applies when it is left out)."""
+def _seq(doc: dict[str, Any]) -> int | None:
+    seq = doc.get("seq")
+    if seq is not None and (isinstance(seq, bool) or not isinstance(seq, int) or seq < 0 or seq >= 2**63):
+        raise InputError("seq", seq, "must be an integer in [0, 2**63)")
+    return seq
 
-    now: float
-    deadline_s: float | None = None
 
-    @classmethod
-    def from_document(cls, doc: dict[str, Any]) -> DecideRequest:
-        _keys(doc, {"now", "deadline_s"}, {"now"})
-        now = _number(doc, "now")
-        if now < 0:
-            raise InputError("now", now, "must be >= 0")
-        deadline = None
-        if doc.get("deadline_s") is not None:
-            deadline = _number(doc, "deadline_s")
-            if deadline <= 0:
-                raise InputError("deadline_s", deadline, "must be > 0")
-        return cls(now, deadline)
+def _events(doc: dict[str, Any]) -> list[Any] | None:
+    events = doc.get("events")
+    if events is not None and not isinstance(events, list):
+        raise InputError("events", events, "must be a list of events")
+    return events
 
 
 @dataclass(frozen=True)
@@ -153,12 +141,44 @@ class EventsRequest:
     @classmethod
     def from_document(cls, doc: dict[str, Any]) -> EventsRequest:
         _keys(doc, {"events", "seq"}, {"events"})
-        if not isinstance(doc["events"], list):
-            raise InputError("events", doc["events"], "must be a list of events")
-        seq = doc.get("seq")
-        if seq is not None and (isinstance(seq, bool) or not isinstance(seq, int) or seq < 0 or seq >= 2**63):
-            raise InputError("seq", seq, "must be an integer in [0, 2**63)")
-        return cls(doc["events"], seq)
+        events = _events(doc)
+        if events is None:
+            raise InputError("events", None, "must be a list of events")
+        return cls(events, _seq(doc))
+
+
+@dataclass(frozen=True)
+class DecideRequest:
+    """``POST /v1/decide``: ``now`` (seconds, the cluster's clock, not before the last decision's), an optional
+    ``deadline_s`` (> 0; at most the service's own deadline, which applies when it is left out), and optionally the
+    events since the last request (``events``, ``seq``: as ``POST /v1/events``, applied first; the state in, the
+    decision out, in one request and one save), and ``known_round``, the round of the last answer the client has
+    (a service behind it refuses with :class:`Behind`)."""
+
+    now: float
+    deadline_s: float | None = None
+    events: list[Any] | None = None
+    seq: int | None = None
+    known_round: int | None = None
+
+    @classmethod
+    def from_document(cls, doc: dict[str, Any]) -> DecideRequest:
+        _keys(doc, {"now", "deadline_s", "events", "seq", "known_round"}, {"now"})
+        now = _number(doc, "now")
+        if now < 0:
+            raise InputError("now", now, "must be >= 0")
+        deadline = None
+        if doc.get("deadline_s") is not None:
+            deadline = _number(doc, "deadline_s")
+            if deadline <= 0:
+                raise InputError("deadline_s", deadline, "must be > 0")
+        events, seq = _events(doc), _seq(doc)
+        if seq is not None and events is None:
+            raise InputError("seq", seq, "numbers an event batch: give events with it")
+        known = doc.get("known_round")
+        if known is not None and (isinstance(known, bool) or not isinstance(known, int) or not 0 <= known < 2**63):
+            raise InputError("known_round", known, "must be an integer in [0, 2**63)")
+        return cls(now, deadline, events, seq, known)
 
 
 class Service:
@@ -174,16 +194,12 @@ class Service:
         self.meta = meta or ServiceState()
         self.metrics = Metrics()
         self.ready = True
-        self._running: asyncio.Future[dict[str, Any]] | None = None
+        self._running: asyncio.Future[tuple[ServiceState, dict[str, Any]]] | None = None
+        self._saving: asyncio.Future[Any] | None = None
         self._document = self.meta.to_document(session.to_document())
         self._summary = session.summary()
 
     # ------------------------------------------------------------------ persistence
-    @staticmethod
-    def load_state(path: Path) -> tuple[ServiceState, dict[str, Any]]:
-        """The service's part and the session's document from a state file written by :meth:`save`."""
-        return ServiceState.from_document(read_state(path), "state")
-
     def save(self, meta: ServiceState | None = None) -> None:
         """Write the state file (atomically), then keep ``meta`` (default: the current one) and the document for
         ``GET /v1/state``: what the service answers is always what is on disk."""
@@ -194,8 +210,11 @@ class Service:
         self.meta, self._document, self._summary = meta, doc, self.session.summary()
         self.metrics.save_latency.observe(time.perf_counter() - t0)
 
-    def document(self) -> dict[str, Any]:
-        """The state as last saved (the service's part and the session's document)."""
+    async def document(self) -> dict[str, Any]:
+        """The state as last saved (the service's part and the session's document); when the last answered
+        decision is being saved, once it is (while a decision runs: the state before it, at once)."""
+        if self._running is None:
+            await self._saved()
         return self._document
 
     def plan_document(self) -> dict[str, Any]:
@@ -207,60 +226,127 @@ class Service:
         return self._running is not None
 
     # ------------------------------------------------------------------ changes
-    def events(self, req: EventsRequest) -> dict[str, Any]:
-        """Apply an event batch (on the event loop: it is short) and save."""
-        if self._running is not None:
-            raise Busy(self.meta.round + 1)
+    def _apply_batch(self, docs: list[Any], seq: int | None) -> tuple[str, int]:
+        """Apply a batch to the session (not saved); ("duplicate", 0) for a ``seq`` already applied. A refused
+        event leaves the session as it was (the saved state is restored when part of the batch went in)."""
         m = self.meta
-        if req.seq is not None and req.seq <= m.seq:
-            return {"status": "duplicate", "applied": 0, "seq": m.seq, "changes": m.changes}
-        events = self.session.parse_events(req.events, "events")
+        if seq is not None and seq <= m.seq:
+            return "duplicate", 0
+        events = self.session.parse_events(docs, "events")
         try:
             counts = self.session.apply(events)
         except InputError:
             if len(events) > 1:  # some events of the batch may have been applied: back to the saved state
                 self.session.restore(self._document["session"])
             raise
-        self.save(dataclasses.replace(m, changes=m.changes + 1, seq=m.seq if req.seq is None else req.seq))
+        self.meta = dataclasses.replace(m, changes=m.changes + 1, seq=m.seq if seq is None else seq)
         for kind, n in counts.items():
             self.metrics.events[kind] += n
-        return {"status": "ok", "applied": len(events), "seq": self.meta.seq, "changes": self.meta.changes}
+        return "ok", len(events)
+
+    async def _saved(self) -> None:
+        """Wait for the save of the last decision (a change waits for it: the state on disk is never more than the
+        one answered decision behind the session)."""
+        while self._saving is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._saving)
+
+    async def events(self, req: EventsRequest) -> dict[str, Any]:
+        """Apply an event batch (on the event loop: it is short) and save before answering."""
+        if self._running is not None:
+            raise Busy(self.meta.round + 1)
+        await self._saved()
+        if self._running is not None:  # a decision started while this request waited
+            raise Busy(self.meta.round + 1)
+        status, applied = self._apply_batch(req.events, req.seq)
+        if applied:
+            self.save()
+        return {"status": status, "applied": applied, "seq": self.meta.seq, "changes": self.meta.changes}
 
     async def decide(self, req: DecideRequest) -> dict[str, Any]:
-        m = self.meta
         if self._running is not None:
-            raise Busy(m.round + 1)
+            raise Busy(self.meta.round + 1)
+        await self._saved()
+        if self._running is not None:  # another request started a decision while this one waited
+            raise Busy(self.meta.round + 1)
+        if req.known_round is not None and req.known_round > self.meta.round:
+            raise Behind(req.known_round, self.meta.round)
+        applied = 0
+        if req.events is not None:
+            applied = self._apply_batch(req.events, req.seq)[1]
+        m = self.meta
         if m.now is not None and req.now == m.now and m.plan_changes == m.changes:
             self.metrics.decisions["repeated"] += 1
-            return self._answer("ok", repeated=True, seconds=0.0)
+            return self._answer("ok", repeated=True, seconds=0.0, applied=applied)
         deadline = min(self.deadline, req.deadline_s) if req.deadline_s is not None else self.deadline
         loop = asyncio.get_running_loop()
         t0 = time.perf_counter()
-        fut: asyncio.Future[dict[str, Any]] = loop.create_future()
-        _start_thread(loop, fut, self._decide_and_save, req.now)
-        self._running = fut
-        fut.add_done_callback(lambda f: self._finished(f, t0))
+        decided: asyncio.Future[tuple[ServiceState, dict[str, Any]]] = loop.create_future()
+        saved: asyncio.Future[Any] = loop.create_future()
+        self._running, self._saving = decided, saved
+        decided.add_done_callback(lambda f: self._decided(f, t0))
+        saved.add_done_callback(self._stored)
+        threading.Thread(target=self._work, args=(loop, decided, saved, req.now), name="schedopt-decide",
+                         daemon=True).start()
         try:
-            await asyncio.wait_for(asyncio.shield(fut), deadline)
+            await asyncio.wait_for(asyncio.shield(decided), deadline)
         except TimeoutError:
             self.metrics.decisions["deadline_exceeded"] += 1
             return self._answer("deadline_exceeded", repeated=False, seconds=time.perf_counter() - t0,
-                                pending_round=m.round + 1)
-        return self._answer("ok", repeated=False, seconds=time.perf_counter() - t0)
+                                pending_round=m.round + 1, applied=applied)
+        except Exception:
+            if applied:  # the decision failed and changed nothing; the events it came with stay, saved
+                await self._saved()
+                self.save()
+            raise
+        return self._answer("ok", repeated=False, seconds=time.perf_counter() - t0, applied=applied)
 
-    def _decide_and_save(self, now: float) -> dict[str, Any]:
-        """On the worker thread: the decision, then the state saved (the plan is not answered before it is saved)."""
-        plan = self.session.decide(now)
-        m = self.meta
-        self.save(dataclasses.replace(m, round=m.round + 1, now=now, plan=plan, plan_changes=m.changes))
-        return plan
+    def _work(self, loop: asyncio.AbstractEventLoop, decided: asyncio.Future[tuple[ServiceState, dict[str, Any]]],
+              saved: asyncio.Future[Any], now: float) -> None:
+        """On a daemon thread (a service told to stop while a decision overruns exits without it): the decision,
+        answered as soon as it is made, then the state saved. No change reaches the session before the save is
+        done (changes wait for it), so the document saved is the session right after this decision."""
 
-    def _finished(self, fut: asyncio.Future[dict[str, Any]], t0: float) -> None:
+        def settle(fut: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
+            if fut.cancelled():
+                return
+            if exc is None:
+                fut.set_result(result)
+            else:
+                fut.set_exception(exc)
+
+        def post(fut: asyncio.Future[Any], result: Any, exc: BaseException | None = None) -> None:
+            try:
+                loop.call_soon_threadsafe(settle, fut, result, exc)
+            except RuntimeError:  # the loop was closed: the service stopped while this ran
+                pass
+
+        try:
+            plan = self.session.decide(now)
+            m = self.meta
+            meta = dataclasses.replace(m, round=m.round + 1, now=now, plan=plan, plan_changes=m.changes)
+            summary = self.session.summary()
+        except BaseException as exc:
+            post(decided, None, exc)
+            post(saved, None)
+            return
+        post(decided, (meta, summary))
+        t0 = time.perf_counter()
+        try:
+            doc = meta.to_document(self.session.to_document())
+            write_document(str(self.state_path), doc)
+        except BaseException as exc:
+            post(saved, None, exc)
+            return
+        post(saved, (doc, time.perf_counter() - t0))
+
+    def _decided(self, fut: asyncio.Future[tuple[ServiceState, dict[str, Any]]], t0: float) -> None:
         self._running = None
         if fut.cancelled():
             return
         exc = fut.exception()
         if exc is None:
+            self.meta, self._summary = fut.result()
             self.metrics.latency.observe(time.perf_counter() - t0)
             self.metrics.decisions["ok"] += 1
         else:
@@ -268,24 +354,36 @@ class Service:
             if not isinstance(exc, SchedoptError):
                 log.error("decision failed", exc_info=exc)
 
-    def _answer(self, status: str, repeated: bool, seconds: float, pending_round: int | None = None
-                ) -> dict[str, Any]:
+    def _stored(self, fut: asyncio.Future[Any]) -> None:
+        self._saving = None
+        if fut.cancelled():
+            return
+        exc = fut.exception()
+        if exc is not None:
+            self.metrics.error("save", 0)
+            log.error("the state could not be saved to %s: %s", self.state_path, exc)
+        elif fut.result() is not None:
+            self._document, seconds = fut.result()
+            self.metrics.save_latency.observe(seconds)
+
+    def _answer(self, status: str, repeated: bool, seconds: float, pending_round: int | None = None,
+                applied: int = 0) -> dict[str, Any]:
         m = self.meta
         return {"status": status, "round": m.round, "now": m.now, "plan": m.plan, "repeated": repeated,
-                "seconds": seconds, "pending_round": pending_round, "summary": self._summary}
+                "seconds": seconds, "pending_round": pending_round, "applied": applied, "seq": m.seq,
+                "summary": self._summary}
 
     # ------------------------------------------------------------------ shutdown
     async def drain(self, timeout: float) -> bool:
-        """Wait (at most ``timeout`` s) for a running decision; True when none is left running."""
-        fut = self._running
-        if fut is None:
-            return True
+        """Wait (at most ``timeout`` s) for a running decision and its save; True when none is left running."""
         try:
-            await asyncio.wait_for(asyncio.shield(fut), timeout)
+            async with asyncio.timeout(timeout):
+                for fut in (self._running, self._saving):
+                    if fut is not None:
+                        with contextlib.suppress(Exception):
+                            await asyncio.shield(fut)
         except TimeoutError:
             return False
-        except Exception:
-            return True
         return True
 
     def gauges(self) -> Mapping[str, tuple[str, Mapping[tuple[tuple[str, str], ...], float]]]:

@@ -10,10 +10,24 @@ import sys
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import cast
 
-from ..live.client import ServiceClient
+from ..live import ReplayExecutor, Session
+from ..live.client import ServiceClient, ServiceSession
+from ..sim import Workload
 
-__all__ = ["ServiceProcess"]
+__all__ = ["ServiceProcess", "ServiceReplay"]
+
+
+class ServiceReplay(ReplayExecutor):
+    """:class:`~schedopt.live.ReplayExecutor` with a service's session (:class:`~schedopt.live.client.ServiceSession`)
+    in place of the in-process one: every decision comes from the service. ``settings``: an in-process session made
+    as the service's (the same cluster, policy and round), from which the executor takes the job model's settings
+    only; it decides nothing."""
+
+    def __init__(self, remote: ServiceSession, workload: Workload, settings: Session) -> None:
+        super().__init__(settings, workload)
+        self.session = cast(Session, remote)
 
 
 class ServiceProcess:
@@ -23,17 +37,19 @@ class ServiceProcess:
     :meth:`kill` sends SIGKILL."""
 
     def __init__(self, workdir: Path, state: Path, init: Path | None = None, extra: tuple[str, ...] = (),
-                 start_timeout: float = 60.0) -> None:
+                 start_timeout: float = 60.0, pythonpath: tuple[str, ...] = ()) -> None:
         self.workdir = Path(workdir)
         self.state = Path(state)
         self.init = init
         self.extra = extra
         self.start_timeout = start_timeout
+        self.pythonpath = pythonpath
         self.token_file = self.workdir / "token"
         self.port_file = self.workdir / "port"
         self.log = self.workdir / "serve.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
+        self._launched = 0.0
 
     @property
     def url(self) -> str:
@@ -43,7 +59,13 @@ class ServiceProcess:
     def token(self) -> str:
         return self.token_file.read_text().splitlines()[0].strip()
 
-    def start(self) -> ServiceProcess:
+    def start(self, port: int = 0) -> ServiceProcess:
+        """Start the service on ``port`` (0: any free one; the port of a killed service to restart it there) and
+        return once it is ready."""
+        return self.launch(port).wait_started()
+
+    def launch(self, port: int = 0) -> ServiceProcess:
+        """Start the process and return at once (:meth:`wait_started` waits for it: work can go on meanwhile)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         if not self.token_file.exists():
             fd = os.open(self.token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -51,15 +73,23 @@ class ServiceProcess:
                 fh.write("test-token-" + os.urandom(16).hex() + "\n")
         self.port_file.unlink(missing_ok=True)
         cmd = [sys.executable, "-m", "schedopt", "serve", "--state", str(self.state), "--host", "127.0.0.1",
-               "--port", "0", "--port-file", str(self.port_file), "--token-file", str(self.token_file),
+               "--port", str(port), "--port-file", str(self.port_file), "--token-file", str(self.token_file),
                *self.extra]
         if self.init is not None:
             cmd += ["--init", str(self.init)]
         root = Path(__file__).resolve().parents[2]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+        path = [str(root), *self.pythonpath, os.environ.get("PYTHONPATH", "")]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env)
-        end = time.monotonic() + self.start_timeout
+        self._launched = time.monotonic()
+        return self
+
+    def wait_started(self) -> ServiceProcess:
+        """Wait until the launched service listens and is ready (RuntimeError with its log if it exits or takes
+        longer than ``start_timeout``)."""
+        assert self.proc is not None, "launch() first"
+        end = self._launched + self.start_timeout
         while not self.port_file.exists():
             if self.proc.poll() is not None:
                 raise RuntimeError(f"schedopt serve exited with {self.proc.returncode}: {self.log_text()[-2000:]}")

@@ -19,7 +19,8 @@ Modules: ``catalog`` (bad values, strategies), ``runner`` (entry points, cases, 
 ``entries`` (the public entry points and the honesty check of solve results), ``documents`` (instance documents and
 files), ``sim`` (the simulator's entry points, the honesty check of its results and workload files; issue 25),
 ``commands`` (reproduce, the executor flags, the command line's silent choices, the engine's policy boundary and
-the plug-ins, each case in its own process; issue 41). hypothesis is a test extra: import this package only where it is installed.
+the plug-ins, each case in its own process; issue 41).
+``service`` (bad HTTP requests to every endpoint of ``schedopt serve``, sent to a real service process; issue 38). hypothesis is a test extra: import this package only where it is installed.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from .documents import (
 )
 from .entries import KNAPSACK_OPTIMUM, CliExit, entry_points, lies
 from .runner import Case, EntryPoint, FuzzTimeout, Outcome, all_cases, cases, run_case, time_limit
+from .service import GUARDED, HttpCase, run_http_case, service_cases, service_survey, session_cases
 from .sim import (
     WORKLOAD_FILE_CASES,
     honest_result,
@@ -56,6 +58,7 @@ __all__ = [
     "CORE",
     "DOCUMENT_SOURCES",
     "FILE_CASES",
+    "GUARDED",
     "KNAPSACK_OPTIMUM",
     "MISSING",
     "WORKLOAD_FILE_CASES",
@@ -65,6 +68,7 @@ __all__ = [
     "CliExit",
     "EntryPoint",
     "FuzzTimeout",
+    "HttpCase",
     "Outcome",
     "Survey",
     "all_cases",
@@ -81,8 +85,12 @@ __all__ = [
     "run_case",
     "run_document_case",
     "run_file_case",
+    "run_http_case",
     "run_invariants",
     "run_workload_file_case",
+    "service_cases",
+    "service_survey",
+    "session_cases",
     "sim_entries",
     "small_workloads",
     "survey",
@@ -144,7 +152,17 @@ def survey(timeout: float = 5.0, only: str | None = None, progress: bool = False
     from .inputs import survey_inputs  # issue 41: traces, HiveD inputs, Gavel/Pollux/Shockwave; each case in a process
 
     survey_inputs(timeout, only, add=add)
+    if (not only or only in "serve") and _can_serve():
+        for o in service_survey(max(timeout, 10.0)):
+            add(o)
     return s
+
+
+def _can_serve() -> bool:
+    """The service's extra is installed (``schedopt[serve]``)."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("starlette", "uvicorn"))
 
 
 def main(argv: list[str] | None = None) -> int:

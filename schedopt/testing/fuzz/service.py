@@ -28,7 +28,7 @@ from .catalog import MISSING, Bad
 from .documents import apply_document_case, document_cases
 from .runner import Case, Outcome
 
-__all__ = ["GUARDED", "HttpCase", "run_http_case", "service_cases"]
+__all__ = ["GUARDED", "HttpCase", "run_http_case", "service_cases", "service_survey", "session_cases"]
 
 #: (method, path) of every route that needs the token
 GUARDED = (("GET", "/metrics"), ("POST", "/v1/events"), ("POST", "/v1/decide"), ("GET", "/v1/plan"),
@@ -111,7 +111,7 @@ def service_cases(token: str, max_body: int, events: list[dict[str, Any]], decid
         for label, raw in (("empty body", b""), ("whitespace", b"  \n"), ("truncated", body[: len(body) // 2]),
                            ("a list", b"[1, 2]"), ("null", b"null"), ("a string", b'"abc"'), ("a number", b"3"),
                            ("not UTF-8", b'{"now": "caf\xe9"}'), ("binary", bytes(range(256))),
-                           ("nested too deep", b"[" * 100_000 + b"]" * 100_000),
+                           ("nested too deep", b"[" * 20_000 + b"]" * 20_000),
                            ("duplicate key", b'{"now": 1, "now": 2}'), ("trailing garbage", body + b" x"),
                            ("huge integer", b'{"now": ' + b"9" * 5000 + b"}"), ("single quotes", b"{'now': 1}")):
             out.append(HttpCase(label, "POST", path, raw, good, 400, "body"))
@@ -146,19 +146,21 @@ def service_cases(token: str, max_body: int, events: list[dict[str, Any]], decid
     out.append(HttpCase("an event not an object", "POST", "/v1/events", _dump({"events": [3]}), good, 400,
                         "events[0]"))
     wrapped = {"events": events}
-    for family in ("types", "numbers", "keys"):
-        for c in document_cases(wrapped, family):
-            if c.field in ("data", "data.events"):
-                continue  # the batch's own field: above
-            mutated = apply_document_case(wrapped, c)
-            field = c.field.removeprefix("data.")
-            if c.bad.label == "unknown key":
-                field = f"{field}.no_such_key"
-            if c.bad.label in ("NaN", "Infinity"):
-                field = "body." + field
-            out.append(HttpCase(f"{field}={c.bad.label}", "POST", "/v1/events", _dump(mutated), good, 400,
-                                field if c.bad.label != "missing key" else field.rsplit(".", 1)[0],
-                                may_accept=not c.bad.reject))
+    for i, event in enumerate(events):  # every leaf of every event (document_cases walks a list's first item)
+        for family in ("types", "numbers", "keys"):
+            for c in document_cases({"events": [event]}, family):
+                if c.field in ("data", "data.events"):
+                    continue  # the batch's own field: above
+                c = Case(c.field.replace("data.events[0]", f"data.events[{i}]", 1), c.bad)
+                mutated = apply_document_case(wrapped, c)
+                field = c.field.removeprefix("data.")
+                if c.bad.label == "unknown key":
+                    field = f"{field}.no_such_key"
+                if c.bad.label in ("NaN", "Infinity"):
+                    field = "body." + field
+                out.append(HttpCase(f"{field}={c.bad.label}", "POST", "/v1/events", _dump(mutated), good, 400,
+                                    field if c.bad.label != "missing key" else field.rsplit(".", 1)[0],
+                                    may_accept=not c.bad.reject))
     for label, path, doc, field in extra:
         out.append(HttpCase(label, "POST", path, _dump(doc), good, 400, field))
     return out
@@ -193,6 +195,30 @@ def _send(port: int, case: HttpCase, timeout: float) -> tuple[int, bytes]:
         conn.close()
 
 
+_VALIDATORS: dict[int, Any] = {}
+
+
+def _error_schema_problem(schema: dict[str, Any], doc: Any) -> str | None:
+    """Why ``doc`` is not the service's error document (None: it is); one validator per schema, built once."""
+    import jsonschema  # type: ignore[import-untyped]  # a test extra, without stubs here
+
+    v = _VALIDATORS.get(id(schema))
+    if v is None:
+        v = _VALIDATORS[id(schema)] = jsonschema.Draft202012Validator({**schema, "$ref": "#/$defs/error"})
+    err = jsonschema.exceptions.best_match(v.iter_errors(doc))
+    return None if err is None else str(err.message)
+
+
+def _names(field: str, expected: str) -> bool:
+    """``field`` names ``expected``: the same path or a deeper one, or the same object and the same key by another
+    spelling of the path between them (``events[0].job.job[f1].gpus`` for ``events[0].job.gpus``)."""
+    if field.startswith(expected):
+        return True
+    head = expected.split(".", 1)[0]
+    key = expected.rsplit(".", 1)[-1].split("[", 1)[0]
+    return field.startswith(head + ".") and field.rsplit(".", 1)[-1].split("[", 1)[0] == key
+
+
 def run_http_case(port: int, case: HttpCase, timeout: float = 10.0, schema: dict[str, Any] | None = None
                   ) -> Outcome:
     """Send ``case`` to the service on 127.0.0.1:``port`` and classify the answer. ``schema``: the service's JSON
@@ -214,12 +240,9 @@ def run_http_case(port: int, case: HttpCase, timeout: float = 10.0, schema: dict
     except (json.JSONDecodeError, UnicodeDecodeError):
         return Outcome("raw", entry, c, f"HTTP {status}, not JSON: {payload[:120]!r}", seconds)
     if schema is not None:
-        import jsonschema  # type: ignore[import-untyped]  # a test extra, without stubs here
-
-        try:
-            jsonschema.validate(doc, {**schema, "$ref": "#/$defs/error"})
-        except jsonschema.ValidationError as exc:
-            return Outcome("raw", entry, c, f"HTTP {status}, not an error document: {exc.message}", seconds)
+        problem = _error_schema_problem(schema, doc)
+        if problem:
+            return Outcome("raw", entry, c, f"HTTP {status}, not an error document: {problem}", seconds)
     err = doc.get("error") if isinstance(doc, dict) else None
     field = err.get("field") if isinstance(err, dict) else None
     detail = f"HTTP {status} {field}: {err.get('message') if isinstance(err, dict) else doc}"[:200]
@@ -227,6 +250,58 @@ def run_http_case(port: int, case: HttpCase, timeout: float = 10.0, schema: dict
         return Outcome("raw", entry, c, f"expected HTTP {case.expect}; got {detail}", seconds)
     if not isinstance(field, str) or not field:
         return Outcome("raw", entry, c, f"names no field: {detail}", seconds)
-    if case.field is not None and not case.may_accept and not field.startswith(case.field):
+    if case.field is not None and not case.may_accept and not _names(field, case.field):
         return Outcome("raw", entry, c, f"expected the field {case.field!r}; got {detail}", seconds)
     return Outcome("named", entry, c, detail, seconds)
+
+
+def session_cases(token: str, max_body: int, now: float) -> list[HttpCase]:
+    """:func:`service_cases` for a service whose last decision was before ``now`` (and after t = 1): a valid batch
+    submits a job ``f1`` at ``now`` and reports its progress and a measurement; the extra cases name a job and a
+    node the session does not have, an event before the last decision and a decision before it."""
+    events = [{"type": "JobSubmitted", "time": now, "job": {"id": "f1", "application": "cifar10", "submitted": now,
+                                                             "requested_gpus": 2}},
+              {"type": "JobProgress", "time": now, "job_id": "f1", "progress": 0.1, "epoch": 1,
+               "measurements": [{"gpu_type": "a100", "nodes": 1, "gpus": 2, "local_batch": 64, "step_time": 0.2,
+                                 "sync_time": 0.01}]}]
+    extra: list[tuple[str, str, dict[str, Any], str]] = [
+        ("unknown job", "/v1/events", {"events": [{"type": "JobCancelled", "time": now, "job_id": "zz"}]},
+         "events[0].job_id"),
+        ("unknown node", "/v1/events", {"events": [{"type": "NodeDrained", "time": now, "node": "zz"}]},
+         "events[0].node"),
+        ("out of order", "/v1/events", {"events": [events[0] | {"time": 1.0}]}, "events[0].time"),
+        ("decision before the last", "/v1/decide", {"now": 1.0}, "now"),
+    ]
+    return service_cases(token, max_body, events, {"now": now}, extra)
+
+
+def service_survey(timeout: float = 10.0) -> list[Outcome]:
+    """Every case of :func:`session_cases` against a real ``schedopt serve`` started for it (tiresias on three
+    named nodes, in a temporary folder, stopped at the end): the outcomes, and a ``hang`` for any case after which
+    ``/healthz`` did not answer."""
+    import tempfile
+    from pathlib import Path
+
+    from ...live import ClusterState, NodeState
+    from ...schemas import load
+    from ..serve import ServiceProcess
+
+    schema = load("service")
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        cluster = ClusterState((NodeState("a1", "a100", 8), NodeState("v1", "v100", 8, failed_gpus=(7,)),
+                                NodeState("t1", "t4", 4)))
+        (d / "init.json").write_text(json.dumps({"schema": "schedopt.serve.init", "version": 1, "policy": "tiresias",
+                                                 "cluster": cluster.to_dict()}))
+        max_body = 65536
+        with ServiceProcess(d, d / "state.json", d / "init.json", extra=("--max-body", str(max_body))) as sp:
+            with sp.client() as c:
+                c.decide(60.0)
+            out = []
+            for case in session_cases(sp.token, max_body, 120.0):
+                o = run_http_case(sp.port, case, timeout, schema)
+                out.append(o)
+                with sp.client(timeout=timeout) as c:
+                    if not c.health():
+                        out.append(Outcome("hang", o.entry, o.case, "/healthz did not answer after it"))
+    return out
