@@ -71,7 +71,7 @@ def executed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
 
 def test_every_notebook_is_a_pair_of_py_source_and_ipynb() -> None:
     assert sorted(p.stem for p in NB_DIR.glob("*.ipynb")) == NAMES
-    assert len(NAMES) == 7
+    assert len(NAMES) == 8
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -108,6 +108,7 @@ def replay(workload: Workload, *, engine: str, policy: str, time_scale: float, r
 
 
 def cmd_live_replay(args: argparse.Namespace) -> int:
+    """``schedopt live replay``: a workload replayed on a real engine (Slurm or Ray); the exit code."""
     from ..sim import load_workload
 
     wl = load_workload(args.workload)

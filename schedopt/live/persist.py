@@ -24,7 +24,9 @@ from ..errors import InputError
 
 __all__ = ["SCHEMA", "VERSION", "read_document", "write_document"]
 
+#: The ``schema`` field of a saved session document.
 SCHEMA = "schedopt.live.session"
+#: The version of the saved session document this code writes (and the newest it reads).
 VERSION = 1
 
 def write_document(path: str, doc: Mapping[str, Any]) -> None:

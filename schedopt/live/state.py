@@ -39,6 +39,7 @@ __all__ = [
     "event_to_dict",
 ]
 
+#: A node's health: ``up`` (allocatable), ``down`` (lost: its jobs are requeued), ``drained`` (running jobs stay, nothing new starts).
 NodeHealth = Literal["up", "down", "drained"]
 #: a node's health: ``up`` (schedulable), ``down`` (gone: its jobs lose their GPUs), ``drained`` (cordoned: no new
 #: job is placed there; jobs already there keep their GPUs while the policy keeps them there)
@@ -524,6 +525,7 @@ class NodeUpdated(_Event):
             raise InputError("NodeUpdated.state", type(self.state).__name__, "must be a NodeState")
 
 
+#: Any event :meth:`Session.apply` takes (a job or a node event).
 Event: TypeAlias = (JobSubmitted | JobFinished | JobFailed | JobCancelled | JobProgress | NodeDown | NodeUp
                     | NodeDrained | NodeUpdated)
 _EVENTS: dict[str, type[_Event]] = {c.__name__: c for c in (JobSubmitted, JobFinished, JobFailed, JobCancelled,

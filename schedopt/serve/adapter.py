@@ -17,6 +17,7 @@ from .state import ServiceState, read_state
 
 __all__ = ["INIT_SCHEMA", "DecisionFailed", "LiveSession", "open_session", "session_from_init"]
 
+#: The ``schema`` field of the document that starts a session in the service.
 INIT_SCHEMA = "schedopt.serve.init"
 
 #: how many events one batch may hold (a batch is applied on the event loop)

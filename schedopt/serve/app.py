@@ -44,7 +44,9 @@ __all__ = ["ERROR_SCHEMA", "OPEN_PATHS", "ROUTES", "create_app", "error_document
 
 log = logging.getLogger("schedopt.serve")
 
+#: The ``schema`` field of every error response.
 ERROR_SCHEMA = "schedopt.serve.error"
+#: Paths answered without a bearer token (health, readiness, the OpenAPI document).
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json"})
 #: (path, method) of every route: metrics label requests by these, anything else as "other"
 ROUTES = (("/healthz", "GET"), ("/readyz", "GET"), ("/openapi.json", "GET"), ("/metrics", "GET"),
@@ -65,6 +67,7 @@ def _value(v: Any) -> Any:
 
 def error_document(status: int, exc: BaseException | None, message: str, field: str | None = None,
                    value: Any = None) -> dict[str, Any]:
+    """The JSON error document of a response with HTTP ``status`` (the field and value at fault, when known)."""
     return {"schema": ERROR_SCHEMA, "version": 1, "status": status,
             "error": {"type": type(exc).__name__ if exc is not None else "HTTPError",
                       "field": getattr(exc, "field", field), "value": _value(getattr(exc, "value", value)),

@@ -30,6 +30,7 @@ def _bytes(text: str) -> int:
 
 
 def add_parser(sub: Any) -> None:
+    """Add ``schedopt serve`` to the command line's subparsers ``sub``."""
     s = sub.add_parser("serve", help="run the decision service (HTTP/JSON; see docs/platform/service.md)",
                        description=__doc__.split("\n\n")[0] if __doc__ else None,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -50,6 +51,7 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    """``schedopt serve``: run the decision service until SIGTERM or SIGINT; the exit code."""
     from ..errors import SchedoptError
     from .run import ServeConfig, serve
 

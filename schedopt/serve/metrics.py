@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 __all__ = ["CONTENT_TYPE", "Histogram", "Metrics"]
 
+#: The Prometheus text exposition format's content type.
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 #: decision latency buckets (seconds): a Sia round at 2,048 GPUs is tens of milliseconds, a large MILP seconds

@@ -13,7 +13,9 @@ from ..errors import InputError
 
 __all__ = ["SCHEMA", "VERSION", "ServiceState", "read_state"]
 
+#: The ``schema`` field of the service's saved state document.
 SCHEMA = "schedopt.serve.state"
+#: The version of the service's state document this code writes (and the newest it reads).
 VERSION = 1
 
 

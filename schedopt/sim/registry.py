@@ -348,7 +348,7 @@ def policies() -> list[str]:
     --------
     >>> from schedopt import sim
     >>> sim.policies()[:4]
-    ['fifo', 'tiresias', 'sia', 'pollux']
+    ['fifo', 'tiresias', 'sia', 'sia:published']
     """
     return _POLICIES.names()
 

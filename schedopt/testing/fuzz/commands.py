@@ -226,6 +226,7 @@ _R = ("reproduce", "sia", "-o", "{tmp}/r", "--quick")
 _S = ("simulate", "--policy", "fifo", "--workload", "{tmp}/tiny.csv", "--progress", "off")
 _B = ("bench", "--problem", "heterps", "--sizes", "64", "-o", "{tmp}/b.csv")
 
+#: Every bad-input case of the commands' surfaces (reproduce, executors, CLI choices, engine, plug-ins).
 COMMAND_CASES: tuple[CommandCase, ...] = (
     # reproduce: output, sections, workloads, workers, executors
     _cli("reproduce", "-o a file", "reproduce", "sia", "-o", "{tmp}/afile", "--quick"),
@@ -457,6 +458,7 @@ def run_command_cases(timeout: float = 5.0, only: str | None = None,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m schedopt.testing.fuzz.commands``: run every case; exit 1 if one was raw, silent or hung."""
     ap = argparse.ArgumentParser(prog="python -m schedopt.testing.fuzz.commands", description=__doc__.splitlines()[0])
     ap.add_argument("--timeout", type=float, default=5.0, help="seconds per case (default 5)")
     ap.add_argument("--only", default=None, help="cases whose name contains this text")

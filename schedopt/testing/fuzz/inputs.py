@@ -637,6 +637,7 @@ def input_cases() -> tuple[InputCase, ...]:
 
 
 def find_case(surface: str, label: str) -> InputCase:
+    """The input case ``label`` of ``surface`` (a KeyError naming both when there is none)."""
     for c in input_cases():
         if c.surface == surface and c.label == label:
             return c
