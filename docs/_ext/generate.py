@@ -142,7 +142,9 @@ def _provenance(header: list[str], rows: list[list[str]]) -> str:
         if col in header:
             i = header.index(col)
             vals = sorted({r[i] for r in rows if i < len(r) and r[i]})
-            if vals:
+            if vals and col in ("date", "timestamp") and len(vals) > 2:
+                said.append(f"{col}: from `{vals[0]}` to `{vals[-1]}`")
+            elif vals:
                 shown = ", ".join(f"`{v}`" for v in vals[:6]) + (f" and {len(vals) - 6} more" if len(vals) > 6 else "")
                 said.append(f"{col}: {shown}")
     return ("Recorded " + "; ".join(said) + ".\n") if said else "The file records no date or commit.\n"
@@ -196,7 +198,8 @@ def _markdown_record(p: Path) -> str:
 
 def write_records(outdir: Path, folder: Path) -> None:
     pages: dict[str, list[str]] = {"benchmarks": [], "fidelity": []}
-    for p in sorted(folder.iterdir()):
+    order = {name: i for i, name in enumerate(RECORDS)}  # the listed records first, in RECORDS' order
+    for p in sorted(folder.iterdir(), key=lambda p: (order.get(p.name, len(order)), p.name)):
         if p.suffix not in (".csv", ".md"):
             continue
         page, title, command = RECORDS.get(p.name, ("benchmarks" if not p.name.startswith("sim_") else "fidelity",
