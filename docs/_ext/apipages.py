@@ -42,7 +42,24 @@ def packages(root: str = "schedopt") -> list[str]:
     subs = sorted(m.name for m in pkgutil.walk_packages(top.__path__, root + ".")
                   if not any(part.startswith("_") for part in m.name.split(".")))
     names = [root, *subs]
-    return [n for n in names if hasattr(importlib.import_module(n), "__all__")]
+    return [n for n in names if _importable(n) and hasattr(importlib.import_module(n), "__all__")]
+
+
+#: public modules left out because a library they import at module level is not installed (module -> library)
+UNIMPORTABLE: dict[str, str] = {}
+
+
+def _importable(name: str) -> bool:
+    """Whether ``name`` imports; a module that needs an optional library which is not installed (``schedopt.serve``
+    without its extra) is left out and noted in :data:`UNIMPORTABLE`; any other import error is raised."""
+    try:
+        importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.split(".")[0] == name.split(".")[0]:
+            raise
+        UNIMPORTABLE[name] = exc.name
+        return False
+    return True
 
 
 def _kind(obj: object) -> str:
@@ -259,10 +276,14 @@ def write_pages(outdir: Path, root: str = "schedopt") -> list[str]:
             parts.append(".. rubric:: Also exported here\n\n" + rows + "\n")
         (outdir / f"{mod}.rst").write_text("\n".join(parts), encoding="utf-8")
     toc = "\n".join(f"   {mod}" for mod in mods)
+    missing = "".join(f"* ``{m}`` needs ``{lib}``, which is not installed where this site was built.\n"
+                      for m, lib in sorted(UNIMPORTABLE.items()))
+    if missing:
+        missing = "\nNot documented here:\n\n" + missing
     (outdir / "index.rst").write_text(
         _title("API reference") + "\nEvery name of every public module's ``__all__`` (packages first, then the "
         "modules they are made of), generated from the docstrings; the types in the signatures come from the "
         "annotations. A name exported by several modules is documented once, under its shortest public path "
         "(``schedopt.sia.generate_instance``, not ``schedopt.sia.generate.generate_instance``); the other pages "
-        "link to it.\n\n.. toctree::\n   :maxdepth: 1\n\n" + toc + "\n", encoding="utf-8")
+        "link to it.\n" + missing + "\n.. toctree::\n   :maxdepth: 1\n\n" + toc + "\n", encoding="utf-8")
     return mods
