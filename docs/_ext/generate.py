@@ -85,6 +85,12 @@ PROVENANCE = ("date", "timestamp", "commit", "version", "label", "env", "machine
 MAX_ROWS = 40
 
 
+def _write(path: Path, text: str) -> None:
+    """Write unless unchanged (an unchanged page keeps its time stamp: Sphinx does not read it again)."""
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+
+
 def write_all(outdir: Path, root: Path) -> None:
     """Write every generated page under ``outdir`` from the repository at ``root``."""
     outdir.mkdir(parents=True, exist_ok=True)
@@ -97,12 +103,13 @@ def write_all(outdir: Path, root: Path) -> None:
 def write_cards(outdir: Path, cards: Path) -> None:
     """One page per formulation card that includes the card itself (its links to sibling cards keep working)."""
     outdir.mkdir(parents=True, exist_ok=True)
+    names = {card.name for card in cards.glob("*.md")}
     for old in outdir.glob("*.md"):
-        old.unlink()
-    for card in sorted(cards.glob("*.md")):
-        rel = Path("..", "..", "..", "formulations", card.name).as_posix()
-        (outdir / card.name).write_text(f"```{{include}} {rel}\n:relative-images:\n```\n",
-                                        encoding="utf-8")
+        if old.name not in names:
+            old.unlink()
+    for name in sorted(names):
+        rel = Path("..", "..", "..", "formulations", name).as_posix()
+        _write(outdir / name, f"```{{include}} {rel}\n:relative-images:\n```\n")
 
 
 def write_schemas(path: Path, folder: Path) -> None:
@@ -117,14 +124,14 @@ def write_schemas(path: Path, folder: Path) -> None:
         if doc.get("description"):
             parts.append(str(doc["description"]) + "\n")
         parts.append(f"```{{literalinclude}} ../../schedopt/schemas/{p.name}\n:language: json\n```\n")
-    path.write_text("\n".join(parts), encoding="utf-8")
+    _write(path, "\n".join(parts))
 
 
 def write_exit_codes(path: Path) -> None:
     from schedopt.cli_support import EXIT_CODES
 
     rows = "\n".join(f"| {code} | {meaning} |" for code, meaning in EXIT_CODES.items())
-    path.write_text("| code | meaning |\n|---:|---|\n" + rows + "\n", encoding="utf-8")
+    _write(path, "| code | meaning |\n|---:|---|\n" + rows + "\n")
 
 
 def _cell(v: str) -> str:
@@ -239,4 +246,4 @@ def write_records(outdir: Path, folder: Path) -> None:
                     "pages say where and why the numbers differ.\n",
     }
     for page, parts in pages.items():
-        (outdir / f"{page}.md").write_text(intro[page] + "\n" + "\n".join(parts), encoding="utf-8")
+        _write(outdir / f"{page}.md", intro[page] + "\n" + "\n".join(parts))
