@@ -214,7 +214,6 @@ def test_every_readme_command_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert ran[0] == "demo" and {"generate", "solve", "explain", "simulate"} <= set(ran)
 
 
-@pytest.mark.slow
 def test_the_documented_build_command_is_the_one_this_file_runs() -> None:
     text = (ROOT / "CONTRIBUTING.md").read_text() + (DOCS / "conf.py").read_text()
     assert text.count(DOCS_BUILD) >= 2

@@ -42,7 +42,24 @@ def packages(root: str = "schedopt") -> list[str]:
     subs = sorted(m.name for m in pkgutil.walk_packages(top.__path__, root + ".")
                   if not any(part.startswith("_") for part in m.name.split(".")))
     names = [root, *subs]
-    return [n for n in names if hasattr(importlib.import_module(n), "__all__")]
+    return [n for n in names if _importable(n) and hasattr(importlib.import_module(n), "__all__")]
+
+
+#: public modules left out because a library they import at module level is not installed (module -> library)
+UNIMPORTABLE: dict[str, str] = {}
+
+
+def _importable(name: str) -> bool:
+    """Whether ``name`` imports; a module that needs an optional library which is not installed (``schedopt.serve``
+    without its extra) is left out and noted in :data:`UNIMPORTABLE`; any other import error is raised."""
+    try:
+        importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.split(".")[0] == name.split(".")[0]:
+            raise
+        UNIMPORTABLE[name] = exc.name
+        return False
+    return True
 
 
 def _kind(obj: object) -> str:
@@ -219,6 +236,13 @@ def _entry(p: Public) -> str:
     return f".. autofunction:: {p.name}\n"
 
 
+def write_if_changed(path: Path, text: str) -> None:
+    """Write ``text`` unless the file holds it already (an unchanged page keeps its time stamp, and Sphinx does not
+    read it again on the next build)."""
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+
+
 def write_pages(outdir: Path, root: str = "schedopt") -> list[str]:
     """Write ``outdir/<module>.rst`` for every public module and ``outdir/index.rst``; the module names.
 
@@ -230,7 +254,8 @@ def write_pages(outdir: Path, root: str = "schedopt") -> list[str]:
     outdir.mkdir(parents=True, exist_ok=True)
     mods = packages(root)
     for old in outdir.glob("*.rst"):
-        old.unlink()
+        if old.stem not in mods and old.stem != "index":
+            old.unlink()
     for mod in mods:
         mine = [p for p in items if p.package == mod]
         owned = sorted((p for p in mine if own[p.fullname] == p.fullname and p.kind in ("class", "function")),
@@ -257,12 +282,17 @@ def write_pages(outdir: Path, root: str = "schedopt") -> list[str]:
                 else f"* :py:obj:`{p.name} <{own[p.fullname]}>` (documented as ``{own[p.fullname]}``)"
                 for p in elsewhere)
             parts.append(".. rubric:: Also exported here\n\n" + rows + "\n")
-        (outdir / f"{mod}.rst").write_text("\n".join(parts), encoding="utf-8")
+        write_if_changed(outdir / f"{mod}.rst", "\n".join(parts))
     toc = "\n".join(f"   {mod}" for mod in mods)
-    (outdir / "index.rst").write_text(
+    missing = "".join(f"* ``{m}`` needs ``{lib}``, which is not installed where this site was built.\n"
+                      for m, lib in sorted(UNIMPORTABLE.items()))
+    if missing:
+        missing = "\nNot documented here:\n\n" + missing
+    write_if_changed(
+        outdir / "index.rst",
         _title("API reference") + "\nEvery name of every public module's ``__all__`` (packages first, then the "
         "modules they are made of), generated from the docstrings; the types in the signatures come from the "
         "annotations. A name exported by several modules is documented once, under its shortest public path "
         "(``schedopt.sia.generate_instance``, not ``schedopt.sia.generate.generate_instance``); the other pages "
-        "link to it.\n\n.. toctree::\n   :maxdepth: 1\n\n" + toc + "\n", encoding="utf-8")
+        "link to it.\n" + missing + "\n.. toctree::\n   :maxdepth: 1\n\n" + toc + "\n")
     return mods

@@ -85,6 +85,12 @@ PROVENANCE = ("date", "timestamp", "commit", "version", "label", "env", "machine
 MAX_ROWS = 40
 
 
+def _write(path: Path, text: str) -> None:
+    """Write unless unchanged (an unchanged page keeps its time stamp: Sphinx does not read it again)."""
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+
+
 def write_all(outdir: Path, root: Path) -> None:
     """Write every generated page under ``outdir`` from the repository at ``root``."""
     outdir.mkdir(parents=True, exist_ok=True)
@@ -97,12 +103,13 @@ def write_all(outdir: Path, root: Path) -> None:
 def write_cards(outdir: Path, cards: Path) -> None:
     """One page per formulation card that includes the card itself (its links to sibling cards keep working)."""
     outdir.mkdir(parents=True, exist_ok=True)
+    names = {card.name for card in cards.glob("*.md")}
     for old in outdir.glob("*.md"):
-        old.unlink()
-    for card in sorted(cards.glob("*.md")):
-        rel = Path("..", "..", "..", "formulations", card.name).as_posix()
-        (outdir / card.name).write_text(f"```{{include}} {rel}\n:relative-images:\n```\n",
-                                        encoding="utf-8")
+        if old.name not in names:
+            old.unlink()
+    for name in sorted(names):
+        rel = Path("..", "..", "..", "formulations", name).as_posix()
+        _write(outdir / name, f"```{{include}} {rel}\n:relative-images:\n```\n")
 
 
 def write_schemas(path: Path, folder: Path) -> None:
@@ -117,14 +124,14 @@ def write_schemas(path: Path, folder: Path) -> None:
         if doc.get("description"):
             parts.append(str(doc["description"]) + "\n")
         parts.append(f"```{{literalinclude}} ../../schedopt/schemas/{p.name}\n:language: json\n```\n")
-    path.write_text("\n".join(parts), encoding="utf-8")
+    _write(path, "\n".join(parts))
 
 
 def write_exit_codes(path: Path) -> None:
     from schedopt.cli_support import EXIT_CODES
 
     rows = "\n".join(f"| {code} | {meaning} |" for code, meaning in EXIT_CODES.items())
-    path.write_text("| code | meaning |\n|---:|---|\n" + rows + "\n", encoding="utf-8")
+    _write(path, "| code | meaning |\n|---:|---|\n" + rows + "\n")
 
 
 def _cell(v: str) -> str:
@@ -142,7 +149,9 @@ def _provenance(header: list[str], rows: list[list[str]]) -> str:
         if col in header:
             i = header.index(col)
             vals = sorted({r[i] for r in rows if i < len(r) and r[i]})
-            if vals:
+            if vals and col in ("date", "timestamp") and len(vals) > 2:
+                said.append(f"{col}: from `{vals[0]}` to `{vals[-1]}`")
+            elif vals:
                 shown = ", ".join(f"`{v}`" for v in vals[:6]) + (f" and {len(vals) - 6} more" if len(vals) > 6 else "")
                 said.append(f"{col}: {shown}")
     return ("Recorded " + "; ".join(said) + ".\n") if said else "The file records no date or commit.\n"
@@ -196,7 +205,8 @@ def _markdown_record(p: Path) -> str:
 
 def write_records(outdir: Path, folder: Path) -> None:
     pages: dict[str, list[str]] = {"benchmarks": [], "fidelity": []}
-    for p in sorted(folder.iterdir()):
+    order = {name: i for i, name in enumerate(RECORDS)}  # the listed records first, in RECORDS' order
+    for p in sorted(folder.iterdir(), key=lambda p: (order.get(p.name, len(order)), p.name)):
         if p.suffix not in (".csv", ".md"):
             continue
         page, title, command = RECORDS.get(p.name, ("benchmarks" if not p.name.startswith("sim_") else "fidelity",
@@ -236,4 +246,4 @@ def write_records(outdir: Path, folder: Path) -> None:
                     "pages say where and why the numbers differ.\n",
     }
     for page, parts in pages.items():
-        (outdir / f"{page}.md").write_text(intro[page] + "\n" + "\n".join(parts), encoding="utf-8")
+        _write(outdir / f"{page}.md", intro[page] + "\n" + "\n".join(parts))
