@@ -300,6 +300,9 @@ class Session:
                 raise InputError(f"event.measurements[{k}].gpu_type", m.gpu_type, "names no GPU type of the cluster")
         for m in e.measurements:
             self._measure(j, m, "event.measurements")
+        if e.measurements and j.estimator == "bootstrap" and j.rigid_shape is None:
+            with blas_threads(1):  # refit now, off the decision's path (the fit is kept: the decision finds it)
+                self._estimate(j)
         if e.progress is not None:
             j.frac = e.progress
         if e.attained_gpu_seconds is not None:
