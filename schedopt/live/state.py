@@ -285,6 +285,15 @@ class Measurement:
             raise _reroot(e, "measurement", path) from None
 
 
+def _measurements(path: str, ms: Any) -> tuple[Measurement, ...]:
+    if isinstance(ms, (str, bytes, Mapping)) or not isinstance(ms, Sequence):
+        raise InputError(path, ms, "must be a list of Measurement")
+    for k, m in enumerate(ms):
+        if not isinstance(m, Measurement):
+            raise InputError(f"{path}[{k}]", type(m).__name__, "must be a Measurement")
+    return tuple(ms)
+
+
 def _placement(path: str, v: Any) -> dict[str, tuple[int, ...]]:
     if not isinstance(v, Mapping):
         raise InputError(path, v, "must map node names to lists of GPU indices")
@@ -341,13 +350,7 @@ class LiveJob:
                 raise InputError(f"{p}.application", self.application,
                                  f"must be the profile's name ({self.profile.name!r})")
         object.__setattr__(self, "placement", _placement(f"{p}.placement", self.placement))
-        ms = self.measurements
-        if isinstance(ms, (str, bytes, Mapping)) or not isinstance(ms, Sequence):
-            raise InputError(f"{p}.measurements", ms, "must be a list of Measurement")
-        for k, m in enumerate(ms):
-            if not isinstance(m, Measurement):
-                raise InputError(f"{p}.measurements[{k}]", type(m).__name__, "must be a Measurement")
-        object.__setattr__(self, "measurements", tuple(ms))
+        object.__setattr__(self, "measurements", _measurements(f"{p}.measurements", self.measurements))
         object.__setattr__(self, "progress", _num(f"{p}.progress", self.progress, 0.0, 1.0))
         if self.progress >= 1.0:
             raise InputError(f"{p}.progress", self.progress, "must be < 1 (a finished job is reported finished)")
@@ -470,13 +473,7 @@ class JobProgress(_JobEvent):
             object.__setattr__(self, "progress", v)
         if self.epoch is not None:
             object.__setattr__(self, "epoch", _int(f"{p}.epoch", self.epoch, 0))
-        ms = self.measurements
-        if isinstance(ms, (str, bytes, Mapping)) or not isinstance(ms, Sequence):
-            raise InputError(f"{p}.measurements", ms, "must be a list of Measurement")
-        for k, m in enumerate(ms):
-            if not isinstance(m, Measurement):
-                raise InputError(f"{p}.measurements[{k}]", type(m).__name__, "must be a Measurement")
-        object.__setattr__(self, "measurements", tuple(ms))
+        object.__setattr__(self, "measurements", _measurements(f"{p}.measurements", self.measurements))
         if self.local_batch is not None:
             object.__setattr__(self, "local_batch", _int(f"{p}.local_batch", self.local_batch, 1, 2**31))
         if self.accumulation is not None:
