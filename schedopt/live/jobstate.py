@@ -39,10 +39,9 @@ class LiveJobState(JobState):
         elif self.live_kind in ("adaptive", "strong") and self.adaptive:
             shape = None
         else:
-            shape = JobState.rigid_shape.fget(self)  # type: ignore[attr-defined]
+            shape = super().rigid_shape
         self._shape = shape
-        self._kind = ("strong" if self.live_kind == "strong" and self.adaptive and shape is None
-                      else JobState.kind.fget(self))  # type: ignore[attr-defined]
+        self._kind = "strong" if self.live_kind == "strong" and self.adaptive and shape is None else super().kind
 
     @property
     def rigid_shape(self) -> tuple[int, int] | None:

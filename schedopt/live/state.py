@@ -8,7 +8,7 @@ field and the value) with a JSON form (``to_dict`` / ``from_dict``), so the same
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, TypeAlias
@@ -537,6 +537,12 @@ _EVENTS: dict[str, type[_Event]] = {c.__name__: c for c in (JobSubmitted, JobFin
                                                                NodeUpdated)}
 
 
+_NODE_EVENTS: dict[str, Callable[[float, str], Event]] = {"NodeDown": NodeDown, "NodeUp": NodeUp,
+                                                           "NodeDrained": NodeDrained}
+_PLAIN_JOB_EVENTS: dict[str, Callable[[float, str], Event]] = {"JobFinished": JobFinished,
+                                                               "JobCancelled": JobCancelled}
+
+
 def event_to_dict(e: Event) -> dict[str, Any]:
     """An event's JSON form: ``{"type": "JobFinished", "time": ..., ...}``."""
     d: dict[str, Any] = {"type": type(e).__name__, "time": e.time}
@@ -576,9 +582,10 @@ def event_from_dict(d: Any, path: str = "event") -> Event:
         f = _fields(path, d, [*base, "state"], [*base, "state"])
         return NodeUpdated(f["time"], NodeState.from_dict(f["state"], f"{path}.state"))
     try:
-        if issubclass(cls, _NodeEvent):
+        node_event = _NODE_EVENTS.get(cls.__name__)
+        if node_event is not None:
             f = _fields(path, d, [*base, "node"], [*base, "node"])
-            return cls(f["time"], f["node"])  # type: ignore[return-value]
+            return node_event(f["time"], f["node"])
         if cls is JobProgress:
             opt = ["progress", "epoch", "local_batch", "accumulation", "attained_gpu_seconds", "measurements",
                    "grad_sqr", "grad_var"]
@@ -597,7 +604,7 @@ def event_from_dict(d: Any, path: str = "event") -> Event:
                 raise InputError(f"{path}.reason", reason, "must be a text of at most 4096 characters")
             return JobFailed(f["time"], f["job_id"], reason)
         f = _fields(path, d, [*base, "job_id"], [*base, "job_id"])
-        return cls(f["time"], f["job_id"])  # type: ignore[call-arg, return-value]
+        return _PLAIN_JOB_EVENTS[cls.__name__](f["time"], f["job_id"])
     except InputError as e:
         fld = e.field
         if "." in fld and not fld.startswith(path):
