@@ -286,3 +286,16 @@ def test_trace_convert_load_that_rounds_to_no_job_and_an_empty_cluster_are_named
     assert code == 2 and "--cluster" in err
     code, _, err = _cli("trace", "convert", src, "-o", str(tmp_path / "w.csv"), "--seed", str(2**32))
     assert code == 2 and "2**32" in err
+
+
+def test_a_binary_file_under_json_is_an_error_document_without_lone_surrogates(tmp_path):
+    """The error document shows undecodable bytes as bytes (``b'\\xff...'``): a JSON consumer in another language
+    refuses lone surrogates such as ``\\udcff``."""
+    p = tmp_path / "b.json"
+    p.write_bytes(b"\xff\xfe[" + bytes(range(256)))
+    code, out, _ = _cli("trace", "stats", str(p), "--json")
+    doc = json.loads(out)
+    assert code == 2 and doc["schema"] == "schedopt.cli.error"
+    assert doc["error"]["value"].startswith("b'\\xff\\xfe[")
+    out.encode("utf-8")  # no lone surrogate anywhere in the document
+    assert "\\udc" not in out
