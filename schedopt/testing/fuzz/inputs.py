@@ -466,6 +466,27 @@ def _trace_cli_cases() -> Iterator[InputCase]:
     yield InputCase(t, "--cluster nope", "named", stats("--cluster", "nope"))
     yield InputCase(t, "a missing file --json", "named", lambda d: _cli(["trace", "stats", str(d / "no.csv"), "--json"]))
 
+    def named(key: str) -> Callable[[Path], Any]:
+        def run(d: Path) -> Any:
+            from ... import sim
+
+            src = _write(d / "cluster_log.csv", rows)
+            return sim.load_workload(key.replace("{trace}", str(src)))
+
+        return run
+
+    def jobs_ok(w: Any) -> str | None:
+        return None if len(w) >= 1 and all(math.isfinite(j.time) for j in w.jobs) else f"{len(w)} jobs"
+
+    n = "sim.load_workload[named]"
+    yield InputCase(n, "a trace at load 1", "ok", named("{trace}:load=1:rule=pollux:start_h=18:window_h=2:jobs=1"),
+                    jobs_ok)
+    for key in ("pollux@0.0001/0", "pollux@1000000/0", "pollux@1.5/4294967296", "saturn@0.00001/0",
+                "{trace}:load=nan", "{trace}:seed=-1", "{trace}:jobs=0", "{trace}:window_h=inf", "{trace}:format=nope",
+                "{trace}:rule=nope", "{trace}:bogus=1", "{trace}:load=abc", "{trace}:load=1e300",
+                "{trace}:start_h=-1"):
+        yield InputCase(n, key, "named", named(key), core=key in ("pollux@0.0001/0", "{trace}:seed=-1"))
+
 
 # ============================================================================================== HiveD
 def _hived_text() -> str:
