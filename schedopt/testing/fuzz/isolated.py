@@ -55,7 +55,7 @@ def _context(registry: str) -> Any:
         return multiprocessing.get_context("spawn")
     ctx = multiprocessing.get_context("forkserver")
     if not _preloaded:
-        mods: set[str] = set()
+        mods: set[str] = {__name__}
         for reg in {*REGISTRIES, registry}:
             mods |= {reg, *getattr(importlib.import_module(reg), "PRELOAD", ())}
         ctx.set_forkserver_preload(sorted(mods))
