@@ -4,7 +4,7 @@ Gavel, Pollux and Shockwave packages. Every case runs in its own process (``sche
 5 s limit and must give a named error, or an answer its check accepts: no raw exception, no silent answer, no hang.
 
 The default run takes the core cases (``InputCase.core``: about fifty, the issue's own examples among them) in this
-process, and checks the isolation itself; the whole catalog (about 800 cases, each in its own process: a few
+process, and checks the isolation itself; the whole catalog (about 900 cases, each in its own process: a few
 minutes) is ``@pytest.mark.slow``, one test per surface. The survey prints one
 reproduction line per failure::
 

@@ -156,3 +156,14 @@ def test_hived_synthetic_knobs_are_bounded_with_their_reason(spec, field, bound)
         sh.synthetic_trace(sh.cluster_preset("tiny"), **({"jobs": 5} | {key: float(v) if key != "jobs" and
                                                                           key != "failures" else int(v)}))
     assert time.process_time() - t0 < 1.0
+
+
+def test_hived_yaml_nested_100000_deep_is_refused_before_pyyaml_scans_it(tmp_path):
+    """Found by the fuzz: 100,000 flow brackets took PyYAML's pure-Python scanner over 5 s (loaded) before its
+    composer's RecursionError; the depth is now counted at C speed first."""
+    p = tmp_path / "deep.yaml"
+    p.write_text("physicalCluster: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    t0 = time.process_time()
+    with pytest.raises(InputError, match=r"nests 100000 brackets deep, more than MAX_YAML_DEPTH = 200"):
+        load_hived_config(p)
+    assert time.process_time() - t0 < 0.5

@@ -286,3 +286,34 @@ def test_trace_convert_load_that_rounds_to_no_job_and_an_empty_cluster_are_named
     assert code == 2 and "--cluster" in err
     code, _, err = _cli("trace", "convert", src, "-o", str(tmp_path / "w.csv"), "--seed", str(2**32))
     assert code == 2 and "2**32" in err
+
+
+def test_a_binary_file_under_json_is_an_error_document_without_lone_surrogates(tmp_path):
+    """The error document shows undecodable bytes as bytes (``b'\\xff...'``): a JSON consumer in another language
+    refuses lone surrogates such as ``\\udcff``."""
+    p = tmp_path / "b.json"
+    p.write_bytes(b"\xff\xfe[" + bytes(range(256)))
+    code, out, _ = _cli("trace", "stats", str(p), "--json")
+    doc = json.loads(out)
+    assert code == 2 and doc["schema"] == "schedopt.cli.error"
+    assert doc["error"]["value"].startswith("b'\\xff\\xfe[")
+    out.encode("utf-8")  # no lone surrogate anywhere in the document
+    assert "\\udc" not in out
+
+
+def test_named_workload_knobs_are_checked_before_the_shipped_trace_is_read():
+    """Found by the fuzz: ``pollux@0.0001/0`` read the shipped 82,247-row Philly trace before it found that the load
+    gives no job (over 5 s on a loaded machine); ``pollux@1000000/0`` asked for 1.6e8 jobs the same way."""
+    import time
+
+    from schedopt import sim
+    from schedopt.traces.named import shipped_trace
+
+    shipped_trace.cache_clear()
+    t0 = time.process_time()
+    with pytest.raises(InputError, match="rounds to none"):
+        sim.load_workload("pollux@0.0001/0")
+    with pytest.raises(InputError, match=r"1\.6e\+08 jobs, more than MAX_JOBS"):
+        sim.load_workload("pollux@1000000/0")
+    assert time.process_time() - t0 < 0.3
+    assert shipped_trace.cache_info().currsize == 0  # never read

@@ -143,7 +143,8 @@ def _real(name: str, v: Any) -> float:
     return float(v)
 
 
-def _check(jobs: int, load: float, window_h: float, rule: str, seed: Any = 0) -> int:
+def check_params(jobs: int, load: float, window_h: float, rule: str, seed: Any = 0) -> int:
+    """The job count :func:`generate` draws, after checking its knobs (each bounded with its reason)."""
     if rule not in RULES:
         raise InputError("rule", rule, f"must be one of {RULES}")
     if isinstance(jobs, bool) or not (isinstance(jobs, int | np.integer) and 1 <= jobs <= MAX_JOBS):
@@ -162,8 +163,8 @@ def _check(jobs: int, load: float, window_h: float, rule: str, seed: Any = 0) ->
         raise InputError("load", load, f"gives {jobs} x {load:g} = {jobs * load:.3g} jobs, which rounds to none: "
                          "raise the load or the job count")
     if n > MAX_JOBS:
-        raise InputError("load", load, f"gives {jobs} x {load:g} = {n} jobs, more than MAX_JOBS = {MAX_JOBS} (every "
-                         "job is simulated one by one)")
+        raise InputError("load", load, f"gives {jobs} x {load:g} = {n:.3g} jobs, more than MAX_JOBS = {MAX_JOBS} "
+                         "(every job is simulated one by one)")
     return n
 
 
@@ -181,7 +182,7 @@ def generate(trace: Trace, *, jobs: int = 160, load: float = 1.0, window_h: floa
     ``start_h`` defaults to 2 h for ``pollux`` and ``sia`` (both generators' default) and 0 for ``names``.
     ``app_map`` (rule ``names`` only; default :data:`DEFAULT_APP_MAP`) maps the trace's model names to applications.
     """
-    n = _check(jobs, load, window_h, rule, seed)
+    n = check_params(jobs, load, window_h, rule, seed)
     if start_h is None:
         start_h = 0.0 if rule == "names" else 2.0
     if not np.isfinite(_real("start_h", start_h)) or start_h < 0:
@@ -312,7 +313,7 @@ def resample_workload(workload: Workload, *, load: float, seed: int = 0, name: s
     not available: ``round(len * load)`` jobs drawn with replacement (application and configuration kept together)
     and as many arrival times drawn with replacement from the original arrivals, both seeded. Not either artifact's
     rule: it keeps the application mix and the arrival-time profile, not the trace's durations."""
-    n = _check(max(1, len(workload)), load, 1.0, "pollux", seed)
+    n = check_params(max(1, len(workload)), load, 1.0, "pollux", seed)
     if not workload.jobs:
         raise InputError("workload", workload.name, "has no jobs to resample")
     from ..sim.workloads import Workload, WorkloadJob

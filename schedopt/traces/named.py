@@ -27,7 +27,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..sim.workloads import Workload
-from .generate import generate, resample_workload
+from .generate import check_params, generate, resample_workload
 from .readers import detect_format, read_trace
 from .trace import Trace
 
@@ -71,6 +71,7 @@ def resolve_workload(key: str) -> Workload | None:
             return Workload(key, load_workload(base).jobs)
         if s in SOURCE_TRACES:
             source, rule = SOURCE_TRACES[s]
+            check_params(160, load, 8.0, rule, k)  # before the shipped trace is read (82,247 rows)
             return generate(shipped_trace(source), jobs=160, load=load, window_h=8.0, seed=k, rule=rule,
                             name=key).workload
         if base in list_workloads():

@@ -235,7 +235,8 @@ class _JsonArray:
 
     def _fail(self, message: str, at: int | None = None) -> InputError:
         at = self.base + self.pos if at is None else at
-        return InputError(f"{self.source}:char {at}", self.buf[self.pos:self.pos + 20], message)
+        snippet = self.buf[self.pos:self.pos + 20]
+        return InputError(f"{self.source}:char {at}", _raw(snippet) if _undecodable(snippet) else snippet, message)
 
     def _more(self) -> bool:
         """Read one more chunk onto the buffer (dropping what was consumed); False at the end of the file."""

@@ -32,7 +32,8 @@ from typing import Any
 from .catalog import CATALOG, CORE, Bad
 from .runner import Case, CliExit, EntryPoint, Outcome, run_case
 
-__all__ = ["PRELOAD", "InputCase", "find_case", "input_cases", "run_named_case", "survey_inputs"]
+__all__ = ["MUTATIONS_PER_FORMAT", "PRELOAD", "InputCase", "find_case", "input_cases", "mutate", "run_named_case",
+           "survey_inputs"]
 
 #: the modules a case's process should find imported (the forkserver preloads them once)
 PRELOAD = ("schedopt.traces", "schedopt.traces.cli", "schedopt.cli", "schedopt.gavel", "schedopt.pollux",
@@ -313,6 +314,77 @@ def _trace_file_cases() -> Iterator[InputCase]:
     yield from _gavel_cases()
     yield from _pai2020_cases()
     yield from _other_trace_cases()
+    yield from _mutated_trace_cases()
+
+
+#: how many seeded random mutations of a valid file each format gets (:func:`mutate`)
+MUTATIONS_PER_FORMAT = 12
+
+_MUTATION_BYTES = (b'"', b",", b"\n", b"\r", b"\x00", b"\xff", b"\xe9", b"[", b"]", b"{", b"}", b"\t", b"-", b"e999",
+                   b"NaN", b"\xef\xbb\xbf")
+
+
+def mutate(data: bytes, seed: int) -> bytes:
+    """A seeded random damage of ``data``: one to three of cutting it short, flipping a byte, inserting or deleting
+    a byte run (quotes, separators, brackets, NUL, bytes UTF-8 cannot decode, huge exponents), or doubling a line."""
+    import random
+
+    rng = random.Random(seed)
+    out = bytearray(data)
+    for _ in range(rng.randint(1, 3)):
+        if not out:
+            break
+        at = rng.randrange(len(out))
+        op = rng.randrange(5)
+        if op == 0:
+            del out[at:]
+        elif op == 1:
+            out[at] = rng.randrange(256)
+        elif op == 2:
+            out[at:at] = rng.choice(_MUTATION_BYTES)
+        elif op == 3:
+            del out[at:at + rng.randint(1, 8)]
+        else:
+            start = out.rfind(b"\n", 0, at) + 1
+            end = out.find(b"\n", at)
+            end = len(out) if end < 0 else end + 1
+            out[end:end] = out[start:end]
+    return bytes(out)
+
+
+def _sane(tr: Any) -> str | None:
+    """Whatever a damaged file reads as, every job's fields are in range and its rows are distinct."""
+    from ...traces import Trace
+
+    if not isinstance(tr, Trace):
+        return f"returned {type(tr).__name__}, not a Trace"
+    rows = [j.row for j in tr.jobs]
+    if len(set(rows)) != len(rows) or any(r < 1 for r in rows):
+        return f"job rows {rows[:8]} repeat or are not positive"
+    return _counts(len(tr), len(tr.skipped))(tr)
+
+
+def _mutated_trace_cases() -> Iterator[InputCase]:
+    """Seeded random damage (:func:`mutate`) of a valid file of each format, read with and without ``skip_bad``:
+    a named error or a trace whose jobs are all in range (:func:`_sane`)."""
+    valid = {
+        "philly": ("log.json", json.dumps([_philly_job(i) for i in range(4)], indent=1)),
+        "helios": ("cluster_log.csv", _helios([_helios_row(i) for i in range(6)])),
+        "acme": ("trace.csv", "job_id,user,gpu_num,state,submit_time,start_time,end_time,duration\n"
+                 + "".join(_acme_row(i) + "\n" for i in range(6))),
+        "pai2023": ("pods.csv", "name,num_gpu,gpu_milli,gpu_spec,pod_phase,creation_time,deletion_time,scheduled_time\n"
+                    + "".join(_pai23_row(i) + "\n" for i in range(6))),
+        "philly-csv": ("philly.csv", "timestamp,duration,num_gpus,gpu_time,cluster\n"
+                       + "".join(_philly_csv_row(i) + "\n" for i in range(6))),
+        "gavel": ("x.trace", "".join(f"ResNet-18 (batch size 16)\tcmd\t1\t0\t{3000 + i}\t{10 * i}\t1\n"
+                                     for i in range(6))),
+    }
+    for fmt, (name, text) in valid.items():
+        for k in range(MUTATIONS_PER_FORMAT):
+            data = mutate(text.encode(), 1000 * k + len(fmt))
+            skip = k % 2 == 1
+            yield InputCase(f"traces.read_trace[{fmt}]", f"random damage {k}{' under skip_bad' if skip else ''}",
+                            "either", _read(fmt, name, data, skip_bad=skip), _sane)
 
 
 # ============================================================================================== the trace CLI
@@ -393,6 +465,27 @@ def _trace_cli_cases() -> Iterator[InputCase]:
     yield InputCase(t, "--plot a folder", "named", stats("--plot", "{d}"))
     yield InputCase(t, "--cluster nope", "named", stats("--cluster", "nope"))
     yield InputCase(t, "a missing file --json", "named", lambda d: _cli(["trace", "stats", str(d / "no.csv"), "--json"]))
+
+    def named(key: str) -> Callable[[Path], Any]:
+        def run(d: Path) -> Any:
+            from ... import sim
+
+            src = _write(d / "cluster_log.csv", rows)
+            return sim.load_workload(key.replace("{trace}", str(src)))
+
+        return run
+
+    def jobs_ok(w: Any) -> str | None:
+        return None if len(w) >= 1 and all(math.isfinite(j.time) for j in w.jobs) else f"{len(w)} jobs"
+
+    n = "sim.load_workload[named]"
+    yield InputCase(n, "a trace at load 1", "ok", named("{trace}:load=1:rule=pollux:start_h=18:window_h=2:jobs=1"),
+                    jobs_ok)
+    for key in ("pollux@0.0001/0", "pollux@1000000/0", "pollux@1.5/4294967296", "saturn@0.00001/0",
+                "{trace}:load=nan", "{trace}:seed=-1", "{trace}:jobs=0", "{trace}:window_h=inf", "{trace}:format=nope",
+                "{trace}:rule=nope", "{trace}:bogus=1", "{trace}:load=abc", "{trace}:load=1e300",
+                "{trace}:start_h=-1"):
+        yield InputCase(n, key, "named", named(key), core=key in ("pollux@0.0001/0", "{trace}:seed=-1"))
 
 
 # ============================================================================================== HiveD

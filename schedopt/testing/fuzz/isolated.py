@@ -23,14 +23,17 @@ from typing import Any
 from .catalog import Bad
 from .runner import Case, Outcome
 
-__all__ = ["GRACE_SECONDS", "run_isolated"]
+__all__ = ["GRACE_SECONDS", "START_SECONDS", "run_isolated"]
 
 #: seconds the parent waits past the case's limit before it kills the child (the child's own alarm fires first)
 GRACE_SECONDS = 1.0
+#: seconds a child may take to start (a fork of the server on a loaded machine): not the case's time
+START_SECONDS = 60.0
 
 
 def _child(conn: Any, registry: str, surface: str, label: str, timeout: float) -> None:
     try:
+        conn.send(("started",))  # the case's clock starts now, not when the parent asked (a loaded machine forks late)
         out = importlib.import_module(registry).run_named_case(surface, label, timeout)
         conn.send((out.status, out.detail, out.seconds))
     except BaseException as exc:  # the harness itself failed: say so, as a raw outcome
@@ -52,7 +55,7 @@ def _context(registry: str) -> Any:
         return multiprocessing.get_context("spawn")
     ctx = multiprocessing.get_context("forkserver")
     if not _preloaded:
-        mods: set[str] = set()
+        mods: set[str] = {__name__}
         for reg in {*REGISTRIES, registry}:
             mods |= {reg, *getattr(importlib.import_module(reg), "PRELOAD", ())}
         ctx.set_forkserver_preload(sorted(mods))
@@ -74,7 +77,7 @@ def run_isolated(registry: str, surface: str, label: str, timeout: float = 5.0, 
     proc.start()
     send.close()
     try:
-        if recv.poll(timeout + GRACE_SECONDS):
+        if recv.poll(START_SECONDS) and recv.recv() == ("started",) and recv.poll(timeout + GRACE_SECONDS):
             status, detail, seconds = recv.recv()
             return Outcome(status, surface, case, detail, seconds)
         return Outcome("hang", surface, case, f"no answer within {timeout} s (+{GRACE_SECONDS} s grace): killed",
