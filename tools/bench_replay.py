@@ -28,15 +28,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="benchmarks/replay_philly.csv")
     ap.add_argument("--log-every", type=int, default=5000, help="a progress line on stderr every N rounds")
     ap.add_argument("--max-jobs", type=int, default=None, help="only the first N jobs (a quick check)")
+    ap.add_argument("--days", default=None, metavar="A,B",
+                    help="only the jobs submitted in days [A, B) after the trace's first submission, on the whole "
+                         "trace's derived cluster (a window of the trace)")
     a = ap.parse_args(argv)
     from schedopt.traces import read_trace
     from schedopt.traces.named import shipped_trace
-    from schedopt.traces.replay import replay
+    from schedopt.traces.replay import replay, trace_cluster
     from schedopt.traces.trace import Trace
 
     t = shipped_trace("philly") if a.trace == "philly" else read_trace(a.trace)
+    cluster = None
     if a.max_jobs:
         t = Trace(t.name, t.format, t.source, t.jobs[:a.max_jobs], t.skipped, t.day_offset_s, t.capacity)
+    if a.days:
+        lo, hi = (float(x) for x in a.days.split(","))
+        t0 = t.start_s
+        cluster = trace_cluster(t)[0]
+        t = Trace(f"{t.name}[days {lo:g}-{hi:g}]", t.format, t.source,
+                  tuple(j for j in t.jobs if t0 + lo * 86400 <= j.submit_s < t0 + hi * 86400), (), t.day_offset_s,
+                  t.capacity)
     c0, w0 = time.process_time(), time.perf_counter()
     every = max(1, a.log_every)
 
@@ -46,12 +57,12 @@ def main(argv: list[str] | None = None) -> int:
                   f"cpu_s={time.process_time() - c0:.1f} rss_mb={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}",
                   file=sys.stderr, flush=True)
 
-    res = replay(t, a.policy, progress=False, observer=observe)
+    res = replay(t, a.policy, cluster=cluster, progress=False, observer=observe)
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
     info = res.meta.details["as_is"]
     rep = info["report"]
     row = {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M"), "trace": t.name, "jobs": len(t.jobs),
-           "kept": info["kept"], "policy": a.policy, "gpus": res.meta.gpus, "cluster_rule": info["cluster_rule"],
+           "kept": info["kept"], "policy": a.policy, "job_rounds": sum(r.active for r in res.rounds), "gpus": res.meta.gpus, "cluster_rule": info["cluster_rule"],
            "replay_cpu_s": round(cpu, 2), "process_cpu_s": round(time.process_time(), 2), "wall_s": round(wall, 1),
            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
            "rounds": len(res.rounds), "finished": sum(1 for j in res.jobs if j.finish is not None),
@@ -67,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         if new:
             w.writeheader()
         w.writerow(row)
-    with out.with_name(f"{out.stem}_{a.policy.replace(':', '-')}_vc.csv").open("w", newline="") as f:
+    tag = a.policy.replace(":", "-") + (f"_days{a.days.replace(',', '-')}" if a.days else "")
+    with out.with_name(f"{out.stem}_{tag}_vc.csv").open("w", newline="") as f:
         w2 = csv.writer(f)
         w2.writerow(["vc", "jobs", "mean_delay_h", "median_delay_h", "p95_delay_h", "mean_jct_h", "mean_slowdown"])
         for vc, d in rep["per_vc"].items():
