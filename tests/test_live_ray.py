@@ -72,14 +72,16 @@ def test_ray_driver_restart_and_node_down(ray_cluster: LocalRay, tmp_path: Path)
     from the run folder; then a node leaves the cluster: its jobs are placed again and every job finishes once."""
     wl = short_workload(10)
     first = LiveReplay(_engine(ray_cluster, "restart"), wl, get_policy("sia"), run_dir=tmp_path, time_scale=40.0)
-    first.run(max_wall=15)
+    first.run(max_wall=40)
     first.engine.close()
     second = LiveReplay(_engine(ray_cluster, "restart"), wl, get_policy("sia"), run_dir=tmp_path, time_scale=40.0)
     victims: set[str] = set()
 
     def take_down() -> None:
-        time.sleep(15)
-        victims.update(j for j, a in second.real.items() if "t4-2" in a)
+        end = time.monotonic() + 300
+        while time.monotonic() < end and not victims:  # as soon as a job runs there
+            time.sleep(1)
+            victims.update(j for j, a in dict(second.real).items() if "t4-2" in a)
         ray_cluster.remove_node("t4-2")
 
     th = threading.Thread(target=take_down)

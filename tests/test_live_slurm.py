@@ -119,10 +119,14 @@ def test_node_down_mid_replay(slurm: LocalSlurm, tmp_path: Path) -> None:
 
     rep = _sia_run(slurm, tmp_path, 12, 40.0, "down")
     victims: set[str] = set()
+    down_at: list[float] = []
 
     def take_down() -> None:
-        time.sleep(20)
-        victims.update(j for j, a in rep.real.items() if "t4-3" in a)
+        end = time.monotonic() + 300
+        while time.monotonic() < end and not victims:  # as soon as a job runs there
+            time.sleep(1)
+            victims.update(j for j, a in dict(rep.real).items() if "t4-3" in a)
+        down_at.append(rep.clock.now())
         slurm.run("scontrol", "update", "NodeName=t4-3", "State=DOWN", "Reason=schedopt-test")
 
     th = threading.Thread(target=take_down)
@@ -139,5 +143,5 @@ def test_node_down_mid_replay(slurm: LocalSlurm, tmp_path: Path) -> None:
     lost = {d["engine"]["job"] for d in live if "engine" in d and d["engine"]["did"] == "lost"}
     assert victims <= lost
     later = [d["engine"] for d in live if "engine" in d and d["engine"]["did"] == "running"
-             and d["engine"]["job"] in victims and d["engine"]["sim_time"] > 20 * 40.0 + 60]
+             and d["engine"]["job"] in victims and d["engine"]["sim_time"] > down_at[0]]
     assert later and all("t4-3" not in r["realized"] for r in later)

@@ -55,12 +55,15 @@ def test_the_program_follows_the_job_model(tmp_path: Path) -> None:
     scale = 2000.0
     d, _ = _job_dir(tmp_path, scale, decided=0.0)
     assert run(d, {"t4-0": [0, 1, 2, 3]}, source="test", tick=0.05) == "finished"
+    start = json.loads((d / "events.jsonl").read_text().splitlines()[0])
     jm = job_model("pollux")
     j = JobState("j", "cifar10", 0.0, 4, 256, False, jm)
     j.nodes, j.config, j.started = {"t4-0": 4}, Config(1, 4, "t4"), True
     j.rebatch()
-    j.restart_left = jm.restart("cifar10")
-    t = 0.0
+    # it started at t0 and paid what was left of the 30-s restart delay counted from the deciding round (t = 0)
+    t = start["sim_time"]
+    j.restart_left = start["restart_paid"]
+    assert j.restart_left == pytest.approx(max(0.0, jm.restart("cifar10") - t))
     while j.finish is None:
         j.advance(t, 60.0)
         t += 60.0
@@ -76,16 +79,18 @@ def test_the_program_follows_the_job_model(tmp_path: Path) -> None:
 
 
 def test_the_program_checkpoints_on_stop_and_resumes(tmp_path: Path) -> None:
-    d, spec = _job_dir(tmp_path, 2000.0, decided=0.0)
+    d, spec = _job_dir(tmp_path, 200.0, decided=0.0)
     stop = threading.Event()
     threading.Timer(0.6, stop.set).start()
     assert run(d, {"t4-0": [0, 1]}, source="test", stop=stop, tick=0.05) == "checkpointed"
     ck = json.loads((d / "checkpoint.json").read_text())
     assert 0 < ck["progress"] and ck["finished"] is None
-    write_json(d / "attempt.json", {"number": 1, "decided_at": spec.now()})
+    decided = spec.now()
+    write_json(d / "attempt.json", {"number": 1, "decided_at": decided})
     stop2 = threading.Event()
     threading.Timer(0.3, stop2.set).start()
     assert run(d, {"t4-0": [0, 1, 2, 3]}, source="test", stop=stop2, tick=0.05) == "checkpointed"
     starts = [json.loads(x) for x in (d / "events.jsonl").read_text().splitlines() if '"start"' in x]
     assert starts[1]["progress"] == ck["progress"]  # resumed from the checkpoint, not from zero
-    assert starts[1]["restart_paid"] > 0  # the job model's restart delay, counted from the deciding round
+    # the job model's restart delay (30 s), counted from the deciding round: what is left of it when it starts
+    assert starts[1]["restart_paid"] == pytest.approx(max(0.0, 30.0 - (starts[1]["sim_time"] - decided)))

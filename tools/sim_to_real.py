@@ -92,7 +92,7 @@ def main() -> int:
                 real = j.jct
                 err = abs(real / sj[j.id] - 1) if real is not None else float("nan")
                 errs.append(err)
-                rows.append({"engine": eng, "policy": pol, "job": j.id, "arrival": j.arrival, "sim_jct_s": sj[j.id],
+                rows.append({"time_scale": args.time_scale, "engine": eng, "policy": pol, "job": j.id, "arrival": j.arrival, "sim_jct_s": sj[j.id],
                              "real_jct_s": real, "abs_rel_error": err, "sim_restarts": srs[j.id],
                              "real_restarts": j.restarts,
                              "engine_excess_s": round(why["job_excess_s"].get(j.id, 0.0), 1)})

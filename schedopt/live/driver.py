@@ -189,7 +189,7 @@ class LiveReplay:
         self.pname = str(getattr(policy, "name", type(policy).__name__))
         self.jobs = {w.name: JobState(w.name, w.application, w.time, w.num_replicas, w.batch_size, self.adaptive,
                                       self.jm) for w in workload.jobs}
-        for _k, j in enumerate(self.jobs.values()):
+        for j in self.jobs.values():
             j.application  # noqa: B018 - raises InputError for an unknown application
         self.real: dict[str, Alloc] = {}  # job -> the GPUs the engine gave it (node names)
         self.attempt: dict[str, int] = {}  # job -> attempts started

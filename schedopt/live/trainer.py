@@ -154,8 +154,9 @@ def _slurm_job_gpus(job_id: str) -> dict[str, list[int]] | None:
     for j in jobs:
         if str(j.get("job_id")) == job_id and j.get("nodes"):
             names, details = _expand(str(j["nodes"])), list(j.get("gres_detail") or [])
-            if len(details) == len(names):
-                return {n: list(gres_indices(d)) for n, d in zip(names, details)}
+            alloc = {n: list(gres_indices(d)) for n, d in zip(names, details)}
+            if len(details) == len(names) and all(alloc.values()):  # (empty while Slurm is still setting it up)
+                return alloc
     return None
 
 

@@ -86,7 +86,7 @@ class LocalSlurm:
             "JobAcctGatherType=jobacct_gather/none", "AccountingStorageType=accounting_storage/none",
             "JobCompType=jobcomp/none", "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core",
             "SchedulerType=sched/builtin", "SlurmdParameters=config_overrides", "GresTypes=gpu", "MpiDefault=none",
-            "ReturnToService=2", "JobRequeue=1", "KillWait=2", "MinJobAge=3600", "SlurmdTimeout=10",
+            "ReturnToService=1", "JobRequeue=1", "KillWait=2", "MinJobAge=3600", "SlurmdTimeout=10",
             "MessageTimeout=10", "InactiveLimit=0", "SchedulerParameters=sched_interval=1,sched_min_interval=0",
         ]
         gres = []
