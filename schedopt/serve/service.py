@@ -250,6 +250,9 @@ class Service:
         while self._saving is not None:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._saving)
+            # a done future is awaited without yielding: let its callbacks (_stored clears _saving) run, or this
+            # loop would spin forever on the event loop's own thread (seen: a replay hung at round 36)
+            await asyncio.sleep(0)
 
     async def events(self, req: EventsRequest) -> dict[str, Any]:
         """Apply an event batch (on the event loop: it is short) and save before answering."""
