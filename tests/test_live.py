@@ -257,6 +257,22 @@ def test_a_running_job_keeps_its_gpus_and_is_not_capped() -> None:
     assert s.decide(60.0) is p  # asked again with nothing new: the same plan
 
 
+def test_reported_gradient_statistics_set_the_estimate_and_the_batch() -> None:
+    """A job reporting a large gradient variance (noisy gradients: large batches pay off) gets a larger batch on
+    its GPUs than its profile's curve gives, and its estimate carries the reported statistics; through a save too."""
+    s = Session(_cluster(NodeState("a", "a100", 8)), "fifo", adaptive=True, job_model="pollux")
+    s.apply(JobSubmitted(0.0, LiveJob("j", "cifar10", 0.0, requested_gpus=4, placement={"a": (0, 1, 2, 3)})))
+    p0 = s.decide(0.0).jobs["j"]
+    s.apply(JobProgress(10.0, "j", grad_sqr=1.0, grad_var=1e4))
+    p1 = s.decide(60.0).jobs["j"]
+    assert p1.action is Action.KEEP and p1.batch_size is not None and p0.batch_size is not None
+    assert p1.batch_size > p0.batch_size
+    est = s.view(s.jobs["j"], 60.0).estimate
+    assert (est.grad_sqr, est.grad_var) == ((1.0,), (1e4,))
+    r = Session.from_document(json.loads(json.dumps(s.to_document())))
+    assert r.jobs["j"].grad == (1.0, 1e4) and r.view(r.jobs["j"], 60.0).estimate == est
+
+
 class _Greedy:
     """A policy that asks for more GPUs than a node has (a bad decision)."""
 

@@ -384,6 +384,143 @@ class BuddyAllocator(BindingMixin, PreemptionMixin, HealthMixin):
             for j in job.gpu_list():
                 ph.set_gpu(j, -1, FREE_PRIORITY)
 
+    # ---------------------------------------------------------------- rebuilding from bound allocations
+    @classmethod
+    def rebuild(cls, cluster: PhysicalCluster, vcs: Sequence[VirtualCluster],
+                bound: Sequence[tuple[Any, ...]], **options: Any) -> BuddyAllocator:
+        """An allocator whose cells and VCs hold the jobs already bound on the cluster: ``bound`` lists each running
+        job as ``(request, pods)`` or ``(request, pods, cell_levels)`` (see :meth:`adopt`), oldest first. New
+        requests are then allocated, and preempt, by the same rules as in an allocator that placed them; where
+        nodes tie under those rules the order may differ (a view's node order is history, not state: as
+        hivedscheduler's after a restart)."""
+        a = cls(cluster, vcs, **options)
+        for k, item in enumerate(bound):
+            if not isinstance(item, tuple) or len(item) not in (2, 3):
+                raise InputError(f"bound[{k}]", item, "must be (Request, [(node, GPU indices), ...][, cell levels])")
+            got = a.adopt(*item)
+            if not got:
+                raise InputError(f"bound[{k}]", item[0].name or k, got.message)
+        return a
+
+    def adopt(self, request: Request, pods: Sequence[tuple[str, Sequence[int]]],
+              cell_levels: Sequence[int] | None = None) -> Allocation:
+        """Take a job that already runs on ``pods`` (node name, GPU indices per pod) into the state, as if this
+        allocator had placed it there: its GPUs are marked used at its priority; a guaranteed job's GPUs are bound
+        to its VC's virtual cells: under the VC's cell already bound around them, else by binding one of the VC's
+        unbound preassigned cells to the physical cell around them, of the level ``cell_levels`` gives per pod
+        (hivedscheduler records it with each pod, its ``preassignedCellTypes``, for this very rebuild), else the
+        smallest level holding all the job's GPUs not yet under a bound cell (else the smallest). An
+        :class:`Allocation` that is not ``ok`` says why (GPUs not free, outside the VC's quota, another VC's cell);
+        nothing changes then."""
+        vi, chains, g, prio, pinned = self._parse(request)
+        ph = self.phys
+        if not hasattr(self, "_gpu_at"):
+            self._gpu_at = {pair: j for j in range(self.cluster.num_gpus)
+                            for pair in self.cluster.gpus_of(int(self.cluster.leaf_cells[j]))}
+        if isinstance(pods, (str, bytes)) or len(pods) != request.pods:
+            raise InputError("pods", pods, f"must list the request's {request.pods} pod(s)")
+        gpus: list[list[int]] = []
+        for k, pod in enumerate(pods):
+            if not isinstance(pod, tuple) or len(pod) != 2 or isinstance(pod[1], (str, bytes)):
+                raise InputError(f"pods[{k}]", pod, "must be (node name, GPU indices)")
+            node, idx = pod
+            if len(idx) != g or len(set(idx)) != g:
+                raise InputError(f"pods[{k}]", pod, f"must hold {g} distinct GPUs (gpus_per_pod)")
+            js = []
+            for i in idx:
+                j = self._gpu_at.get((node, i))
+                if j is None:
+                    raise InputError(f"pods[{k}]", (node, i), "names no GPU of the cluster")
+                js.append(j)
+            gpus.append(js)
+        flat = [j for pod in gpus for j in pod]
+        if cell_levels is not None and (isinstance(cell_levels, (str, bytes)) or len(cell_levels) != len(gpus)):
+            raise InputError("cell_levels", cell_levels, f"must give one level per pod ({len(gpus)})")
+        levels = None if cell_levels is None else [int(cell_levels[k]) for k, pod in enumerate(gpus) for _ in pod]
+        ci = ph.ci[ph.leaf_cells[flat[0]]]
+        if any(ph.ci[ph.leaf_cells[j]] != ci for j in flat) or ci not in chains:
+            return Allocation(False, request, reason=WaitReason.INVALID_ASSIGNMENT,
+                              message=f"pods {list(pods)} are not all on a chain of {request.chain!r}")
+        busy = [j for j in flat if ph.gpu_job[j] >= 0]
+        if busy:
+            return Allocation(False, request, reason=WaitReason.NO_FREE_CELLS,
+                              message=f"GPUs {[self.cluster.gpus_of(ph.leaf_cells[j])[0] for j in busy]} are not free")
+        leaves: list[VirtualCell] = []
+        plan = self._adopt_cells(vi, ci, flat, pinned, levels) if prio >= 0 else []
+        if isinstance(plan, str):
+            return Allocation(False, request, reason=WaitReason.VC_QUOTA, message=plan)
+        handle = self._new_handle()
+        if prio >= 0:
+            for u, j in zip(plan, flat):
+                self.bind_path(u, ph.leaf_cells[j])
+                self.vuse_gpu(u, handle, prio)
+            leaves = plan
+        for j in flat:
+            ph.set_gpu(j, handle, prio)
+        k = ph.chains[ci].level_for_gpus(g) or 1
+        self.jobs[handle] = Job(handle, request, prio, ci, k, gpus, leaves)
+        self.refresh_doomed()
+        return Allocation(True, request, handle, self.cluster.chain_names[ci], k, [self._pod(p) for p in gpus])
+
+    def _adopt_cells(self, vi: int, ci: int, flat: list[int], pinned: VirtualCell | None,
+                     levels: list[int] | None) -> list[VirtualCell] | str:
+        """The VC's virtual GPU for each physical GPU of ``flat`` (see :meth:`adopt`), chosen without binding
+        anything; a text saying why when the VC cannot hold them."""
+        ph = self.phys
+        chosen: dict[int, VirtualCell] = {}  # physical cell -> virtual cell picked (not yet bound)
+        roots_taken: set[int] = set()
+        out: list[VirtualCell] = []
+
+        def virtual_of(c: int) -> VirtualCell | None:
+            if ph.bound[c] is not None:
+                return ph.bound[c]
+            return chosen.get(c)
+
+        for pos, j in enumerate(flat):
+            leaf = ph.leaf_cells[j]
+            # the lowest ancestor with a virtual cell (bound already, or picked for an earlier GPU of this job)
+            p, v = leaf, None
+            while p >= 0:
+                v = virtual_of(p)
+                if v is not None:
+                    break
+                p = ph.parent[p]
+            if v is None:
+                rest = [ph.leaf_cells[x] for x in flat[pos:]]
+                span = 1
+                while len({ph.ancestor_at(c, span) for c in rest}) > 1:
+                    span += 1
+                cands = [u for u in self.roots if u.vc == vi and u.ci == ci and u.phys < 0 and u.pinned < 0
+                         and id(u) not in roots_taken and ph.free_ancestor(ph.ancestor_at(leaf, u.level)) >= 0
+                         and (levels is None or u.level == levels[pos])]
+                if pinned is not None or not cands:
+                    return (f"VC {self.vcs[vi].name!r} has no unbound quota cell around GPU "
+                            f"{self.cluster.gpus_of(leaf)[0]} (or the cell there is taken)")
+                cands.sort(key=lambda u: (u.level < span, u.level if u.level >= span else -u.level))
+                v = cands[0]
+                roots_taken.add(id(v))
+                p = ph.ancestor_at(leaf, v.level)
+                chosen[p] = v
+            elif v.vc != vi:
+                return f"GPU {self.cluster.gpus_of(leaf)[0]} lies in a cell bound to VC {self.vcs[v.vc].name!r}"
+            elif (pinned is not None) != (v.root.pinned >= 0) or (pinned is not None and v.root is not pinned):
+                return f"GPU {self.cluster.gpus_of(leaf)[0]} is not in the request's {'pinned' if pinned else 'quota'} cells"
+            while v.level > 1:  # down the physical path, through the virtual children bound or picked on it
+                c = ph.ancestor_at(leaf, v.level - 1)
+                w = virtual_of(c)
+                if w is None:
+                    free = [x for x in v.children if x.phys < 0 and x.used == 0 and id(x) not in
+                            {id(y) for y in chosen.values()}]
+                    if not free:
+                        return f"VC {self.vcs[vi].name!r} has no free virtual cell left under {v!r}"
+                    w = free[0]
+                    chosen[c] = w
+                v = w
+            if v.job >= 0:
+                return f"GPU {self.cluster.gpus_of(leaf)[0]} is a virtual GPU another job holds"
+            out.append(v)
+        return out
+
     # ---------------------------------------------------------------- opportunistic
     def _physical_view(self, ci: int) -> list[NodeView]:
         ph = self.phys

@@ -46,8 +46,8 @@ to what the job measured (``estimator="bootstrap"``; the simulator's own estimat
 job model). A job submitted with a current placement counts it in its growth rule (``max_gpus`` = twice the most
 GPUs it ran or was measured on): a running 8-GPU job is never capped at 1 GPU. The plan's batch size of an
 adaptive job is the one its goodput profile gives at its reported training state (epoch) on its new GPUs, as
-Pollux's agent chooses it; a job that reports the batch it trains at (``JobProgress.local_batch``) is taken at
-its word.
+Pollux's agent chooses it (with the gradient statistics it reported, ``JobProgress.grad_sqr`` / ``grad_var``,
+where it did); a job that reports the batch it trains at (``JobProgress.local_batch``) is taken at its word.
 """
 
 from __future__ import annotations

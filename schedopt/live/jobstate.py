@@ -8,9 +8,10 @@ from functools import lru_cache
 import numpy as np
 
 from ..goodput import JobGoodputModel
-from ..sim.jobs import Application, JobModel, JobState, fitted_estimate, with_grad_stats
+from ..goodput._goodput import best_point
+from ..sim.jobs import Application, JobModel, JobState, fitted_estimate, local_limits, with_grad_stats
 
-__all__ = ["LiveJobState", "online_estimate", "profile_application"]
+__all__ = ["LiveJobState", "online_estimate", "profile_application", "with_reported_stats"]
 
 
 @dataclass(eq=False)
@@ -24,6 +25,8 @@ class LiveJobState(JobState):
     measured: dict[tuple[str, int, int, int], tuple[float, float]] = field(default_factory=dict)
     #: ``measured`` as the sorted tuple the estimate is keyed by (None: to be made again after a measurement)
     observations: tuple[tuple[tuple[str, int, int, int], tuple[float, float]], ...] | None = None
+    #: (grad_sqr, grad_var) the job reported (at the profile's initial batch); None: its profile's curve
+    grad: tuple[float, float] | None = None
     _shape: tuple[int, int] | None = field(default=None, init=False, repr=False)
     _kind: str = field(default="adaptive", init=False, repr=False)
 
@@ -36,10 +39,9 @@ class LiveJobState(JobState):
         elif self.live_kind in ("adaptive", "strong") and self.adaptive:
             shape = None
         else:
-            shape = JobState.rigid_shape.fget(self)  # type: ignore[attr-defined]
+            shape = super().rigid_shape
         self._shape = shape
-        self._kind = ("strong" if self.live_kind == "strong" and self.adaptive and shape is None
-                      else JobState.kind.fget(self))  # type: ignore[attr-defined]
+        self._kind = "strong" if self.live_kind == "strong" and self.adaptive and shape is None else super().kind
 
     @property
     def rigid_shape(self) -> tuple[int, int] | None:
@@ -49,6 +51,20 @@ class LiveJobState(JobState):
     def kind(self) -> str:
         return self._kind
 
+    def rebatch(self) -> None:
+        """:meth:`JobState.rebatch`; an adaptive job that reported its gradient statistics takes the batch its
+        profile gives with those (Pollux's ``update_local_bsz`` with the job's own ``grad_params``)."""
+        if self.grad is None or self._kind != "adaptive" or self.scale_units or not self.nodes or self.config is None:
+            JobState.rebatch(self)
+            return
+        self._rate = None
+        t = self.config.gpu_type
+        m = self.jm.truth(self.app)
+        lims = local_limits(self.app, t, self.jm)
+        ok, local, accum = best_point(m.params[t], len(self.nodes), sum(self.nodes.values()), m.init_batch,
+                                      m.max_batch, self.grad[0], self.grad[1], lims)
+        self.local_bsz, self.accum = (local, accum) if ok else (lims[0], 0)
+
 
 @lru_cache(maxsize=65536)
 def online_estimate(jm: JobModel, app: str, obs: tuple[tuple[tuple[str, int, int, int], tuple[float, float]], ...],
@@ -56,6 +72,25 @@ def online_estimate(jm: JobModel, app: str, obs: tuple[tuple[tuple[str, int, int
     """The live estimate: the profile refitted to what the job measured (shared by jobs with the same history,
     as the simulator shares its estimates)."""
     return with_grad_stats(fitted_estimate(jm, app, obs), jm, app, epoch)
+
+
+#: (id of the estimate, grad_sqr, grad_var) -> (the estimate, with the statistics): one object per point, as the
+#: simulator shares its estimates (Sia's policy keeps its goodput rows per estimate object)
+_REPORTED: dict[tuple[int, float, float], tuple[JobGoodputModel, JobGoodputModel]] = {}
+
+
+def with_reported_stats(e: JobGoodputModel, sqr: float, var: float) -> JobGoodputModel:
+    """``e`` with the gradient statistics a job reported (at its initial batch)."""
+    key = (id(e), sqr, var)
+    got = _REPORTED.get(key)
+    if got is not None and got[0] is e:
+        return got[1]
+    if len(_REPORTED) >= 65536:
+        _REPORTED.clear()
+    out = JobGoodputModel(e.name, e.params, e.init_batch, e.max_batch, e.local_bsz_limits, (e.init_batch,),
+                          (max(sqr, 0.0),), (max(var, 0.0),), e.max_epochs, e.meta)
+    _REPORTED[key] = (e, out)
+    return out
 
 
 def profile_application(m: JobGoodputModel) -> Application:

@@ -28,7 +28,7 @@ from ..sim.policies import make_policy
 from ..sim.policies.base import JobView, Policy
 from ..sim.registry import role_name
 from ..sim.roles import AcceptAll, Admission, Placer, make_admission, make_placer
-from .jobstate import LiveJobState, online_estimate, profile_application
+from .jobstate import LiveJobState, online_estimate, profile_application, with_reported_stats
 from .persist import SCHEMA, VERSION, read_document, write_document
 from .plan import Action, JobPlan, Plan
 from .state import (
@@ -300,6 +300,9 @@ class Session:
                 raise InputError(f"event.measurements[{k}].gpu_type", m.gpu_type, "names no GPU type of the cluster")
         for m in e.measurements:
             self._measure(j, m, "event.measurements")
+        if e.measurements and j.estimator == "bootstrap" and j.rigid_shape is None:
+            with blas_threads(1):  # refit now, off the decision's path (the fit is kept: the decision finds it)
+                self._estimate(j)
         if e.progress is not None:
             j.frac = e.progress
         if e.attained_gpu_seconds is not None:
@@ -307,6 +310,9 @@ class Session:
         epoch_changed = e.epoch is not None and e.epoch != j.epoch
         if e.epoch is not None:
             j.epoch = e.epoch
+        if e.grad_sqr is not None and e.grad_var is not None:
+            epoch_changed = epoch_changed or j.grad != (e.grad_sqr, e.grad_var)
+            j.grad = (e.grad_sqr, e.grad_var)
         if e.local_batch is not None and e.accumulation is not None:
             j.local_bsz, j.accum, j._rate = e.local_batch, e.accumulation, None
         elif epoch_changed and j.config is not None and j.id in self.where:
@@ -346,10 +352,12 @@ class Session:
     # -------------------------------------------------------------------------------------------------- views
     def _estimate(self, j: LiveJobState) -> JobGoodputModel:
         if (j.estimator == "oracle" or j.rigid_shape is not None or j.scale_units or j.app in j.jm.oracle_apps):
-            return _estimate(j.jm, j.app, j.epoch)
-        if j.observations is None:
-            j.observations = tuple(sorted(j.measured.items()))
-        return online_estimate(j.jm, j.app, j.observations, j.epoch)
+            e = _estimate(j.jm, j.app, j.epoch)
+        else:
+            if j.observations is None:
+                j.observations = tuple(sorted(j.measured.items()))
+            e = online_estimate(j.jm, j.app, j.observations, j.epoch)
+        return e if j.grad is None else with_reported_stats(e, *j.grad)
 
     def view(self, j: JobState, t: float) -> JobView:
         """What a policy sees of job ``j`` at ``t``: measured progress and the estimate from its measurements."""
@@ -549,7 +557,7 @@ class Session:
 
 _JOB_FIELDS = ("id", "app", "arrival", "requested_gpus", "batch_size", "adaptive", "epoch", "restart_left",
                "restarts", "started", "start", "attained", "max_profiled", "local_bsz", "accum", "estimator",
-               "live_kind", "frac")
+               "live_kind", "frac", "grad")
 
 
 def _config(c: Config | None) -> list[Any] | None:
@@ -621,6 +629,7 @@ def _session_from_document(cls: type[Session], doc: Mapping[str, Any], *, policy
                        estimator=d["estimator"], live_kind=d["live_kind"])
         for k in _JOB_FIELDS[6:]:
             setattr(j, k, d[k])
+        j.grad = None if d["grad"] is None else (float(d["grad"][0]), float(d["grad"][1]))
         j.config = None if d["config"] is None else Config(*d["config"])
         j.measured = {(m[0], m[1], m[2], m[3]): (m[4], m[5]) for m in d["measured"]}
         j.seen = tuple(sorted(j.measured))

@@ -8,7 +8,7 @@ field and the value) with a JSON form (``to_dict`` / ``from_dict``), so the same
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, TypeAlias
@@ -285,6 +285,15 @@ class Measurement:
             raise _reroot(e, "measurement", path) from None
 
 
+def _measurements(path: str, ms: Any) -> tuple[Measurement, ...]:
+    if isinstance(ms, (str, bytes, Mapping)) or not isinstance(ms, Sequence):
+        raise InputError(path, ms, "must be a list of Measurement")
+    for k, m in enumerate(ms):
+        if not isinstance(m, Measurement):
+            raise InputError(f"{path}[{k}]", type(m).__name__, "must be a Measurement")
+    return tuple(ms)
+
+
 def _placement(path: str, v: Any) -> dict[str, tuple[int, ...]]:
     if not isinstance(v, Mapping):
         raise InputError(path, v, "must map node names to lists of GPU indices")
@@ -341,13 +350,7 @@ class LiveJob:
                 raise InputError(f"{p}.application", self.application,
                                  f"must be the profile's name ({self.profile.name!r})")
         object.__setattr__(self, "placement", _placement(f"{p}.placement", self.placement))
-        ms = self.measurements
-        if isinstance(ms, (str, bytes, Mapping)) or not isinstance(ms, Sequence):
-            raise InputError(f"{p}.measurements", ms, "must be a list of Measurement")
-        for k, m in enumerate(ms):
-            if not isinstance(m, Measurement):
-                raise InputError(f"{p}.measurements[{k}]", type(m).__name__, "must be a Measurement")
-        object.__setattr__(self, "measurements", tuple(ms))
+        object.__setattr__(self, "measurements", _measurements(f"{p}.measurements", self.measurements))
         object.__setattr__(self, "progress", _num(f"{p}.progress", self.progress, 0.0, 1.0))
         if self.progress >= 1.0:
             raise InputError(f"{p}.progress", self.progress, "must be < 1 (a finished job is reported finished)")
@@ -451,7 +454,9 @@ class JobProgress(_JobEvent):
     """What the job reports while it runs: ``progress`` (fraction of its work, in [0, 1)), ``epoch``, new
     ``measurements``, the batch it trains at now (``local_batch`` per GPU and ``accumulation`` steps: an adaptive
     job re-chooses them at epoch boundaries), and ``attained_gpu_seconds`` where the resource manager counts it
-    (otherwise the session counts GPUs held x time between decisions). Fields left None are unchanged."""
+    (otherwise the session counts GPUs held x time between decisions), and the gradient statistics it measured
+    (``grad_sqr``, ``grad_var``: Pollux's squared gradient norm and gradient variance, at the profile's initial
+    batch), which then replace its profile's in its estimate and its batch. Fields left None are unchanged."""
 
     progress: float | None = None
     epoch: int | None = None
@@ -459,6 +464,8 @@ class JobProgress(_JobEvent):
     local_batch: int | None = None
     accumulation: int | None = None
     attained_gpu_seconds: float | None = None
+    grad_sqr: float | None = None
+    grad_var: float | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -470,13 +477,7 @@ class JobProgress(_JobEvent):
             object.__setattr__(self, "progress", v)
         if self.epoch is not None:
             object.__setattr__(self, "epoch", _int(f"{p}.epoch", self.epoch, 0))
-        ms = self.measurements
-        if isinstance(ms, (str, bytes, Mapping)) or not isinstance(ms, Sequence):
-            raise InputError(f"{p}.measurements", ms, "must be a list of Measurement")
-        for k, m in enumerate(ms):
-            if not isinstance(m, Measurement):
-                raise InputError(f"{p}.measurements[{k}]", type(m).__name__, "must be a Measurement")
-        object.__setattr__(self, "measurements", tuple(ms))
+        object.__setattr__(self, "measurements", _measurements(f"{p}.measurements", self.measurements))
         if self.local_batch is not None:
             object.__setattr__(self, "local_batch", _int(f"{p}.local_batch", self.local_batch, 1, 2**31))
         if self.accumulation is not None:
@@ -486,6 +487,11 @@ class JobProgress(_JobEvent):
         if self.attained_gpu_seconds is not None:
             object.__setattr__(self, "attained_gpu_seconds",
                                _num(f"{p}.attained_gpu_seconds", self.attained_gpu_seconds))
+        if (self.grad_sqr is None) != (self.grad_var is None):
+            raise InputError(f"{p}.grad_var", self.grad_var, "comes with grad_sqr (both or neither)")
+        if self.grad_sqr is not None and self.grad_var is not None:
+            object.__setattr__(self, "grad_sqr", _num(f"{p}.grad_sqr", self.grad_sqr))
+            object.__setattr__(self, "grad_var", _num(f"{p}.grad_var", self.grad_var))
 
 
 @dataclass(frozen=True)
@@ -531,6 +537,12 @@ _EVENTS: dict[str, type[_Event]] = {c.__name__: c for c in (JobSubmitted, JobFin
                                                                NodeUpdated)}
 
 
+_NODE_EVENTS: dict[str, Callable[[float, str], Event]] = {"NodeDown": NodeDown, "NodeUp": NodeUp,
+                                                           "NodeDrained": NodeDrained}
+_PLAIN_JOB_EVENTS: dict[str, Callable[[float, str], Event]] = {"JobFinished": JobFinished,
+                                                               "JobCancelled": JobCancelled}
+
+
 def event_to_dict(e: Event) -> dict[str, Any]:
     """An event's JSON form: ``{"type": "JobFinished", "time": ..., ...}``."""
     d: dict[str, Any] = {"type": type(e).__name__, "time": e.time}
@@ -545,7 +557,8 @@ def event_to_dict(e: Event) -> dict[str, Any]:
         if isinstance(e, JobFailed) and e.reason:
             d["reason"] = e.reason
         if isinstance(e, JobProgress):
-            for k in ("progress", "epoch", "local_batch", "accumulation", "attained_gpu_seconds"):
+            for k in ("progress", "epoch", "local_batch", "accumulation", "attained_gpu_seconds", "grad_sqr",
+                      "grad_var"):
                 if getattr(e, k) is not None:
                     d[k] = getattr(e, k)
             if e.measurements:
@@ -569,18 +582,21 @@ def event_from_dict(d: Any, path: str = "event") -> Event:
         f = _fields(path, d, [*base, "state"], [*base, "state"])
         return NodeUpdated(f["time"], NodeState.from_dict(f["state"], f"{path}.state"))
     try:
-        if issubclass(cls, _NodeEvent):
+        node_event = _NODE_EVENTS.get(cls.__name__)
+        if node_event is not None:
             f = _fields(path, d, [*base, "node"], [*base, "node"])
-            return cls(f["time"], f["node"])  # type: ignore[return-value]
+            return node_event(f["time"], f["node"])
         if cls is JobProgress:
-            opt = ["progress", "epoch", "local_batch", "accumulation", "attained_gpu_seconds", "measurements"]
+            opt = ["progress", "epoch", "local_batch", "accumulation", "attained_gpu_seconds", "measurements",
+                   "grad_sqr", "grad_var"]
             f = _fields(path, d, [*base, "job_id", *opt], [*base, "job_id"])
             ms = f.get("measurements", [])
             if not isinstance(ms, list):
                 raise InputError(f"{path}.measurements", type(ms).__name__, "must be a list")
             return JobProgress(f["time"], f["job_id"], f.get("progress"), f.get("epoch"),
                                tuple(Measurement.from_dict(m, f"{path}.measurements[{k}]") for k, m in enumerate(ms)),
-                               f.get("local_batch"), f.get("accumulation"), f.get("attained_gpu_seconds"))
+                               f.get("local_batch"), f.get("accumulation"), f.get("attained_gpu_seconds"),
+                               f.get("grad_sqr"), f.get("grad_var"))
         if cls is JobFailed:
             f = _fields(path, d, [*base, "job_id", "reason"], [*base, "job_id"])
             reason = f.get("reason", "")
@@ -588,7 +604,7 @@ def event_from_dict(d: Any, path: str = "event") -> Event:
                 raise InputError(f"{path}.reason", reason, "must be a text of at most 4096 characters")
             return JobFailed(f["time"], f["job_id"], reason)
         f = _fields(path, d, [*base, "job_id"], [*base, "job_id"])
-        return cls(f["time"], f["job_id"])  # type: ignore[call-arg, return-value]
+        return _PLAIN_JOB_EVENTS[cls.__name__](f["time"], f["job_id"])
     except InputError as e:
         fld = e.field
         if "." in fld and not fld.startswith(path):
