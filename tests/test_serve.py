@@ -15,6 +15,7 @@ Requests go to 127.0.0.1 only, each with a timeout; every process started is sto
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import shutil
@@ -313,6 +314,8 @@ def _replay_through_service(tmp: Path, wl: Workload, policy: str, kills: dict[in
         sp.start(port)
 
     def before_decide(now: float) -> None:
+        for t in timers:  # a restart of the round before is over first (one ServiceProcess, one restart at a time)
+            t.join(120)
         k = rounds[0]
         rounds[0] += 1
         how = kills.get(k)
@@ -384,3 +387,29 @@ def test_replay_saturn_through_the_service(policy: str, kills: dict[int, str], t
     for k, (a, b) in enumerate(zip(ex.plans, ref.plans)):
         assert _round(a) == _round(b), f"round {k} differs"
     assert ex.records() == simulate(cluster_preset("sia-64"), wl, make_policy(policy)).jobs
+
+
+def test_waiting_for_a_finished_save_does_not_spin(tmp_path: Path) -> None:
+    """Regression (a replay through the service hung at round 36): a request waiting for the last decision's save
+    awaited a future that was already done, which does not yield to the event loop, so the callback clearing it
+    never ran and the event loop's thread spun forever. The wait must return once the save is done."""
+    from schedopt.serve.adapter import LiveSession
+    from schedopt.serve.service import Service
+
+    svc = Service(LiveSession(Session(cluster_preset("sia-64"), "tiresias")), tmp_path / "state.json", 30.0)
+    done = threading.Event()
+
+    async def scenario() -> None:
+        fut = asyncio.get_running_loop().create_future()
+        fut.add_done_callback(svc._stored)
+        svc._saving = fut
+        fut.set_result(None)  # done; its callback is scheduled, not run yet
+        await svc._saved()  # in the same step of the loop, as a request that comes right after the save
+
+    def run() -> None:
+        asyncio.run(scenario())
+        done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    assert done.wait(10), "Service._saved() did not return for a save already done"
+    assert svc._saving is None

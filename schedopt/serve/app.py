@@ -172,7 +172,10 @@ def create_app(service: Service, token: str, max_body: int, drain_timeout: float
 
     async def decide(request: Request) -> Response:
         req = DecideRequest.from_document(await _body(request, max_body))
-        return _json(await service.decide(req))
+        try:
+            return _json(await service.decide(req))
+        finally:
+            service.answered()
 
     async def plan(request: Request) -> Response:
         return _json(service.plan_document())

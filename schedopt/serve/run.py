@@ -6,6 +6,7 @@ the application's shutdown, which waits for a running decision and saves the sta
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import os
 import secrets
@@ -126,6 +127,8 @@ def serve(config: ServeConfig) -> int:
         limit_concurrency=256, server_header=False))
     # uvicorn stops gracefully on SIGTERM / SIGINT, restores the handlers it found, then raises the signal again;
     # the handlers found are these no-ops, so that a stop asked for ends the process with status 0
+    # kill -USR1 <pid>: every thread's stack on stderr (a service that seems stuck says where)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     stops: list[int] = []
     previous = {sig: signal.signal(sig, lambda signum, frame: stops.append(signum))
                 for sig in (signal.SIGTERM, signal.SIGINT)}

@@ -196,6 +196,7 @@ class Service:
         self.ready = True
         self._running: asyncio.Future[tuple[ServiceState, dict[str, Any]]] | None = None
         self._saving: asyncio.Future[Any] | None = None
+        self._answered = threading.Event()
         self._document = self.meta.to_document(session.to_document())
         self._summary = session.summary()
 
@@ -250,6 +251,9 @@ class Service:
         while self._saving is not None:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._saving)
+            # a done future is awaited without yielding: let its callbacks (_stored clears _saving) run, or this
+            # loop would spin forever on the event loop's own thread (seen: a replay hung at round 36)
+            await asyncio.sleep(0)
 
     async def events(self, req: EventsRequest) -> dict[str, Any]:
         """Apply an event batch (on the event loop: it is short) and save before answering."""
@@ -286,8 +290,9 @@ class Service:
         self._running, self._saving = decided, saved
         decided.add_done_callback(lambda f: self._decided(f, t0))
         saved.add_done_callback(self._stored)
-        threading.Thread(target=self._work, args=(loop, decided, saved, req.now), name="schedopt-decide",
-                         daemon=True).start()
+        self._answered = threading.Event()
+        threading.Thread(target=self._work, args=(loop, decided, saved, req.now, self._answered),
+                         name="schedopt-decide", daemon=True).start()
         try:
             await asyncio.wait_for(asyncio.shield(decided), deadline)
         except TimeoutError:
@@ -301,11 +306,17 @@ class Service:
             raise
         return self._answer("ok", repeated=False, seconds=time.perf_counter() - t0, applied=applied)
 
+    def answered(self) -> None:
+        """The answer to the last decision request is written: its save may start (it would otherwise take the
+        interpreter from the answer's serialization: hundreds of milliseconds at 2,048 GPUs)."""
+        self._answered.set()
+
     def _work(self, loop: asyncio.AbstractEventLoop, decided: asyncio.Future[tuple[ServiceState, dict[str, Any]]],
-              saved: asyncio.Future[Any], now: float) -> None:
+              saved: asyncio.Future[Any], now: float, answered: threading.Event) -> None:
         """On a daemon thread (a service told to stop while a decision overruns exits without it): the decision,
-        answered as soon as it is made, then the state saved. No change reaches the session before the save is
-        done (changes wait for it), so the document saved is the session right after this decision."""
+        answered as soon as it is made, then, once the answer is serialized (:meth:`answered`; at most 10 s), the
+        state saved. No change reaches the session before the save is done (changes wait for it), so the document
+        saved is the session right after this decision."""
 
         def settle(fut: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
             if fut.cancelled():
@@ -331,6 +342,7 @@ class Service:
             post(saved, None)
             return
         post(decided, (meta, summary))
+        answered.wait(10.0)
         t0 = time.perf_counter()
         try:
             doc = meta.to_document(self.session.to_document())
