@@ -25,6 +25,14 @@ from ..sim.workloads import Workload, WorkloadJob
 __all__ = ["add_parser", "cmd_live_replay", "parse_nodes", "replay", "short_workload"]
 
 
+def _plain(doc: str | None) -> str | None:
+    """A docstring as command-line help: Sphinx roles (``:class:`x` ``) become plain literals (``x``), which the
+    terminal and the generated command-line page both read."""
+    import re
+
+    return re.sub(r":[a-z]+:`~?([^`]+)`", r"``\1``", doc) if doc else doc
+
+
 def short_workload(n_jobs: int = 24, *, source: str = "saturn/1", application: str = "cifar10", stretch: float = 4.0,
                    max_gpus: int = 4, name: str | None = None) -> Workload:
     """The first ``n_jobs`` jobs of ``application`` in the shipped workload ``source``, arrivals shifted to start at
@@ -130,7 +138,7 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("live", help="schedopt's policies in charge of a real resource manager (Slurm, Ray)")
     lsub = p.add_subparsers(dest="live_command", required=True, metavar="COMMAND")
     r = lsub.add_parser("replay", help="replay a workload on a real engine under a policy, until every job finishes",
-                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                        description=_plain(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("workload", help="a shipped workload (saturn/1) or a CSV path")
     r.add_argument("--engine", required=True, choices=("slurm", "ray"))
     r.add_argument("--policy", required=True, help="a policy spec, as schedopt simulate's (sia, tiresias, ...)")
