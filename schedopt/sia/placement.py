@@ -161,6 +161,8 @@ class _Grid:
                     occ[k, g:] = _ABSENT
         self.ids = {t.name: t.ids for t in cluster.gpu_types}
         self._blocks: dict[tuple[str, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._cs: dict[str, np.ndarray] = {}  # put_partial's cumsum buffer per GPU type
+        self._ends: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}  # ends of blocks, virtual nodes
         self._costs: dict[str, _EvictCosts] = {}  # per GPU type: eviction costs of the blocks and nodes
         self._dirty: dict[str, set[int]] = {t.name: set() for t in cluster.gpu_types}  # rows changed since
 
@@ -193,15 +195,21 @@ class _Grid:
         starts, bstart, bsize = self.blocks(t, s)
         if starts.size == 0:
             return False
-        cs = np.concatenate([np.zeros((occ.shape[0], 1), np.int64), np.cumsum(occ < 0, axis=1)], axis=1)
-        ok = (cs[:, starts + s] - cs[:, starts]) == s
+        cs = self._cs.get(t)  # free GPUs before each GPU of each node: column 0 zero, the rest a cumsum
+        if cs is None:
+            cs = self._cs[t] = np.zeros((occ.shape[0], occ.shape[1] + 1), np.int64)
+        np.cumsum(occ < 0, axis=1, out=cs[:, 1:])
+        ends = self._ends.get((t, s))
+        if ends is None:
+            ends = self._ends[(t, s)] = (starts + s, bstart + bsize)
+        ok = (cs[:, ends[0]] - cs[:, starts]) == s
         if not ok.any():
             return False
-        binfree = cs[:, bstart + bsize] - cs[:, bstart]
+        binfree = cs[:, ends[1]] - cs[:, bstart]
         score = np.where(ok, binfree, _NO_FIT)  # best fit: the fullest virtual node that fits
-        n, b = np.unravel_index(int(np.argmin(score)), score.shape)
+        n, b = divmod(int(np.argmin(score)), score.shape[1])
         occ[n, starts[b] : starts[b] + s] = slot
-        self._dirty[t].add(int(n))
+        self._dirty[t].add(n)
         return True
 
     def put_multi(self, t: str, n: int, slot: int) -> bool:
@@ -510,10 +518,14 @@ def _kept_slots(cluster: Cluster, jobs: list[tuple[JobId, Config]], prev_slots: 
             return None
     held: set[tuple[str, int, int]] = set()
     out: dict[JobId, list[Slot]] = {}
+    per_type: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {}
     for jid, c in jobs:
         slots = prev_slots[jid]
         t = c.gpu_type
-        sizes = cluster[t].sizes
+        got = per_type.get(t)
+        if got is None:  # (the type's node sizes and ids: properties built per access, so once per type here)
+            got = per_type[t] = (cluster[t].sizes, cluster[t].ids)
+        sizes = got[0]
         cells: list[tuple[int, int]] = []
         for node, gpus in slots:
             tk = nodes_of.get(node)
@@ -535,7 +547,7 @@ def _kept_slots(cluster: Cluster, jobs: list[tuple[JobId, Config]], prev_slots: 
                 per[-1][1].append(g)
             else:
                 per.append((k, [g]))
-        ids = cluster[t].ids
+        ids = got[1]
         out[jid] = [(ids[k], tuple(gs)) for k, gs in per]
     return out
 
