@@ -325,3 +325,32 @@ def test_same_placements_on_large_rounds() -> None:
 def test_same_placements_on_2048_gpu_rounds(seed: int) -> None:
     for unequal in (False, True):
         assert_same(*large_round(seed, 2048, unequal=unequal))
+
+
+def test_one_node_rigid_shape_with_a_previous_placement() -> None:
+    """A rigid 6-GPU shape on one 8-GPU node next to a kept job (was IndexError: the grid took it for a partial
+    configuration of 6): its 4-block and 2-block, best fit, on the free node."""
+    cluster = Cluster([GpuType("a", 8, 2)])
+    got = place(cluster, {"k": Config(1, 8, "a"), "j": Config(1, 6, "a")}, {"k": [("a-0", tuple(range(8)))]},
+                rigid=["j"])
+    assert got["k"] == [("a-0", tuple(range(8)))]
+    assert got["j"] == [("a-1", (0, 1, 2, 3, 4, 5))]
+    assert got.evicted == () and got.unplaced == ()
+
+
+def test_whole_node_eviction_never_picks_a_smaller_node() -> None:
+    """Nodes of 2, 1 and 2 GPUs; a kept job on each full node, the one on node 2 pinned: two whole nodes would take
+    the 1-GPU node (was KeyError on its missing GPU), so no eviction serves, and place falls back to placing
+    afresh (which ignores pins: the pinned job is the one left out, the fallback's rule for any failed eviction)."""
+    cluster = Cluster([GpuType("g", 2, 3, None, (2, 1, 2))])
+    grid = _Grid(cluster)
+    grid.assign("g", 0, [0], 0)
+    grid.assign("g", 2, [0], 1)
+    assert grid.evict_for(Config(2, 4, "g"), {0: 1.0, 1: np.inf}) is None
+    assert grid.evict_for(Config(2, 4, "g"), {0: 1.0, 1: 1.0}) == [0, 1]
+    prev = {"k": [("g-0", (0,))], "m": [("g-2", (0,))]}
+    alloc = {"k": Config(1, 1, "g"), "m": Config(1, 1, "g"), "j": Config(2, 4, "g")}
+    got = assert_same(cluster, alloc, prev, pinned=["m"])
+    # afresh: j takes the two 2-GPU nodes, k the 1-GPU node, m (pinned, but the fallback ignores pins) no GPU left
+    assert got.assignments == {"k": [("g-1", (0,))], "j": [("g-0", (0, 1)), ("g-2", (0, 1))]}
+    assert got.unplaced == ("m",)
