@@ -14,12 +14,19 @@ decisions of any callable with the same signature as ``Session.decide`` (e.g. a 
 
     python tools/bench_live.py                       # every size and policy
     python tools/bench_live.py --gpus 64 --policy sia --rounds 5
+
+Before / after a change of Sia's placer: ``--baseline-placer FILE`` (an older ``schedopt/sia/placement.py``, e.g.
+``git show <rev>:schedopt/sia/placement.py > /tmp/old_placement.py``) measures every size and policy twice in
+alternation, with that file's ``place`` as the placer and with the current one (``placer: ...`` in the note);
+``--append`` adds the rows to the CSV instead of replacing it.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import importlib.util
+import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -81,23 +88,50 @@ def time_decide(ex: ReplayExecutor, rounds: int,
     return out
 
 
-def measure(policy: str, gpus: int, rounds: int, warmup: int, route: str = "in-process") -> dict[str, object]:
-    _, ex = build_state(policy, gpus, warmup=warmup)
-    ts = time_decide(ex, rounds)
+def load_placer(path: Path) -> Callable[..., object]:
+    """``place`` of an older copy of ``schedopt/sia/placement.py`` (loaded as a module of the package, so its
+    relative imports resolve to the current ones)."""
+    name = "schedopt.sia._baseline_placement"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"cannot load {path}")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod.place
+
+
+def measure(policy: str, gpus: int, rounds: int, warmup: int, route: str = "in-process",
+            placer: tuple[str, Callable[..., object]] | None = None) -> dict[str, object]:
+    """One row; ``placer``: (label, place function) used as Sia's placer in the simulator's placer role (what the
+    session's ``sia`` placer calls) for the whole replay, warmup included."""
+    import schedopt.sim.roles as roles
+
+    real = roles.place
+    if placer is not None:
+        roles.place = placer[1]  # type: ignore[assignment]
+    try:
+        _, ex = build_state(policy, gpus, warmup=warmup)
+        ts = time_decide(ex, rounds)
+    finally:
+        roles.place = real
     cpu = np.array([t.cpu for t in ts]) * 1e3
     wall = np.array([t.wall for t in ts]) * 1e3
     return {"policy": policy, "gpus": gpus, "jobs": 2 * gpus, "route": route, "rounds": len(ts),
             "cpu_p50_ms": round(float(np.percentile(cpu, 50)), 2), "cpu_p99_ms": round(float(np.percentile(cpu, 99)), 2),
             "wall_p50_ms": round(float(np.percentile(wall, 50)), 2),
             "wall_p99_ms": round(float(np.percentile(wall, 99)), 2), "cpu_max_ms": round(float(cpu.max()), 2),
-            "note": f"warmup {warmup} rounds; shared 2-core machine (load {open('/proc/loadavg').read().split()[0]})"}
+            "note": (f"placer: {placer[0]}; " if placer is not None else "")
+            + f"warmup {warmup} rounds; shared 2-core machine (load {open('/proc/loadavg').read().split()[0]})"}
 
 
-def write(rows: Iterable[dict[str, object]], path: Path = OUT) -> None:
+def write(rows: Iterable[dict[str, object]], path: Path = OUT, *, append: bool = False) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as f:
+    header = not (append and path.exists())
+    with path.open("a" if append else "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=FIELDS)
-        w.writeheader()
+        if header:
+            w.writeheader()
         for r in rows:
             w.writerow(r)
 
@@ -109,14 +143,22 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--append", action="store_true", help="add the rows to --out instead of replacing it")
+    ap.add_argument("--baseline-placer", type=Path, default=None,
+                    help="an older schedopt/sia/placement.py: every row twice, baseline and current, alternating")
     a = ap.parse_args()
+    placers: list[tuple[str, Callable[..., object]] | None] = [None]
+    if a.baseline_placer is not None:
+        placers = [(f"baseline {a.baseline_placer.name}", load_placer(a.baseline_placer)),
+                   ("current", __import__("schedopt.sia.placement", fromlist=["place"]).place)]
     rows = []
     for g in a.gpus:
         for p in a.policy:
-            r = measure(p, g, a.rounds, a.warmup)
-            print(", ".join(f"{k}={r[k]}" for k in FIELDS[:-1]), flush=True)
-            rows.append(r)
-    write(rows, a.out)
+            for pl in placers:
+                r = measure(p, g, a.rounds, a.warmup, placer=pl)
+                print(", ".join(f"{k}={r[k]}" for k in FIELDS[:-1]), flush=True)
+                rows.append(r)
+    write(rows, a.out, append=a.append)
     print(f"wrote {a.out}")
 
 

@@ -19,7 +19,8 @@ power of two, ``virtual_node_capacity``) rows exclude. So every allocation of th
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Iterator, Mapping, Sequence
+from bisect import insort
+from collections.abc import Callable, Collection, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -100,6 +101,52 @@ _NO_FIT = np.iinfo(np.int64).max  # a block's best-fit score where it does not f
 _ABSENT = np.iinfo(np.int64).max - 1
 
 
+class _EvictCosts:
+    """The eviction sums of one GPU type's nodes for one cost table: per partial size ``s`` (built at its first
+    use) an (nodes x blocks) array of the summed cost of each aligned block's occupants, and under key 0 each
+    node's; each entry the float a scan of every block computes (``sum`` over the same set built from the same
+    GPUs in the same order), so comparisons between them are the scan's."""
+
+    def __init__(self, occ: np.ndarray, cost: dict[int, float], starts_of: Callable[[int], list[int]]) -> None:
+        self.occ = occ
+        self.cost = cost
+        self.starts_of = starts_of
+        self.starts: dict[int, list[int]] = {}
+        self.tables: dict[int, np.ndarray] = {}
+
+    def _sum(self, cells: list[int]) -> float:
+        who = {v for v in cells if v >= 0}
+        get = self.cost.get
+        return sum(get(v, np.inf) for v in who)  # a GPU the node does not have: never freed
+
+    def _row(self, s: int, row: list[int]) -> list[float]:
+        if s == 0:
+            return [self._sum(row)]
+        return [self._sum(row[st : st + s]) for st in self.starts[s]]
+
+    def table(self, s: int) -> np.ndarray:
+        """The sums for size ``s`` (0: whole nodes)."""
+        got = self.tables.get(s)
+        if got is None:
+            if s:
+                self.starts[s] = self.starts_of(s)
+            rows = self.occ.tolist()
+            width = 1 if s == 0 else len(self.starts[s])
+            got = np.array([self._row(s, r) for r in rows], dtype=np.float64).reshape(len(rows), width)
+            self.tables[s] = got[:, 0] if s == 0 else got
+        return self.tables[s]
+
+    def refresh(self, rows: Collection[int]) -> None:
+        """Recompute the sums of nodes ``rows`` (changed since)."""
+        for n in rows:
+            row = self.occ[n].tolist()
+            for s, tab in self.tables.items():
+                if s == 0:
+                    tab[n] = self._sum(row)
+                else:
+                    tab[n] = self._row(s, row)
+
+
 class _Grid:
     """Occupancy per GPU type: an (nodes x gpus_per_node) array of job slot numbers (-1: free; :data:`_ABSENT`: a
     GPU a smaller node does not have, so its aligned blocks are the ones within its own GPUs)."""
@@ -114,6 +161,15 @@ class _Grid:
                     occ[k, g:] = _ABSENT
         self.ids = {t.name: t.ids for t in cluster.gpu_types}
         self._blocks: dict[tuple[str, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._cs: dict[str, np.ndarray] = {}  # put_partial's cumsum buffer per GPU type
+        self._ends: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}  # ends of blocks, virtual nodes
+        self._costs: dict[str, _EvictCosts] = {}  # per GPU type: eviction costs of the blocks and nodes
+        self._dirty: dict[str, set[int]] = {t.name: set() for t in cluster.gpu_types}  # rows changed since
+
+    def assign(self, t: str, k: int, gpus: Sequence[int], slot: int) -> None:
+        """Give GPUs ``gpus`` of node ``k`` of type ``t`` to ``slot``."""
+        self.occ[t][k, list(gpus)] = slot
+        self._dirty[t].add(k)
 
     def blocks(self, t: str, s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Aligned blocks of size s within a node: (start, start of its virtual node, virtual node size)."""
@@ -139,14 +195,21 @@ class _Grid:
         starts, bstart, bsize = self.blocks(t, s)
         if starts.size == 0:
             return False
-        cs = np.concatenate([np.zeros((occ.shape[0], 1), np.int64), np.cumsum(occ < 0, axis=1)], axis=1)
-        ok = (cs[:, starts + s] - cs[:, starts]) == s
+        cs = self._cs.get(t)  # free GPUs before each GPU of each node: column 0 zero, the rest a cumsum
+        if cs is None:
+            cs = self._cs[t] = np.zeros((occ.shape[0], occ.shape[1] + 1), np.int64)
+        np.cumsum(occ < 0, axis=1, out=cs[:, 1:])
+        ends = self._ends.get((t, s))
+        if ends is None:
+            ends = self._ends[(t, s)] = (starts + s, bstart + bsize)
+        ok = (cs[:, ends[0]] - cs[:, starts]) == s
         if not ok.any():
             return False
-        binfree = cs[:, bstart + bsize] - cs[:, bstart]
+        binfree = cs[:, ends[1]] - cs[:, bstart]
         score = np.where(ok, binfree, _NO_FIT)  # best fit: the fullest virtual node that fits
-        n, b = np.unravel_index(int(np.argmin(score)), score.shape)
+        n, b = divmod(int(np.argmin(score)), score.shape[1])
         occ[n, starts[b] : starts[b] + s] = slot
+        self._dirty[t].add(n)
         return True
 
     def put_multi(self, t: str, n: int, slot: int) -> bool:
@@ -154,15 +217,17 @@ class _Grid:
         whole = np.flatnonzero((occ < 0).all(axis=1))
         if whole.size < n:
             return False
-        occ[whole[whole.size - n :]] = slot  # take the last free nodes; partial configs fill the first ones
+        rows = whole[whole.size - n :]
+        occ[rows] = slot  # take the last free nodes; partial configs fill the first ones
+        self._dirty[t].update(rows.tolist())
         return True
 
     def put(self, c: Config, slot: int) -> bool:
         if c.gpu_type not in self.occ:
             return False
         t = self.cluster[c.gpu_type]
-        if c.n_nodes == 1 and c.n_gpus <= t.max_partial:
-            return self.put_partial(c.gpu_type, c.n_gpus, slot)
+        if c.n_nodes == 1 and c.n_gpus <= t.max_partial and is_pow2(c.n_gpus):  # (a 1-node rigid shape, 6 of 8
+            return self.put_partial(c.gpu_type, c.n_gpus, slot)  # GPUs: its blocks below; it raised IndexError)
         whole, part = config_parts(t.gpus_per_node, c.n_nodes, c.n_gpus)
         if not part:
             return self.put_multi(c.gpu_type, c.n_nodes, slot)
@@ -175,39 +240,57 @@ class _Grid:
         return ok
 
     def evict_for(self, c: Config, cost: dict[int, float]) -> list[int] | None:
-        """Occupants to remove so that ``c`` fits (cheapest by ``cost`` per slot; -inf cost slots are pinned)."""
-        occ = self.occ[c.gpu_type]
-        best: tuple[float, list[int]] | None = None
+        """Occupants to remove so that ``c`` fits (cheapest by ``cost`` per slot; inf cost slots are pinned).
+
+        A partial configuration: the occupants of the first aligned block (node by node, block by block) whose
+        occupants' summed cost is least; whole nodes: the occupants of the ``n`` nodes first by (summed cost of
+        their occupants, node). The sums are kept per block and node (:class:`_EvictCosts`, refreshed for the
+        nodes changed since the last call), each the float sum a scan of every block would make for it (``sum``
+        over the same set built from the same GPUs in the same order), so the choice is the scan's (the scan:
+        tests/test_sia_placer_fastpaths.py). ``cost`` (no NaN) must not change between calls of one grid with the
+        same dict (the only caller, :func:`place`, builds it once per placement)."""
         t = self.cluster[c.gpu_type]
-        if config_parts(t.gpus_per_node, c.n_nodes, c.n_gpus)[1] and not (c.n_nodes == 1 and c.n_gpus <= t.max_partial):
+        partial = c.n_nodes == 1 and c.n_gpus <= t.max_partial and is_pow2(c.n_gpus)
+        if config_parts(t.gpus_per_node, c.n_nodes, c.n_gpus)[1] and not partial:
             return None  # a rigid shape is not evicted for: the caller falls back to placing afresh
-        rows = occ.tolist()  # the occupancy as Python lists: one conversion, then plain slicing per block
-        if c.n_nodes == 1 and c.n_gpus <= self.cluster[c.gpu_type].max_partial:
-            starts, _, _ = self.blocks(c.gpu_type, c.n_gpus)
+        tab = self._evict_costs(c.gpu_type, cost)
+        occ = self.occ[c.gpu_type]
+        if partial:
             s = c.n_gpus
-            st_list = starts.tolist()
-            for row in rows:
-                for st in st_list:
-                    who = {v for v in row[st : st + s] if v >= 0}
-                    w = sum(cost.get(v, np.inf) for v in who)  # a GPU the node does not have: never freed
-                    if best is None or w < best[0]:
-                        best = (w, sorted(who))
-        else:
-            per_node = []
-            for n, row in enumerate(rows):
-                who = {v for v in row if v >= 0}
-                per_node.append((sum(cost.get(v, np.inf) for v in who), n, who))
-            per_node.sort()
-            if len(per_node) >= c.n_nodes:
-                who_all: set[int] = set().union(*(w for _, _, w in per_node[: c.n_nodes]))
-                best = (sum(cost[v] for v in who_all), sorted(who_all))
-        if best is None or not np.isfinite(best[0]):
+            w = tab.table(s)
+            if w.size == 0:
+                return None
+            i = int(np.argmin(w))  # the first least sum, as the scan's strict ``<`` keeps the first
+            if not np.isfinite(w.flat[i]):
+                return None
+            n, b = divmod(i, w.shape[1])
+            st = tab.starts[s][b]
+            return sorted({v for v in occ[n, st : st + s].tolist() if v >= 0})
+        if occ.shape[0] < c.n_nodes:
             return None
-        return best[1]
+        first = np.argsort(tab.table(0), kind="stable")[: c.n_nodes]  # by (sum, node), as the scan's tuple sort
+        who_all: set[int] = set().union(*({v for v in row if v >= 0} for row in occ[first].tolist()))
+        if not np.isfinite(sum(cost.get(v, np.inf) for v in who_all)):  # a smaller node's GPUs: inf (was KeyError)
+            return None
+        return sorted(who_all)
+
+    def _evict_costs(self, t: str, cost: dict[int, float]) -> _EvictCosts:
+        """The kept eviction sums of type ``t`` for ``cost`` (built at the first call, then refreshed for the
+        nodes changed since)."""
+        tab = self._costs.get(t)
+        dirty = self._dirty[t]
+        if tab is None or tab.cost is not cost:
+            tab = self._costs[t] = _EvictCosts(self.occ[t], cost, lambda s: self.blocks(t, s)[0].tolist())
+        elif dirty:
+            tab.refresh(dirty)
+        dirty.clear()
+        return tab
 
     def remove(self, slot: int, t: str) -> None:
         occ = self.occ[t]
-        occ[occ == slot] = -1
+        mask = occ == slot
+        occ[mask] = -1
+        self._dirty[t].update(np.flatnonzero(mask.any(axis=1)).tolist())
 
     def slots_by_job(self) -> dict[int, list[Slot]]:
         out: dict[int, list[Slot]] = {}
@@ -435,10 +518,14 @@ def _kept_slots(cluster: Cluster, jobs: list[tuple[JobId, Config]], prev_slots: 
             return None
     held: set[tuple[str, int, int]] = set()
     out: dict[JobId, list[Slot]] = {}
+    per_type: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {}
     for jid, c in jobs:
         slots = prev_slots[jid]
         t = c.gpu_type
-        sizes = cluster[t].sizes
+        got = per_type.get(t)
+        if got is None:  # (the type's node sizes and ids: properties built per access, so once per type here)
+            got = per_type[t] = (cluster[t].sizes, cluster[t].ids)
+        sizes = got[0]
         cells: list[tuple[int, int]] = []
         for node, gpus in slots:
             tk = nodes_of.get(node)
@@ -460,7 +547,7 @@ def _kept_slots(cluster: Cluster, jobs: list[tuple[JobId, Config]], prev_slots: 
                 per[-1][1].append(g)
             else:
                 per.append((k, [g]))
-        ids = cluster[t].ids
+        ids = got[1]
         out[jid] = [(ids[k], tuple(gs)) for k, gs in per]
     return out
 
@@ -527,10 +614,12 @@ def place(
                 cells.append((t, k, list(gpus)))
             if okay:
                 for t, k, idx in cells:
-                    grid.occ[t][k, idx] = slot_of[jid]
+                    grid.assign(t, k, idx, slot_of[jid])
                     taken.update((t, k, g) for g in idx)
                 kept.add(jid)
-        queue = sorted((jid for jid, _ in jobs if jid not in kept), key=lambda j: _order_key(conf[j], cluster))
+        key = {jid: _order_key(c, cluster) for jid, c in jobs}.__getitem__
+        queue = sorted((jid for jid, _ in jobs if jid not in kept), key=key)
+        head = 0  # queue[:head] is done; queue[head:] stays sorted by key (stable: equal keys in arrival order)
         cost = {slot_of[j]: (1.0 if j in kept else 1e-3) for j, _ in jobs}
         for j in pinned:
             if j in slot_of:
@@ -538,8 +627,9 @@ def place(
         failed: list[JobId] = []
         budget = 4 * len(jobs) + 8
         inv = {v: k for k, v in slot_of.items()}
-        while queue:
-            jid = queue.pop(0)
+        while head < len(queue):
+            jid = queue[head]
+            head += 1
             c = conf[jid]
             if grid.put(c, slot_of[jid]):
                 continue
@@ -552,8 +642,8 @@ def place(
                 grid.remove(v, c.gpu_type)
             if not grid.put(c, slot_of[jid]):  # pragma: no cover - eviction frees a block that fits by construction
                 failed.append(jid)
-            queue.extend(inv[v] for v in victims)
-            queue.sort(key=lambda j: _order_key(conf[j], cluster))
+            for v in victims:  # what extend + a stable sort gives: after every queued job of an equal key
+                insort(queue, inv[v], lo=head, key=key)
         return grid, failed
 
     kept_all = _kept_slots(cluster, jobs, prev_slots, prev_conf, nodes_of)
