@@ -51,7 +51,7 @@ def _need_int(path: str, v: Any, low: int, high: int = MAX_GPUS) -> int:
 @dataclass(frozen=True, repr=False)
 class GpuType:
     """``nodes`` nodes of GPU type ``name`` holding ``gpus_per_node`` GPUs each, or, with ``node_gpus``, that
-    many GPUs each (every one in ``1 .. gpus_per_node``); ``node_names`` names them (default ``<name>-<k>``).
+    many GPUs each (every one in ``1`` to ``gpus_per_node``); ``node_names`` names them (default ``<name>-<k>``).
     Both are kept as ``None`` when they say what the default does (so equal clusters compare equal)."""
 
     name: str

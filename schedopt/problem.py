@@ -313,7 +313,7 @@ class ProblemIO:
 
     * ``to_data(spec) -> dict`` / ``from_data(dict) -> spec`` (the ``data`` of a versioned instance file),
     * ``generate(gpus, seed, **params) -> spec`` (the seed, ``0 <= seed < 2**32``, draws the instance's jobs, sizes
-      and profiles: the same seed and parameters, the same instance; docs/seeds.md),
+      and profiles: the same seed and parameters, the same instance; docs/reference/seeds.md),
     * ``solve(spec, options: SolveOptions) -> Answer`` (``options.method`` picks a method; None: the default),
     * ``build(spec) -> Formulation`` and ``decode(spec, formulation, result) -> Answer`` where the problem is one
       model (``None`` where the answer is not one model's solution),

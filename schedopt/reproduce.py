@@ -453,7 +453,7 @@ SCALE_GPUS = 2048
 
 @dataclass(frozen=True)
 class ClaimVerdict:
-    """Whether a section's numbers support the paper's claim (:data:`CLAIMS`): ``verdict`` is one of
+    """Whether a section's numbers support the paper's claim (``CLAIMS``): ``verdict`` is one of
     :data:`VERDICTS`; ``reason`` gives the numbers and the rule."""
 
     section: str
@@ -710,7 +710,7 @@ def add_parser(subparsers: Any) -> None:
                     "(holds, does not hold, or too small to tell at this size). Every result is written atomically "
                     "with a checksummed end marker; a rerun reuses only whole results of the same run and redoes "
                     "the rest. Seeds: the runs use seed 0; the shipped workloads are fixed, and a seed varies only "
-                    "the random draws of Pollux's search (see docs/seeds.md).")
+                    "the random draws of Pollux's search (see docs/reference/seeds.md).")
     r.add_argument("paper", choices=["sia"], help="which paper")
     r.add_argument("-o", "--output", required=True, help="output folder (rerun to resume)")
     r.add_argument("--quick", action="store_true",

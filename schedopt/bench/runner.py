@@ -529,7 +529,7 @@ def run(
 ) -> list[Record]:
     """Run a sweep: every (size, seed, load) x repetition x backend in its own process; one :class:`Record` each.
     A seed draws one generated instance per size (the problem's ``generate(gpus, seed)``: the same seed, the same
-    instance); ``solver_seed`` is the solver's own (docs/seeds.md).
+    instance); ``solver_seed`` is the solver's own (docs/reference/seeds.md).
 
     ``sizes``: GPU counts, or ``"default"`` / ``"large"`` (4096-16384) / ``"all"``; ``backends`` default to the
     spec's (for a ProblemIO spec, an entry may also be a method of the problem or ``method@backend``). A name that

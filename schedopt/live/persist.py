@@ -4,7 +4,7 @@ The document holds everything a decision depends on: the cluster state, every jo
 count, configuration, batch, progress, the measurements its estimate is fitted to), the placement in the cluster's
 node names and GPU indices, the last plan, and the roles (policy, placer, admission rule) with their own state
 (Tiresias' queues, Sia's configuration change times, Gavel's time shares) as a pickle of the objects. The
-estimator's fits are a function of the saved measurements alone (:func:`schedopt.sim.jobs.fitted_estimate`, one
+estimator's fits are a function of the saved measurements alone (``schedopt.sim.jobs.fitted_estimate``, one
 deterministic fit per measurement set), so a restored session refits them to the same values. A restored session
 decides as the uninterrupted one would (tested round for round, across processes).
 

@@ -3,7 +3,7 @@ imported only when used).
 
 :class:`RayEngine` is the Ray side of the scheduling loop (:class:`schedopt.live.driver.LiveReplay`). A job is a
 gang of actors, one per node of its plan, in a placement group whose bundles are pinned to the plan's nodes (each
-node carries a custom resource naming it, :func:`schedopt.testing.local_engines.node_resource`) and hold the
+node carries a custom resource naming it, ``schedopt.testing.local_engines.node_resource``) and hold the
 plan's GPU count there; the first actor runs the training program (:func:`schedopt.live.trainer.run`) on the GPU
 ids Ray gave every member (``ray.get_gpu_ids()``). A resize or move is a checkpoint (the program's stop call),
 the gang killed, its placement group removed, and a new group and gang on the new nodes. A node that leaves the

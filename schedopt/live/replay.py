@@ -28,7 +28,7 @@ __all__ = ["ReplayExecutor"]
 
 class ReplayExecutor:
     """Drive ``session`` from ``workload`` (see the module doc). :meth:`run` plays to the end (or ``rounds``
-    rounds); :meth:`step` one round; :attr:`plans` every plan so far; :meth:`records` the jobs' records, as
+    rounds); :meth:`step` one round; ``plans`` every plan so far; :meth:`records` the jobs' records, as
     :func:`schedopt.sim.simulate` gives them. The session's job model is the cluster's truth; ``max_time`` stops
     the replay there (default: last arrival + 60 days, as the simulator)."""
 

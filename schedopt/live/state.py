@@ -100,7 +100,7 @@ def _fields(path: str, d: Any, known: Sequence[str], required: Sequence[str]) ->
 
 @dataclass(frozen=True)
 class NodeState:
-    """One node as the resource manager sees it: ``gpus`` GPUs (indices ``0 .. gpus - 1``) of ``gpu_type``;
+    """One node as the resource manager sees it: ``gpus`` GPUs (indices ``0`` to ``gpus - 1``) of ``gpu_type``;
     ``failed_gpus`` are never allocated; ``cpus`` and ``memory_gb`` where known (informative)."""
 
     name: str

@@ -8,7 +8,7 @@ type. Its application name carries both, ``as-is:<own type>:<work s>`` (so the j
 Adaptive policies (Sia, Pollux) need a goodput model: :func:`adaptive_workload` maps each job by its GPU-time class
 to a zoo application (:data:`ADAPTIVE_APPS`) and names it ``as-is:<own type>:<work s>:<zoo app>:<GPUs>:<GPUs per
 node>``; its training curve is the zoo application's, scaled so that on its recorded GPU count of its own type (the
-fewest nodes) it takes exactly its recorded run time (:meth:`AsIsJobModel.reference_seconds`).
+fewest nodes) it takes exactly its recorded run time (``AsIsJobModel.reference_seconds``).
 
 Trace readers live in :mod:`schedopt.traces` (which builds on this module, never the other way):
 :func:`schedopt.traces.replay.replay` reads a trace, derives its cluster and registers the replay's context here

@@ -323,7 +323,7 @@ def cmd_simulate_report(args: argparse.Namespace) -> int:
     from .plots import identical_note
 
     same = identical_note(results)
-    if same:  # seeds that changed nothing (docs/seeds.md): said, and drawn as one line
+    if same:  # seeds that changed nothing (docs/reference/seeds.md): said, and drawn as one line
         note += "\n\nIdentical runs (a seed varies only a policy's random draws and generated workloads):\n\n" + \
             "\n".join(f"- {x}" for x in same)
     atomic_write_text(out / "report.md", f"# Simulation report\n\n{len(results)} simulations from `{src}`.{note}\n\n"
@@ -365,7 +365,7 @@ def add_parser(subparsers: Any) -> None:
                    help="e.g. 0-3 or 0,1. A seed varies a policy's random draws (pollux, pollux-unaware; sia, fifo, "
                         "tiresias and optimus draw none) and generated workloads (gandiva/synthetic, hived/synthetic, "
                         "synergy/philly); shipped workloads (saturn/1, philly/3, ...) and CSV files are fixed, so "
-                        "their seeds give identical runs with such policies (said as a warning; docs/seeds.md)")
+                        "their seeds give identical runs with such policies (said as a warning; docs/reference/seeds.md)")
     s.add_argument("--round-seconds", type=positive_float, default=None, help="default: 60 (synergy policies: 300)")
     s.add_argument("--job-model", default=None, choices=["pollux", "sia", "sia-measured"],
                    help="default: pollux on the pollux cluster, sia-measured (the published step times) on the sia-* "

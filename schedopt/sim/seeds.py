@@ -90,5 +90,5 @@ def inert_seeds(tasks: Iterable[Any]) -> list[str]:
         pname = pol if isinstance(pol, str) else str(getattr(pol, "name", type(pol).__name__))
         out.append(f"seeds {seed_list_text(seeds)} of {pname} on {wl} cannot change anything: the workload is fixed "
                    f"(a shipped workload or a file) and {pname} draws no random numbers, so the {len(set(seeds))} "
-                   "runs will be identical (see what a seed varies: docs/seeds.md)")
+                   "runs will be identical (see what a seed varies: docs/reference/seeds.md)")
     return out

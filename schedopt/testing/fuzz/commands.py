@@ -41,7 +41,7 @@ from typing import Any
 
 from .runner import Outcome
 
-__all__ = ["COMMAND_CASES", "CommandCase", "main", "run_command_case", "run_command_cases"]
+__all__ = ["CommandCase", "main", "run_command_case", "run_command_cases"]  # COMMAND_CASES: the table (its repr is no page)
 
 
 @dataclass(frozen=True)

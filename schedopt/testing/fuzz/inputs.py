@@ -752,7 +752,7 @@ def run_input_case(case: InputCase, timeout: float = 5.0) -> Outcome:
 
 
 def run_named_case(surface: str, label: str, timeout: float = 5.0) -> Outcome:
-    """:func:`run_input_case` of the case named ``(surface, label)`` (the entry of :func:`~.isolated.run_isolated`)."""
+    """``run_input_case`` of the case named ``(surface, label)`` (the entry of :func:`~.isolated.run_isolated`)."""
     return run_input_case(find_case(surface, label), timeout)
 
 
