@@ -65,6 +65,8 @@ suppress_warnings = [
 autosummary_generate = True
 autosummary_imported_members = True
 autodoc_typehints = "signature"
+# defaults as written in the source (a default that is a long table, e.g. the fuzz cases, is its name, not its repr)
+autodoc_preserve_defaults = True
 autodoc_member_order = "bysource"
 autodoc_class_signature = "separated"
 numpydoc_show_class_members = False  # autodoc's :members: lists them (templates/autosummary/class.rst)
