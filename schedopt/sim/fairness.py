@@ -35,7 +35,7 @@ import numpy as np
 from ..errors import InputError
 from ..goodput import blas_threads
 from ..sia import Config
-from .jobs import JobModel, JobState
+from .jobs import JobModel, JobState, _adaptive_batch, _true_rate
 from .jobs import job_model as get_job_model
 from .metrics import SUMMARY_COLUMNS, SimResult
 
@@ -64,6 +64,12 @@ def _nodes(gpus: int, per_node: int) -> dict[str, int]:
         gpus -= take
         k += 1
     return out
+
+
+@lru_cache(maxsize=4096)
+def _shape(gpus: int, per_node: int) -> tuple[int, ...]:
+    """GPUs per node of :func:`_nodes`."""
+    return tuple(_nodes(gpus, per_node).values())
 
 
 def _place(j: JobState, nodes: dict[str, int], gpu_type: str, t: float) -> None:
@@ -118,6 +124,15 @@ def _candidate_rates(jm: JobModel, app: str, job_id: str, adaptive: bool, reques
     cur = sum(held)
     cands = sorted({1 << i for i in range(int(math.log2(cap)) + 1)} | {cap} | ({cur} if 0 < cur <= cap else set()))
     rates = {}
+    if j.kind == "adaptive" and not j.scale_units:
+        # JobState.rebatch's adaptive branch and JobState.rate, call for call, without a placement per count
+        init = jm.truth(app).init_batch
+        for g in cands:
+            shape = _shape(g, per_node)
+            cur_batch = g * local_bsz * (accum + 1) if local_bsz else init
+            local_bsz, accum = _adaptive_batch(app, gpu_type, jm, len(shape), g, epoch, float(cur_batch))
+            rates[g] = _true_rate(jm, app, gpu_type, shape, local_bsz, accum, epoch)
+        return rates
     for g in cands:
         nodes = _nodes(g, per_node)
         j.nodes, j.config = nodes, Config(len(nodes), g, gpu_type)
