@@ -176,24 +176,12 @@ def _rates_by_placement(jm: JobModel, app: str, job_id: str, adaptive: bool, req
                         per_node: int, gpu_type: str, held: tuple[int, ...], held_type: str | None, local_bsz: int,
                         accum: int, epoch: int) -> dict[int, float]:
     """The lone run's candidate rates the way the engine gets a job's rate: a JobState placed on each count in
-    turn, re-batched (the code that ``fairness._candidate_rates``'s direct route replaced, issue 42)."""
-    from schedopt.sia import Config
-    from schedopt.sim.fairness import _nodes
-    from schedopt.sim.jobs import JobState
+    turn, re-batched (the route ``fairness._candidate_rates`` keeps for rigid, strong and pipeline jobs, and the
+    one its direct route replaced for the others, issue 42)."""
+    from schedopt.sim import fairness
 
-    j = JobState(job_id, app, 0.0, req, batch, adaptive, jm)
-    if held:
-        j.nodes = {f"n{k}": g for k, g in enumerate(held)}
-        j.config = Config(len(held), sum(held), str(held_type))
-    j.local_bsz, j.accum, j.epoch = local_bsz, accum, epoch
-    cur = sum(held)
-    rates = {}
-    for g in sorted({1 << i for i in range(int(math.log2(cap)) + 1)} | {cap} | ({cur} if 0 < cur <= cap else set())):
-        nodes = _nodes(g, per_node)
-        j.nodes, j.config = nodes, Config(len(nodes), g, gpu_type)
-        j.rebatch()
-        rates[g] = j.rate()
-    return rates
+    j = fairness._held_job(jm, app, job_id, adaptive, req, batch, held, held_type, local_bsz, accum, epoch)
+    return fairness._rates_by_placement(j, fairness._counts(cap, sum(held)), per_node, gpu_type)
 
 
 @pytest.mark.parametrize("model", ["sia", "sia-measured", "pollux"])

@@ -116,16 +116,11 @@ def _candidate_rates(jm: JobModel, app: str, job_id: str, adaptive: bool, reques
     re-batched from the previous count's batch, in increasing order, as :func:`_best_count` tries them. A function
     of its arguments alone (the batch choice and the rate are), kept per process: a lone run asks it every round,
     and its state changes only at epoch boundaries and moves."""
-    j = JobState(job_id, app, 0.0, requested_gpus, batch_size, adaptive, jm)
-    if held:
-        j.nodes = {f"n{k}": g for k, g in enumerate(held)}
-        j.config = Config(len(held), sum(held), str(held_type))
-    j.local_bsz, j.accum, j.epoch = local_bsz, accum, epoch
-    cur = sum(held)
-    cands = sorted({1 << i for i in range(int(math.log2(cap)) + 1)} | {cap} | ({cur} if 0 < cur <= cap else set()))
-    rates = {}
+    j = _held_job(jm, app, job_id, adaptive, requested_gpus, batch_size, held, held_type, local_bsz, accum, epoch)
+    cands = _counts(cap, sum(held))
     if j.kind == "adaptive" and not j.scale_units:
         # JobState.rebatch's adaptive branch and JobState.rate, call for call, without a placement per count
+        rates = {}
         init = jm.truth(app).init_batch
         for g in cands:
             shape = _shape(g, per_node)
@@ -133,6 +128,27 @@ def _candidate_rates(jm: JobModel, app: str, job_id: str, adaptive: bool, reques
             local_bsz, accum = _adaptive_batch(app, gpu_type, jm, len(shape), g, epoch, float(cur_batch))
             rates[g] = _true_rate(jm, app, gpu_type, shape, local_bsz, accum, epoch)
         return rates
+    return _rates_by_placement(j, cands, per_node, gpu_type)
+
+
+def _held_job(jm: JobModel, app: str, job_id: str, adaptive: bool, requested_gpus: int, batch_size: int,
+              held: tuple[int, ...], held_type: str | None, local_bsz: int, accum: int, epoch: int) -> JobState:
+    j = JobState(job_id, app, 0.0, requested_gpus, batch_size, adaptive, jm)
+    if held:
+        j.nodes = {f"n{k}": g for k, g in enumerate(held)}
+        j.config = Config(len(held), sum(held), str(held_type))
+    j.local_bsz, j.accum, j.epoch = local_bsz, accum, epoch
+    return j
+
+
+def _counts(cap: int, cur: int) -> list[int]:
+    """The counts a lone run tries: powers of two up to ``cap``, ``cap``, and the current count."""
+    return sorted({1 << i for i in range(int(math.log2(cap)) + 1)} | {cap} | ({cur} if 0 < cur <= cap else set()))
+
+
+def _rates_by_placement(j: JobState, cands: list[int], per_node: int, gpu_type: str) -> dict[int, float]:
+    """Count -> rate of ``j`` placed on each count in turn and re-batched (changes ``j``): the engine's route."""
+    rates = {}
     for g in cands:
         nodes = _nodes(g, per_node)
         j.nodes, j.config = nodes, Config(len(nodes), g, gpu_type)
