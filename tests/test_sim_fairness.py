@@ -170,3 +170,48 @@ def test_card_names_are_the_codes(three) -> None:  # type: ignore[no-untyped-def
     aliases = {"n_avg": "average_contention"}
     for n in names:
         assert n in keys or n in fields or hasattr(fm, aliases.get(n, n)), n
+
+
+def _rates_by_placement(jm: JobModel, app: str, job_id: str, adaptive: bool, req: int, batch: int, cap: int,
+                        per_node: int, gpu_type: str, held: tuple[int, ...], held_type: str | None, local_bsz: int,
+                        accum: int, epoch: int) -> dict[int, float]:
+    """The lone run's candidate rates the way the engine gets a job's rate: a JobState placed on each count in
+    turn, re-batched (the route ``fairness._candidate_rates`` keeps for rigid, strong and pipeline jobs, and the
+    one its direct route replaced for the others, issue 42)."""
+    from schedopt.sim import fairness
+
+    j = fairness._held_job(jm, app, job_id, adaptive, req, batch, held, held_type, local_bsz, accum, epoch)
+    return fairness._rates_by_placement(j, fairness._counts(cap, sum(held)), per_node, gpu_type)
+
+
+@pytest.mark.parametrize("model", ["sia", "sia-measured", "pollux"])
+def test_the_lone_runs_candidate_rates_equal_a_placed_jobs_bit_for_bit(model: str) -> None:
+    """Every application, GPU type, node size, cap and held state (fresh, and mid-run at a re-batched local batch):
+    the direct route gives the same floats as placing a JobState on each count, and the rigid ncf of the fitted
+    models takes the placement route itself."""
+    from schedopt.goodput import blas_threads
+    from schedopt.sim.fairness import _candidate_rates
+    from schedopt.sim.jobs import _adaptive_batch, job_model
+
+    with blas_threads(1):  # the measured tables' triangulations, as in a simulation
+        n = _compare_candidate_rates(job_model(model), _candidate_rates, _adaptive_batch)
+    assert n > 250
+
+
+def _compare_candidate_rates(jm: JobModel, candidate_rates, adaptive_batch) -> int:  # type: ignore[no-untyped-def]
+    n = 0
+    for app in ("cifar10", "imagenet", "bert", "deepspeech2", "yolov3", "ncf"):
+        types = sorted(jm.truth(app).params)
+        for t in types:
+            for per_node, cap in ((4, 3), (4, 24), (8, 64)):
+                for epoch in (0, 3):
+                    states = [((), None, 0, 0)]
+                    for held in ((1,), (4,) if per_node == 4 else (8,), (per_node, 2)):
+                        lb, acc = adaptive_batch(app, t, jm, len(held), sum(held), epoch,
+                                                 float(jm.truth(app).init_batch))
+                        states.append((held, t, lb, acc))
+                    for held, ht, lb, acc in states:
+                        args = (jm, app, "isolated", True, 1, 0, cap, per_node, t, held, ht, lb, acc, epoch)
+                        assert candidate_rates(*args) == _rates_by_placement(*args), (app, t, per_node, cap, held)
+                        n += 1
+    return n

@@ -223,6 +223,33 @@ def test_to_dataframe_and_summaries(small_csv: str) -> None:
     assert all(not isinstance(v, dict) for v in s.iloc[0].tolist())
 
 
+def test_a_summary_kept_by_the_worker_equals_one_computed_here(small_csv: str) -> None:
+    """``run_tasks(summaries=True)``: each worker summarises its result before sending it (issue 42: the fairness
+    columns' lone runs reuse the simulation's warm caches there); the kept summary is the one computed afresh,
+    column for column, and a copy (a caller's change does not reach it)."""
+    import math
+    import pickle
+
+    from schedopt.sim.metrics import keep_summary, summary_row
+
+    items = tasks(["sia", "fifo"], [small_csv], [0], cluster="pollux")
+    kept = run_tasks(items, workers=2, progress=False, in_process=False, summaries=True)
+    plain = run_tasks(items, workers=1, progress=False)
+    for a, b in zip(kept, plain, strict=True):
+        assert isinstance(a, SimResult) and isinstance(b, SimResult)
+        assert "_summary" in a.__dict__ and "_summary" not in b.__dict__
+        ra, rb = summary_row(a), summary_row(b)
+        assert list(ra) == list(rb) and "worst_rho" in ra
+        same = {k: ra[k] == rb[k] or (isinstance(ra[k], float) and math.isnan(ra[k]) and math.isnan(rb[k]))
+                for k in ra if not k.startswith("policy_")}  # the policy's measured seconds differ between runs
+        assert all(same.values()), same
+        s = summarize(a)
+        s["gpu_hours_by_type"]["x"] = 1.0
+        assert "x" not in summarize(a)["gpu_hours_by_type"]
+    again = pickle.loads(pickle.dumps(keep_summary(plain[0])))
+    assert summary_row(again) == summary_row(plain[0])
+
+
 # ------------------------------------------------------------------------------------------------ resume
 def test_resume_skips_whole_records_and_redoes_a_truncated_one(small_csv: str, tmp_path: Path,
                                                                caplog: pytest.LogCaptureFixture) -> None:

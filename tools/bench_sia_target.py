@@ -7,18 +7,39 @@ alternately so that both see the same machine load; the medians and each run's h
 
 Each checkout is put first on ``PYTHONPATH`` of its child processes, so the same tool measures any commit (a
 ``git worktree`` of it). The hash (of ``repr(result.jobs)``) says whether two checkouts made the same decisions.
+
+``--whole`` (issue 42, the everyday run): time the whole command instead,
+
+    python -m schedopt simulate --cluster sia-64 --workload saturn/1 --policy sia [--job-model sia]
+
+(no ``--job-model``: the cluster's default, ``sia-measured``), interpreter start-up, imports, the simulation's worker
+process and the summary included: CPU is the children's user + system time (``getrusage``) over the process, which
+counts the worker it waited for. Each run's hash is of the printed results table (``table_hash``); ``--records``
+adds, per checkout and job model, one untimed run with ``-o`` and ``--json`` whose records (every job, every round,
+the meta; without the measured times: ``policy_seconds``, ``policy_cpu_seconds``, the answers' ``timings``, the
+file's checksum) and summary (without its ``policy_*`` time columns) are hashed (``records_hash``).
+``--bytecode cached`` runs each checkout with a ``PYTHONPYCACHEPREFIX`` of its own, filled by one untimed run first
+(an installed package's case: its modules compiled once); ``env`` (default) leaves the environment as it is (with
+``PYTHONDONTWRITEBYTECODE=1`` every process compiles every module it imports).
+
+    python tools/bench_sia_target.py --whole --records --bytecode cached --checkout before=/tmp/old \\
+        --checkout after=. --runs 5 --out benchmarks/everyday.csv
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +58,58 @@ print(json.dumps({"wall_s": wall, "cpu_s": cpu, "rounds": len(res.rounds), "fini
                   "avg_jct_s": sum(jcts) / max(len(jcts), 1),
                   "jobs_hash": hashlib.sha1(repr(res.jobs).encode()).hexdigest()[:12]}))
 """
+
+
+WHOLE = ["-m", "schedopt", "simulate", "--cluster", "sia-64", "--workload", "saturn/1", "--policy", "sia"]
+_TIMES = ("policy_seconds", "policy_cpu_seconds", "timings")
+
+
+def _whole_cmd(jm: str) -> list[str]:
+    return [sys.executable, *WHOLE, *([] if jm == "sia-measured" else ["--job-model", jm])]
+
+
+def _table_hash(stdout: str) -> str:
+    """The results table (the lines from "results" to the first blank line after the table): no measured times."""
+    lines = stdout.splitlines()
+    start = next((i for i, x in enumerate(lines) if x.startswith("results")), None)
+    if start is None:
+        return "none"
+    body = []
+    for x in lines[start:]:
+        if body and not x.strip() and any(y.startswith("|") for y in body):
+            break
+        body.append(x)
+    return hashlib.sha1("\n".join(body).encode()).hexdigest()[:12]
+
+
+def _strip_times(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _strip_times(v) for k, v in obj.items() if k not in _TIMES}
+    if isinstance(obj, list):
+        return [_strip_times(v) for v in obj]
+    return obj
+
+
+def _records_hash(folder: Path, doc: dict[str, Any]) -> str:
+    """Every record line but the checksum, without measured times, and the summaries without their time columns."""
+    h = hashlib.sha1()
+    for f in sorted(folder.glob("*.jsonl")):
+        for line in f.read_text().splitlines():
+            rec = json.loads(line)
+            if "end" not in rec:
+                h.update(json.dumps(_strip_times(rec), sort_keys=True).encode())
+    for row in doc.get("summaries", []):
+        h.update(json.dumps({k: v for k, v in row.items() if not k.startswith("policy_")}, sort_keys=True).encode())
+    return h.hexdigest()[:12]
+
+
+def _run_whole(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, subprocess.CompletedProcess[str]]:
+    """(CPU s, wall s, the completed process): the children's rusage over the run (the worker it waited for too)."""
+    r0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=str(cwd))
+    wall, r1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return cpu, wall, out
 
 
 def _commit(path: Path) -> str:
@@ -60,6 +133,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--job-models", default="sia,sia-measured")
     ap.add_argument("--out", default=None, help="append one row per run to this CSV")
+    ap.add_argument("--whole", action="store_true", help="time the whole `python -m schedopt simulate` process")
+    ap.add_argument("--records", action="store_true", help="--whole: hash each checkout's records (one -o run each)")
+    ap.add_argument("--bytecode", choices=("env", "cached"), default="env",
+                    help="--whole: the environment's bytecode setting, or a warmed cache per checkout")
+    ap.add_argument("--note", default="", help="a note for the CSV rows (e.g. the machine's state)")
     a = ap.parse_args()
     checkouts = []
     for spec in a.checkout:
@@ -72,6 +150,9 @@ def main() -> None:
         checkouts.append((label, p, _commit(p)))
     models = [m for m in a.job_models.split(",") if m]
     env_note = f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores"
+    if a.whole:
+        _whole(a, checkouts, models, env_note)
+        return
     rows: list[dict[str, Any]] = []
     for run in range(a.runs):
         for jm in models:
@@ -102,13 +183,70 @@ def main() -> None:
             (l0, _, _), (l1, _, _) = checkouts
             print(f"  {jm:13s} {l0} / {l1}: {meds[l0] / meds[l1]:.2f}x")
     if a.out:
-        out_path = Path(a.out)
-        new = not out_path.exists()
-        with out_path.open("a", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-            if new:
-                w.writeheader()
-            w.writerows(rows)
+        _append(Path(a.out), rows)
+
+
+def _append(out_path: Path, rows: list[dict[str, Any]]) -> None:
+    new = not out_path.exists()
+    with out_path.open("a", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        if new:
+            w.writeheader()
+        w.writerows(rows)
+
+
+def _whole(a: argparse.Namespace, checkouts: list[tuple[str, Path, str]], models: list[str], env_note: str) -> None:
+    """The --whole mode: the command as a user types it, one fresh process per run, checkouts alternated."""
+    tmp = Path(tempfile.mkdtemp(prefix="bench-everyday-"))
+    envs: dict[str, dict[str, str]] = {}
+    for label, path, _ in checkouts:
+        env = dict(os.environ, PYTHONPATH=str(path) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        if a.bytecode == "cached":
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = str(tmp / f"pyc-{label}")
+        envs[label] = env
+    records: dict[tuple[str, str], str] = {}
+    for label, path, _ in checkouts:  # untimed: fills the bytecode cache, and hashes the records
+        for jm in models if a.records else models[:1]:
+            folder = tmp / f"rec-{label}-{jm}"
+            cmd = _whole_cmd(jm) + (["-o", str(folder), "--json"] if a.records else [])
+            out = subprocess.run(cmd, env=envs[label], capture_output=True, text=True, cwd=str(path))
+            if out.returncode != 0:
+                sys.exit(f"{label} ({path}) {jm}: the command failed:\n{out.stderr[-2000:]}")
+            if a.records:
+                records[label, jm] = _records_hash(folder, json.loads(out.stdout))
+                print(f"records {jm:13s} {label:8s}: {records[label, jm]}", flush=True)
+    rows: list[dict[str, Any]] = []
+    for run in range(a.runs):
+        for jm in models:
+            for label, path, commit in checkouts:
+                load = _load()
+                cpu, wall, out = _run_whole(_whole_cmd(jm), envs[label], path)
+                if out.returncode != 0:
+                    sys.exit(f"{label} ({path}) {jm}: the command failed:\n{out.stderr[-2000:]}")
+                row = {"label": label, "commit": commit, "job_model": jm, "run": run, "load": round(load, 2),
+                       "bytecode": a.bytecode, "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
+                       "table_hash": _table_hash(out.stdout), "records_hash": records.get((label, jm), ""),
+                       "note": a.note, "env": env_note}
+                rows.append(row)
+                print(f"run {run} {jm:13s} {label:8s} {commit}: cpu {cpu:.2f} s, wall {wall:.2f} s, load {load:.1f},"
+                      f" table {row['table_hash']}", flush=True)
+    print(f"\nmedians, whole process, bytecode {a.bytecode} (CPU s; wall s)")
+    for jm in models:
+        meds = {}
+        for label, _, commit in checkouts:
+            rs = [r for r in rows if r["label"] == label and r["job_model"] == jm]
+            meds[label] = statistics.median(float(r["cpu_s"]) for r in rs)
+            wall = statistics.median(float(r["wall_s"]) for r in rs)
+            cpus = ", ".join(f"{float(r['cpu_s']):.2f}" for r in rs)
+            tables = ", ".join(sorted({str(r["table_hash"]) for r in rs}))
+            print(f"  {jm:13s} {label:8s} {commit}: {meds[label]:.2f}; {wall:.2f}  (cpu {cpus}; table {tables};"
+                  f" records {records.get((label, jm), '-')})")
+        if len(checkouts) == 2:
+            (l0, _, _), (l1, _, _) = checkouts
+            print(f"  {jm:13s} {l0} / {l1}: {meds[l0] / meds[l1]:.2f}x")
+    if a.out:
+        _append(Path(a.out), rows)
 
 
 if __name__ == "__main__":

@@ -252,7 +252,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         if spec is None:
             results = run_tasks(items, workers=args.workers, progress=_progress(args), output_dir=out,
                                 resume=args.resume, on_error=args.on_error, heartbeat=args.progress_every,
-                                in_process=False)
+                                in_process=False, summaries=True)
         else:  # threads, processes, a Dask or a Ray cluster: the executor layer owns what it opens
             with open_executor(spec, workers=args.workers) as ex:
                 results = run_tasks(items, executor=ex, workers=args.workers, progress=_progress(args),

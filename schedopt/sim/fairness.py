@@ -33,8 +33,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..goodput import blas_threads
 from ..sia import Config
-from .jobs import JobModel, JobState
+from .jobs import JobModel, JobState, _adaptive_batch, _true_rate
 from .jobs import job_model as get_job_model
 from .metrics import SUMMARY_COLUMNS, SimResult
 
@@ -65,6 +66,12 @@ def _nodes(gpus: int, per_node: int) -> dict[str, int]:
     return out
 
 
+@lru_cache(maxsize=4096)
+def _shape(gpus: int, per_node: int) -> tuple[int, ...]:
+    """GPUs per node of :func:`_nodes`."""
+    return tuple(_nodes(gpus, per_node).values())
+
+
 def _place(j: JobState, nodes: dict[str, int], gpu_type: str, t: float) -> None:
     """Give ``j`` ``nodes`` of ``gpu_type`` from time ``t`` (a restart delay when it changes), as the engine does."""
     if nodes == j.nodes:
@@ -89,23 +96,65 @@ def _best_count(j: JobState, cap: int, per_node: int, gpu_type: str) -> int:
     cur = sum(j.nodes.values())
     if cap <= 1:
         return 1
-    cands = sorted({1 << i for i in range(int(math.log2(cap)) + 1)} | {cap} | ({cur} if 0 < cur <= cap else set()))
-    saved = (dict(j.nodes), j.config, j.local_bsz, j.accum)
+    rates = _candidate_rates(j.jm, j.app, j.id, j.adaptive, j.requested_gpus, j.batch_size, cap, per_node, gpu_type,
+                             tuple(j.nodes.values()), None if j.config is None else j.config.gpu_type, j.local_bsz,
+                             j.accum, j.epoch)
+    best = max(rates, key=lambda g: (rates[g], -g))
+    if cur in rates and best != cur:
+        left = j.application.target - j.progress
+        if left / rates[best] + j.jm.restart(j.app) >= left / rates[cur]:
+            return cur
+    return best
+
+
+@lru_cache(maxsize=65536)
+def _candidate_rates(jm: JobModel, app: str, job_id: str, adaptive: bool, requested_gpus: int, batch_size: int,
+                     cap: int, per_node: int, gpu_type: str, held: tuple[int, ...], held_type: str | None,
+                     local_bsz: int, accum: int, epoch: int) -> dict[int, float]:
+    """GPU count -> the true rate of a job in the state these arguments name (GPUs ``held`` per node of
+    ``held_type`` at ``local_bsz`` and ``accum`` in ``epoch``) moved to that many GPUs of ``gpu_type``: each count
+    re-batched from the previous count's batch, in increasing order, as :func:`_best_count` tries them. A function
+    of its arguments alone (the batch choice and the rate are), kept per process: a lone run asks it every round,
+    and its state changes only at epoch boundaries and moves."""
+    j = _held_job(jm, app, job_id, adaptive, requested_gpus, batch_size, held, held_type, local_bsz, accum, epoch)
+    cands = _counts(cap, sum(held))
+    if j.kind == "adaptive" and not j.scale_units:
+        # JobState.rebatch's adaptive branch and JobState.rate, call for call, without a placement per count
+        rates = {}
+        init = jm.truth(app).init_batch
+        for g in cands:
+            shape = _shape(g, per_node)
+            cur_batch = g * local_bsz * (accum + 1) if local_bsz else init
+            local_bsz, accum = _adaptive_batch(app, gpu_type, jm, len(shape), g, epoch, float(cur_batch))
+            rates[g] = _true_rate(jm, app, gpu_type, shape, local_bsz, accum, epoch)
+        return rates
+    return _rates_by_placement(j, cands, per_node, gpu_type)
+
+
+def _held_job(jm: JobModel, app: str, job_id: str, adaptive: bool, requested_gpus: int, batch_size: int,
+              held: tuple[int, ...], held_type: str | None, local_bsz: int, accum: int, epoch: int) -> JobState:
+    j = JobState(job_id, app, 0.0, requested_gpus, batch_size, adaptive, jm)
+    if held:
+        j.nodes = {f"n{k}": g for k, g in enumerate(held)}
+        j.config = Config(len(held), sum(held), str(held_type))
+    j.local_bsz, j.accum, j.epoch = local_bsz, accum, epoch
+    return j
+
+
+def _counts(cap: int, cur: int) -> list[int]:
+    """The counts a lone run tries: powers of two up to ``cap``, ``cap``, and the current count."""
+    return sorted({1 << i for i in range(int(math.log2(cap)) + 1)} | {cap} | ({cur} if 0 < cur <= cap else set()))
+
+
+def _rates_by_placement(j: JobState, cands: list[int], per_node: int, gpu_type: str) -> dict[int, float]:
+    """Count -> rate of ``j`` placed on each count in turn and re-batched (changes ``j``): the engine's route."""
     rates = {}
     for g in cands:
         nodes = _nodes(g, per_node)
         j.nodes, j.config = nodes, Config(len(nodes), g, gpu_type)
         j.rebatch()
         rates[g] = j.rate()
-    j.nodes, j.config = saved[0], saved[1]
-    j.local_bsz, j.accum = saved[2], saved[3]
-    j._rate = None
-    best = max(cands, key=lambda g: (rates[g], -g))
-    if cur in rates and best != cur:
-        left = j.application.target - j.progress
-        if left / rates[best] + j.jm.restart(j.app) >= left / rates[cur]:
-            return cur
-    return best
+    return rates
 
 
 @lru_cache(maxsize=65536)
@@ -259,16 +308,19 @@ def finish_time_fairness(result: SimResult, rule: str = "sia", jm: JobModel | st
     G = sum(n * g for n, g in cluster.values())
     navg = average_contention(result)
     rho, iso, share = {}, {}, {}
-    for j in result.jobs:
-        if j.jct is None or not math.isfinite(navg[j.id]):
-            continue
-        v = G / max(navg[j.id], 1.0)
-        req = j.requested_gpus
-        T = isolated_jct(j.application, j.arrival, v, cluster, model, R, adaptive=adaptive, requested_gpus=req,
-                         batch_size=j.batch_size, rule=rule)
-        share[j.id], iso[j.id] = v, T
-        if T > 0 and math.isfinite(T):
-            rho[j.id] = j.jct / T
+    # one BLAS thread, as the simulation itself: the lone runs' measured-table triangulations solve thousands of 3x3
+    # systems, where a pool of two threads spins (0.57 s of CPU against 0.01 s for one of them); same answers
+    with blas_threads(1):
+        for j in result.jobs:
+            if j.jct is None or not math.isfinite(navg[j.id]):
+                continue
+            v = G / max(navg[j.id], 1.0)
+            req = j.requested_gpus
+            T = isolated_jct(j.application, j.arrival, v, cluster, model, R, adaptive=adaptive,
+                             requested_gpus=req, batch_size=j.batch_size, rule=rule)
+            share[j.id], iso[j.id] = v, T
+            if T > 0 and math.isfinite(T):
+                rho[j.id] = j.jct / T
     return FairnessReport(rule, rho, iso, share)
 
 

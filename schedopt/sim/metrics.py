@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from .jobs import JobState
     from .policies.base import Decision
 
-__all__ = ["SUMMARY_COLUMNS", "JSONValue", "JobRecord", "RoundRecord", "SimMeta", "SimResult", "queue_length", "read_jsonl", "summaries",
-           "summarize", "summary_row", "utilization"]
+__all__ = ["SUMMARY_COLUMNS", "JSONValue", "JobRecord", "RoundRecord", "SimMeta", "SimResult", "keep_summary",
+           "queue_length", "read_jsonl", "summaries", "summarize", "summary_row", "utilization"]
 
 #: a JSON value (what a record's family-specific details may hold)
 JSONValue: TypeAlias = "str | int | float | bool | Sequence[JSONValue] | Mapping[str, JSONValue] | None"
@@ -321,7 +321,12 @@ def _pct(xs: Iterable[float], q: float) -> float:
 def summarize(result: SimResult) -> dict[str, Any]:
     """Average / median / p99 JCT, makespan, GPU-hours (by type), mean utilization and queue length, restarts,
     unfinished jobs and the policy's time per round (median, p95, max), all from the records. A capped run
-    (``capped`` True, ``unfinished`` > 0) has its makespan at the cap: when the run ended, as its utilization."""
+    (``capped`` True, ``unfinished`` > 0) has its makespan at the cap: when the run ended, as its utilization.
+
+    A result summarised where it ran (:func:`keep_summary`, ``run_tasks(summaries=True)``) answers from that."""
+    kept = result.__dict__.get("_summary")
+    if kept is not None and kept[0] == _column_names():
+        return {**kept[1], "gpu_hours_by_type": dict(kept[1]["gpu_hours_by_type"])}
     jcts = [j.jct for j in result.jobs if j.jct is not None]
     fins = [j.finish for j in result.jobs if j.finish is not None]
     first = min((j.arrival for j in result.jobs), default=0.0)
@@ -366,6 +371,20 @@ def summarize(result: SimResult) -> dict[str, Any]:
 #: more summary columns, from modules that build on these records and register here (this module imports none of
 #: them): ``columns(result) -> {name: value}``, in registration order (:func:`schedopt.sim.fairness.fairness_summary`)
 SUMMARY_COLUMNS: list[Callable[[SimResult], dict[str, float]]] = []
+
+
+def _column_names() -> tuple[str, ...]:
+    return tuple(f"{f.__module__}.{f.__qualname__}" for f in SUMMARY_COLUMNS)
+
+
+def keep_summary(result: SimResult) -> SimResult:
+    """Summarise ``result`` now and keep the summary with it (it travels with the result when pickled), so that
+    :func:`summarize` and :func:`summary_row` of it later answer without recomputing: a worker process summarises
+    its simulation while its caches are warm (the isolated runs of the fairness columns reuse the simulation's
+    rates and measured tables) and the parent prints it. The records are immutable, so the summary stays theirs;
+    one kept under other registered :data:`SUMMARY_COLUMNS` is not used. Returns ``result``."""
+    object.__setattr__(result, "_summary", (_column_names(), summarize(result)))
+    return result
 
 
 # ------------------------------------------------------------------ tables (pandas): to_dataframe, summaries

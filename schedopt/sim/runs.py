@@ -58,7 +58,7 @@ from typing import Any, Literal
 
 from ..errors import InputError, SchedoptError
 from ..progress import Progress
-from .metrics import SimResult, summary_row
+from .metrics import SimResult, keep_summary, summary_row
 from .records import (
     atomic_write_text,
     check_record,
@@ -342,8 +342,11 @@ def _worker_main(conn: Any, ppid: int, registered: Sequence[Any] = ()) -> None:
             return
         if msg is None:
             return
-        i, task, spath = msg
+        i, task, spath, summarize = msg
         out = _execute(task, spath)
+        if summarize and isinstance(out, SimResult):
+            with contextlib.suppress(Exception):  # the parent summarises it again and shows the error there
+                keep_summary(out)
         try:
             conn.send((i, out))
         except Exception as exc:  # a result that does not pickle
@@ -353,13 +356,14 @@ def _worker_main(conn: Any, ppid: int, registered: Sequence[Any] = ()) -> None:
 class _LocalPool:
     """``n`` worker processes of our own, one task at a time each, over a pipe per worker."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, summaries: bool = False) -> None:
         import multiprocessing as mp
 
         methods = mp.get_all_start_methods()
         # fork is fast and safe in a single-threaded process; with threads about (a Dask client, a notebook), spawn
         self.ctx: Any = mp.get_context("fork" if "fork" in methods and threading.active_count() == 1 else "spawn")
         self.n = n
+        self.summaries = summaries  # each worker summarises its result (keep_summary) before sending it
         self.workers: list[tuple[Any, Any]] = []  # (process, connection)
         self.busy: dict[int, int] = {}  # worker slot -> task index
         self.queue: list[tuple[int, Any, str | None]] = []
@@ -407,7 +411,7 @@ class _LocalPool:
         item = self.queue.pop(0)
         for _ in range(2):
             try:
-                self.workers[slot][1].send(item)
+                self.workers[slot][1].send((*item, self.summaries))
                 self.busy[slot] = item[0]
                 return
             except OSError:  # the worker is gone: replace it
@@ -720,6 +724,7 @@ def run_tasks(
     on_error: Literal["raise", "record"] = "raise",
     heartbeat: float = 30.0,
     in_process: bool | None = None,
+    summaries: bool = False,
 ) -> list[SimResult | SimFailure]:
     """Run every task; results in task order (:class:`~schedopt.sim.metrics.SimResult`, or :class:`SimFailure`
     where a task failed with ``on_error="record"``). See the module's documentation for executors, the output
@@ -728,7 +733,11 @@ def run_tasks(
     ``in_process`` (no ``executor`` only): None runs here when ``workers=1`` or there is one task, else on our pool;
     False always uses our pool (``workers`` processes, default the CPU count), so that Ctrl-C stops a simulation at
     once even inside a policy's solve (a solver's own Ctrl-C handling returns its incumbent and lets the simulation
-    go on) -- what ``schedopt simulate`` does; True runs everything here, one after the other."""
+    go on) -- what ``schedopt simulate`` does; True runs everything here, one after the other.
+
+    ``summaries``: each of our pool's workers also summarises its result (:func:`~schedopt.sim.metrics.keep_summary`)
+    before sending it back, where the simulation's caches are warm; ``summarize`` of the result then answers at
+    once (``schedopt simulate`` prints every summary)."""
     items = list(tasks)
     if on_error not in ON_ERROR:
         raise InputError("on_error", on_error, f"must be one of {list(ON_ERROR)}")
@@ -783,7 +792,8 @@ def run_tasks(
                         raise
                 finish(i, one, list)
         elif todo:
-            driver: Any = _LocalPool(workers or os.cpu_count() or 1) if executor is None else _Foreign(executor, hb)
+            driver: Any = (_LocalPool(workers or os.cpu_count() or 1, summaries) if executor is None
+                           else _Foreign(executor, hb))
             try:
                 driver.submit([(i, items[i], hb.status_path(i)) for i in todo])
                 left = set(todo)
