@@ -101,6 +101,7 @@ DOCTESTED = [
     "schedopt.pollux.solve_spec",
     "schedopt.shockwave.build",
     "schedopt.shockwave.solve_spec",
+    "schedopt.live.Session",
 ]
 
 

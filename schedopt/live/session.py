@@ -129,7 +129,17 @@ class Session:
     applications' curves (``"pollux"`` as :func:`schedopt.sim.simulate`, ``"sia"``, or a JobModel).
     ``estimator``: ``"bootstrap"`` (the profile refitted to what each job measured) or ``"oracle"`` (the
     profile itself). ``adaptive``: whether jobs adapt (default: the policy's ``adaptive`` attribute).
-    ``state_path``: where :meth:`save` writes after every decision (None: not saved)."""
+    ``state_path``: where :meth:`save` writes after every decision (None: not saved).
+
+    Examples
+    --------
+    >>> from schedopt.live import ClusterState, NodeState, LiveJob, JobSubmitted, Session
+    >>> s = Session(ClusterState((NodeState("n1", "a100", 8),)), "tiresias")
+    >>> s.apply(JobSubmitted(0.0, LiveJob("j1", "cifar10", submitted=0.0, requested_gpus=2)))
+    >>> plan = s.decide(now=60.0)
+    >>> plan.jobs["j1"].action.value, plan.jobs["j1"].placement
+    ('start', {'n1': (0, 1)})
+    """
 
     VERSION = 1
 
