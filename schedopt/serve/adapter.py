@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, SchedoptError
+from ..goodput import blas_threads
 from ..live import ClusterState, Session, event_from_dict
 from ..live.persist import SCHEMA as SESSION_SCHEMA
 from .state import ServiceState, read_state
@@ -65,12 +66,16 @@ class LiveSession:
         """Apply ``events`` in order. A refused event raises an InputError naming ``{field}[i]`` and its field; the
         events before it in the batch have then changed the session, and the caller restores it (all or none)."""
         counts: Counter[str] = Counter()
-        for i, e in enumerate(events):
-            try:
-                self.session.apply(e)
-            except InputError as exc:
-                raise InputError(f"{field}[{i}].{exc.field.removeprefix('event.')}", exc.value, exc.message) from None
-            counts[type(e).__name__] += 1
+        # one BLAS limit for the batch: each progress event with measurements refits its job under blas_threads(1),
+        # whose outermost entry costs ~50 us of threadpoolctl (nested entries are free)
+        with blas_threads(1):
+            for i, e in enumerate(events):
+                try:
+                    self.session.apply(e)
+                except InputError as exc:
+                    raise InputError(f"{field}[{i}].{exc.field.removeprefix('event.')}", exc.value,
+                                     exc.message) from None
+                counts[type(e).__name__] += 1
         self._gauges = self._read_gauges()
         return counts
 
