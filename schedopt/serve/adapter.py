@@ -14,6 +14,7 @@ from ..errors import InputError, SchedoptError
 from ..goodput import blas_threads
 from ..live import ClusterState, Session, event_from_dict
 from ..live.persist import SCHEMA as SESSION_SCHEMA
+from .events import fast_progress
 from .state import ServiceState, read_state
 
 __all__ = ["INIT_SCHEMA", "DecisionFailed", "LiveSession", "open_session", "session_from_init"]
@@ -60,7 +61,11 @@ class LiveSession:
             raise InputError(field, docs, "must be a list of events")
         if len(docs) > MAX_EVENTS:
             raise InputError(field, len(docs), f"holds more than {MAX_EVENTS} events: send them in batches")
-        return [_event(d, f"{field}[{i}]") for i, d in enumerate(docs)]
+        out = []
+        for i, d in enumerate(docs):  # progress reports in one pass; anything else (or refused) the general route
+            e = fast_progress(d)
+            out.append(_event(d, f"{field}[{i}]") if e is None else e)
+        return out
 
     def apply(self, events: list[Any], field: str = "events") -> Mapping[str, int]:
         """Apply ``events`` in order. A refused event raises an InputError naming ``{field}[i]`` and its field; the
