@@ -11,8 +11,8 @@ the same decisions (tests/test_serve.py checks it); ``--warmup`` rounds first, t
 Columns per (policy, GPUs): the in-process ``Session.decide`` wall and CPU time; the service's round trip (wall,
 client side: the request, the events applied, the decision, the answer read; the state is saved after the
 answer, and the next request is sent once that save is done, as a minute between rounds would allow); the service's CPU
-per request (user + sys of the service process, read from /proc in 10 ms ticks: a mean over the rounds, not
-percentiles); ``overhead`` = round trip -
+per request (user + sys of the service process, read from /proc in 10 ms ticks: the mean and the median over the
+rounds; it holds part of the state's save, which starts once the answer is written); ``overhead`` = round trip -
 in-process wall of the same round (p50 / p99 of the differences: two runs, so the machine's noise twice);
 ``http`` = round trip - the decision's own wall time inside the service (the answer's ``seconds``) on the same
 request: what the service adds (HTTP, JSON both ways, the round's events applied); ``save_ms``: the mean time of one atomic save of the state file
@@ -46,7 +46,7 @@ from schedopt.testing.serve import ServiceProcess, ServiceReplay
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "serve_latency.csv"
 FIELDS = ("policy", "gpus", "jobs", "rounds", "inproc_wall_p50_ms", "inproc_wall_p99_ms", "inproc_cpu_p50_ms",
-          "inproc_cpu_p99_ms", "service_wall_p50_ms", "service_wall_p99_ms", "service_cpu_mean_ms", "overhead_p50_ms",
+          "inproc_cpu_p99_ms", "service_wall_p50_ms", "service_wall_p99_ms", "service_cpu_mean_ms", "service_cpu_p50_ms", "overhead_p50_ms",
           "overhead_p99_ms", "http_p50_ms", "http_p99_ms", "save_ms", "plan_kb", "note")
 
 
@@ -72,7 +72,7 @@ def _pct(xs: list[float], q: float) -> float:
     return round(float(np.percentile(np.array(xs) * 1e3, q)), 2)
 
 
-def measure(policy: str, gpus: int, rounds: int, warmup: int, workdir: Path) -> dict[str, Any]:
+def measure(policy: str, gpus: int, rounds: int, warmup: int, workdir: Path, label: str = "") -> dict[str, Any]:
     wl = workload(2 * gpus)
     # in process: tools/bench_live.py's state and timing
     s, ex = build_state(policy, gpus, warmup=warmup)
@@ -109,10 +109,11 @@ def measure(policy: str, gpus: int, rounds: int, warmup: int, workdir: Path) -> 
             "service_wall_p50_ms": _pct([w for w, _ in service], 50),
             "service_wall_p99_ms": _pct([w for w, _ in service], 99),
             "service_cpu_mean_ms": round(1e3 * float(np.mean([c for _, c in service])), 2),
+            "service_cpu_p50_ms": _pct([c for _, c in service], 50),
             "overhead_p50_ms": _pct(over, 50), "overhead_p99_ms": _pct(over, 99),
             "http_p50_ms": _pct(http, 50), "http_p99_ms": _pct(http, 99),
             "save_ms": round(1e3 * m["sum"] / max(m["count"], 1), 2), "plan_kb": round(plan_kb, 1),
-            "note": f"warmup {warmup}; same decisions both ways: {same}; shared 2-core machine (load "
+            "note": f"{label + '; ' if label else ''}warmup {warmup}; same decisions both ways: {same}; shared 2-core machine (load "
                     f"{Path('/proc/loadavg').read_text().split()[0]}); service CPU at 10 ms ticks"}
 
 
@@ -124,12 +125,13 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--append", action="store_true", help="add the rows to --out instead of replacing it")
+    ap.add_argument("--label", default="", help="put first in each row's note (e.g. which version of the code ran)")
     a = ap.parse_args()
     rows = []
     for g in a.gpus:
         for p in a.policy:
             with tempfile.TemporaryDirectory() as tmp:
-                r = measure(p, g, a.rounds, a.warmup, Path(tmp))
+                r = measure(p, g, a.rounds, a.warmup, Path(tmp), a.label)
             print(", ".join(f"{k}={r[k]}" for k in FIELDS), flush=True)
             rows.append(r)
     a.out.parent.mkdir(parents=True, exist_ok=True)

