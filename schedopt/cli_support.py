@@ -48,6 +48,7 @@ __all__ = [
     "exit_code_for",
     "format_timings",
     "nonneg_int",
+    "parse_number",
     "positive_float",
     "positive_int",
     "seed_int",
@@ -105,7 +106,7 @@ def emit(doc: Mapping[str, Any]) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ argument types
-def _number(text: str, cast: type, ok: Callable[[float], bool], what: str) -> Any:
+def parse_number(text: str, cast: type, ok: Callable[[float], bool], what: str) -> Any:
     """``cast(text)`` when it parses and ``ok`` holds; otherwise one argparse message naming what was expected."""
     try:
         v = cast(text)
@@ -118,27 +119,27 @@ def _number(text: str, cast: type, ok: Callable[[float], bool], what: str) -> An
 
 def positive_int(text: str) -> int:
     """An ``argparse`` type: an integer >= 1."""
-    return _number(text, int, lambda v: v >= 1, "a positive integer")
+    return parse_number(text, int, lambda v: v >= 1, "a positive integer")
 
 
 def nonneg_int(text: str) -> int:
     """An ``argparse`` type: an integer >= 0."""
-    return _number(text, int, lambda v: v >= 0, "an integer >= 0")
+    return parse_number(text, int, lambda v: v >= 0, "an integer >= 0")
 
 
 def positive_float(text: str) -> float:
     """An ``argparse`` type: a positive finite number."""
-    return _number(text, float, lambda v: 0 < v < float("inf"), "a positive finite number")
+    return parse_number(text, float, lambda v: 0 < v < float("inf"), "a positive finite number")
 
 
 def seed_int(text: str) -> int:
     """A seed: an integer with 0 <= seed < 2**32 (what numpy's generators and ``schedopt.sim.limits`` accept)."""
-    return _number(text, int, lambda v: 0 <= v < 2**32, "an integer seed with 0 <= seed < 2**32")
+    return parse_number(text, int, lambda v: 0 <= v < 2**32, "an integer seed with 0 <= seed < 2**32")
 
 
 def unit_interval(text: str) -> float:
     """An ``argparse`` type: a number in [0, 1]."""
-    return _number(text, float, lambda v: 0.0 <= v <= 1.0, "a number in [0, 1]")
+    return parse_number(text, float, lambda v: 0.0 <= v <= 1.0, "a number in [0, 1]")
 
 
 def csv_ints(text: str) -> list[int]:

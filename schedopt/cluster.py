@@ -25,7 +25,7 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ["MAX_GPUS", "Cluster", "GpuType"]
+__all__ = ["MAX_GPUS", "Cluster", "GpuType", "is_int", "need_int"]
 
 #: the largest GPU count anywhere in a Sia spec: GPUs or nodes per type, GPUs in the cluster, a job's GPU counts
 #: (a larger value is an InputError, not an int64 overflow or an array of 10**18 entries)
@@ -34,12 +34,14 @@ MAX_GPUS = 2**20
 _BAD = " @,[]()"
 
 
-def _is_int(v: Any) -> bool:
+def is_int(v: Any) -> bool:
+    """Whether ``v`` is an integer (Python or numpy), booleans excluded."""
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
-def _need_int(path: str, v: Any, low: int, high: int = MAX_GPUS) -> int:
-    if not _is_int(v):
+def need_int(path: str, v: Any, low: int, high: int = MAX_GPUS) -> int:
+    """``v`` as an int in ``low .. high``, or :class:`~schedopt.errors.InputError` naming ``path`` and the value."""
+    if not is_int(v):
         raise InputError(path, v, "must be an integer")
     if v < low:
         raise InputError(path, v, f"must be >= {low}")
@@ -63,8 +65,8 @@ class GpuType:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name or any(c in self.name for c in _BAD):
             raise InputError("gpu_type.name", self.name, "must be a non-empty string without spaces or @,[]()")
-        object.__setattr__(self, "gpus_per_node", _need_int(f"gpu_type[{self.name}].gpus_per_node", self.gpus_per_node, 1))
-        object.__setattr__(self, "nodes", _need_int(f"gpu_type[{self.name}].nodes", self.nodes, 0))
+        object.__setattr__(self, "gpus_per_node", need_int(f"gpu_type[{self.name}].gpus_per_node", self.gpus_per_node, 1))
+        object.__setattr__(self, "nodes", need_int(f"gpu_type[{self.name}].nodes", self.nodes, 0))
         if self.node_names is not None:
             names = self._seq("node_names", self.node_names)
             for k, n in enumerate(names):
@@ -77,7 +79,7 @@ class GpuType:
             object.__setattr__(self, "node_names", None if default else tuple(names))
         if self.node_gpus is not None:
             sizes = self._seq("node_gpus", self.node_gpus)
-            sizes = tuple(_need_int(f"gpu_type[{self.name}].node_gpus[{k}]", g, 1, self.gpus_per_node)
+            sizes = tuple(need_int(f"gpu_type[{self.name}].node_gpus[{k}]", g, 1, self.gpus_per_node)
                           for k, g in enumerate(sizes))
             object.__setattr__(self, "node_gpus", None if all(g == self.gpus_per_node for g in sizes) else sizes)
         if self.total_gpus > MAX_GPUS:
@@ -175,7 +177,7 @@ class Cluster:
             per.setdefault(t, []).append((name, g))
         types = []
         for t, ns in per.items():
-            sizes = [_need_int(f"node[{n}].gpus", g, 1) for n, g in ns]
+            sizes = [need_int(f"node[{n}].gpus", g, 1) for n, g in ns]
             R = (gpus_per_node or {}).get(t, max(sizes, default=1))
             types.append(GpuType(t, R, len(ns), tuple(n for n, _ in ns), tuple(sizes)))
         return cls(tuple(types))

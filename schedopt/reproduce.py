@@ -666,7 +666,7 @@ def _reproduce(o: Path, pl: Plan, secs: Sequence[str], workers: int | None, exec
 # ------------------------------------------------------------------------------------------------------ CLI
 def _cmd(args: argparse.Namespace) -> int:
     from .executors import spec_from_flags
-    from .sim.cli import _workloads as workload_list
+    from .sim.cli import parse_workloads as workload_list
     from .sim.workloads import load_workload
 
     try:
@@ -702,7 +702,7 @@ def _cmd(args: argparse.Namespace) -> int:
 def add_parser(subparsers: Any) -> None:
     """Register ``reproduce`` (``schedopt reproduce sia -o out/ [--quick]``)."""
     from .cli_support import add_executor_arguments
-    from .sim.cli import _workers
+    from .sim.cli import parse_workers
 
     r = subparsers.add_parser(
         "reproduce", help="reproduce a paper's evaluation (sia)",
@@ -719,7 +719,7 @@ def add_parser(subparsers: Any) -> None:
     r.add_argument("--workloads", default=None,
                    help="comma-separated workloads replacing those of the main, adaptivity, load and sensitivity "
                         "sections (e.g. saturn/1)")
-    r.add_argument("--workers", type=_workers, default=None, help="processes (default: CPU count)")
+    r.add_argument("--workers", type=parse_workers, default=None, help="processes (default: CPU count)")
     add_executor_arguments(r, "simulations")
     r.add_argument("--progress", choices=("auto", "on", "off"), default="auto")
     r.add_argument("--verbose", action="store_true", help="log lines of schedopt at INFO, and of Dask / Ray")

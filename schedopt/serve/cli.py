@@ -16,17 +16,17 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..cli_support import _number, positive_float
+from ..cli_support import parse_number, positive_float
 
 __all__ = ["add_parser", "cmd_serve"]
 
 
 def _port(text: str) -> int:
-    return int(_number(text, int, lambda v: 0 <= v <= 65535, "an integer in [0, 65535]"))
+    return int(parse_number(text, int, lambda v: 0 <= v <= 65535, "an integer in [0, 65535]"))
 
 
 def _bytes(text: str) -> int:
-    return int(_number(text, int, lambda v: v >= 1024, "a number of bytes >= 1024"))
+    return int(parse_number(text, int, lambda v: v >= 1024, "a number of bytes >= 1024"))
 
 
 def add_parser(sub: Any) -> None:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..cluster import MAX_GPUS, Cluster, GpuType, _is_int, _need_int
+from ..cluster import MAX_GPUS, Cluster, GpuType, is_int, need_int
 from ..errors import InputError
 
 __all__ = ["MAX_GPUS", "MAX_RESTARTS", "Cluster", "Config", "GpuType", "Job", "JobId", "JobKind", "config_parts",
@@ -35,11 +35,11 @@ def _is_num(v: Any) -> bool:
 
 
 def _int_field(p: str, name: str, v: Any, low: int, high: int = MAX_GPUS) -> int:
-    """``_need_int(f"{p}.{name}", ...)`` with the common case (a plain int in range) first: the path is only
+    """``need_int(f"{p}.{name}", ...)`` with the common case (a plain int in range) first: the path is only
     formatted for an error (a simulator builds hundreds of jobs a round)."""
     if type(v) is int and low <= v <= high:
         return v
-    return _need_int(f"{p}.{name}", v, low, high)
+    return need_int(f"{p}.{name}", v, low, high)
 
 
 def _num_field(p: str, name: str, v: Any, low: float) -> float:
@@ -110,8 +110,8 @@ class Config:
     gpu_type: str
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "n_nodes", _need_int("config.n_nodes", self.n_nodes, 1))
-        object.__setattr__(self, "n_gpus", _need_int("config.n_gpus", self.n_gpus, 1))
+        object.__setattr__(self, "n_nodes", need_int("config.n_nodes", self.n_nodes, 1))
+        object.__setattr__(self, "n_gpus", need_int("config.n_gpus", self.n_gpus, 1))
         if self.n_gpus < self.n_nodes:
             raise InputError("config.n_gpus", self.n_gpus, f"must be >= n_nodes ({self.n_nodes})")
         if not isinstance(self.gpu_type, str) or not self.gpu_type:
@@ -179,9 +179,9 @@ class Job:
 
     def __post_init__(self) -> None:
         jid = self.id
-        if not (_is_int(jid) or (isinstance(jid, str) and jid and not any(c in jid for c in " @,[]()"))):
+        if not (is_int(jid) or (isinstance(jid, str) and jid and not any(c in jid for c in " @,[]()"))):
             raise InputError("job.id", jid, "must be an int or a non-empty string without spaces or @,[]()")
-        if _is_int(jid):
+        if is_int(jid):
             object.__setattr__(self, "id", int(jid))
         p = f"job[{jid}]"
         if self.kind not in KINDS:

@@ -43,14 +43,15 @@ from ..cli_support import (
 from ..errors import InputError
 from .runs import SimFailure, SweepInterrupted, record_name, summary_csv
 
-__all__ = ["MAX_SEEDS", "add_parser", "cmd_simulate", "cmd_simulate_report", "parse_seeds"]
+__all__ = ["MAX_SEEDS", "add_parser", "cmd_simulate", "cmd_simulate_report", "parse_seeds", "parse_workers",
+           "parse_workloads"]
 
 log = logging.getLogger(__name__)
 
 #: the most seeds one ``--seeds`` may name (a typo such as 0-100000000 is refused, not materialized)
 MAX_SEEDS = 100_000
 
-def _workers(text: str) -> int:
+def parse_workers(text: str) -> int:
     """``--workers``: an integer in 1..MAX_WORKERS (schedopt.sim.limits; issue 25)."""
     from .limits import check_workers
 
@@ -85,7 +86,9 @@ def parse_seeds(text: str) -> list[int]:
     return [s for lo, hi in spans for s in range(lo, hi + 1)]
 
 
-def _workloads(text: str) -> list[str]:
+def parse_workloads(text: str) -> list[str]:
+    """``--workload``: comma-separated workload names; a set name such as ``saturn`` expands to its members (the
+    names are resolved when the workloads load)."""
     from .workloads import list_workloads
 
     known = list_workloads()
@@ -154,7 +157,7 @@ def _tasks(args: argparse.Namespace) -> list[Any]:
         raise InputError("--policy", args.policy, "names no policy")
     _check_choices(args, pols)
     per_policy = {p: (params if params and system_for(p).takes_solver_options(p) else {}) for p in pols}
-    return tasks(pols, _workloads(args.workload), parse_seeds(args.seeds), cluster=args.cluster,
+    return tasks(pols, parse_workloads(args.workload), parse_seeds(args.seeds), cluster=args.cluster,
                  job_model=args.job_model, round_seconds=args.round_seconds, policy_params=per_policy,
                  charge_policy_time=args.charge_policy_time, estimator=args.estimator, placer=args.placer,
                  admission=args.admission)
@@ -376,7 +379,7 @@ def add_parser(subparsers: Any) -> None:
     s.add_argument("--estimator", choices=("bootstrap", "oracle"), default="bootstrap",
                    help="what the policy sees of a job's throughput: Sia's online estimate (bootstrap from 1-GPU "
                         "profiles, refitted as the job runs; default) or the true model (oracle)")
-    s.add_argument("--workers", type=_workers, default=1,
+    s.add_argument("--workers", type=parse_workers, default=1,
                    help="simulations at once (processes; default 1; with --executor/--dask/--ray the worker count "
                         "of a local pool or cluster it opens)")
     add_executor_arguments(s, "simulations")
