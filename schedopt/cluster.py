@@ -40,7 +40,7 @@ def is_int(v: Any) -> bool:
 
 
 def need_int(path: str, v: Any, low: int, high: int = MAX_GPUS) -> int:
-    """``v`` as an int in ``low .. high``, or :class:`~schedopt.errors.InputError` naming ``path`` and the value."""
+    """``v`` as an int from ``low`` to ``high``, or :class:`~schedopt.errors.InputError` naming ``path`` and the value."""
     if not is_int(v):
         raise InputError(path, v, "must be an integer")
     if v < low:
