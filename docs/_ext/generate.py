@@ -77,6 +77,8 @@ RECORDS: dict[str, tuple[str, str, str]] = {
     "reproduce_sia_full.md": ("fidelity", "Sia's evaluation reproduced (the full run's report)",
                               "schedopt reproduce sia -o out/"),
     "sim_fairness_sia64.md": ("fidelity", "Finish-time fairness on Sia's cluster", "python tools/sim_fairness_table.py"),
+    "heterps_two_phase.csv": ("benchmarks", "HeterPS's RL scheduler: one phase against the paper's two",
+                              "PYTHONPATH=. python tools/heterps_two_phase.py --seeds 0-9 --splits 0,30,75"),
 }
 
 #: columns that say when, at which commit or on which machine a row was measured

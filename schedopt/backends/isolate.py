@@ -9,7 +9,8 @@ once. The incumbent the child held is lost with it, so an interrupted call repor
 :attr:`~schedopt.results.Limit.INTERRUPTED`, never a guess; a second Ctrl-C raises ``KeyboardInterrupt``.
 
 It is an option, off by default, because it costs a fork and a pickle of the answer per solve: measured by
-``PYTHONPATH=. python tools/bench_fork_overhead.py`` (medians of 11, shared 2-core machine) at +23 ms (scipy) and
+``tools/bench_fork_overhead.py`` (medians of 11, shared 2-core machine, 2026-11-23, commit 9dd3814; the script is in
+git history) at +23 ms (scipy) and
 +67 ms (pyomo) on a 3-binary knapsack that solves in 1.4 / 9.3 ms, +50 / +58 ms on a 64-GPU Sia model (13.6 /
 40.1 ms): many times a small solve, noise on a solve of seconds, the only kind a user interrupts. The CLI, where
 Ctrl-C is how a user stops a long solve, is the place to turn it on. Outside the main thread, where no signal handler can be

@@ -451,7 +451,7 @@ def fit_throughput(
     hi_b = np.array([hi if i < 6 else 10.0 for i in free])
     best_val, best_theta = np.inf, None
     # OpenBLAS's thread pool makes L-BFGS-B on these few parameters 5-8x slower (its threads spin on tiny
-    # vectors): by default the fit runs on one BLAS thread (tools/bench_fit_threads.py measures it).
+    # vectors): by default the fit runs on one BLAS thread (formulations/sim.md has the measurement).
     # L-BFGS-B through lbfgsb.minimize: scipy's routine without scipy.optimize.minimize's per-call and
     # per-evaluation overhead, the same iterates (scipy.optimize is imported by the first fit, in _blas_libraries,
     # not at import: it costs ~0.25 s CPU that a solve without a fit never uses)
