@@ -173,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
                     failures += 1
                     print(f"DIFF {where} ({dt:.1f} s CPU)\n--- shown\n{b.output}--- got\n{got}")
                 else:
-                    print(f"ok   {where} ({dt:.1f} s CPU)")
+                    print(f"ok   {where} ({dt:.1f} s CPU)" + ("\n     " + got.strip().replace("\n", "\n     ")
+                                                             if got.strip() and b.output is None else ""))
             elif b.lang == "shell":
                 for cmd in b.commands:
                     if not a.run_shell:
