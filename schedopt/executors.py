@@ -320,7 +320,9 @@ def open_executor(spec: Any, workers: int | None = None) -> Iterator[Any]:
         started = not ray.is_initialized()
         if started:  # workers import what this process imports (its sys.path, as the bench's run processes do)
             env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-            ray.init(address=address, include_dashboard=False, log_to_driver=False,
+            # "ray[:N]" is a local Ray of our own: address="local", or ray.init would join any Ray cluster already
+            # running on the machine (another user's, whose workers may not import schedopt)
+            ray.init(address=address or "local", include_dashboard=False, log_to_driver=False,
                      runtime_env=None if address else {"env_vars": env})
         rpool: Any = Pool(processes=None if address else _count(s, n_default))
         try:
