@@ -175,7 +175,7 @@ class LiveReplay:
         if not isinstance(round_seconds, (int, float)) or not math.isfinite(round_seconds) or round_seconds <= 0:
             raise InputError("round_seconds", round_seconds, "must be a number of seconds > 0")
         self.engine, self.workload, self.policy = engine, workload, policy
-        self.dir = Path(run_dir)
+        self.dir = Path(run_dir).resolve()  # jobs run in their own folders: their paths must not be relative
         self.dir.mkdir(parents=True, exist_ok=True)
         self.scale, self.R = float(time_scale), float(round_seconds)
         self.jm_name = job_model_name

@@ -81,7 +81,7 @@ def replay(workload: Workload, *, engine: str, policy: str, time_scale: float, r
         raise InputError("--time-scale", time_scale, "must be a number > 0")
     pol = get_policy(policy)
     nodes = parse_nodes(local) if local else None
-    run = Path(run_dir)
+    run = Path(run_dir).resolve()  # the engine's daemons and jobs run elsewhere: a relative folder would not reach
     # the run's tag in the engine's job names: the folder's name and a digest of its path (a job of another run
     # folder of the same name is never taken for one of this run's)
     tag = f"{run.resolve().name}-{hashlib.sha1(str(run.resolve()).encode()).hexdigest()[:8]}"
