@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(description=main.__doc__)
     ap.add_argument("guide", choices=sorted(GUIDES))
-    ap.add_argument("--run-shell", action="store_true", help="also run the shell commands (asks for each)")
+    ap.add_argument("--run-shell", action="store_true", help="also run the shell commands (all of them: pip installs and hours-long runs too)")
     ap.add_argument("--workdir", default=".")
     ap.add_argument("--only", default="", help="run only the pages whose path contains this")
     a = ap.parse_args(argv)
