@@ -17,13 +17,22 @@ from ..live.persist import SCHEMA as SESSION_SCHEMA
 from .events import fast_progress
 from .state import ServiceState, read_state
 
-__all__ = ["INIT_SCHEMA", "DecisionFailed", "LiveSession", "open_session", "session_from_init"]
+__all__ = ["INIT_SCHEMA", "DecisionFailed", "EventRefused", "LiveSession", "open_session", "session_from_init"]
 
 #: The ``schema`` field of the document that starts a session in the service.
 INIT_SCHEMA = "schedopt.serve.init"
 
 #: how many events one batch may hold (a batch is applied on the event loop)
 MAX_EVENTS = 100_000
+
+
+class EventRefused(InputError):
+    """An event of a batch was refused (HTTP 400, naming the field and the value); ``applied``: how many events
+    of the batch before it had been applied (the service then puts the session back)."""
+
+    def __init__(self, field: str, value: Any, message: str, applied: int) -> None:
+        super().__init__(field, value, message)
+        self.applied = applied
 
 
 class DecisionFailed(SchedoptError):
@@ -68,8 +77,9 @@ class LiveSession:
         return out
 
     def apply(self, events: list[Any], field: str = "events") -> Mapping[str, int]:
-        """Apply ``events`` in order. A refused event raises an InputError naming ``{field}[i]`` and its field; the
-        events before it in the batch have then changed the session, and the caller restores it (all or none)."""
+        """Apply ``events`` in order. A refused event raises an InputError naming ``{field}[i]`` and its field, with
+        ``applied = i``: the events before it in the batch have then changed the session, and the caller restores it
+        (all or none)."""
         counts: Counter[str] = Counter()
         # one BLAS limit for the batch: each progress event with measurements refits its job under blas_threads(1),
         # whose outermost entry costs ~50 us of threadpoolctl (nested entries are free)
@@ -78,8 +88,8 @@ class LiveSession:
                 try:
                     self.session.apply(e)
                 except InputError as exc:
-                    raise InputError(f"{field}[{i}].{exc.field.removeprefix('event.')}", exc.value,
-                                     exc.message) from None
+                    raise EventRefused(f"{field}[{i}].{exc.field.removeprefix('event.')}", exc.value, exc.message,
+                                       i) from None
                 counts[type(e).__name__] += 1
         self._gauges = self._read_gauges()
         return counts
