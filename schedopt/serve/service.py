@@ -528,4 +528,6 @@ class Service:
         out = dict(self.session.gauges())
         out["schedopt_round"] = ("Decisions made by the session (its round).", {(): float(self.meta.round)})
         out["schedopt_decision_running"] = ("1 while a decision is running.", {(): float(self.busy)})
+        out["schedopt_state_saving"] = ("1 while the state file is written after a decision (a snapshot).",
+                                        {(): float(self._saving is not None)})
         return out
