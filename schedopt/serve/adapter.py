@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -69,6 +70,8 @@ class LiveSession:
         self.session = session
         self._gauges = self._read_gauges()
         self._origin: tuple[list[Any], list[tuple[int, int | None]]] = ([], [])
+        #: CPU seconds of the last ``Session.decide`` (on the thread that ran it)
+        self.decision_cpu: float | None = None
 
     def parse_events(self, docs: Any, field: str) -> list[Any]:
         if not isinstance(docs, list):
@@ -124,8 +127,10 @@ class LiveSession:
         return f"{field}[{i}].{rest}"
 
     def decide(self, now: float) -> dict[str, Any]:
+        c0 = time.thread_time()
         try:
             plan = self.session.decide(now)
+            self.decision_cpu = time.thread_time() - c0
         except InputError as exc:
             if exc.field == "now":
                 raise

@@ -212,6 +212,7 @@ class Service:
                                                                   self._snapshot)
         self._since_snapshot = 0
         self._replaying = False
+        self._cpu: float | None = None
         self._summary = session.summary()
 
     # ------------------------------------------------------------------ persistence
@@ -408,7 +409,7 @@ class Service:
                 await self._saved()
                 self._record("events", self.meta, body)
             raise
-        return self._answer("ok", repeated=False, seconds=time.perf_counter() - t0, applied=applied)
+        return self._answer("ok", repeated=False, seconds=time.perf_counter() - t0, applied=applied, cpu=self._cpu)
 
     def answered(self) -> None:
         """The answer to the last decision request is written: its save may start (it would otherwise take the
@@ -442,6 +443,7 @@ class Service:
             plan = self.session.decide(now)
             meta = self._after_decision(self.meta, now, plan)
             summary = self.session.summary()
+            cpu = getattr(self.session, "decision_cpu", None)
         except BaseException as exc:
             post(decided, None, exc)
             post(saved, None)
@@ -454,7 +456,7 @@ class Service:
                 recorded = time.perf_counter() - t0
             except BaseException as exc:  # no journal: the whole state file instead, right after the answer
                 recorded, snapshot = exc, True
-        post(decided, (meta, summary, recorded))
+        post(decided, (meta, summary, recorded, cpu))
         if not snapshot:
             post(saved, None)
             return
@@ -476,7 +478,7 @@ class Service:
             return
         exc = fut.exception()
         if exc is None:
-            self.meta, self._summary, recorded = fut.result()
+            self.meta, self._summary, recorded, self._cpu = fut.result()
             self.metrics.latency.observe(time.perf_counter() - t0)
             if isinstance(recorded, float):
                 self.metrics.journal_latency.observe(recorded)
@@ -505,11 +507,11 @@ class Service:
             self.metrics.save_latency.observe(seconds)
 
     def _answer(self, status: str, repeated: bool, seconds: float, pending_round: int | None = None,
-                applied: int = 0) -> dict[str, Any]:
+                applied: int = 0, cpu: float | None = None) -> dict[str, Any]:
         m = self.meta
         return {"status": status, "round": m.round, "now": m.now, "plan": m.plan, "repeated": repeated,
-                "seconds": seconds, "pending_round": pending_round, "applied": applied, "seq": m.seq,
-                "summary": self._summary}
+                "seconds": seconds, "cpu_seconds": cpu, "pending_round": pending_round, "applied": applied,
+                "seq": m.seq, "summary": self._summary}
 
     # ------------------------------------------------------------------ shutdown
     async def drain(self, timeout: float) -> bool:
