@@ -157,7 +157,7 @@ def measure(policy: str, gpus: int, rounds: int, warmup: int, workdir: Path, lab
     sp = ServiceProcess(workdir, workdir / "state.json", init, extra=extra, code=code)
     with sp:
         with sp.client(timeout=600.0) as c, sp.client(timeout=600.0) as probe:
-            remote = ServiceSession(c)
+            remote = ServiceSession(c, columns=2 if code is None else 0)  # an older service: event by event
             sx = ServiceReplay(remote, wl, Session(cluster_preset(f"sia-{gpus}"), make_policy(policy)))
             sx.run(warmup)
             assert sp.proc is not None
@@ -229,12 +229,13 @@ def main() -> None:
     ap.add_argument("--snapshot-every", type=int, default=10, help="the service's --snapshot-every (default 10)")
     ap.add_argument("--baseline", type=Path, default=None,
                     help="another schedopt checkout (e.g. `git archive REV | tar -x -C DIR`): each row measured with "
-                         "its service too, alternating, labelled 'baseline' (before) and 'current' (after)")
+                         "its service too, alternating (labels: --baseline-label, then --label or 'after')")
+    ap.add_argument("--baseline-label", default="before", help="the note of the baseline's rows")
     a = ap.parse_args()
     rows = []
     for g in a.gpus:
         for p in a.policy:
-            for code, label in ([(a.baseline, f"baseline {a.baseline}"), (None, "current")] if a.baseline
+            for code, label in ([(a.baseline, a.baseline_label), (None, a.label or "after")] if a.baseline
                                 else [(None, a.label)]):
                 with tempfile.TemporaryDirectory() as tmp:
                     r = measure(p, g, a.rounds, a.warmup, Path(tmp), label, a.snapshot_every, code)

@@ -82,12 +82,13 @@ def event_documents(events: Iterable[Any], columns: int = 2) -> list[Any]:
     """The JSON documents of ``events`` (:mod:`schedopt.live` events, or documents, kept as they are) for a
     request: a run of at least ``columns`` :class:`~schedopt.live.JobProgress` events in a row as one
     ``JobProgressBatch`` document (their fields in columns: the service reads and checks them at once; see
-    :mod:`schedopt.serve.columns`), in the same order."""
+    :mod:`schedopt.serve.columns`), in the same order; ``columns=0``: every event as its own document (for a
+    service older than the columns)."""
     out: list[Any] = []
     run: list[JobProgress] = []
 
     def flush() -> None:
-        if len(run) >= columns:
+        if columns and len(run) >= columns:
             out.append(_progress_columns(run))
         else:
             out.extend(event_to_dict(e) for e in run)
@@ -289,11 +290,13 @@ class ServiceSession:
     (its ``seq``), a decision asked again at the same time is the same plan, and a service that restarted behind
     the last answer (its save of that round was cut short: 409 naming ``known_round``) is sent the lost round's
     request again, which gives the same plan, before the new one. ``before_decide(now)``, when given, is called
-    before each decision request is sent (a test kills the service there)."""
+    before each decision request is sent (a test kills the service there). ``columns``: a run of at least that
+    many progress reports is sent in columns (:func:`event_documents`; 0: never)."""
 
-    def __init__(self, client: ServiceClient, before_decide: Any = None) -> None:
+    def __init__(self, client: ServiceClient, before_decide: Any = None, columns: int = 2) -> None:
         self.client = client
         self.before_decide = before_decide
+        self.columns = columns
         state = client.state()
         self.seq = int(state["seq"]) + 1
         self.round = int(state["round"])
@@ -328,7 +331,7 @@ class ServiceSession:
             self.before_decide(now)
         request: dict[str, Any] = {"now": now, "known_round": self.round}
         if self._buffer:
-            request.update(events=event_documents(self._buffer), seq=self.seq)
+            request.update(events=event_documents(self._buffer, self.columns), seq=self.seq)
             self.seq += 1
             self._buffer = []
         answer = self._ask(request)

@@ -83,7 +83,9 @@ class ServiceProcess:
         path = [str(self.code), *self.pythonpath, os.environ.get("PYTHONPATH", "")]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
         with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env)
+            # run from the checkout: `python -m` puts the working folder first on the path
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env,
+                                         cwd=self.code)
         self._launched = time.monotonic()
         return self
 
