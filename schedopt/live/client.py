@@ -291,7 +291,7 @@ class ServiceSession:
     the last answer (its save of that round was cut short: 409 naming ``known_round``) is sent the lost round's
     request again, which gives the same plan, before the new one. ``before_decide(now)``, when given, is called
     before each decision request is sent (a test kills the service there). ``columns``: a run of at least that
-    many progress reports is sent in columns (:func:`event_documents`; 0: never)."""
+    many progress reports is sent in columns (``schedopt.live.client.event_documents``; 0: never)."""
 
     def __init__(self, client: ServiceClient, before_decide: Any = None, columns: int = 2) -> None:
         self.client = client
