@@ -156,3 +156,18 @@ def test_session_restore_removes_what_a_killed_save_left(tmp_path: Path) -> None
     assert (tmp_path / ".s.json.abc123.tmp").exists()
     s = Session.restore(str(path))
     assert s.state_path == str(path) and not (tmp_path / ".s.json.abc123.tmp").exists()
+
+
+def test_event_batches_alone_do_not_grow_the_journal_without_end(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import schedopt.serve.service as service
+
+    monkeypatch.setattr(service, "JOURNAL_LIMIT", 600)
+    state = tmp_path / "state.json"
+    svc = _service(state, snapshot_every=100)
+    for k in range(8):  # about 175 bytes a record: a snapshot once the journal passes 600
+        asyncio.run(svc.events(EventsRequest([_submitted(f"e{k}", 0.0)])))
+        snap = json.loads(state.read_text())["changes"]
+        held = [r.changes for r in read_journal(journal_path(state))]
+        assert journal_path(state).stat().st_size <= 600 and held == list(range(snap + 1, k + 2))
+    assert json.loads(state.read_text())["changes"] >= 4  # snapshots were taken (no decision asked for one)

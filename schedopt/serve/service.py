@@ -45,7 +45,11 @@ from .journal import Journal, Record, read_journal
 from .metrics import Metrics
 from .state import ServiceState
 
-__all__ = ["Behind", "Busy", "DecideRequest", "EventsRequest", "Service", "SessionPort"]
+__all__ = ["JOURNAL_LIMIT", "Behind", "Busy", "DecideRequest", "EventsRequest", "Service", "SessionPort"]
+
+#: the journal's size (bytes) past which an event batch is followed by a snapshot (decisions take one every
+#: ``snapshot_every``; a stream of event batches alone would grow the journal without end)
+JOURNAL_LIMIT = 64 * 2**20
 
 log = logging.getLogger("schedopt.serve")
 
@@ -245,6 +249,8 @@ class Service:
             self.save(meta)
             return
         self.metrics.journal_latency.observe(time.perf_counter() - t0)
+        if self.journal.size > JOURNAL_LIMIT:  # event batches without decisions: a snapshot bounds the journal
+            self.save(meta)
 
     def replay(self, records: list[Record]) -> int:
         """Apply again the journal's ``records`` that come after the state held (at start, or to undo a refused
