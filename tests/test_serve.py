@@ -139,8 +139,8 @@ def test_an_exchange_matches_the_schemas(svc: ServiceProcess) -> None:
         s = c.state()
         _check(s, "state")
         assert s["round"] == d["round"] and s["plan"] == d["plan"] and s["session"]["schema"] == "schedopt.live.session"
-        # what GET /v1/state answers is the state file
-        assert json.loads(svc.state.read_text()) == s
+        # what GET /v1/state answers is what a restart restores: the state file and its journal's changes after it
+        assert _restored(svc.state) == _comparable(s)
         # an event before the last decision, a job that is not there, a node that is not there: named
         for events, field in (([_submitted("x3", 10.0)], "events[0].time"),
                               ([{"type": "JobFinished", "time": 3700.0, "job_id": "nope"}], "events[0].job_id"),
@@ -153,6 +153,33 @@ def test_an_exchange_matches_the_schemas(svc: ServiceProcess) -> None:
         assert ei.value.field == "now"
 
 
+def _comparable(doc: dict[str, Any]) -> dict[str, Any]:
+    """A state document without what differs between two runs of the same decisions (their timings, the policy
+    objects' pickle)."""
+    sess = {k: v for k, v in doc["session"].items() if k not in ("plan", "roles", "roles_sha256")}
+    plans = [p and {k: v for k, v in p.items() if not k.startswith("policy_")} for p in (doc["plan"],
+                                                                                        doc["session"]["plan"])]
+    return {**doc, "session": sess, "plan": plans}
+
+
+def _restored(state: Path) -> dict[str, Any]:
+    """The state a restart of the service restores from ``state`` and its journal (in this process)."""
+    import sys
+
+    from schedopt.serve.adapter import open_session
+    from schedopt.serve.journal import journal_path, read_journal
+    from schedopt.serve.service import Service
+
+    sys.path.insert(0, USER_DIR)  # the fixture's policy module
+    try:
+        session, meta = open_session(state, None)
+        svc = Service(session, state, 30.0, meta)
+        svc.replay(read_journal(journal_path(state)))
+        return _comparable(svc.meta.to_document(svc.session.to_document()))
+    finally:
+        sys.path.remove(USER_DIR)
+
+
 def test_a_batch_is_applied_all_or_none(svc: ServiceProcess) -> None:
     with svc.client() as c:
         before = c.state()
@@ -160,7 +187,7 @@ def test_a_batch_is_applied_all_or_none(svc: ServiceProcess) -> None:
             c.events([_submitted("y1", 4000.0), _submitted("y1", 4000.0)])
         assert ei.value.field == "events[1].job.id"
         after = c.state()
-        assert after == before
+        assert _comparable(after) == _comparable(before)
         ids = {j["id"] for j in after["session"]["jobs"]}
         assert "y1" not in ids
         assert c.events([_submitted("y1", 4000.0)])["applied"] == 1  # the session took it back whole
@@ -233,8 +260,8 @@ def test_fuzz_every_endpoint(svc: ServiceProcess) -> None:
 
 def test_deadline_busy_and_sigterm(svc: ServiceProcess) -> None:
     """The module's policy (a user's module) takes 0.8 s when a job named slow* runs: a decision asked with a 0.2 s
-    deadline is answered with the previous plan and deadline_exceeded; while it runs, changes are refused with 409
-    and the probes, plan and state answer; the late plan becomes the plan. SIGTERM during a slow decision waits for
+    deadline is answered with the previous plan and deadline_exceeded; while it runs, changes and the state are
+    refused with 409 and the probes and plan answer; the late plan becomes the plan. SIGTERM during a slow decision waits for
     it, saves, exits 0. (Last of the tests on the module's service: it stops it. A restart from the state file is
     tested with the replay below.)"""
     with svc.client() as c:
@@ -254,7 +281,9 @@ def test_deadline_busy_and_sigterm(svc: ServiceProcess) -> None:
         assert ei.value.status == 409 and ei.value.field == "session"
         with pytest.raises(ServiceBusy):
             c.decide(now=t + 120)
-        assert c.ready() and c.plan()["pending"] and c.state()["round"] == r1
+        assert c.ready() and c.plan()["pending"] and c.plan()["round"] == r1
+        with pytest.raises(ServiceBusy):  # the session is changing: no state document until the decision is done
+            c.state()
         deadline = time.monotonic() + 30
         while c.plan()["pending"]:
             assert time.monotonic() < deadline
@@ -295,8 +324,8 @@ def _replay_through_service(tmp: Path, wl: Workload, policy: str, kills: dict[in
     """``wl`` replayed through a service on sia-64 under ``policy``; ``kills``: round index -> ``"between"``
     (SIGKILL before the round's request is sent), ``"during"`` (SIGKILL a few milliseconds after the request is
     sent: before, during or after the decision or its save) or ``"lost save"`` (the round is answered, then the
-    service is killed and its state file put back as it was before that round: a save cut short; the client then
-    sends that round's request again); the service is started again from its state file on the same port and
+    service is killed and its state file and journal put back as they were before that round: a save lost; the
+    client then sends that round's request again); the service is started again from its state file on the same port and
     the replay goes on. ``meanwhile()`` runs while the service starts;
     its result is returned with the replay."""
     init = _init(tmp / "init.json", policy, ClusterState.from_cluster(cluster_preset("sia-64")), 60.0)
@@ -307,6 +336,7 @@ def _replay_through_service(tmp: Path, wl: Workload, policy: str, kills: dict[in
     rounds = [0]
     timers: list[threading.Timer] = []
     older = tmp / "older-state.json"
+    journal, older_journal = tmp / "state.json.journal", tmp / "older-state.json.journal"
 
     def restart() -> None:
         port = sp.port
@@ -323,12 +353,14 @@ def _replay_through_service(tmp: Path, wl: Workload, policy: str, kills: dict[in
             port = sp.port                   # its state file put back as it was before that round
             sp.kill()
             older.replace(sp.state)
+            older_journal.replace(journal)
             sp.start(port)
-        if how == "lost save":  # the file as saved after the last answered round (saves follow the answers)
+        if how == "lost save":  # the files as saved after the last answered round
             with sp.client() as c:
                 while c.state()["round"] != remote.round:
                     time.sleep(0.01)
             shutil.copy(sp.state, older)
+            shutil.copy(journal, older_journal)
         elif how == "between":
             restart()
         elif how == "during":

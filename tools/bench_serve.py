@@ -3,20 +3,33 @@
 ``benchmarks/serve_latency.csv``.
 
 The state: the ``sia-<GPUs>`` cluster preset and ``2 x GPUs`` jobs (saturn/1's jobs, cycled and renamed, all
-submitted at t = 0: tools/bench_live.py's ``workload``, and its in-process timing), driven by :class:`schedopt.live.ReplayExecutor`: once in
-process, once through a real service process on 127.0.0.1 (:class:`schedopt.testing.serve.ServiceReplay`: the
-same executor, every decision asked of the service with the round's events in the same request). Both runs make
-the same decisions (tests/test_serve.py checks it); ``--warmup`` rounds first, then ``--rounds`` timed.
+submitted at t = 0: tools/bench_live.py's ``workload``, and its in-process timing), driven by
+:class:`schedopt.live.ReplayExecutor`: once in process, once through a real service process on 127.0.0.1
+(:class:`schedopt.testing.serve.ServiceReplay`: the same executor, every decision asked of the service with the
+round's events in the same request). Both runs make the same decisions (the tool checks it; tests/test_serve.py
+too); ``--warmup`` rounds first, then ``--rounds`` timed.
 
-Columns per (policy, GPUs): the in-process ``Session.decide`` wall and CPU time; the service's round trip (wall,
-client side: the request, the events applied, the decision, the answer read; the state is saved after the
-answer, and the next request is sent once that save is done, as a minute between rounds would allow); the service's CPU
-per request (user + sys of the service process, read from /proc in 10 ms ticks: the mean and the median over the
-rounds; it holds part of the state's save, which starts once the answer is written); ``overhead`` = round trip -
-in-process wall of the same round (p50 / p99 of the differences: two runs, so the machine's noise twice);
-``http`` = round trip - the decision's own wall time inside the service (the answer's ``seconds``) on the same
-request: what the service adds (HTTP, JSON both ways, the round's events applied); ``save_ms``: the mean time of one atomic save of the state file
-(the service's own metric). The machine is shared: wall times are noisy; the CPU columns less so.
+Columns per (policy, GPUs), all CPU times are user + sys:
+
+* in process: the decision's CPU and wall time (``Session.decide``), and ``inproc_round_cpu``: the round's events
+  applied (``Session.apply``, one progress report per running job) plus the decision: the same work the service
+  does for a round, without HTTP, JSON or saving;
+* the service's CPU for one decision request (``service_cpu``): its ``process_cpu_seconds_total`` (the metrics
+  page, ns resolution) read just before and just after the request, less what one read of the metrics page costs
+  (the median of 20 reads in a row, measured first): the body read and checked, the events applied, the decision,
+  its journal record synced, the answer written;
+* ``decision_cpu_in_service``: the session's decision inside the service, on its thread (the answer's
+  ``cpu_seconds``), and ``overhead_cpu`` = service CPU - that, request by request (p50 / p99 / mean; the mean
+  holds the snapshots): what the service adds to a round, the events applied included;
+  ``overhead_vs_inproc`` = service CPU - the in-process decision of the same round, and
+  ``overhead_vs_inproc_round`` = service CPU - in-process events applied + decision (two runs: the noise of both;
+  the only overhead an older service without ``cpu_seconds`` gives);
+* ``snapshot_ms`` (wall) and ``snapshots``: the writes of the whole state file (every ``--snapshot-every``
+  decisions, after the answer; not in the request) and ``snapshot_per_round_ms``, their total over the timed
+  rounds: what they add to a round on average;
+* the round trip's wall time (client side) and ``http`` = round trip - the decision's own wall time inside the
+  service (the answer's ``seconds``). Before each request the service is let finish a snapshot it is writing
+  (rounds are a minute apart on a cluster). The machine is shared: wall times are noisy; the CPU columns less so.
 
     python tools/bench_serve.py                                   # every size and policy (minutes)
     python tools/bench_serve.py --gpus 64 --policy tiresias --rounds 20
@@ -31,7 +44,6 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,82 +51,170 @@ import numpy as np
 from bench_live import build_state, time_decide, workload  # beside this file: the in-process side
 
 from schedopt.live import ClusterState, Plan, Session
-from schedopt.live.client import ServiceSession
+from schedopt.live.client import ServiceClient, ServiceSession
 from schedopt.sim import cluster_preset, make_policy
 from schedopt.testing.serve import ServiceProcess, ServiceReplay
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "serve_latency.csv"
-FIELDS = ("policy", "gpus", "jobs", "rounds", "inproc_wall_p50_ms", "inproc_wall_p99_ms", "inproc_cpu_p50_ms",
-          "inproc_cpu_p99_ms", "service_wall_p50_ms", "service_wall_p99_ms", "service_cpu_mean_ms", "service_cpu_p50_ms", "overhead_p50_ms",
-          "overhead_p99_ms", "http_p50_ms", "http_p99_ms", "save_ms", "plan_kb", "note")
+FIELDS = ("policy", "gpus", "jobs", "rounds", "inproc_cpu_p50_ms", "inproc_cpu_p99_ms", "inproc_round_cpu_p50_ms",
+          "service_cpu_p50_ms", "service_cpu_p99_ms", "service_cpu_mean_ms", "decision_cpu_in_service_p50_ms",
+          "overhead_cpu_p50_ms", "overhead_cpu_p99_ms", "overhead_cpu_mean_ms", "overhead_vs_inproc_p50_ms",
+          "overhead_vs_inproc_round_p50_ms", "snapshot_ms", "snapshots",
+          "snapshot_per_round_ms", "journal_ms", "inproc_wall_p50_ms", "service_wall_p50_ms", "service_wall_p99_ms",
+          "http_p50_ms", "http_p99_ms", "plan_kb", "note")
 
 
-def _cpu_of(pid: int) -> float:
-    """User + sys CPU seconds of process ``pid`` (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def _metric(text: str, name: str) -> float:
+    m = re.search(rf"^{name} (\S+)$", text, re.M)
+    assert m is not None, name
+    return float(m.group(1))
 
 
-def _timed(decide: Callable[[float], Plan], out: list[tuple[float, float]], cpu: Callable[[], float],
-           before: Callable[[], object]) -> Callable[[float], Plan]:
-    def run(now: float) -> Plan:
-        before()
-        c0, w0 = cpu(), time.perf_counter()
-        p = decide(now)
-        out.append((time.perf_counter() - w0, cpu() - c0))
-        return p
+class ServiceCpu:
+    """The service's CPU seconds: its ``process_cpu_seconds_total`` (ns resolution), less what the metrics reads
+    cost (measured by :meth:`calibrate`); a service without that metric (an older version, ``--code``) by
+    /proc/<pid>/stat (10 ms ticks: only the mean over rounds says something there)."""
 
-    return run
+    def __init__(self, client: ServiceClient, pid: int) -> None:
+        self.client = client
+        self.pid = pid
+        self.per_read = 0.0
+        self.reads = 0
+        self.precise = "process_cpu_seconds_total" in client.metrics()
+        self.offset = self._unsaved()
+
+    def _metrics(self) -> str:
+        self.reads += 1
+        return self.client.metrics()
+
+    def read(self) -> float:
+        """The CPU seconds so far, less the cost of the metrics reads made by this object."""
+        if self.precise:
+            v = _metric(self._metrics(), "process_cpu_seconds_total")
+        else:
+            fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            v = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return v - self.reads * self.per_read
+
+    def calibrate(self, n: int = 20) -> None:
+        if self.precise:
+            xs = [_metric(self.client.metrics(), "process_cpu_seconds_total") for _ in range(n + 1)]
+            self.per_read = float(np.median(np.diff(xs)))
+
+    def _unsaved(self) -> float:
+        text = self._metrics()
+        if "schedopt_state_saving" in text:
+            return _metric(text, "schedopt_state_saving")
+        # an older service saves after every decision (and once at start): decisions not saved yet
+        ok = re.search(r'^schedopt_decisions_total\{status="ok"\} (\S+)$', text, re.M)
+        return (float(ok.group(1)) if ok else 0.0) - _metric(text, "schedopt_state_save_seconds_count")
+
+    def settled(self) -> None:
+        """Return once the service has saved what it decided (a snapshot being written, or an older service's
+        save after every decision)."""
+        while self._unsaved() > self.offset:
+            time.sleep(0.002)
 
 
 def _pct(xs: list[float], q: float) -> float:
     return round(float(np.percentile(np.array(xs) * 1e3, q)), 2)
 
 
-def measure(policy: str, gpus: int, rounds: int, warmup: int, workdir: Path, label: str = "") -> dict[str, Any]:
+def measure(policy: str, gpus: int, rounds: int, warmup: int, workdir: Path, label: str = "",
+            snapshot_every: int = 10, code: Path | None = None) -> dict[str, Any]:
     wl = workload(2 * gpus)
-    # in process: tools/bench_live.py's state and timing
+    # in process: tools/bench_live.py's state and timing, the round's events applied timed beside it
     s, ex = build_state(policy, gpus, warmup=warmup)
-    inproc = [(t.wall, t.cpu) for t in time_decide(ex, rounds)]
+    applied = [0.0]
+    real_apply, real_decide = s.apply, s.decide
+
+    def apply(event: Any) -> None:
+        c0 = time.process_time()
+        real_apply(event)
+        applied[0] += time.process_time() - c0
+
+    round_apply: list[float] = []
+
+    def decide(now: float) -> Plan:
+        round_apply.append(applied[0])
+        applied[0] = 0.0
+        return real_decide(now)
+
+    s.apply = apply  # type: ignore[method-assign]
+    inproc = [(t.wall, t.cpu) for t in time_decide(ex, rounds, decide)]
+    s.apply = real_apply  # type: ignore[method-assign]
+    inproc_round = [a + c for a, (_, c) in zip(round_apply, inproc)]
     # through the service
     init = workdir / "init.json"
     init.write_text(json.dumps({"schema": "schedopt.serve.init", "version": 1, "policy": policy,
                                 "cluster": ClusterState.from_cluster(cluster_preset(f"sia-{gpus}")).to_dict(),
                                 "round_duration": s.round_duration}))
     service: list[tuple[float, float]] = []
-    sp = ServiceProcess(workdir, workdir / "state.json", init, extra=("--max-body", str(256 * 2**20)))
+    extra: tuple[str, ...] = ("--max-body", str(256 * 2**20))
+    if code is None:
+        extra += ("--snapshot-every", str(snapshot_every))
+    sp = ServiceProcess(workdir, workdir / "state.json", init, extra=extra, code=code)
     with sp:
-        with sp.client(timeout=600.0) as c:
-            remote = ServiceSession(c)
+        with sp.client(timeout=600.0) as c, sp.client(timeout=600.0) as probe:
+            remote = ServiceSession(c, columns=2 if code is None else 0)  # an older service: event by event
             sx = ServiceReplay(remote, wl, Session(cluster_preset(f"sia-{gpus}"), make_policy(policy)))
             sx.run(warmup)
             assert sp.proc is not None
-            pid = sp.proc.pid
+            cpu = ServiceCpu(probe, sp.proc.pid)
+            cpu.settled()
+            cpu.calibrate()
+            saves0 = _metric(probe.metrics(), "schedopt_state_save_seconds_sum")
+            count0 = _metric(probe.metrics(), "schedopt_state_save_seconds_count")
             remote_decide = remote.decide
-            # before each request the service is let finish saving the last round (GET /v1/state waits for it):
-            # rounds are a minute apart on a cluster, not the replay's few milliseconds
-            remote.decide = _timed(remote_decide, service, lambda: _cpu_of(pid), c.state)  # type: ignore[method-assign]
+
+            def timed(now: float) -> Plan:
+                c0 = cpu.read()
+                w0 = time.perf_counter()
+                p = remote_decide(now)
+                w = time.perf_counter() - w0
+                cpu.settled()  # the round's save too (a snapshot; an older service's save after every answer)
+                service.append((w, cpu.read() - c0))
+                return p
+
+            remote.decide = timed  # type: ignore[method-assign]
             sx.run(rounds)
-            metrics = c.metrics()
+            cpu.settled()
+            metrics = probe.metrics()
             plan_kb = len(json.dumps(remote.answers[-1]["plan"])) / 1024
             inside = [a["seconds"] for a in remote.answers[-len(service):]]
     same = [a.to_dict()["jobs"] for a in ex.plans] == [b.to_dict()["jobs"] for b in sx.plans]
-    m = {k: float(v) for k, v in re.findall(r"^schedopt_state_save_seconds_(sum|count) (\S+)$", metrics, re.M)}
-    over = [w_s - w_i for (w_s, _), (w_i, _) in zip(service, inproc)]
+    saves = _metric(metrics, "schedopt_state_save_seconds_sum") - saves0
+    n_saves = _metric(metrics, "schedopt_state_save_seconds_count") - count0
+    journal = (_metric(metrics, "schedopt_journal_append_seconds_sum") / max(
+        _metric(metrics, "schedopt_journal_append_seconds_count"), 1) if "schedopt_journal" in metrics else 0.0)
+    s_cpu = [c for _, c in service]
+    inside_cpu = [a.get("cpu_seconds") for a in remote.answers[-len(service):]]
+    same_request = all(c is not None for c in inside_cpu)
+    over_inproc = [c_s - c_i for c_s, (_, c_i) in zip(s_cpu, inproc)]
+    over_round = [c_s - c_r for c_s, c_r in zip(s_cpu, inproc_round)]
+    over = [c_s - c for c_s, c in zip(s_cpu, inside_cpu)] if same_request else over_inproc
     http = [w_s - d for (w_s, _), d in zip(service, inside)]
     return {"policy": policy, "gpus": gpus, "jobs": 2 * gpus, "rounds": len(service),
-            "inproc_wall_p50_ms": _pct([w for w, _ in inproc], 50), "inproc_wall_p99_ms": _pct([w for w, _ in inproc], 99),
             "inproc_cpu_p50_ms": _pct([c for _, c in inproc], 50), "inproc_cpu_p99_ms": _pct([c for _, c in inproc], 99),
+            "inproc_round_cpu_p50_ms": _pct(inproc_round, 50),
+            "service_cpu_p50_ms": _pct(s_cpu, 50), "service_cpu_p99_ms": _pct(s_cpu, 99),
+            "service_cpu_mean_ms": round(1e3 * float(np.mean(s_cpu)), 2),
+            "decision_cpu_in_service_p50_ms": _pct(inside_cpu, 50) if same_request else "",
+            "overhead_cpu_p50_ms": _pct(over, 50), "overhead_cpu_p99_ms": _pct(over, 99),
+            "overhead_cpu_mean_ms": round(1e3 * float(np.mean(over)), 2),
+            "overhead_vs_inproc_p50_ms": _pct(over_inproc, 50), "overhead_vs_inproc_round_p50_ms": _pct(over_round, 50),
+            "snapshot_ms": round(1e3 * saves / max(n_saves, 1), 2), "snapshots": int(n_saves),
+            "snapshot_per_round_ms": round(1e3 * saves / len(service), 2), "journal_ms": round(1e3 * journal, 2),
+            "inproc_wall_p50_ms": _pct([w for w, _ in inproc], 50),
             "service_wall_p50_ms": _pct([w for w, _ in service], 50),
             "service_wall_p99_ms": _pct([w for w, _ in service], 99),
-            "service_cpu_mean_ms": round(1e3 * float(np.mean([c for _, c in service])), 2),
-            "service_cpu_p50_ms": _pct([c for _, c in service], 50),
-            "overhead_p50_ms": _pct(over, 50), "overhead_p99_ms": _pct(over, 99),
-            "http_p50_ms": _pct(http, 50), "http_p99_ms": _pct(http, 99),
-            "save_ms": round(1e3 * m["sum"] / max(m["count"], 1), 2), "plan_kb": round(plan_kb, 1),
-            "note": f"{label + '; ' if label else ''}warmup {warmup}; same decisions both ways: {same}; shared 2-core machine (load "
-                    f"{Path('/proc/loadavg').read_text().split()[0]}); service CPU at 10 ms ticks"}
+            "http_p50_ms": _pct(http, 50), "http_p99_ms": _pct(http, 99), "plan_kb": round(plan_kb, 1),
+            "note": f"{label + '; ' if label else ''}warmup {warmup}; same decisions both ways: {same}; "
+                    + (f"snapshot every {snapshot_every}; " if code is None else f"service from {code}; ")
+                    + ("" if cpu.precise else "service CPU in 10 ms ticks; ")
+                    + ("" if same_request else "overhead against the in-process decision (no cpu_seconds); ")
+                    + f"shared 2-core machine (load {Path('/proc/loadavg').read_text().split()[0]})"}
 
 
 def main() -> None:
@@ -126,14 +226,21 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--append", action="store_true", help="add the rows to --out instead of replacing it")
     ap.add_argument("--label", default="", help="put first in each row's note (e.g. which version of the code ran)")
+    ap.add_argument("--snapshot-every", type=int, default=10, help="the service's --snapshot-every (default 10)")
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="another schedopt checkout (e.g. `git archive REV | tar -x -C DIR`): each row measured with "
+                         "its service too, alternating (labels: --baseline-label, then --label or 'after')")
+    ap.add_argument("--baseline-label", default="before", help="the note of the baseline's rows")
     a = ap.parse_args()
     rows = []
     for g in a.gpus:
         for p in a.policy:
-            with tempfile.TemporaryDirectory() as tmp:
-                r = measure(p, g, a.rounds, a.warmup, Path(tmp), a.label)
-            print(", ".join(f"{k}={r[k]}" for k in FIELDS), flush=True)
-            rows.append(r)
+            for code, label in ([(a.baseline, a.baseline_label), (None, a.label or "after")] if a.baseline
+                                else [(None, a.label)]):
+                with tempfile.TemporaryDirectory() as tmp:
+                    r = measure(p, g, a.rounds, a.warmup, Path(tmp), label, a.snapshot_every, code)
+                print(", ".join(f"{k}={r[k]}" for k in FIELDS), flush=True)
+                rows.append(r)
     a.out.parent.mkdir(parents=True, exist_ok=True)
     old = list(csv.DictReader(a.out.open())) if a.append and a.out.exists() else []
     with a.out.open("w", newline="") as f:

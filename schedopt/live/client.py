@@ -25,9 +25,9 @@ from urllib.parse import urlsplit
 
 from ..errors import InputError, SchedoptError
 from .plan import Action, Plan
-from .state import event_to_dict
+from .state import JobProgress, event_to_dict
 
-__all__ = ["ServiceBusy", "ServiceClient", "ServiceError", "ServiceInputError", "ServiceSession"]
+__all__ = ["ServiceBusy", "ServiceClient", "ServiceError", "ServiceInputError", "ServiceSession", "event_documents"]
 
 
 class ServiceError(SchedoptError):
@@ -56,6 +56,52 @@ class ServiceBusy(ServiceError):
 def _document(event: Any) -> Any:
     """A :mod:`schedopt.live` event as its JSON document (a document as it is)."""
     return event if isinstance(event, Mapping) else event_to_dict(event)
+
+
+_PROGRESS_COLUMNS = ("progress", "epoch", "local_batch", "accumulation", "attained_gpu_seconds", "grad_sqr",
+                     "grad_var")
+
+
+def _progress_columns(events: list[JobProgress]) -> dict[str, Any]:
+    """``JobProgressBatch``: the progress reports ``events`` in columns (a column without a value left out, one
+    ``time`` when every row has the same)."""
+    times = [e.time for e in events]
+    doc: dict[str, Any] = {"type": "JobProgressBatch",
+                           "time": times[0] if all(t == times[0] for t in times) else times,
+                           "job_id": [e.job_id for e in events]}
+    for k in _PROGRESS_COLUMNS:
+        col = [getattr(e, k) for e in events]
+        if any(v is not None for v in col):
+            doc[k] = col
+    if any(e.measurements for e in events):
+        doc["measurements"] = [[m.to_dict() for m in e.measurements] or None for e in events]
+    return doc
+
+
+def event_documents(events: Iterable[Any], columns: int = 2) -> list[Any]:
+    """The JSON documents of ``events`` (:mod:`schedopt.live` events, or documents, kept as they are) for a
+    request: a run of at least ``columns`` :class:`~schedopt.live.JobProgress` events in a row as one
+    ``JobProgressBatch`` document (their fields in columns: the service reads and checks them at once; see
+    :mod:`schedopt.serve.columns`), in the same order; ``columns=0``: every event as its own document (for a
+    service older than the columns)."""
+    out: list[Any] = []
+    run: list[JobProgress] = []
+
+    def flush() -> None:
+        if columns and len(run) >= columns:
+            out.append(_progress_columns(run))
+        else:
+            out.extend(event_to_dict(e) for e in run)
+        run.clear()
+
+    for e in events:
+        if type(e) is JobProgress:
+            run.append(e)
+            continue
+        flush()
+        out.append(_document(e))
+    flush()
+    return out
 
 
 class ServiceClient:
@@ -177,7 +223,7 @@ class ServiceClient:
     def events(self, events: Iterable[Any], seq: int | None = None) -> dict[str, Any]:
         """Send an event batch (:mod:`schedopt.live` events or their documents), applied all or none;
         ``seq`` makes a retried batch harmless (one whose ``seq`` is not above the last applied is not applied)."""
-        body: dict[str, Any] = {"events": [_document(e) for e in events]}
+        body: dict[str, Any] = {"events": event_documents(events)}
         if seq is not None:
             body["seq"] = seq
         out: dict[str, Any] = self._call("POST", "/v1/events", body)
@@ -194,7 +240,7 @@ class ServiceClient:
         if deadline_s is not None:
             body["deadline_s"] = deadline_s
         if events is not None:
-            body["events"] = [_document(e) for e in events]
+            body["events"] = event_documents(events)
         if seq is not None:
             body["seq"] = seq
         if known_round is not None:
@@ -244,11 +290,13 @@ class ServiceSession:
     (its ``seq``), a decision asked again at the same time is the same plan, and a service that restarted behind
     the last answer (its save of that round was cut short: 409 naming ``known_round``) is sent the lost round's
     request again, which gives the same plan, before the new one. ``before_decide(now)``, when given, is called
-    before each decision request is sent (a test kills the service there)."""
+    before each decision request is sent (a test kills the service there). ``columns``: a run of at least that
+    many progress reports is sent in columns (``schedopt.live.client.event_documents``; 0: never)."""
 
-    def __init__(self, client: ServiceClient, before_decide: Any = None) -> None:
+    def __init__(self, client: ServiceClient, before_decide: Any = None, columns: int = 2) -> None:
         self.client = client
         self.before_decide = before_decide
+        self.columns = columns
         state = client.state()
         self.seq = int(state["seq"]) + 1
         self.round = int(state["round"])
@@ -283,7 +331,7 @@ class ServiceSession:
             self.before_decide(now)
         request: dict[str, Any] = {"now": now, "known_round": self.round}
         if self._buffer:
-            request.update(events=[_document(e) for e in self._buffer], seq=self.seq)
+            request.update(events=event_documents(self._buffer, self.columns), seq=self.seq)
             self.seq += 1
             self._buffer = []
         answer = self._ask(request)

@@ -22,24 +22,57 @@ from typing import Any
 
 from ..errors import InputError
 
-__all__ = ["SCHEMA", "VERSION", "read_document", "write_document"]
+__all__ = ["SCHEMA", "VERSION", "read_document", "remove_temporaries", "same_file", "write_document"]
 
 #: The ``schema`` field of a saved session document.
 SCHEMA = "schedopt.live.session"
 #: The version of the saved session document this code writes (and the newest it reads).
 VERSION = 1
 
+def _temporary_parts(path: str) -> tuple[str, str, str]:
+    """(folder, prefix, suffix) of the temporary files :func:`write_document` makes for ``path``."""
+    d, name = os.path.split(os.path.abspath(path))
+    return d, f".{name}.", ".tmp"
+
+
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether the paths ``a`` and ``b`` name the same file (made absolute, not resolved)."""
+    return os.path.abspath(a) == os.path.abspath(b)
+
+
+def remove_temporaries(path: str | os.PathLike[str]) -> list[str]:
+    """Remove the temporary files a save to ``path`` left behind when its process was killed mid-save (named
+    ``.<name>.<random>.tmp`` beside it; a file of any other name is left alone); the paths removed. Call it only
+    where no other process is saving to ``path`` (the service does at start)."""
+    d, prefix, suffix = _temporary_parts(os.fspath(path))
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return []
+    out = []
+    for n in names:
+        if n.startswith(prefix) and n.endswith(suffix) and len(n) > len(prefix) + len(suffix):
+            full = os.path.join(d, n)
+            try:
+                os.unlink(full)
+            except OSError:
+                continue
+            out.append(full)
+    return out
+
+
 def write_document(path: str, doc: Mapping[str, Any]) -> None:
-    """``doc`` as JSON at ``path``, atomically: a temporary file beside it, flushed and fsynced, renamed over
-    ``path``, and the directory fsynced (a crash leaves the old file or the new one, never a torn one)."""
+    """``doc`` as JSON at ``path``, atomically: a temporary file beside it (``.<name>.<random>.tmp``, which
+    :func:`remove_temporaries` finds should the process die mid-save), flushed and fsynced, renamed over ``path``,
+    and the directory fsynced (a crash leaves the old file or the new one, never a torn one)."""
     if not isinstance(path, (str, os.PathLike)):
         raise InputError("path", path, "must be a file path")
     path = os.fspath(path)
-    d = os.path.dirname(os.path.abspath(path))
+    d, prefix, suffix = _temporary_parts(path)
     # one json.dumps and one write, before the temporary file exists: json.dump to a file encodes chunk by chunk
     # (3x slower on the 5 MB document of 2,048 GPUs)
     text = json.dumps(doc, allow_nan=False, separators=(",", ":"))
-    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=d)
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=d)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)

@@ -550,9 +550,16 @@ class Session:
                 admission: Admission | str | None = None, job_model: str | JobModel | None = None,
                 state_path: str | None = None) -> Session:
         """The session saved at ``path`` (:meth:`save`); it keeps saving there unless ``state_path`` says
-        otherwise."""
-        return cls.from_document(read_document(path), policy=policy, placer=placer, admission=admission,
-                                 job_model=job_model, state_path=path if state_path is None else state_path)
+        otherwise (and then first removes the temporary files a save there left when its process was killed
+        mid-save)."""
+        s = cls.from_document(read_document(path), policy=policy, placer=placer, admission=admission,
+                              job_model=job_model, state_path=path if state_path is None else state_path)
+        if s.state_path is not None:
+            from .persist import remove_temporaries, same_file
+
+            if same_file(s.state_path, path):
+                remove_temporaries(path)
+        return s
 
     def summary(self) -> dict[str, Any]:
         """Counts for a dashboard: jobs running, queued and pending, GPUs in use and usable."""

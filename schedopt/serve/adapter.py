@@ -4,7 +4,9 @@ document and the gauges of the metrics page."""
 
 from __future__ import annotations
 
+import itertools
 import math
+import time
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,16 +16,26 @@ from ..errors import InputError, SchedoptError
 from ..goodput import blas_threads
 from ..live import ClusterState, Session, event_from_dict
 from ..live.persist import SCHEMA as SESSION_SCHEMA
+from .columns import PROGRESS_BATCH, TOO_LARGE, progress_batch, row_field
 from .events import fast_progress
 from .state import ServiceState, read_state
 
-__all__ = ["INIT_SCHEMA", "DecisionFailed", "LiveSession", "open_session", "session_from_init"]
+__all__ = ["INIT_SCHEMA", "DecisionFailed", "EventRefused", "LiveSession", "open_session", "session_from_init"]
 
 #: The ``schema`` field of the document that starts a session in the service.
 INIT_SCHEMA = "schedopt.serve.init"
 
 #: how many events one batch may hold (a batch is applied on the event loop)
 MAX_EVENTS = 100_000
+
+
+class EventRefused(InputError):
+    """An event of a batch was refused (HTTP 400, naming the field and the value); ``applied``: how many events
+    of the batch before it had been applied (the service then puts the session back)."""
+
+    def __init__(self, field: str, value: Any, message: str, applied: int) -> None:
+        super().__init__(field, value, message)
+        self.applied = applied
 
 
 class DecisionFailed(SchedoptError):
@@ -41,6 +53,8 @@ def _event(doc: Any, path: str) -> Any:
     (``JobSubmitted.time`` -> ``events[3].time``: which event of the batch)."""
     try:
         return event_from_dict(doc, path)
+    except OverflowError:  # an integer beyond a float's range where a number is read as a float: a 400, not a 500
+        raise InputError(path, doc, TOO_LARGE) from None
     except InputError as exc:
         if exc.field.startswith(path):
             raise
@@ -55,21 +69,38 @@ class LiveSession:
         session.state_path = None  # the service writes the state file (its own document wraps the session's)
         self.session = session
         self._gauges = self._read_gauges()
+        self._origin: tuple[list[Any], list[tuple[int, int | None]]] = ([], [])
+        #: CPU seconds of the last ``Session.decide`` (on the thread that ran it)
+        self.decision_cpu: float | None = None
 
     def parse_events(self, docs: Any, field: str) -> list[Any]:
         if not isinstance(docs, list):
             raise InputError(field, docs, "must be a list of events")
         if len(docs) > MAX_EVENTS:
             raise InputError(field, len(docs), f"holds more than {MAX_EVENTS} events: send them in batches")
-        out = []
+        out: list[Any] = []
+        origin: list[tuple[int, int | None]] = []  # each event's document, and its row when it came in columns
         for i, d in enumerate(docs):  # progress reports in one pass; anything else (or refused) the general route
             e = fast_progress(d)
-            out.append(_event(d, f"{field}[{i}]") if e is None else e)
+            if e is not None:
+                out.append(e)
+                origin.append((i, None))
+            elif type(d) is dict and d.get("type") == PROGRESS_BATCH:  # progress reports in columns
+                got = progress_batch(d, f"{field}[{i}]")
+                out.extend(got)
+                origin.extend(zip(itertools.repeat(i), range(len(got))))
+            else:
+                out.append(_event(d, f"{field}[{i}]"))
+                origin.append((i, None))
+        if len(out) > MAX_EVENTS:
+            raise InputError(field, len(out), f"holds more than {MAX_EVENTS} events: send them in batches")
+        self._origin = (out, origin)
         return out
 
     def apply(self, events: list[Any], field: str = "events") -> Mapping[str, int]:
-        """Apply ``events`` in order. A refused event raises an InputError naming ``{field}[i]`` and its field; the
-        events before it in the batch have then changed the session, and the caller restores it (all or none)."""
+        """Apply ``events`` in order. A refused event raises an InputError naming ``{field}[i]`` and its field, with
+        ``applied = i``: the events before it in the batch have then changed the session, and the caller restores it
+        (all or none)."""
         counts: Counter[str] = Counter()
         # one BLAS limit for the batch: each progress event with measurements refits its job under blas_threads(1),
         # whose outermost entry costs ~50 us of threadpoolctl (nested entries are free)
@@ -78,15 +109,28 @@ class LiveSession:
                 try:
                     self.session.apply(e)
                 except InputError as exc:
-                    raise InputError(f"{field}[{i}].{exc.field.removeprefix('event.')}", exc.value,
-                                     exc.message) from None
+                    raise EventRefused(self._where(events, i, field, exc.field.removeprefix("event.")), exc.value,
+                                       exc.message, i) from None
                 counts[type(e).__name__] += 1
         self._gauges = self._read_gauges()
         return counts
 
+    def _where(self, events: list[Any], i: int, field: str, rest: str) -> str:
+        """The name of field ``rest`` of event ``i`` of ``events`` as the request said it: ``events[3].job_id``, or
+        for an event that came in columns ``events[3].job_id[17]`` (document 3, row 17)."""
+        parsed, origin = self._origin
+        if parsed is events:
+            doc, row = origin[i]
+            if row is not None:
+                return row_field(f"{field}[{doc}]", row, rest)
+            i = doc
+        return f"{field}[{i}].{rest}"
+
     def decide(self, now: float) -> dict[str, Any]:
+        c0 = time.thread_time()
         try:
             plan = self.session.decide(now)
+            self.decision_cpu = time.thread_time() - c0
         except InputError as exc:
             if exc.field == "now":
                 raise

@@ -2,7 +2,7 @@
 
 Routes (every answer is JSON, but ``/metrics``; every refusal is an error document naming the field and the value):
 
-==========================  ====  =====================================================================
+==========================  ====  =======================================================================
 ``GET  /healthz``           open  the process answers (liveness)
 ``GET  /readyz``            open  the session is loaded and the service is not stopping (readiness; 503)
 ``GET  /openapi.json``      open  the OpenAPI document of this API
@@ -10,8 +10,8 @@ Routes (every answer is JSON, but ``/metrics``; every refusal is an error docume
 ``POST /v1/events``         auth  apply an event batch (all or none)
 ``POST /v1/decide``         auth  the plan at ``now``, within a deadline
 ``GET  /v1/plan``           auth  the last plan
-``GET  /v1/state``          auth  the state as last saved
-==========================  ====  =====================================================================
+``GET  /v1/state``          auth  the state now: what a restart restores (409 while a decision runs)
+==========================  ====  =======================================================================
 
 The bearer token is checked before anything else (before routing, before the body is read): a request without it,
 or with another, is answered 401 whatever its path, unless the path is one of the three open ones (probes and
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import hmac
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib import resources
@@ -36,7 +35,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import InputError, SchedoptError, _short
-from .body import TooLarge, parse_json, read_limited
+from .body import TooLarge, encode_json, parse_json, read_limited
 from .metrics import CONTENT_TYPE
 from .service import Behind, Busy, DecideRequest, EventsRequest, Service
 
@@ -75,8 +74,7 @@ def error_document(status: int, exc: BaseException | None, message: str, field: 
 
 
 def _json(doc: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    body = json.dumps(doc, allow_nan=False, separators=(",", ":")).encode("utf-8")
-    return Response(body, status, headers=headers, media_type="application/json")
+    return Response(encode_json(doc), status, headers=headers, media_type="application/json")
 
 
 class _Guard:
@@ -128,12 +126,13 @@ _KINDS = {400: "input", 401: "auth", 404: "route", 405: "method", 409: "busy", 4
           500: "internal", 503: "unavailable"}
 
 
-async def _body(request: Request, limit: int) -> dict[str, Any]:
+async def _body(request: Request, limit: int) -> tuple[bytes, dict[str, Any]]:
+    """The body as received and as its JSON object."""
     ctype = request.headers.get("content-type", "")
     if ctype.split(";")[0].strip().lower() != "application/json":
         raise _MediaType(ctype)
     raw = await read_limited(request.stream(), request.headers.get("content-length"), limit)
-    return parse_json(raw)
+    return raw, parse_json(raw)
 
 
 class _MediaType(SchedoptError):
@@ -167,13 +166,14 @@ def create_app(service: Service, token: str, max_body: int, drain_timeout: float
         return Response(service.metrics.render(service.gauges()), media_type=CONTENT_TYPE)
 
     async def events(request: Request) -> Response:
-        req = EventsRequest.from_document(await _body(request, max_body))
-        return _json(await service.events(req))
+        raw, doc = await _body(request, max_body)
+        return _json(await service.events(EventsRequest.from_document(doc), raw))
 
     async def decide(request: Request) -> Response:
-        req = DecideRequest.from_document(await _body(request, max_body))
+        raw, doc = await _body(request, max_body)
+        req = DecideRequest.from_document(doc)
         try:
-            return _json(await service.decide(req))
+            return _json(await service.decide(req, raw))
         finally:
             service.answered()
 

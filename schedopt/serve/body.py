@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import InputError, SchedoptError
 
-__all__ = ["TooLarge", "check_finite", "parse_json", "read_limited"]
+__all__ = ["TooLarge", "check_finite", "encode_json", "parse_json", "read_limited"]
 
 
 class TooLarge(SchedoptError):
@@ -113,3 +113,8 @@ def parse_json(raw: bytes) -> dict[str, Any]:
     if nonfinite.seen:
         check_finite(doc)
     return doc
+
+
+def encode_json(doc: Any) -> bytes:
+    """``doc`` as compact JSON bytes (a non-finite number is a ValueError: JSON has none)."""
+    return json.dumps(doc, allow_nan=False, separators=(",", ":")).encode("utf-8")

@@ -6,8 +6,9 @@
     schedopt serve --state /var/lib/schedopt/state.json                             # any later start: restores it
 
 It binds 127.0.0.1 unless ``--host`` says otherwise, reads its bearer token from ``--token-file`` (default: the
-state file's name plus ``.token``, made with a random token, mode 0600, when missing), saves the state after every
-change and stops cleanly on SIGTERM. See ``docs/platform/service.md``.
+state file's name plus ``.token``, made with a random token, mode 0600, when missing), saves every change
+before answering it (appended to a journal beside the state file; the whole state every ``--snapshot-every``
+decisions) and stops cleanly on SIGTERM. See ``docs/platform/service.md``.
 """
 
 from __future__ import annotations
@@ -29,13 +30,17 @@ def _bytes(text: str) -> int:
     return int(parse_number(text, int, lambda v: v >= 1024, "a number of bytes >= 1024"))
 
 
+def _count(text: str) -> int:
+    return int(parse_number(text, int, lambda v: 1 <= v <= 10_000, "an integer in [1, 10000]"))
+
+
 def add_parser(sub: Any) -> None:
     """Add ``schedopt serve`` to the command line's subparsers ``sub``."""
     s = sub.add_parser("serve", help="run the decision service (HTTP/JSON; see docs/platform/service.md)",
                        description=__doc__.split("\n\n")[0] if __doc__ else None,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("--state", type=Path, required=True,
-                   help="the state file: restored at start when it exists, saved after every change")
+                   help="the state file: restored at start when it exists, saved (with its journal) after every change")
     s.add_argument("--init", type=Path, default=None,
                    help="the session document to start from when the state file does not exist yet")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
@@ -46,6 +51,9 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--max-body", type=_bytes, default=8 * 2**20, help="largest request body, bytes (default 8 MiB)")
     s.add_argument("--deadline", type=positive_float, default=30.0,
                    help="seconds a decision may take before the previous plan is answered (default 30)")
+    s.add_argument("--snapshot-every", type=_count, default=10,
+                   help="decisions between two writes of the whole state file; every change in between is "
+                        "appended to STATE.journal before it is answered, and applied again at start (default 10)")
     s.add_argument("--verbose", action="store_true", help="log more")
     s.set_defaults(func=cmd_serve)
 
@@ -57,7 +65,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     config = ServeConfig(state=args.state, init=args.init, host=args.host, port=args.port,
                          token_file=args.token_file, port_file=args.port_file, max_body=args.max_body,
-                         deadline=args.deadline)
+                         deadline=args.deadline, snapshot_every=args.snapshot_every)
     try:
         import starlette  # noqa: F401
         import uvicorn  # noqa: F401

@@ -18,10 +18,10 @@ from typing import Any
 
 from ..live.state import JobProgress, Measurement
 
-__all__ = ["fast_progress"]
+__all__ = ["BAD_NAME", "fast_progress", "measurement_of"]
 
-#: :func:`schedopt.live.state._name`'s forbidden characters
-_BAD_NAME = re.compile(r"[ @,\[\]()]")
+#: the characters a name may not hold (:mod:`schedopt.live.state`'s rule)
+BAD_NAME = re.compile(r"[ @,\[\]()]")
 _PROGRESS_KEYS = frozenset({"type", "time", "job_id", "progress", "epoch", "local_batch", "accumulation",
                             "attained_gpu_seconds", "measurements", "grad_sqr", "grad_var"})
 _MEASUREMENT_KEYS = frozenset({"gpu_type", "nodes", "gpus", "local_batch", "step_time", "sync_time"})
@@ -29,7 +29,7 @@ _INT_MAX = 2**20
 
 
 def _name(v: Any) -> bool:
-    return type(v) is str and 0 < len(v) <= 253 and _BAD_NAME.search(v) is None
+    return type(v) is str and 0 < len(v) <= 253 and BAD_NAME.search(v) is None
 
 
 def _number(v: Any) -> bool:
@@ -57,7 +57,9 @@ def _new(cls: type[Any], **fields: Any) -> Any:
     return obj
 
 
-def _measurement(d: Any) -> Measurement | None:
+def measurement_of(d: Any) -> Measurement | None:
+    """The :class:`~schedopt.live.Measurement` of the document ``d`` when every check passes, else None (read it
+    by :meth:`schedopt.live.Measurement.from_dict` then)."""
     if type(d) is not dict or not _MEASUREMENT_KEYS.issuperset(d):
         return None
     try:
@@ -111,7 +113,7 @@ def fast_progress(d: Any) -> JobProgress | None:
         return None
     measurements = []
     for m in docs:
-        got = _measurement(m)
+        got = measurement_of(m)
         if got is None:
             return None
         measurements.append(got)

@@ -4,6 +4,7 @@ histogram, kept in plain dicts (the service has one process and one event loop: 
 from __future__ import annotations
 
 import math
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -69,6 +70,7 @@ class Metrics:
     events: defaultdict[str, int] = field(default_factory=lambda: defaultdict(int))
     latency: Histogram = field(default_factory=Histogram)
     save_latency: Histogram = field(default_factory=Histogram)
+    journal_latency: Histogram = field(default_factory=Histogram)
 
     def request(self, route: str, method: str, status: int) -> None:
         self.requests[(route, method, status)] += 1
@@ -100,6 +102,11 @@ class Metrics:
                 for (k, s), c in sorted(self.errors.items())))
         family("schedopt_state_save_seconds", "histogram", "Wall time of writing the state file (atomic replace).",
                self.save_latency.lines("schedopt_state_save_seconds"))
+        family("schedopt_journal_append_seconds", "histogram",
+               "Wall time of appending one change to the journal and syncing it (before the change is answered).",
+               self.journal_latency.lines("schedopt_journal_append_seconds"))
+        family("process_cpu_seconds_total", "counter", "User and system CPU time of the service's process.",
+               (f"process_cpu_seconds_total {_num(time.process_time())}",))
         for name, (help_, samples) in gauges.items():
             family(name, "gauge", help_,
                    (f"{name}{_labels(dict(labels))} {_num(v)}" for labels, v in sorted(samples.items())))

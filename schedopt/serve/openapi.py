@@ -61,7 +61,7 @@ def build_openapi() -> dict[str, Any]:
             "200": {"description": "decision latency histogram, decisions, events, jobs, GPUs in use, errors",
                     "content": {"text/plain": {"schema": {"type": "string"}}}}, **_errors(401)}}},
         "/v1/events": {"post": {
-            "summary": "apply an event batch (in order, all or none), then save the state", "security": auth,
+            "summary": "apply an event batch (in order, all or none); saved before answered", "security": auth,
             "requestBody": {"required": True, "content": {_JSON: {"schema": _ref("events_request")}}},
             "responses": {**_ok("events_response", "applied (or a duplicate seq, not applied again)"),
                           **_errors(400, 401, 409, 413, 415, 500)}}},
@@ -72,8 +72,9 @@ def build_openapi() -> dict[str, Any]:
             "responses": {**_ok("decide_response", "the plan"), **_errors(400, 401, 409, 413, 415, 500)}}},
         "/v1/plan": {"get": {"summary": "the last plan", "security": auth,
                              "responses": {**_ok("plan_response", "the last plan"), **_errors(401)}}},
-        "/v1/state": {"get": {"summary": "the state as last saved (the state file's document)", "security": auth,
-                              "responses": {**_ok("state", "the state"), **_errors(401)}}},
+        "/v1/state": {"get": {"summary": "the state now: what a restart restores (the state file and its journal); "
+                                         "409 while a decision runs", "security": auth,
+                              "responses": {**_ok("state", "the state"), **_errors(401, 409)}}},
     }
     return {
         "openapi": "3.1.0",

@@ -7,6 +7,7 @@ the application's shutdown, which waits for a running decision and saves the sta
 from __future__ import annotations
 
 import faulthandler
+import gc
 import logging
 import os
 import secrets
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from ..errors import InputError
 
-__all__ = ["ServeConfig", "read_token", "serve"]
+__all__ = ["GC_THRESHOLD", "ServeConfig", "read_token", "serve", "tune_gc"]
 
 log = logging.getLogger("schedopt.serve")
 
@@ -38,6 +39,7 @@ class ServeConfig:
     port_file: Path | None = None
     max_body: int = 8 * 2**20
     deadline: float = 30.0
+    snapshot_every: int = 10
 
     def __post_init__(self) -> None:
         if isinstance(self.port, bool) or not isinstance(self.port, int) or not 0 <= self.port <= 65535:
@@ -46,6 +48,9 @@ class ServeConfig:
             raise InputError("max_body", self.max_body, "must be an integer >= 1024 bytes")
         if not (isinstance(self.deadline, (int, float)) and 0 < self.deadline < float("inf")):
             raise InputError("deadline", self.deadline, "must be a finite number of seconds > 0")
+        if isinstance(self.snapshot_every, bool) or not isinstance(self.snapshot_every, int) or not (
+                1 <= self.snapshot_every <= 10_000):
+            raise InputError("snapshot_every", self.snapshot_every, "must be an integer in [1, 10000]")
         if not self.host:
             raise InputError("host", self.host, "must be a host name or address")
 
@@ -96,19 +101,50 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+#: the service's youngest-generation threshold of the cyclic garbage collector (Python's default is 700)
+GC_THRESHOLD = 20_000
+
+
+def tune_gc() -> None:
+    """The collector set for a service holding a large session: what is alive once the state is restored (the
+    modules, the session) is frozen out of every later collection (``gc.freeze``: it lives as long as the process),
+    and the youngest generation is collected every :data:`GC_THRESHOLD` allocations instead of 700. A round at
+    2,048 GPUs allocates about a million objects: with the defaults, about 110 collections in one request, 90 ms
+    of CPU (sia, 4,096 jobs); so, 3 or 4 and about 15 ms. Garbage cycles wait a little longer to be freed (tens
+    of thousands of objects at most)."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(GC_THRESHOLD, 10, 10)
+
+
 def serve(config: ServeConfig) -> int:
     """Run the service until SIGTERM or SIGINT; the exit status (0 after a clean stop)."""
     import uvicorn
 
+    from ..live.persist import remove_temporaries
     from .adapter import open_session
     from .app import create_app
+    from .journal import Journal, journal_path, read_journal
     from .service import Service
 
+    for left in remove_temporaries(config.state):  # a save cut short by a kill
+        log.warning("removed %s, left by a save that was cut short", left)
+    existed = config.state.exists()
     session, meta = open_session(config.state, config.init)
     token = read_token(config.token_path, create=config.token_file is None)
-    service = Service(session, config.state, config.deadline, meta)
-    if meta.round == 0 and not config.state.exists():
+    jpath = journal_path(config.state)
+    records = read_journal(jpath) if existed else []
+    journal = Journal(jpath)
+    service = Service(session, config.state, config.deadline, meta, journal=journal,
+                      snapshot_every=config.snapshot_every)
+    if not existed:
         service.save()  # the state file exists from the start: a crash before the first decision restarts here
+    elif journal.size:  # the changes since the last snapshot, applied again; then a snapshot holds them
+        replayed = service.replay(records)
+        service.save()
+        log.warning("restored round %d: the state file and %d change(s) from its journal", service.meta.round,
+                    replayed)
+    tune_gc()
     app = create_app(service, token, config.max_body, drain_timeout=config.deadline)
     if config.host not in LOOPBACK:
         log.warning("listening on %s, beyond this machine: the API is plain HTTP, put it behind a TLS proxy",

@@ -10,13 +10,14 @@ Deadline: a decision not done within its deadline is answered with the previous 
 ``deadline_exceeded``; the decision is not cancelled (a solver cannot be stopped safely half-way): it finishes on
 its thread, becomes the session's plan (``GET /v1/plan``) and is saved, and until then changes get 409.
 
-Saving: an event batch is saved before it is answered. A decision is answered as soon as it is made and saved
-right after, on its thread (at 2,048 GPUs the session's document takes hundreds of milliseconds to write); any
-change waits for that save, so the file is never more than the one answered decision behind. A service killed in
-that window restarts one round behind the client: a decision request carrying ``known_round`` (the round of the
-last answer the client has) is then refused with :class:`Behind` (409), and the client sends the lost round's
-request again -- the same events and time give the same plan -- then its new one
-(:class:`schedopt.live.client.ServiceSession` does this).
+Saving: every change is saved before it is answered, as one record appended to the journal
+(:mod:`.journal`: the request's body, synced); the whole state is written to the state file (a snapshot) every
+``snapshot_every`` decisions, after the decision's answer, and at a clean stop, and the journal is emptied then.
+Any change waits for a snapshot being written. At start the snapshot is read and the journal's records applied
+again (:meth:`Service.replay`). Should the state on disk still be behind the client (a journal lost), a decision
+request carrying ``known_round`` (the round of the last answer the client has) is refused with :class:`Behind`
+(409), and the client sends the lost round's request again -- the same events and time give the same plan -- then
+its new one (:class:`schedopt.live.client.ServiceSession` does this).
 
 Idempotency: asking again for a decision at the same ``now`` with no event batch applied in between returns the
 last plan (``repeated: true``) without running the policy again, so a retried request cannot advance the session
@@ -39,10 +40,16 @@ from typing import Any, Protocol
 
 from ..errors import InputError, SchedoptError
 from ..live.persist import write_document
+from .body import encode_json, parse_json
+from .journal import Journal, Record, read_journal
 from .metrics import Metrics
 from .state import ServiceState
 
-__all__ = ["Behind", "Busy", "DecideRequest", "EventsRequest", "Service", "SessionPort"]
+__all__ = ["JOURNAL_LIMIT", "Behind", "Busy", "DecideRequest", "EventsRequest", "Service", "SessionPort"]
+
+#: the journal's size (bytes) past which an event batch is followed by a snapshot (decisions take one every
+#: ``snapshot_every``; a stream of event batches alone would grow the journal without end)
+JOURNAL_LIMIT = 64 * 2**20
 
 log = logging.getLogger("schedopt.serve")
 
@@ -182,41 +189,126 @@ class DecideRequest:
 
 
 class Service:
-    """One session behind the HTTP API. ``deadline``: the longest a decision request waits (seconds)."""
+    """One session behind the HTTP API. ``deadline``: the longest a decision request waits (seconds);
+    ``journal``: where changes are recorded between snapshots (None: the state file is written after every
+    change); ``snapshot_every``: decisions between two snapshots of the state file."""
 
-    def __init__(self, session: SessionPort, state_path: Path, deadline: float, meta: ServiceState | None = None
-                 ) -> None:
+    def __init__(self, session: SessionPort, state_path: Path, deadline: float, meta: ServiceState | None = None,
+                 journal: Journal | None = None, snapshot_every: int = 1) -> None:
         if not deadline > 0:
             raise InputError("deadline", deadline, "must be > 0 seconds")
+        if isinstance(snapshot_every, bool) or not isinstance(snapshot_every, int) or snapshot_every < 1:
+            raise InputError("snapshot_every", snapshot_every, "must be an integer >= 1")
         self.session = session
         self.state_path = state_path
         self.deadline = deadline
         self.meta = meta or ServiceState()
+        self.journal = journal
+        self.snapshot_every = snapshot_every if journal is not None else 1
         self.metrics = Metrics()
         self.ready = True
-        self._running: asyncio.Future[tuple[ServiceState, dict[str, Any]]] | None = None
+        self._running: asyncio.Future[Any] | None = None
         self._saving: asyncio.Future[Any] | None = None
         self._answered = threading.Event()
-        self._document = self.meta.to_document(session.to_document())
+        #: the last snapshot written (or read at start): the state a refused batch goes back to, with the journal
+        self._snapshot = self.meta.to_document(session.to_document())
+        self._document: tuple[tuple[int, int], dict[str, Any]] = ((self.meta.round, self.meta.changes),
+                                                                  self._snapshot)
+        self._since_snapshot = 0
+        self._replaying = False
+        self._cpu: float | None = None
         self._summary = session.summary()
 
     # ------------------------------------------------------------------ persistence
     def save(self, meta: ServiceState | None = None) -> None:
-        """Write the state file (atomically), then keep ``meta`` (default: the current one) and the document for
-        ``GET /v1/state``: what the service answers is always what is on disk."""
+        """Write the whole state to the state file (atomically) and empty the journal (a snapshot), keeping
+        ``meta`` (default: the current one)."""
         t0 = time.perf_counter()
         meta = meta or self.meta
         doc = meta.to_document(self.session.to_document())
         write_document(str(self.state_path), doc)
-        self.meta, self._document, self._summary = meta, doc, self.session.summary()
+        if self.journal is not None:
+            self.journal.reset()
+        self.meta, self._snapshot, self._summary = meta, doc, self.session.summary()
+        self._document = ((meta.round, meta.changes), doc)
+        self._since_snapshot = 0
         self.metrics.save_latency.observe(time.perf_counter() - t0)
 
+    def _record(self, op: str, meta: ServiceState, body: bytes) -> None:
+        """Make one change durable before it is answered: a journal record, or (no journal) the state file."""
+        if self.journal is None:
+            self.save(meta)
+            return
+        t0 = time.perf_counter()
+        try:
+            self.journal.append(op, meta.round, meta.changes, body)
+        except OSError as exc:  # the change is in the session: made durable by the whole state file instead
+            self.metrics.error("save", 0)
+            log.error("the journal %s could not be written (%s): the state file is written instead",
+                      self.journal.path, exc)
+            self.save(meta)
+            return
+        self.metrics.journal_latency.observe(time.perf_counter() - t0)
+        if self.journal.size > JOURNAL_LIMIT:  # event batches without decisions: a snapshot bounds the journal
+            self.save(meta)
+
+    def replay(self, records: list[Record]) -> int:
+        """Apply again the journal's ``records`` that come after the state held (at start, or to undo a refused
+        batch), in order, as they were applied: each event batch, each decision at its time. The count applied.
+        A record that does not lead where it says (a journal of another state file) is an InputError."""
+        n = 0
+        for r in records:
+            m = self.meta
+            if r.round <= m.round and r.changes <= m.changes:
+                continue  # the snapshot holds it
+            try:
+                self._replaying = True  # a refusal here is no batch to take back: the journal does not fit
+                self._replay_one(r)
+            except InputError as exc:
+                raise InputError("journal", f"round {r.round}, changes {r.changes}",
+                                 f"cannot be applied to the state file (round {self.meta.round}, changes "
+                                 f"{self.meta.changes}): {exc}") from None
+            finally:
+                self._replaying = False
+            if (self.meta.round, self.meta.changes) != (r.round, r.changes):
+                raise InputError("journal", f"round {r.round}, changes {r.changes}",
+                                 f"does not follow the state file (it leads to round {self.meta.round}, changes "
+                                 f"{self.meta.changes}): the journal belongs to another state")
+            n += 1
+        self._summary = self.session.summary()
+        return n
+
+    def _replay_one(self, r: Record) -> None:
+        doc = parse_json(r.body)
+        if "now" in doc:
+            req: DecideRequest | None = DecideRequest.from_document(doc)
+            assert req is not None
+            events, seq = req.events, req.seq
+        else:
+            ev = EventsRequest.from_document(doc)
+            events, seq, req = ev.events, ev.seq, None
+        if events is not None:
+            self._apply_batch(events, seq)
+        if r.op == "decide" and req is not None:
+            plan = self.session.decide(req.now)
+            self.meta = self._after_decision(self.meta, req.now, plan)
+
+    @staticmethod
+    def _after_decision(m: ServiceState, now: float, plan: dict[str, Any]) -> ServiceState:
+        return dataclasses.replace(m, round=m.round + 1, now=now, plan=plan, plan_changes=m.changes)
+
     async def document(self) -> dict[str, Any]:
-        """The state as last saved (the service's part and the session's document); when the last answered
-        decision is being saved, once it is (while a decision runs: the state before it, at once)."""
-        if self._running is None:
-            await self._saved()
-        return self._document
+        """The state now (the service's part and the session's document: what a restart restores); refused with
+        :class:`Busy` while a decision runs (the session is changing)."""
+        if self._running is not None:
+            raise Busy(self.meta.round + 1)
+        await self._saved()
+        if self._running is not None:
+            raise Busy(self.meta.round + 1)
+        key = (self.meta.round, self.meta.changes)
+        if self._document[0] != key:
+            self._document = (key, self.meta.to_document(self.session.to_document()))
+        return self._document[1]
 
     def plan_document(self) -> dict[str, Any]:
         m = self.meta
@@ -229,16 +321,17 @@ class Service:
     # ------------------------------------------------------------------ changes
     def _apply_batch(self, docs: list[Any], seq: int | None) -> tuple[str, int]:
         """Apply a batch to the session (not saved); ("duplicate", 0) for a ``seq`` already applied. A refused
-        event leaves the session as it was (the saved state is restored when part of the batch went in)."""
+        event leaves the session as it was (when part of the batch went in: the last snapshot, and the journal's
+        records after it applied again)."""
         m = self.meta
         if seq is not None and seq <= m.seq:
             return "duplicate", 0
         events = self.session.parse_events(docs, "events")
         try:
             counts = self.session.apply(events)
-        except InputError:
-            if len(events) > 1:  # some events of the batch may have been applied: back to the saved state
-                self.session.restore(self._document["session"])
+        except InputError as exc:
+            if getattr(exc, "applied", 1) > 0 and len(events) > 1 and not self._replaying:  # some went in: back
+                self._rollback()
             raise
         self.meta = dataclasses.replace(m, changes=m.changes + 1, seq=m.seq if seq is None else seq)
         for kind, n in counts.items():
@@ -255,8 +348,18 @@ class Service:
             # loop would spin forever on the event loop's own thread (seen: a replay hung at round 36)
             await asyncio.sleep(0)
 
-    async def events(self, req: EventsRequest) -> dict[str, Any]:
-        """Apply an event batch (on the event loop: it is short) and save before answering."""
+    def _rollback(self) -> None:
+        """Back to the state before the batch being applied: the last snapshot, and the journal after it."""
+        meta, session_doc = ServiceState.from_document(self._snapshot, "snapshot")
+        self.session.restore(session_doc)
+        self.meta = meta
+        self._document = ((-1, -1), self._snapshot)  # built again when asked
+        if self.journal is not None:
+            self.replay(read_journal(self.journal.path))
+
+    async def events(self, req: EventsRequest, body: bytes | None = None) -> dict[str, Any]:
+        """Apply an event batch (on the event loop: it is short) and save it before answering (``body``: the
+        request's body as received, recorded as it is; None: ``req`` encoded)."""
         if self._running is not None:
             raise Busy(self.meta.round + 1)
         await self._saved()
@@ -264,10 +367,16 @@ class Service:
             raise Busy(self.meta.round + 1)
         status, applied = self._apply_batch(req.events, req.seq)
         if applied:
-            self.save()
+            self._record("events", self.meta, body if body is not None else
+                         encode_json({"events": req.events, "seq": req.seq}))
         return {"status": status, "applied": applied, "seq": self.meta.seq, "changes": self.meta.changes}
 
-    async def decide(self, req: DecideRequest) -> dict[str, Any]:
+    async def decide(self, req: DecideRequest, body: bytes | None = None) -> dict[str, Any]:
+        """The decision of ``req`` (``body``: the request's body as received, recorded as it is in the journal;
+        None: ``req`` encoded)."""
+        if body is None:
+            body = encode_json({k: v for k, v in (("now", req.now), ("events", req.events), ("seq", req.seq))
+                                if v is not None})
         if self._running is not None:
             raise Busy(self.meta.round + 1)
         await self._saved()
@@ -285,13 +394,15 @@ class Service:
         deadline = min(self.deadline, req.deadline_s) if req.deadline_s is not None else self.deadline
         loop = asyncio.get_running_loop()
         t0 = time.perf_counter()
-        decided: asyncio.Future[tuple[ServiceState, dict[str, Any]]] = loop.create_future()
+        decided: asyncio.Future[Any] = loop.create_future()
         saved: asyncio.Future[Any] = loop.create_future()
         self._running, self._saving = decided, saved
         decided.add_done_callback(lambda f: self._decided(f, t0))
         saved.add_done_callback(self._stored)
         self._answered = threading.Event()
-        threading.Thread(target=self._work, args=(loop, decided, saved, req.now, self._answered),
+        self._since_snapshot += 1
+        snapshot = self._since_snapshot >= self.snapshot_every
+        threading.Thread(target=self._work, args=(loop, decided, saved, req.now, self._answered, body, snapshot),
                          name="schedopt-decide", daemon=True).start()
         try:
             await asyncio.wait_for(asyncio.shield(decided), deadline)
@@ -302,21 +413,23 @@ class Service:
         except Exception:
             if applied:  # the decision failed and changed nothing; the events it came with stay, saved
                 await self._saved()
-                self.save()
+                self._record("events", self.meta, body)
             raise
-        return self._answer("ok", repeated=False, seconds=time.perf_counter() - t0, applied=applied)
+        return self._answer("ok", repeated=False, seconds=time.perf_counter() - t0, applied=applied, cpu=self._cpu)
 
     def answered(self) -> None:
         """The answer to the last decision request is written: its save may start (it would otherwise take the
         interpreter from the answer's serialization: hundreds of milliseconds at 2,048 GPUs)."""
         self._answered.set()
 
-    def _work(self, loop: asyncio.AbstractEventLoop, decided: asyncio.Future[tuple[ServiceState, dict[str, Any]]],
-              saved: asyncio.Future[Any], now: float, answered: threading.Event) -> None:
+    def _work(self, loop: asyncio.AbstractEventLoop, decided: asyncio.Future[Any],
+              saved: asyncio.Future[Any], now: float, answered: threading.Event, body: bytes, snapshot: bool
+              ) -> None:
         """On a daemon thread (a service told to stop while a decision overruns exits without it): the decision,
-        answered as soon as it is made, then, once the answer is serialized (:meth:`answered`; at most 10 s), the
-        state saved. No change reaches the session before the save is done (changes wait for it), so the document
-        saved is the session right after this decision."""
+        recorded in the journal, answered; then, when a snapshot is due (or the journal could not be written),
+        once the answer is serialized (:meth:`answered`; at most 10 s), the state file written. No change reaches
+        the session before that is done (changes wait for it), so the document saved is the session right after
+        this decision."""
 
         def settle(fut: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
             if fut.cancelled():
@@ -334,32 +447,51 @@ class Service:
 
         try:
             plan = self.session.decide(now)
-            m = self.meta
-            meta = dataclasses.replace(m, round=m.round + 1, now=now, plan=plan, plan_changes=m.changes)
+            meta = self._after_decision(self.meta, now, plan)
             summary = self.session.summary()
+            cpu = getattr(self.session, "decision_cpu", None)
         except BaseException as exc:
             post(decided, None, exc)
             post(saved, None)
             return
-        post(decided, (meta, summary))
+        recorded: float | BaseException | None = None
+        if self.journal is not None:  # durable before it is answered
+            t0 = time.perf_counter()
+            try:
+                self.journal.append("decide", meta.round, meta.changes, body)
+                recorded = time.perf_counter() - t0
+            except BaseException as exc:  # no journal: the whole state file instead, right after the answer
+                recorded, snapshot = exc, True
+        post(decided, (meta, summary, recorded, cpu))
+        if not snapshot:
+            post(saved, None)
+            return
         answered.wait(10.0)
         t0 = time.perf_counter()
         try:
             doc = meta.to_document(self.session.to_document())
             write_document(str(self.state_path), doc)
+            if self.journal is not None:
+                self.journal.reset()
         except BaseException as exc:
             post(saved, None, exc)
             return
         post(saved, (doc, time.perf_counter() - t0))
 
-    def _decided(self, fut: asyncio.Future[tuple[ServiceState, dict[str, Any]]], t0: float) -> None:
+    def _decided(self, fut: asyncio.Future[Any], t0: float) -> None:
         self._running = None
         if fut.cancelled():
             return
         exc = fut.exception()
         if exc is None:
-            self.meta, self._summary = fut.result()
+            self.meta, self._summary, recorded, self._cpu = fut.result()
             self.metrics.latency.observe(time.perf_counter() - t0)
+            if isinstance(recorded, float):
+                self.metrics.journal_latency.observe(recorded)
+            elif recorded is not None:
+                self.metrics.error("save", 0)
+                log.error("the journal %s could not be written (%s): the state file is written instead",
+                          self.journal.path if self.journal is not None else None, recorded)
             self.metrics.decisions["ok"] += 1
         else:
             self.metrics.decisions["failed"] += 1
@@ -375,15 +507,17 @@ class Service:
             self.metrics.error("save", 0)
             log.error("the state could not be saved to %s: %s", self.state_path, exc)
         elif fut.result() is not None:
-            self._document, seconds = fut.result()
+            doc, seconds = fut.result()
+            self._snapshot, self._document = doc, ((doc["round"], doc["changes"]), doc)
+            self._since_snapshot = 0
             self.metrics.save_latency.observe(seconds)
 
     def _answer(self, status: str, repeated: bool, seconds: float, pending_round: int | None = None,
-                applied: int = 0) -> dict[str, Any]:
+                applied: int = 0, cpu: float | None = None) -> dict[str, Any]:
         m = self.meta
         return {"status": status, "round": m.round, "now": m.now, "plan": m.plan, "repeated": repeated,
-                "seconds": seconds, "pending_round": pending_round, "applied": applied, "seq": m.seq,
-                "summary": self._summary}
+                "seconds": seconds, "cpu_seconds": cpu, "pending_round": pending_round, "applied": applied,
+                "seq": m.seq, "summary": self._summary}
 
     # ------------------------------------------------------------------ shutdown
     async def drain(self, timeout: float) -> bool:
@@ -402,4 +536,6 @@ class Service:
         out = dict(self.session.gauges())
         out["schedopt_round"] = ("Decisions made by the session (its round).", {(): float(self.meta.round)})
         out["schedopt_decision_running"] = ("1 while a decision is running.", {(): float(self.busy)})
+        out["schedopt_state_saving"] = ("1 while the state file is written after a decision (a snapshot).",
+                                        {(): float(self._saving is not None)})
         return out

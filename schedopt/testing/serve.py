@@ -34,16 +34,19 @@ class ServiceProcess:
     """``schedopt serve --state STATE [--init INIT] --port 0`` in a child process. ``workdir`` holds the token file,
     the port file and the log (stderr). :meth:`start` returns once ``/readyz`` answers; :meth:`client` gives a
     :class:`~schedopt.live.client.ServiceClient`; :meth:`stop` sends SIGTERM and returns the exit status;
-    :meth:`kill` sends SIGKILL."""
+    :meth:`kill` sends SIGKILL. ``code``: the schedopt checkout to run (default: this one)."""
 
     def __init__(self, workdir: Path, state: Path, init: Path | None = None, extra: tuple[str, ...] = (),
-                 start_timeout: float = 60.0, pythonpath: tuple[str, ...] = ()) -> None:
+                 start_timeout: float = 60.0, pythonpath: tuple[str, ...] = (), code: Path | None = None) -> None:
         self.workdir = Path(workdir)
         self.state = Path(state)
         self.init = init
         self.extra = extra
         self.start_timeout = start_timeout
         self.pythonpath = pythonpath
+        #: the schedopt checkout the service runs (default: the one this module is in; a benchmark may run an older
+        #: one beside the current)
+        self.code = Path(__file__).resolve().parents[2] if code is None else Path(code)
         self.token_file = self.workdir / "token"
         self.port_file = self.workdir / "port"
         self.log = self.workdir / "serve.log"
@@ -77,11 +80,12 @@ class ServiceProcess:
                *self.extra]
         if self.init is not None:
             cmd += ["--init", str(self.init)]
-        root = Path(__file__).resolve().parents[2]
-        path = [str(root), *self.pythonpath, os.environ.get("PYTHONPATH", "")]
+        path = [str(self.code), *self.pythonpath, os.environ.get("PYTHONPATH", "")]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
         with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env)
+            # run from the checkout: `python -m` puts the working folder first on the path
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env,
+                                         cwd=self.code)
         self._launched = time.monotonic()
         return self
 

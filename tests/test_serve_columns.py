@@ -1,0 +1,131 @@
+"""Progress reports in columns (schedopt.serve.columns, a ``JobProgressBatch`` document) against the general route
+(schedopt.live.event_from_dict, row by row): every column at every value of tests/test_serve_events.py's list, in
+one row of three, gives the general route's events (the same values and types), or its error with the row in the
+field's name (``events[0].epoch[1]``) and the same value and message; the client's documents read back as the
+events they came from; a refusal when the events are applied names the document and the row."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import jsonschema
+import pytest
+from test_serve_events import BASE, VALUES
+
+from schedopt.errors import InputError
+from schedopt.live import JobProgress, Measurement, Session, event_from_dict
+from schedopt.live.client import event_documents
+from schedopt.schemas import load
+from schedopt.serve.adapter import LiveSession
+from schedopt.serve.columns import PROGRESS_BATCH, TOO_LARGE, progress_batch, row_field
+from schedopt.sim import cluster_preset
+
+KEYS = [k for k in BASE if k != "type"]
+ROWS = [{**BASE, "job_id": "a-0"}, {**BASE, "job_id": "b-1", "time": 61, "epoch": None, "progress": 0},
+        {**BASE, "job_id": "c-2", "local_batch": None, "accumulation": None, "grad_sqr": None, "grad_var": None,
+         "measurements": []}]
+
+
+def _columns(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    doc: dict[str, Any] = {"type": PROGRESS_BATCH}
+    for k in KEYS:
+        if any(k in r for r in rows):
+            doc[k] = [r.get(k) for r in rows]
+    return doc
+
+
+def _general(rows: list[dict[str, Any]]) -> list[Any] | InputError:
+    out = []
+    for r, row in enumerate(rows):
+        try:
+            out.append(event_from_dict({k: v for k, v in row.items() if v is not None}, "events[0]"))
+        except OverflowError:
+            return InputError(f"events[0][{r}]", {k: v for k, v in row.items() if v is not None}, TOO_LARGE)
+        except InputError as exc:
+            return InputError(row_field("events[0]", r, exc.field.removeprefix("events[0]").lstrip(".")), exc.value,
+                              exc.message)
+    return out
+
+
+def _agree(rows: list[dict[str, Any]]) -> bool:
+    """The columns give the general route's events or its error; True when accepted."""
+    want = _general(rows)
+    try:
+        got: Any = progress_batch(_columns(rows), "events[0]")
+    except InputError as exc:
+        assert isinstance(want, InputError), (rows, exc)
+        same_value = want.message == TOO_LARGE or repr(exc.value) == repr(want.value)  # (the row: keys in order)
+        assert (exc.field, exc.message) == (want.field, want.message) and same_value, rows
+        return False
+    assert not isinstance(want, InputError), (rows, want)
+    assert got == want and repr(got) == repr(want), rows
+    for a, b in zip(got, want):
+        assert [type(v) for v in vars(a).values()] == [type(v) for v in vars(b).values()], rows
+    return True
+
+
+def test_every_column_at_every_value_agrees_with_the_general_route() -> None:
+    accepted = refused = 0
+    for key, v in itertools.product(KEYS, VALUES):
+        rows = [dict(r) for r in ROWS]
+        rows[1][key] = v
+        if _agree(rows):
+            accepted += 1
+        else:
+            refused += 1
+    for key, v in itertools.product(BASE["measurements"][0], VALUES):
+        rows = [dict(r) for r in ROWS]
+        rows[1]["measurements"] = [BASE["measurements"][0], {**BASE["measurements"][0], key: v}]
+        accepted += _agree(rows)
+    assert _agree(ROWS) and _agree(ROWS[:1])
+    assert progress_batch({"type": PROGRESS_BATCH, "time": 1.0, "job_id": []}, "events[0]") == []
+    assert accepted > 100 and refused > 100  # both outcomes exercised (most values are refused somewhere)
+
+
+@pytest.mark.parametrize(("doc", "field", "value"), [
+    ({"type": PROGRESS_BATCH, "time": 1.0}, "events[0].job_id", None),
+    ({"type": PROGRESS_BATCH, "job_id": ["a"]}, "events[0].time", None),
+    ({"type": PROGRESS_BATCH, "time": 1.0, "job_id": "a"}, "events[0].job_id", "a"),
+    ({"type": PROGRESS_BATCH, "time": 1.0, "job_id": ["a", "b"], "epoch": [1]}, "events[0].epoch", 1),
+    ({"type": PROGRESS_BATCH, "time": [1.0], "job_id": ["a", "b"]}, "events[0].time", 1),
+    ({"type": PROGRESS_BATCH, "time": 1.0, "job_id": ["a"], "epochs": [1]}, "events[0].epochs", [1]),
+    ({"type": PROGRESS_BATCH, "time": 1.0, "job_id": ["a", "b c"]}, "events[0].job_id[1]", "b c"),
+    ({"type": PROGRESS_BATCH, "time": -1, "job_id": ["a", "b"]}, "events[0].time[0]", -1),
+])
+def test_the_shape_of_a_columnar_document_is_checked(doc: dict[str, Any], field: str, value: Any) -> None:
+    with pytest.raises(InputError) as ei:
+        progress_batch(doc, "events[0]")
+    assert (ei.value.field, ei.value.value) == (field, value)
+
+
+def _progress(k: int, **kw: Any) -> JobProgress:
+    return JobProgress(60.0, f"j{k}", 0.01 * k, k, **kw)
+
+
+def test_the_clients_documents_read_back_as_its_events() -> None:
+    m = Measurement("t4", 1, 2, 128, 0.25, 0.05)
+    events = [_progress(0), _progress(1, measurements=(m,)), event_from_dict(
+        {"type": "JobFinished", "time": 60.0, "job_id": "x"}), _progress(2), _progress(3, grad_sqr=0.5, grad_var=2.0),
+        _progress(4, local_batch=64, accumulation=1), JobProgress(61.0, "j5", attained_gpu_seconds=3.0)]
+    docs = event_documents(events)
+    assert [d["type"] for d in docs] == [PROGRESS_BATCH, "JobFinished", PROGRESS_BATCH]
+    assert docs[0]["time"] == 60.0 and docs[2]["time"] == [60.0, 60.0, 60.0, 61.0]  # one time when all share it
+    assert "grad_sqr" not in docs[0] and docs[0]["measurements"] == [None, [m.to_dict()]]
+    schema = load("service")
+    for d in (docs[0], docs[2]):
+        jsonschema.validate(d, {**schema, "$ref": "#/$defs/progress_batch"})
+    parsed = LiveSession(Session(cluster_preset("sia-64"), "tiresias")).parse_events(docs, "events")
+    assert parsed == events and repr(parsed) == repr(events)
+    assert [d["type"] for d in event_documents(events[:1])] == ["JobProgress"]  # a run of one: as it is
+
+
+def test_a_refusal_when_applied_names_the_document_and_the_row() -> None:
+    live = LiveSession(Session(cluster_preset("sia-64"), "tiresias"))
+    submitted = [event_from_dict({"type": "JobSubmitted", "time": 0.0, "job": {
+        "id": f"j{k}", "application": "cifar10", "submitted": 0.0, "requested_gpus": 1}}) for k in range(4)]
+    live.apply(submitted[:3])
+    docs = [event_documents(submitted[3:])[0], *event_documents([_progress(0), _progress(1), _progress(7)])]
+    with pytest.raises(InputError) as ei:
+        live.apply(live.parse_events(docs, "events"))
+    assert (ei.value.field, ei.value.value) == ("events[1].job_id[2]", "j7")
