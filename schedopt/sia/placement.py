@@ -22,7 +22,7 @@ from __future__ import annotations
 from bisect import insort
 from collections.abc import Callable, Collection, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -307,6 +307,38 @@ class _Grid:
             for a, b in zip([0, *cuts], [*cuts, len(who_l)]):
                 out.setdefault(who_l[a], []).append((ids[nodes_l[a]], tuple(gpus_l[a:b])))
         return out
+
+
+class _CycleWatch:
+    """Whether the eviction loop of :func:`place` has come back to a state it was in (Brent's cycle detection).
+
+    At each eviction (a job ``jid`` that did not fit, before its victims are chosen) the loop's whole state is the
+    grid's occupancy, ``jid`` and the queue after it: what follows depends on nothing else while the eviction
+    budget lasts (the eviction sums are a function of the occupancy and the fixed costs). A state seen again
+    repeats forever, each round evicting at least once, so the budget runs out inside the cycle and the job at the
+    next eviction fails: the loop's result is decided (at least one failure) without playing the cycle out (the
+    2,048-GPU live rounds spent 7,000 evictions, 0.4 s, going round a cycle of 2). One saved state, replaced at
+    steps 1, 2, 4, 8, ...; compared exactly (job, queue length, then the occupancy arrays and the queue)."""
+
+    def __init__(self, grid: _Grid) -> None:
+        self.grid = grid
+        self.power = 1
+        self.steps = 0
+        self.saved: tuple[Hashable, int, dict[str, np.ndarray], list[Hashable]] | None = None
+
+    def seen(self, jid: Hashable, queue: list[Any], head: int) -> bool:
+        """True when this state (``jid`` does not fit; ``queue[head:]`` waits) is the saved one."""
+        occ = self.grid.occ
+        sv = self.saved
+        if (sv is not None and sv[0] == jid and sv[1] == len(queue) - head
+                and all(np.array_equal(o, sv[2][t]) for t, o in occ.items()) and sv[3] == queue[head:]):
+            return True
+        self.steps += 1
+        if self.steps == self.power:
+            self.saved = (jid, len(queue) - head, {t: o.copy() for t, o in occ.items()}, queue[head:])
+            self.power *= 2
+            self.steps = 0
+        return False
 
 
 def _order_key(c: Config, cluster: Cluster) -> tuple[int, int]:
@@ -595,7 +627,9 @@ def place(
 
     nodes_of = _node_index(cluster)
 
-    def run() -> tuple[_Grid, list[JobId]]:
+    def run(stop: bool) -> tuple[_Grid, list[JobId], bool]:
+        """The greedy placement with evictions; ``stop``: return as soon as some job is certain to fail (the
+        third value True; the grid and the failed list are then partial)."""
         grid = _Grid(cluster)
         kept: set[JobId] = set()
         taken: set[tuple[str, int, int]] = set()  # (type, node, GPU) cells the kept jobs hold so far (the grid's, in Python)
@@ -627,15 +661,20 @@ def place(
         failed: list[JobId] = []
         budget = 4 * len(jobs) + 8
         inv = {v: k for k, v in slot_of.items()}
+        loop = _CycleWatch(grid) if stop else None
         while head < len(queue):
             jid = queue[head]
             head += 1
             c = conf[jid]
             if grid.put(c, slot_of[jid]):
                 continue
+            if loop is not None and budget > 0 and loop.seen(jid, queue, head):
+                return grid, [jid], True  # the evictions go round in a cycle until the budget ends: a job fails
             victims = grid.evict_for(c, cost) if budget > 0 else None
             if not victims:
                 failed.append(jid)
+                if stop:
+                    return grid, failed, True
                 continue
             budget -= 1
             for v in victims:
@@ -644,22 +683,30 @@ def place(
                 failed.append(jid)
             for v in victims:  # what extend + a stable sort gives: after every queued job of an equal key
                 insort(queue, inv[v], lo=head, key=key)
-        return grid, failed
+        return grid, failed, False
 
     kept_all = _kept_slots(cluster, jobs, prev_slots, prev_conf, nodes_of)
     if kept_all is not None:  # nothing to move: what run() gives then, without the grid
         assignments, failed = kept_all, []
     else:
-        grid, failed = run()
-        by_slot = grid.slots_by_job()
-        assignments = {}
-        for jid, _ in jobs:
-            if slot_of[jid] in by_slot:
-                assignments[jid] = by_slot[slot_of[jid]]
-    if failed:  # greedy eviction got stuck: place everything afresh (always fits)
-        assignments2, failed2 = _place_empty(cluster, jobs)
-        if len(failed2) <= len(failed):
-            assignments, failed = assignments2, failed2
+        grid, failed, cut = run(True)
+        afresh: tuple[dict[JobId, list[Slot]], list[JobId]] | None = None
+        if cut:  # some job fails: placing afresh wins unless it fails too (then the whole run decides)
+            afresh = _place_empty(cluster, jobs)
+            if afresh[1]:
+                grid, failed, _ = run(False)
+        if afresh is not None and not afresh[1]:
+            assignments, failed = afresh
+        else:
+            by_slot = grid.slots_by_job()
+            assignments = {}
+            for jid, _ in jobs:
+                if slot_of[jid] in by_slot:
+                    assignments[jid] = by_slot[slot_of[jid]]
+            if failed:  # greedy eviction got stuck: place everything afresh (always fits)
+                assignments2, failed2 = afresh if afresh is not None else _place_empty(cluster, jobs)
+                if len(failed2) <= len(failed):
+                    assignments, failed = assignments2, failed2
     evicted = tuple(
         jid for jid in prev_slots
         if jid in conf and prev_conf.get(jid) == conf[jid] and jid in assignments
