@@ -20,7 +20,7 @@ power of two, ``virtual_node_capacity``) rows exclude. So every allocation of th
 from __future__ import annotations
 
 from bisect import insort
-from collections.abc import Callable, Collection, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -160,16 +160,25 @@ class _Grid:
                 for k, g in enumerate(t.sizes):
                     occ[k, g:] = _ABSENT
         self.ids = {t.name: t.ids for t in cluster.gpu_types}
+        self.shape = {t.name: (t.gpus_per_node, t.max_partial) for t in cluster.gpu_types}  # (R, largest partial)
         self._blocks: dict[tuple[str, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        self._cs: dict[str, np.ndarray] = {}  # put_partial's cumsum buffer per GPU type
-        self._ends: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}  # ends of blocks, virtual nodes
+        self._score: dict[tuple[str, int], np.ndarray] = {}  # put_partial's best-fit scores per (type, size)
+        self._stale: dict[str, list[set[int]]] = {t.name: [] for t in cluster.gpu_types}  # rows changed since, per score
+        self._stale_of: dict[tuple[str, int], set[int]] = {}
         self._costs: dict[str, _EvictCosts] = {}  # per GPU type: eviction costs of the blocks and nodes
         self._dirty: dict[str, set[int]] = {t.name: set() for t in cluster.gpu_types}  # rows changed since
+
+    def _touch(self, t: str, rows: Iterable[int]) -> None:
+        """Rows ``rows`` of type ``t`` changed: the kept sums and scores recompute them when next used."""
+        rows = list(rows)
+        self._dirty[t].update(rows)
+        for stale in self._stale[t]:
+            stale.update(rows)
 
     def assign(self, t: str, k: int, gpus: Sequence[int], slot: int) -> None:
         """Give GPUs ``gpus`` of node ``k`` of type ``t`` to ``slot``."""
         self.occ[t][k, list(gpus)] = slot
-        self._dirty[t].add(k)
+        self._touch(t, (k,))
 
     def blocks(self, t: str, s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Aligned blocks of size s within a node: (start, start of its virtual node, virtual node size)."""
@@ -188,28 +197,48 @@ class _Grid:
             self._blocks[key] = (cat(starts), cat(bstart), cat(bsize))
         return self._blocks[key]
 
+    def scores(self, t: str, s: int) -> np.ndarray:
+        """(nodes x blocks of size ``s``) best-fit scores of type ``t``: the free GPUs of the block's virtual node
+        where the block is free, else :data:`_NO_FIT` (kept, and recomputed for the rows changed since)."""
+        key = (t, s)
+        got = self._score.get(key)
+        occ = self.occ[t]
+        rows: np.ndarray | None = None
+        if got is not None:
+            stale = self._stale_of[key]
+            if not stale:
+                return got
+            rows = np.fromiter(stale, np.int64, len(stale))
+            stale.clear()
+        starts, bstart, bsize = self.blocks(t, s)
+        sub = occ if rows is None else occ[rows]
+        cs = np.zeros((sub.shape[0], sub.shape[1] + 1), np.int64)  # free GPUs before each GPU of each node
+        np.cumsum(sub < 0, axis=1, out=cs[:, 1:])
+        ok = (cs[:, starts + s] - cs[:, starts]) == s
+        sc = np.where(ok, cs[:, bstart + bsize] - cs[:, bstart], _NO_FIT)
+        if got is None or rows is None:
+            self._score[key] = sc
+            self._stale_of[key] = stale = set()
+            self._stale[t].append(stale)
+            return sc
+        got[rows] = sc
+        return got
+
     def put_partial(self, t: str, s: int, slot: int) -> bool:
         occ = self.occ[t]
         if occ.shape[0] == 0:
             return False
-        starts, bstart, bsize = self.blocks(t, s)
+        starts = self.blocks(t, s)[0]
         if starts.size == 0:
             return False
-        cs = self._cs.get(t)  # free GPUs before each GPU of each node: column 0 zero, the rest a cumsum
-        if cs is None:
-            cs = self._cs[t] = np.zeros((occ.shape[0], occ.shape[1] + 1), np.int64)
-        np.cumsum(occ < 0, axis=1, out=cs[:, 1:])
-        ends = self._ends.get((t, s))
-        if ends is None:
-            ends = self._ends[(t, s)] = (starts + s, bstart + bsize)
-        ok = (cs[:, ends[0]] - cs[:, starts]) == s
-        if not ok.any():
+        score = self.scores(t, s)
+        i = int(np.argmin(score))  # best fit: the fullest virtual node that fits (the first such block)
+        if score.flat[i] == _NO_FIT:
             return False
-        binfree = cs[:, ends[1]] - cs[:, bstart]
-        score = np.where(ok, binfree, _NO_FIT)  # best fit: the fullest virtual node that fits
-        n, b = divmod(int(np.argmin(score)), score.shape[1])
-        occ[n, starts[b] : starts[b] + s] = slot
-        self._dirty[t].add(n)
+        n, b = divmod(i, score.shape[1])
+        st = int(starts[b])
+        occ[n, st : st + s] = slot
+        self._touch(t, (n,))
         return True
 
     def put_multi(self, t: str, n: int, slot: int) -> bool:
@@ -219,16 +248,17 @@ class _Grid:
             return False
         rows = whole[whole.size - n :]
         occ[rows] = slot  # take the last free nodes; partial configs fill the first ones
-        self._dirty[t].update(rows.tolist())
+        self._touch(t, rows.tolist())
         return True
 
     def put(self, c: Config, slot: int) -> bool:
-        if c.gpu_type not in self.occ:
+        shape = self.shape.get(c.gpu_type)
+        if shape is None:
             return False
-        t = self.cluster[c.gpu_type]
-        if c.n_nodes == 1 and c.n_gpus <= t.max_partial and is_pow2(c.n_gpus):  # (a 1-node rigid shape, 6 of 8
+        R, max_partial = shape
+        if c.n_nodes == 1 and c.n_gpus <= max_partial and is_pow2(c.n_gpus):  # (a 1-node rigid shape, 6 of 8
             return self.put_partial(c.gpu_type, c.n_gpus, slot)  # GPUs: its blocks below; it raised IndexError)
-        whole, part = config_parts(t.gpus_per_node, c.n_nodes, c.n_gpus)
+        whole, part = config_parts(R, c.n_nodes, c.n_gpus)
         if not part:
             return self.put_multi(c.gpu_type, c.n_nodes, slot)
         # a rigid shape: whole nodes, then one aligned block per binary digit of the remainder (all or nothing)
@@ -249,9 +279,9 @@ class _Grid:
         over the same set built from the same GPUs in the same order), so the choice is the scan's (the scan:
         tests/test_sia_placer_fastpaths.py). ``cost`` (no NaN) must not change between calls of one grid with the
         same dict (the only caller, :func:`place`, builds it once per placement)."""
-        t = self.cluster[c.gpu_type]
-        partial = c.n_nodes == 1 and c.n_gpus <= t.max_partial and is_pow2(c.n_gpus)
-        if config_parts(t.gpus_per_node, c.n_nodes, c.n_gpus)[1] and not partial:
+        R, max_partial = self.shape[c.gpu_type]
+        partial = c.n_nodes == 1 and c.n_gpus <= max_partial and is_pow2(c.n_gpus)
+        if config_parts(R, c.n_nodes, c.n_gpus)[1] and not partial:
             return None  # a rigid shape is not evicted for: the caller falls back to placing afresh
         tab = self._evict_costs(c.gpu_type, cost)
         occ = self.occ[c.gpu_type]
@@ -290,7 +320,7 @@ class _Grid:
         occ = self.occ[t]
         mask = occ == slot
         occ[mask] = -1
-        self._dirty[t].update(np.flatnonzero(mask.any(axis=1)).tolist())
+        self._touch(t, np.flatnonzero(mask.any(axis=1)).tolist())
 
     def slots_by_job(self) -> dict[int, list[Slot]]:
         out: dict[int, list[Slot]] = {}
