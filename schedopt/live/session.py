@@ -16,6 +16,7 @@ import math
 import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, cast
 
 from ..errors import InputError
@@ -194,6 +195,10 @@ class Session:
         self._dirty = True
         self._layout_cache: tuple[tuple[Any, ...], _Layout] | None = None
         self._new_rejects: list[str] = []
+        #: per job id: what its last view was made from (the job, its fixed fields) and the view (Session.view)
+        self._views: dict[str, tuple[tuple[Any, ...], JobView]] = {}
+        #: per job id: (job, (estimator, observations, epoch, reported statistics), its estimate)
+        self._estimates: dict[str, tuple[LiveJobState, tuple[Any, ...], JobGoodputModel]] = {}
 
     # ------------------------------------------------------------------------------------------------ events
     def apply(self, event: Event) -> None:
@@ -372,7 +377,32 @@ class Session:
     def view(self, j: JobState, t: float) -> JobView:
         """What a policy sees of job ``j`` at ``t``: measured progress and the estimate from its measurements."""
         assert isinstance(j, LiveJobState)
-        return _view(j, t, self._estimate(j), min(j.frac, 1.0 - 1e-12))
+        est = self._estimate_kept(j)
+        progress = min(j.frac, 1.0 - 1e-12)
+        memo = self._views.get(j.id)
+        fixed = (j, j.jm, j.app, j.arrival, j.requested_gpus, j.batch_size, j.rigid_shape, j.kind)
+        if memo is None or memo[0] != fixed:
+            v = _view(j, t, est, progress)
+        else:  # what _view gives, its fields of the job's own (id, application, arrival, request, kind) kept
+            last = memo[1]
+            nodes = last.current_nodes if last.current_nodes == j.nodes else MappingProxyType(dict(j.nodes))
+            v = object.__new__(JobView)
+            d = v.__dict__
+            d.update(last.__dict__)
+            d["age"], d["attained_gpu_seconds"], d["restarts"] = t - j.arrival, j.attained, j.restarts
+            d["current"], d["current_nodes"], d["estimate"] = j.config, nodes, est
+            d["progress"], d["max_gpus"] = progress, j.max_gpus
+        self._views[j.id] = (fixed, v)
+        return v
+
+    def _estimate_kept(self, j: LiveJobState) -> JobGoodputModel:
+        """:meth:`_estimate`, kept per job until its measurements, epoch or reported statistics change."""
+        got = self._estimates.get(j.id)
+        if got is not None and got[0] is j and got[1] == (j.estimator, j.observations, j.epoch, j.grad):
+            return got[2]  # (observations: None after a measurement until _estimate refits, so a new key then)
+        e = self._estimate(j)
+        self._estimates[j.id] = (j, (j.estimator, j.observations, j.epoch, j.grad), e)
+        return e
 
     def layout(self) -> _Layout:
         held: dict[str, set[int]] = {}
@@ -483,6 +513,10 @@ class Session:
             self.closed[jid] = "rejected"
             jobs[jid] = JobPlan(jid, Action.REJECT, {})
         self.pending = [*arrived, *later]
+        if len(self._views) + len(self._estimates) > 4 * (len(self.jobs) + len(self.pending)) + 256:
+            live = {*self.jobs, *(j.id for j in self.pending)}  # forget the views of jobs gone
+            self._views = {j: v for j, v in self._views.items() if j in live}
+            self._estimates = {j: e for j, e in self._estimates.items() if j in live}
         self.time, self.round_index, self._dirty = now, k, False
         self.plan = Plan(now, k, self.policy_name, jobs, dt_wall, dt_cpu, info)
         return self.plan
