@@ -452,11 +452,16 @@ class Session:
         backup = [(j, j.attained, j.restart_left) for j in self.jobs.values()]
         pending0, jobs0 = list(self.pending), dict(self.jobs)
         try:
-            for j in self.jobs.values():  # the time since the last decision: GPUs held, restore delay spent
-                g = sum(len(gs) for _, gs in self.where.get(j.id, ()))
-                if g and dt > 0:
-                    j.restart_left -= min(j.restart_left, dt)
-                    j.attained += dt * g
+            where = self.where
+            for j in self.jobs.values() if dt > 0 else ():  # the time since the last decision: GPUs held,
+                slots = where.get(j.id)                      # restore delay spent
+                if slots:
+                    g = 0
+                    for _, gs in slots:
+                        g += len(gs)
+                    if g:
+                        j.restart_left -= min(j.restart_left, dt)
+                        j.attained += dt * g
             plan = self._round(now)
         except BaseException:
             for j, a, r in backup:
@@ -487,19 +492,19 @@ class Session:
         if self.jobs:
             self._sync_nodes(lay)
             previous = None
-            if self.where:
-                previous = Placement(assignments={j: lay.to_policy(s) for j, s in self.where.items()},
-                                     configs={j: c for j, c in self.configs.items()})
+            if self.where:  # (plain layout: the slot lists as they are; nothing changes them, where is replaced)
+                previous = Placement(assignments=dict(self.where) if lay.plain else
+                                     {j: lay.to_policy(s) for j, s in self.where.items()}, configs=dict(self.configs))
             views = tuple(self.view(j, now) for j in self.jobs.values())
             active = cast(dict[str, JobState], self.jobs)
             rd = decide_round(self.policy, self.policy_name, self.placer, cluster, active, previous, now, k,
                               self.round_duration, views)
             rd = self._respect_drained(rd, lay)
-            before = {j: list(s) for j, s in self.where.items()}
+            before = self.where  # (replaced below, never changed in place)
             restarts = {j.id: (j.restarts, j.started, j.restart_left) for j in self.jobs.values()}
             apply_decision(active, rd, now, 0.0, self.jm)
             self.last_round = rd
-            self.where = {str(j): lay.to_live(s) for j, s in rd.placement.assignments.items()}
+            self.where = {str(j): s if lay.plain else lay.to_live(s) for j, s in rd.placement.assignments.items()}
             self.configs = {str(j): c for j, c in rd.placement.configs.items()}
             for j in self.jobs.values():
                 jobs[j.id] = self._job_plan(j, before.get(j.id), restarts[j.id])
