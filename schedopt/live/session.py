@@ -22,6 +22,7 @@ from typing import Any, cast
 from ..errors import InputError
 from ..goodput import JobGoodputModel, blas_threads
 from ..sia import Cluster, Config, GpuType, Placement
+from ..sia.spec import JobId
 from ..sim.engine import DEFAULT_ROUND_SECONDS, RoundDecision, _admit, _view, apply_decision, decide_round
 from ..sim.jobs import Application, JobModel, JobState, _estimate
 from ..sim.jobs import job_model as get_job_model
@@ -115,6 +116,20 @@ def _layout(cs: ClusterState, held: Mapping[str, set[int]]) -> _Layout:
 
 # ---------------------------------------------------------------------------------------------------- the session
 
+_PLAN_FIELDS = tuple(f.name for f in dataclasses.fields(JobPlan))
+_PLAN_PLAIN = not hasattr(JobPlan, "__post_init__") and len(_PLAN_FIELDS) == 9
+
+
+def _job_plan_of(*values: Any) -> JobPlan:
+    """``JobPlan(*values)`` (all nine fields): a frozen dataclass without checks, filled at once (a decision at
+    2,048 GPUs makes 4,096)."""
+    if not _PLAN_PLAIN:
+        return JobPlan(*values)
+    p = object.__new__(JobPlan)
+    p.__dict__.update(zip(_PLAN_FIELDS, values))
+    return p
+
+
 
 def _role(kind: str, obj: object, spec: object) -> str:
     return role_name(obj, spec) if spec is not None else str(getattr(obj, "name", type(obj).__name__))
@@ -195,10 +210,9 @@ class Session:
         self._dirty = True
         self._layout_cache: tuple[tuple[Any, ...], _Layout] | None = None
         self._new_rejects: list[str] = []
-        #: per job id: what its last view was made from (the job, its fixed fields) and the view (Session.view)
-        self._views: dict[str, tuple[tuple[Any, ...], JobView]] = {}
-        #: per job id: (job, (estimator, observations, epoch, reported statistics), its estimate)
-        self._estimates: dict[str, tuple[LiveJobState, tuple[Any, ...], JobGoodputModel]] = {}
+        #: per job id (Session.view): (the job, its job model, (estimator, observations, epoch, reported
+        #: statistics), the estimate made from them, the job's last view)
+        self._views: dict[str, tuple[LiveJobState, JobModel, tuple[Any, ...], JobGoodputModel, JobView]] = {}
 
     # ------------------------------------------------------------------------------------------------ events
     def apply(self, event: Event) -> None:
@@ -375,34 +389,32 @@ class Session:
         return e if j.grad is None else with_reported_stats(e, *j.grad)
 
     def view(self, j: JobState, t: float) -> JobView:
-        """What a policy sees of job ``j`` at ``t``: measured progress and the estimate from its measurements."""
+        """What a policy sees of job ``j`` at ``t``: measured progress and the estimate from its measurements.
+
+        Kept per job: the estimate until the job's measurements, epoch or reported statistics change; the view's
+        fields of the job's own (id, application, arrival, request, batch, kind: fixed at submission) from its
+        first view, the round's fields (age, service, restarts, configuration, nodes, estimate, progress, cap) set
+        anew (tests/test_live_fastpaths.py: equal to the engine's ``_view`` built from scratch)."""
         assert isinstance(j, LiveJobState)
-        est = self._estimate_kept(j)
-        progress = min(j.frac, 1.0 - 1e-12)
+        key = (j.estimator, j.observations, j.epoch, j.grad)
         memo = self._views.get(j.id)
-        fixed = (j, j.jm, j.app, j.arrival, j.requested_gpus, j.batch_size, j.rigid_shape, j.kind)
-        if memo is None or memo[0] != fixed:
-            v = _view(j, t, est, progress)
-        else:  # what _view gives, its fields of the job's own (id, application, arrival, request, kind) kept
-            last = memo[1]
-            nodes = last.current_nodes if last.current_nodes == j.nodes else MappingProxyType(dict(j.nodes))
+        if memo is None or memo[0] is not j or memo[1] is not j.jm:
+            est = self._estimate(j)  # (observations: None after a measurement until _estimate refits: a new key)
+            v = _view(j, t, est, min(j.frac, 1.0 - 1e-12))
+        else:
+            est = memo[3] if memo[2] == key else self._estimate(j)
+            last = memo[4]
+            nodes = last.current_nodes
+            if nodes != j.nodes:
+                nodes = MappingProxyType(dict(j.nodes))
             v = object.__new__(JobView)
             d = v.__dict__
             d.update(last.__dict__)
             d["age"], d["attained_gpu_seconds"], d["restarts"] = t - j.arrival, j.attained, j.restarts
             d["current"], d["current_nodes"], d["estimate"] = j.config, nodes, est
-            d["progress"], d["max_gpus"] = progress, j.max_gpus
-        self._views[j.id] = (fixed, v)
+            d["progress"], d["max_gpus"] = min(j.frac, 1.0 - 1e-12), j.max_gpus
+        self._views[j.id] = (j, j.jm, (j.estimator, j.observations, j.epoch, j.grad), est, v)
         return v
-
-    def _estimate_kept(self, j: LiveJobState) -> JobGoodputModel:
-        """:meth:`_estimate`, kept per job until its measurements, epoch or reported statistics change."""
-        got = self._estimates.get(j.id)
-        if got is not None and got[0] is j and got[1] == (j.estimator, j.observations, j.epoch, j.grad):
-            return got[2]  # (observations: None after a measurement until _estimate refits, so a new key then)
-        e = self._estimate(j)
-        self._estimates[j.id] = (j, (j.estimator, j.observations, j.epoch, j.grad), e)
-        return e
 
     def layout(self) -> _Layout:
         held: dict[str, set[int]] = {}
@@ -493,8 +505,11 @@ class Session:
             self._sync_nodes(lay)
             previous = None
             if self.where:  # (plain layout: the slot lists as they are; nothing changes them, where is replaced)
-                previous = Placement(assignments=dict(self.where) if lay.plain else
-                                     {j: lay.to_policy(s) for j, s in self.where.items()}, configs=dict(self.configs))
+                assignments: dict[JobId, Slots] = {}
+                assignments.update(self.where if lay.plain else {j: lay.to_policy(s) for j, s in self.where.items()})
+                configs: dict[JobId, Config] = {}
+                configs.update(self.configs)
+                previous = Placement(assignments=assignments, configs=configs)
             views = tuple(self.view(j, now) for j in self.jobs.values())
             active = cast(dict[str, JobState], self.jobs)
             rd = decide_round(self.policy, self.policy_name, self.placer, cluster, active, previous, now, k,
@@ -518,10 +533,9 @@ class Session:
             self.closed[jid] = "rejected"
             jobs[jid] = JobPlan(jid, Action.REJECT, {})
         self.pending = [*arrived, *later]
-        if len(self._views) + len(self._estimates) > 4 * (len(self.jobs) + len(self.pending)) + 256:
+        if len(self._views) > 2 * (len(self.jobs) + len(self.pending)) + 256:
             live = {*self.jobs, *(j.id for j in self.pending)}  # forget the views of jobs gone
             self._views = {j: v for j, v in self._views.items() if j in live}
-            self._estimates = {j: e for j, e in self._estimates.items() if j in live}
         self.time, self.round_index, self._dirty = now, k, False
         self.plan = Plan(now, k, self.policy_name, jobs, dt_wall, dt_cpu, info)
         return self.plan
@@ -564,8 +578,8 @@ class Session:
             same = sum(len(g) for _, g in before) == c.n_gpus and old_t == c.gpu_type
             action = Action.MOVE if same else Action.RESIZE
         charged = j.restarts != was[0] or (j.started and not was[1])
-        return JobPlan(j.id, action, dict(now), c.gpu_type, c.n_gpus, j.batch, j.local_bsz, j.accum,
-                       j.restart_left if charged else None)
+        return _job_plan_of(j.id, action, dict(now), c.gpu_type, c.n_gpus, j.batch, j.local_bsz, j.accum,
+                            j.restart_left if charged else None)
 
     # -------------------------------------------------------------------------------------------------- state
     def to_document(self) -> dict[str, Any]:
