@@ -22,6 +22,7 @@ from __future__ import annotations
 from bisect import insort
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, TypeVar
 
 import numpy as np
@@ -96,6 +97,7 @@ def _config_of_slots(slots: list[Slot], cluster: Cluster) -> Config | None:
     return Config(len(nodes), sum(len(g) for _, g in slots), t)
 
 
+_UNSET: Any = object()  # no configuration given for a previous job (Placement.configs has none)
 _NO_FIT = np.iinfo(np.int64).max  # a block's best-fit score where it does not fit
 #: the slot number of the GPUs a node smaller than its type's nominal size does not have (never free, never moved)
 _ABSENT = np.iinfo(np.int64).max - 1
@@ -574,43 +576,69 @@ def _kept_slots(cluster: Cluster, jobs: list[tuple[JobId, Config]], prev_slots: 
     a node of its type, within the node, no GPU held twice): each job's previous GPUs, ordered as
     :meth:`_Grid.slots_by_job` orders them (by node index, then GPU, one slot per node), in the allocation's order.
     ``None`` when any job changed or its previous GPUs are not all valid: the grid placer then decides (and
-    raises for a node that is not one)."""
+    raises for a node that is not one).
+
+    The GPUs are checked as arrays (in range of their node, none held twice); a job whose slots are already in
+    that order (nodes increasing, GPUs increasing within each, none empty: what the placer itself writes) keeps
+    its slots as they are, any other is sorted and merged per node."""
     for jid, c in jobs:  # any change: the grid decides (checked first: most calls that fail, fail here)
-        if not prev_slots.get(jid) or prev_conf.get(jid) != c:
+        pc = prev_conf.get(jid)
+        if not prev_slots.get(jid) or (pc is not c and pc != c):
             return None
-    held: set[tuple[str, int, int]] = set()
-    out: dict[JobId, list[Slot]] = {}
-    per_type: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {}
-    for jid, c in jobs:
-        slots = prev_slots[jid]
-        t = c.gpu_type
-        got = per_type.get(t)
-        if got is None:  # (the type's node sizes and ids: properties built per access, so once per type here)
-            got = per_type[t] = (cluster[t].sizes, cluster[t].ids)
-        sizes = got[0]
-        cells: list[tuple[int, int]] = []
-        for node, gpus in slots:
+    types = cluster.gpu_types
+    tpos = {t.name: i for i, t in enumerate(types)}
+    first = np.cumsum([0] + [t.nodes for t in types])  # a node's number across types: first[type] + index
+    sizes = np.fromiter((g for t in types for g in t.sizes), np.int64, int(first[-1]))
+    node_no: list[int] = []  # per slot
+    slot_job: list[int] = []
+    gpus: list[tuple[int, ...]] = []
+    for i, (jid, c) in enumerate(jobs):
+        tp = tpos.get(c.gpu_type)
+        for node, gs in prev_slots[jid]:
             tk = nodes_of.get(node)
-            if tk is None or tk[0] != t:
+            if tk is None or tk[0] != c.gpu_type or tp is None:
                 return None
-            k = tk[1]
-            R = sizes[k]
-            for g in gpus:
-                if not 0 <= g < R or (t, k, g) in held:
-                    return None
-                held.add((t, k, g))
-                cells.append((k, g))
-        if not cells:
-            return None
-        cells.sort()
+            node_no.append(int(first[tp]) + tk[1])
+            slot_job.append(i)
+            gpus.append(gs)
+    lens = np.fromiter(map(len, gpus), np.int64, len(gpus))
+    if not lens.size or not lens.sum():
+        return None
+    g = np.fromiter(chain.from_iterable(gpus), np.int64, int(lens.sum()))
+    slot_node = np.array(node_no, dtype=np.int64)
+    cell_node = np.repeat(slot_node, lens)
+    if g.min() < 0 or (g >= sizes[cell_node]).any():
+        return None
+    width = int(sizes.max()) if sizes.size else 1
+    cell = cell_node * width + g
+    if np.unique(cell).size != cell.size:
+        return None  # a GPU held twice
+    sj = np.array(slot_job, dtype=np.int64)
+    cj = np.repeat(sj, lens)
+    have = np.bincount(cj, minlength=len(jobs))
+    if (have == 0).any():
+        return None  # a job whose slots hold no GPU
+    odd = np.zeros(len(jobs), dtype=bool)  # jobs whose slots are not in the grid's order
+    odd[sj[lens == 0]] = True
+    same = sj[1:] == sj[:-1]
+    odd[sj[1:][same & (slot_node[1:] <= slot_node[:-1])]] = True
+    same = cj[1:] == cj[:-1]
+    odd[cj[1:][same & (cell[1:] <= cell[:-1])]] = True
+    out: dict[JobId, list[Slot]] = {}
+    for (jid, c), bad in zip(jobs, odd.tolist()):
+        slots = prev_slots[jid]
+        if not bad:
+            out[jid] = slots if all(type(gs) is tuple for _, gs in slots) else [(n, tuple(gs)) for n, gs in slots]
+            continue
+        ids = cluster[c.gpu_type].ids
+        cells = sorted((nodes_of[n][1], x) for n, gs in slots for x in gs)
         per: list[tuple[int, list[int]]] = []
-        for k, g in cells:
+        for k, x in cells:
             if per and per[-1][0] == k:
-                per[-1][1].append(g)
+                per[-1][1].append(x)
             else:
-                per.append((k, [g]))
-        ids = got[1]
-        out[jid] = [(ids[k], tuple(gs)) for k, gs in per]
+                per.append((k, [x]))
+        out[jid] = [(ids[k], tuple(xs)) for k, xs in per]
     return out
 
 
@@ -648,12 +676,11 @@ def place(
     conf = dict(jobs)
     prev_slots: dict[JobId, list[Slot]] = {}
     prev_conf: dict[JobId, Config | None] = {}
-    for jid, slots in previous.items():
-        prev_slots[jid] = [(n if type(n) is str else str(n), tuple(map(int, gs))) for n, gs in slots]
-        if isinstance(previous, Placement) and jid in previous.configs:
-            prev_conf[jid] = previous.configs[jid]
-        else:
-            prev_conf[jid] = _config_of_slots(prev_slots[jid], cluster)
+    given = previous.configs if isinstance(previous, Placement) else {}
+    for jid, slots in (previous.assignments if isinstance(previous, Placement) else previous).items():
+        ps = prev_slots[jid] = [(n if type(n) is str else str(n), tuple(map(int, gs))) for n, gs in slots]
+        pc = given.get(jid, _UNSET)
+        prev_conf[jid] = _config_of_slots(ps, cluster) if pc is _UNSET else pc
 
     nodes_of = _node_index(cluster)
 
@@ -737,11 +764,12 @@ def place(
                 assignments2, failed2 = afresh if afresh is not None else _place_empty(cluster, jobs)
                 if len(failed2) <= len(failed):
                     assignments, failed = assignments2, failed2
-    evicted = tuple(
-        jid for jid in prev_slots
-        if jid in conf and prev_conf.get(jid) == conf[jid] and jid in assignments
-        and sorted(assignments[jid]) != sorted(prev_slots[jid])
-    )
+    moved = []  # kept jobs (configuration unchanged) placed on other GPUs
+    for jid, ps in prev_slots.items():
+        c, pc, a = conf.get(jid), prev_conf.get(jid), assignments.get(jid)
+        if c is not None and (pc is c or pc == c) and a is not None and a != ps and sorted(a) != sorted(ps):
+            moved.append(jid)
+    evicted = tuple(moved)
     moved_from = {jid: prev_slots[jid] for jid in evicted}
     return Placement(
         assignments=assignments,
