@@ -8,7 +8,8 @@ jobs, and on large rounds in which half the jobs change configuration."""
 from __future__ import annotations
 
 import random
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Hashable, Mapping
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,6 +21,7 @@ from schedopt.sia.placement import (
     Slot,
     _check_jobs,
     _config_of_slots,
+    _CycleWatch,
     _Grid,
     _kept_slots,
     _node_index,
@@ -302,14 +304,25 @@ def test_same_placements_as_the_scan_on_random_rounds(seed: int) -> None:
     assert_same(cluster, allocation, previous, pinned, rigid)
 
 
-def test_random_rounds_evict() -> None:
+def test_random_rounds_evict(monkeypatch: pytest.MonkeyPatch) -> None:
     """The random rounds above do reach the eviction search, with evictions and with blocks of several occupants
-    (a test of the kept sums, not only of the fast paths around them)."""
+    (a test of the kept sums, not only of the fast paths around them), and eviction cycles (the early stop is
+    exercised against the reference)."""
+    cycles = []
+    real = _CycleWatch.seen
+
+    def seen(self: _CycleWatch, jid: Hashable, queue: list[Any], head: int) -> bool:
+        r = real(self, jid, queue, head)
+        cycles.append(r)
+        return r
+
+    monkeypatch.setattr(_CycleWatch, "seen", seen)
     evicted = 0
     for seed in range(40):
         cluster, allocation, previous, pinned, rigid = random_round(seed)
         evicted += len(assert_same(cluster, allocation, previous, pinned, rigid).evicted)
     assert evicted > 0
+    assert sum(cycles) >= 5
 
 
 def test_same_placements_on_large_rounds() -> None:
@@ -354,3 +367,29 @@ def test_whole_node_eviction_never_picks_a_smaller_node() -> None:
     # afresh: j takes the two 2-GPU nodes, k the 1-GPU node, m (pinned, but the fallback ignores pins) no GPU left
     assert got.assignments == {"k": [("g-1", (0,))], "j": [("g-0", (0, 1)), ("g-2", (0, 1))]}
     assert got.unplaced == ("m",)
+
+
+def test_an_eviction_cycle_is_cut_short(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two new 2-GPU jobs and four kept 1-GPU jobs at GPUs 1 and 2 of two 4-GPU nodes (no free aligned pair): ``a``
+    evicts ``x`` (the first block of least cost), ``b`` then evicts ``a`` (cost 1e-3), ``a`` evicts ``b``, ... a
+    cycle of two that the old loop played until its budget of 4 x 6 + 8 evictions ran out, ``b`` failed and the
+    round was placed afresh. The cycle is seen after 4 eviction searches; the placement is the fresh one, as before
+    (by hand: the 2-GPU jobs first on node 0, the 1-GPU ones on node 1, every kept job moved)."""
+    cluster = Cluster([GpuType("g", 4, 2)])
+    one, two = Config(1, 1, "g"), Config(1, 2, "g")
+    prev = {"x": [("g-0", (1,))], "y": [("g-0", (2,))], "z": [("g-1", (1,))], "w": [("g-1", (2,))]}
+    alloc = {"x": one, "y": one, "z": one, "w": one, "a": two, "b": two}
+    searches = []
+    real = _Grid.evict_for
+
+    def counted(self: _Grid, c: Config, cost: dict[int, float]) -> list[int] | None:
+        searches.append(c)
+        return real(self, c, cost)
+
+    monkeypatch.setattr(_Grid, "evict_for", counted)
+    got = assert_same(cluster, alloc, prev)
+    assert len(searches) == 4
+    assert got.assignments == {"x": [("g-1", (0,))], "y": [("g-1", (1,))], "z": [("g-1", (2,))],
+                               "w": [("g-1", (3,))], "a": [("g-0", (0, 1))], "b": [("g-0", (2, 3))]}
+    assert got.evicted == ("x", "y", "z", "w") and got.unplaced == ()
+

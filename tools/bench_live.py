@@ -19,6 +19,13 @@ Before / after a change of Sia's placer: ``--baseline-placer FILE`` (an older ``
 ``git show <rev>:schedopt/sia/placement.py > /tmp/old_placement.py``) measures every size and policy twice in
 alternation, with that file's ``place`` as the placer and with the current one (``placer: ...`` in the note);
 ``--append`` adds the rows to the CSV instead of replacing it.
+
+Before / after a change anywhere in the package: ``--baseline-src DIR`` (an older source tree, e.g.
+``git archive <rev> | tar -x -C /tmp/before``) measures every size and policy in fresh processes of this script,
+``--repeat`` each with ``PYTHONPATH`` at that tree and at this one, alternating; the rounds of each side's processes
+are pooled into one row per side:
+
+    python tools/bench_live.py --gpus 2048 --policy sia --baseline-src /tmp/before --repeat 3 --append
 """
 
 from __future__ import annotations
@@ -26,7 +33,11 @@ from __future__ import annotations
 import argparse
 import csv
 import importlib.util
+import json
+import os
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -102,9 +113,10 @@ def load_placer(path: Path) -> Callable[..., object]:
 
 
 def measure(policy: str, gpus: int, rounds: int, warmup: int, route: str = "in-process",
-            placer: tuple[str, Callable[..., object]] | None = None) -> dict[str, object]:
+            placer: tuple[str, Callable[..., object]] | None = None, keep: Path | None = None) -> dict[str, object]:
     """One row; ``placer``: (label, place function) used as Sia's placer in the simulator's placer role (what the
-    session's ``sia`` placer calls) for the whole replay, warmup included."""
+    session's ``sia`` placer calls) for the whole replay, warmup included; ``keep``: a JSON file the per-round
+    CPU and wall seconds are written to."""
     import schedopt.sim.roles as roles
 
     real = roles.place
@@ -115,14 +127,44 @@ def measure(policy: str, gpus: int, rounds: int, warmup: int, route: str = "in-p
         ts = time_decide(ex, rounds)
     finally:
         roles.place = real
+    if keep is not None:
+        keep.write_text(json.dumps({"cpu": [t.cpu for t in ts], "wall": [t.wall for t in ts]}))
+    return row(policy, gpus, route, ts, f"warmup {warmup} rounds"
+               + (f"; placer: {placer[0]}" if placer is not None else ""))
+
+
+def row(policy: str, gpus: int, route: str, ts: list[Timing], note: str) -> dict[str, object]:
+    """A CSV row of the decisions timed in ``ts``."""
     cpu = np.array([t.cpu for t in ts]) * 1e3
     wall = np.array([t.wall for t in ts]) * 1e3
     return {"policy": policy, "gpus": gpus, "jobs": 2 * gpus, "route": route, "rounds": len(ts),
             "cpu_p50_ms": round(float(np.percentile(cpu, 50)), 2), "cpu_p99_ms": round(float(np.percentile(cpu, 99)), 2),
             "wall_p50_ms": round(float(np.percentile(wall, 50)), 2),
             "wall_p99_ms": round(float(np.percentile(wall, 99)), 2), "cpu_max_ms": round(float(cpu.max()), 2),
-            "note": (f"placer: {placer[0]}; " if placer is not None else "")
-            + f"warmup {warmup} rounds; shared 2-core machine (load {open('/proc/loadavg').read().split()[0]})"}
+            "note": f"{note}; shared 2-core machine (load {open('/proc/loadavg').read().split()[0]})"}
+
+
+def alternate(policy: str, gpus: int, rounds: int, warmup: int, baseline: Path, repeat: int) -> list[dict[str, object]]:
+    """Two rows, baseline and current: ``repeat`` fresh processes each (this script with ``PYTHONPATH`` at the
+    baseline tree or at this one), alternating (baseline first in odd repeats, current first in even ones), every
+    process's timed rounds pooled."""
+    sides = {"baseline": baseline.resolve(), "current": ROOT}
+    got: dict[str, list[Timing]] = {k: [] for k in sides}
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in range(repeat):
+            for side in (("baseline", "current") if k % 2 == 0 else ("current", "baseline")):
+                out = Path(tmp) / f"{side}-{k}.json"
+                env = {**os.environ, "PYTHONPATH": str(sides[side])}
+                subprocess.run([sys.executable, str(Path(__file__).resolve()), "--gpus", str(gpus), "--policy", policy,
+                                "--rounds", str(rounds), "--warmup", str(warmup), "--out", str(Path(tmp) / "x.csv"),
+                                "--rounds-out", str(out)], env=env, check=True, stdout=subprocess.DEVNULL)
+                d = json.loads(out.read_text())
+                got[side] += [Timing(c, w) for c, w in zip(d["cpu"], d["wall"], strict=True)]
+                print(f"{policy} {gpus} {side} run {k}: cpu p50 {1e3 * float(np.median(d['cpu'])):.1f} ms "
+                      f"max {1e3 * max(d['cpu']):.1f} ms", flush=True)
+    return [row(policy, gpus, "in-process", got[side],
+                f"{side} ({'tree ' + str(baseline) if side == 'baseline' else 'this tree'}): {repeat} processes "
+                f"alternating with the other, {rounds} rounds each pooled, warmup {warmup} rounds") for side in sides]
 
 
 def write(rows: Iterable[dict[str, object]], path: Path = OUT, *, append: bool = False) -> None:
@@ -146,7 +188,18 @@ def main() -> None:
     ap.add_argument("--append", action="store_true", help="add the rows to --out instead of replacing it")
     ap.add_argument("--baseline-placer", type=Path, default=None,
                     help="an older schedopt/sia/placement.py: every row twice, baseline and current, alternating")
+    ap.add_argument("--baseline-src", type=Path, default=None,
+                    help="an older source tree (git archive REV | tar -x -C DIR): every row measured in fresh "
+                         "processes, baseline and current alternating, --repeat times each; rounds pooled")
+    ap.add_argument("--repeat", type=int, default=3, help="processes per side with --baseline-src")
+    ap.add_argument("--rounds-out", type=Path, default=None, help=argparse.SUPPRESS)  # a child's per-round times
     a = ap.parse_args()
+    if a.baseline_src is not None:
+        rows = [r for g in a.gpus for p in a.policy
+                for r in alternate(p, g, a.rounds, a.warmup, a.baseline_src, a.repeat)]
+        write(rows, a.out, append=a.append)
+        print(f"wrote {a.out}")
+        return
     placers: list[tuple[str, Callable[..., object]] | None] = [None]
     if a.baseline_placer is not None:
         placers = [(f"baseline {a.baseline_placer.name}", load_placer(a.baseline_placer)),
@@ -155,7 +208,7 @@ def main() -> None:
     for g in a.gpus:
         for p in a.policy:
             for pl in placers:
-                r = measure(p, g, a.rounds, a.warmup, placer=pl)
+                r = measure(p, g, a.rounds, a.warmup, placer=pl, keep=a.rounds_out)
                 print(", ".join(f"{k}={r[k]}" for k in FIELDS[:-1]), flush=True)
                 rows.append(r)
     write(rows, a.out, append=a.append)

@@ -16,11 +16,13 @@ import math
 import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, cast
 
 from ..errors import InputError
 from ..goodput import JobGoodputModel, blas_threads
 from ..sia import Cluster, Config, GpuType, Placement
+from ..sia.spec import JobId
 from ..sim.engine import DEFAULT_ROUND_SECONDS, RoundDecision, _admit, _view, apply_decision, decide_round
 from ..sim.jobs import Application, JobModel, JobState, _estimate
 from ..sim.jobs import job_model as get_job_model
@@ -114,6 +116,20 @@ def _layout(cs: ClusterState, held: Mapping[str, set[int]]) -> _Layout:
 
 # ---------------------------------------------------------------------------------------------------- the session
 
+_PLAN_FIELDS = tuple(f.name for f in dataclasses.fields(JobPlan))
+_PLAN_PLAIN = not hasattr(JobPlan, "__post_init__") and len(_PLAN_FIELDS) == 9
+
+
+def _job_plan_of(*values: Any) -> JobPlan:
+    """``JobPlan(*values)`` (all nine fields): a frozen dataclass without checks, filled at once (a decision at
+    2,048 GPUs makes 4,096)."""
+    if not _PLAN_PLAIN:
+        return JobPlan(*values)
+    p = object.__new__(JobPlan)
+    p.__dict__.update(zip(_PLAN_FIELDS, values))
+    return p
+
+
 
 def _role(kind: str, obj: object, spec: object) -> str:
     return role_name(obj, spec) if spec is not None else str(getattr(obj, "name", type(obj).__name__))
@@ -194,6 +210,9 @@ class Session:
         self._dirty = True
         self._layout_cache: tuple[tuple[Any, ...], _Layout] | None = None
         self._new_rejects: list[str] = []
+        #: per job id (Session.view): (the job, its job model, (estimator, observations, epoch, reported
+        #: statistics), the estimate made from them, the job's last view)
+        self._views: dict[str, tuple[LiveJobState, JobModel, tuple[Any, ...], JobGoodputModel, JobView]] = {}
 
     # ------------------------------------------------------------------------------------------------ events
     def apply(self, event: Event) -> None:
@@ -370,9 +389,32 @@ class Session:
         return e if j.grad is None else with_reported_stats(e, *j.grad)
 
     def view(self, j: JobState, t: float) -> JobView:
-        """What a policy sees of job ``j`` at ``t``: measured progress and the estimate from its measurements."""
+        """What a policy sees of job ``j`` at ``t``: measured progress and the estimate from its measurements.
+
+        Kept per job: the estimate until the job's measurements, epoch or reported statistics change; the view's
+        fields of the job's own (id, application, arrival, request, batch, kind: fixed at submission) from its
+        first view, the round's fields (age, service, restarts, configuration, nodes, estimate, progress, cap) set
+        anew (tests/test_live_fastpaths.py: equal to the engine's ``_view`` built from scratch)."""
         assert isinstance(j, LiveJobState)
-        return _view(j, t, self._estimate(j), min(j.frac, 1.0 - 1e-12))
+        key = (j.estimator, j.observations, j.epoch, j.grad)
+        memo = self._views.get(j.id)
+        if memo is None or memo[0] is not j or memo[1] is not j.jm:
+            est = self._estimate(j)  # (observations: None after a measurement until _estimate refits: a new key)
+            v = _view(j, t, est, min(j.frac, 1.0 - 1e-12))
+        else:
+            est = memo[3] if memo[2] == key else self._estimate(j)
+            last = memo[4]
+            nodes = last.current_nodes
+            if nodes != j.nodes:
+                nodes = MappingProxyType(dict(j.nodes))
+            v = object.__new__(JobView)
+            d = v.__dict__
+            d.update(last.__dict__)
+            d["age"], d["attained_gpu_seconds"], d["restarts"] = t - j.arrival, j.attained, j.restarts
+            d["current"], d["current_nodes"], d["estimate"] = j.config, nodes, est
+            d["progress"], d["max_gpus"] = min(j.frac, 1.0 - 1e-12), j.max_gpus
+        self._views[j.id] = (j, j.jm, (j.estimator, j.observations, j.epoch, j.grad), est, v)
+        return v
 
     def layout(self) -> _Layout:
         held: dict[str, set[int]] = {}
@@ -422,11 +464,16 @@ class Session:
         backup = [(j, j.attained, j.restart_left) for j in self.jobs.values()]
         pending0, jobs0 = list(self.pending), dict(self.jobs)
         try:
-            for j in self.jobs.values():  # the time since the last decision: GPUs held, restore delay spent
-                g = sum(len(gs) for _, gs in self.where.get(j.id, ()))
-                if g and dt > 0:
-                    j.restart_left -= min(j.restart_left, dt)
-                    j.attained += dt * g
+            where = self.where
+            for j in self.jobs.values() if dt > 0 else ():  # the time since the last decision: GPUs held,
+                slots = where.get(j.id)                      # restore delay spent
+                if slots:
+                    g = 0
+                    for _, gs in slots:
+                        g += len(gs)
+                    if g:
+                        j.restart_left -= min(j.restart_left, dt)
+                        j.attained += dt * g
             plan = self._round(now)
         except BaseException:
             for j, a, r in backup:
@@ -457,19 +504,22 @@ class Session:
         if self.jobs:
             self._sync_nodes(lay)
             previous = None
-            if self.where:
-                previous = Placement(assignments={j: lay.to_policy(s) for j, s in self.where.items()},
-                                     configs={j: c for j, c in self.configs.items()})
+            if self.where:  # (plain layout: the slot lists as they are; nothing changes them, where is replaced)
+                assignments: dict[JobId, Slots] = {}
+                assignments.update(self.where if lay.plain else {j: lay.to_policy(s) for j, s in self.where.items()})
+                configs: dict[JobId, Config] = {}
+                configs.update(self.configs)
+                previous = Placement(assignments=assignments, configs=configs)
             views = tuple(self.view(j, now) for j in self.jobs.values())
             active = cast(dict[str, JobState], self.jobs)
             rd = decide_round(self.policy, self.policy_name, self.placer, cluster, active, previous, now, k,
                               self.round_duration, views)
             rd = self._respect_drained(rd, lay)
-            before = {j: list(s) for j, s in self.where.items()}
+            before = self.where  # (replaced below, never changed in place)
             restarts = {j.id: (j.restarts, j.started, j.restart_left) for j in self.jobs.values()}
             apply_decision(active, rd, now, 0.0, self.jm)
             self.last_round = rd
-            self.where = {str(j): lay.to_live(s) for j, s in rd.placement.assignments.items()}
+            self.where = {str(j): s if lay.plain else lay.to_live(s) for j, s in rd.placement.assignments.items()}
             self.configs = {str(j): c for j, c in rd.placement.configs.items()}
             for j in self.jobs.values():
                 jobs[j.id] = self._job_plan(j, before.get(j.id), restarts[j.id])
@@ -483,6 +533,9 @@ class Session:
             self.closed[jid] = "rejected"
             jobs[jid] = JobPlan(jid, Action.REJECT, {})
         self.pending = [*arrived, *later]
+        if len(self._views) > 2 * (len(self.jobs) + len(self.pending)) + 256:
+            live = {*self.jobs, *(j.id for j in self.pending)}  # forget the views of jobs gone
+            self._views = {j: v for j, v in self._views.items() if j in live}
         self.time, self.round_index, self._dirty = now, k, False
         self.plan = Plan(now, k, self.policy_name, jobs, dt_wall, dt_cpu, info)
         return self.plan
@@ -525,8 +578,8 @@ class Session:
             same = sum(len(g) for _, g in before) == c.n_gpus and old_t == c.gpu_type
             action = Action.MOVE if same else Action.RESIZE
         charged = j.restarts != was[0] or (j.started and not was[1])
-        return JobPlan(j.id, action, dict(now), c.gpu_type, c.n_gpus, j.batch, j.local_bsz, j.accum,
-                       j.restart_left if charged else None)
+        return _job_plan_of(j.id, action, dict(now), c.gpu_type, c.n_gpus, j.batch, j.local_bsz, j.accum,
+                            j.restart_left if charged else None)
 
     # -------------------------------------------------------------------------------------------------- state
     def to_document(self) -> dict[str, Any]:
