@@ -629,3 +629,25 @@ def test_cli_seeds_are_bounded() -> None:
     with pytest.raises(InputError, match="empty"):
         parse_seeds("5-2")
     assert parse_seeds("0-2,7") == [0, 1, 2, 7]
+
+
+def test_the_simulator_and_a_sia_runs_warm_up_import_no_other_family() -> None:
+    """``import schedopt.sim`` registers the built-in families without reading their members (HiveD's
+    ``default_cluster`` imports the HiveD package and PyYAML), and the local pool's warm-up before forking imports
+    only the family and policy of its tasks; every built-in family still implements ``SimSystem``."""
+    code = (
+        "import sys\n"
+        "from schedopt.sim import SimTask, systems\n"
+        "from schedopt.sim.families import SimSystem\n"
+        "from schedopt.sim.runs import _LocalPool\n"
+        "_LocalPool(1)._warm([(0, SimTask('sia', 'saturn/1'), None)])\n"
+        "assert 'schedopt.sim.policies.sia' in sys.modules\n"
+        "bad = [k for k in sys.modules if k.split('.')[0] == 'yaml' or k.startswith(('schedopt.hived', "
+        "'schedopt.sim.hived', 'schedopt.sim.gandiva', 'schedopt.sim.synergy'))]\n"
+        "assert not bad, bad\n"
+        "assert [s.name for s in systems()] == ['elastic', 'synergy', 'gandiva', 'hived']\n"
+        "assert all(isinstance(s, SimSystem) for s in systems())\n"
+        "assert 'schedopt.sim.hived' in sys.modules\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr

@@ -386,12 +386,14 @@ class _LocalPool:
         workers inherit it instead of each importing it anew (8 workers on 2 cores: 7 s before their first round)."""
         if self.ctx.get_start_method() != "fork":
             return
-        from .families import iter_names
+        from .families import system_for
         from .registry import policy_entry
 
-        with contextlib.suppress(Exception):
-            list(iter_names())
         for p in {t.policy for _, t, _ in work if isinstance(getattr(t, "policy", None), str)}:
+            with contextlib.suppress(Exception):
+                # the families the tasks run on only: another family's modules (HiveD's with PyYAML, Gandiva's,
+                # Synergy's) would cost every run about 0.1 s of CPU here for nothing
+                list(system_for(p).policy_names())
             with contextlib.suppress(Exception):
                 policy_entry(p).load()
 
