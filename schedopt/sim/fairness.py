@@ -116,9 +116,10 @@ def _candidate_rates(jm: JobModel, app: str, job_id: str, adaptive: bool, reques
     re-batched from the previous count's batch, in increasing order, as :func:`_best_count` tries them. A function
     of its arguments alone (the batch choice and the rate are), kept per process: a lone run asks it every round,
     and its state changes only at epoch boundaries and moves."""
-    j = _held_job(jm, app, job_id, adaptive, requested_gpus, batch_size, held, held_type, local_bsz, accum, epoch)
     cands = _counts(cap, sum(held))
-    if j.kind == "adaptive" and not j.scale_units:
+    # JobState.kind == "adaptive" and no scale units, read from the job model without building the job
+    if (adaptive and job_id not in jm.rigid_jobs and jm.rigid_apps.get(app) is None and job_id not in jm.strong_jobs
+            and not jm.scale_units(app)):
         # JobState.rebatch's adaptive branch and JobState.rate, call for call, without a placement per count
         rates = {}
         init = jm.truth(app).init_batch
@@ -128,6 +129,7 @@ def _candidate_rates(jm: JobModel, app: str, job_id: str, adaptive: bool, reques
             local_bsz, accum = _adaptive_batch(app, gpu_type, jm, len(shape), g, epoch, float(cur_batch))
             rates[g] = _true_rate(jm, app, gpu_type, shape, local_bsz, accum, epoch)
         return rates
+    j = _held_job(jm, app, job_id, adaptive, requested_gpus, batch_size, held, held_type, local_bsz, accum, epoch)
     return _rates_by_placement(j, cands, per_node, gpu_type)
 
 
