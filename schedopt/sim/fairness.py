@@ -96,10 +96,9 @@ def _best_count(j: JobState, cap: int, per_node: int, gpu_type: str) -> int:
     cur = sum(j.nodes.values())
     if cap <= 1:
         return 1
-    rates = _candidate_rates(j.jm, j.app, j.id, j.adaptive, j.requested_gpus, j.batch_size, cap, per_node, gpu_type,
-                             tuple(j.nodes.values()), None if j.config is None else j.config.gpu_type, j.local_bsz,
-                             j.accum, j.epoch)
-    best = max(rates, key=lambda g: (rates[g], -g))
+    rates, best = _best_candidate(j.jm, j.app, j.id, j.adaptive, j.requested_gpus, j.batch_size, cap, per_node,
+                                  gpu_type, tuple(j.nodes.values()), None if j.config is None else j.config.gpu_type,
+                                  j.local_bsz, j.accum, j.epoch)
     if cur in rates and best != cur:
         left = j.application.target - j.progress
         if left / rates[best] + j.jm.restart(j.app) >= left / rates[cur]:
@@ -133,6 +132,16 @@ def _candidate_rates(jm: JobModel, app: str, job_id: str, adaptive: bool, reques
     return _rates_by_placement(j, cands, per_node, gpu_type)
 
 
+@lru_cache(maxsize=65536)
+def _best_candidate(jm: JobModel, app: str, job_id: str, adaptive: bool, requested_gpus: int, batch_size: int,
+                    cap: int, per_node: int, gpu_type: str, held: tuple[int, ...], held_type: str | None,
+                    local_bsz: int, accum: int, epoch: int) -> tuple[dict[int, float], int]:
+    """(:func:`_candidate_rates`, the count with the highest rate, the fewest GPUs among equals), kept per state."""
+    rates = _candidate_rates(jm, app, job_id, adaptive, requested_gpus, batch_size, cap, per_node, gpu_type, held,
+                             held_type, local_bsz, accum, epoch)
+    return rates, max(rates, key=lambda g: (rates[g], -g))
+
+
 def _held_job(jm: JobModel, app: str, job_id: str, adaptive: bool, requested_gpus: int, batch_size: int,
               held: tuple[int, ...], held_type: str | None, local_bsz: int, accum: int, epoch: int) -> JobState:
     j = JobState(job_id, app, 0.0, requested_gpus, batch_size, adaptive, jm)
@@ -143,12 +152,13 @@ def _held_job(jm: JobModel, app: str, job_id: str, adaptive: bool, requested_gpu
     return j
 
 
-def _counts(cap: int, cur: int) -> list[int]:
-    """The counts a lone run tries: powers of two up to ``cap``, ``cap``, and the current count."""
-    return sorted({1 << i for i in range(int(math.log2(cap)) + 1)} | {cap} | ({cur} if 0 < cur <= cap else set()))
+@lru_cache(maxsize=4096)
+def _counts(cap: int, cur: int) -> tuple[int, ...]:
+    """The counts a lone run tries: powers of two up to ``cap``, ``cap``, and the current count (kept)."""
+    return tuple(sorted({1 << i for i in range(int(math.log2(cap)) + 1)} | {cap} | ({cur} if 0 < cur <= cap else set())))
 
 
-def _rates_by_placement(j: JobState, cands: list[int], per_node: int, gpu_type: str) -> dict[int, float]:
+def _rates_by_placement(j: JobState, cands: tuple[int, ...], per_node: int, gpu_type: str) -> dict[int, float]:
     """Count -> rate of ``j`` placed on each count in turn and re-batched (changes ``j``): the engine's route."""
     rates = {}
     for g in cands:
@@ -223,9 +233,8 @@ def _lone_adaptive(j: JobState, gpu_type: str, per_node: int, gpus: int, R: floa
         if cap <= 1:
             want = 1
         else:
-            rates = _candidate_rates(jm, app, jid, True, req, bsz, cap, per_node, gpu_type, shape,
-                                     gpu_type if g else None, local_bsz, accum, epoch)
-            want = max(rates, key=lambda c: (rates[c], -c))
+            rates, want = _best_candidate(jm, app, jid, True, req, bsz, cap, per_node, gpu_type, shape,
+                                          gpu_type if g else None, local_bsz, accum, epoch)
             if g in rates and want != g:
                 left_work = target - progress
                 if left_work / rates[want] + restart >= left_work / rates[g]:
