@@ -651,3 +651,23 @@ def test_the_simulator_and_a_sia_runs_warm_up_import_no_other_family() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_the_command_line_builds_the_named_packages_subcommand_alone() -> None:
+    """``main`` builds the parser for the optional package's subcommand it is given (``simulate``): the other
+    packages' modules (serve, trace, reproduce, live) stay unimported; without one, every subcommand is there."""
+    code = (
+        "import sys\n"
+        "from schedopt.cli import build_parser\n"
+        "a = build_parser('simulate').parse_args(['simulate', '--workload', 'saturn/1', '--policy', 'sia'])\n"
+        "assert a.command == 'simulate' and a.workload == 'saturn/1', a\n"
+        "bad = [k for k in sys.modules if k.startswith(('schedopt.serve', 'schedopt.live', 'schedopt.reproduce', "
+        "'schedopt.traces.cli'))]\n"
+        "assert not bad, bad\n"
+        "sub = next(x for x in build_parser()._actions if x.dest == 'command')\n"
+        "assert {'solve', 'serve', 'simulate', 'trace', 'reproduce', 'live'} <= set(sub.choices), sorted(sub.choices)\n"
+        "sub = next(x for x in build_parser('trace')._actions if x.dest == 'command')\n"
+        "assert 'trace' in sub.choices and 'simulate' not in sub.choices and 'solve' in sub.choices\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
