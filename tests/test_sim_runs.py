@@ -649,8 +649,7 @@ def test_the_simulator_and_a_sia_runs_warm_up_import_no_other_family() -> None:
         "assert all(isinstance(s, SimSystem) for s in systems())\n"
         "assert 'schedopt.sim.hived' in sys.modules\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0, out.stdout + out.stderr
+    _in_a_fresh_interpreter(code)
 
 
 def test_the_command_line_builds_the_named_packages_subcommand_alone() -> None:
@@ -669,5 +668,10 @@ def test_the_command_line_builds_the_named_packages_subcommand_alone() -> None:
         "sub = next(x for x in build_parser('trace')._actions if x.dest == 'command')\n"
         "assert 'trace' in sub.choices and 'simulate' not in sub.choices and 'solve' in sub.choices\n"
     )
+    _in_a_fresh_interpreter(code)
+
+
+def _in_a_fresh_interpreter(code: str) -> None:
+    """Run ``code`` in a new Python process (what it imports is its own); its assertions fail the test."""
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
