@@ -215,3 +215,33 @@ def _compare_candidate_rates(jm: JobModel, candidate_rates, adaptive_batch) -> i
                         assert candidate_rates(*args) == _rates_by_placement(*args), (app, t, per_node, cap, held)
                         n += 1
     return n
+
+
+def test_the_lone_runs_direct_route_equals_the_engines_route() -> None:
+    """``isolated_time``'s direct route for an adaptive data-parallel job (``_lone_adaptive``, the job's state in
+    local variables) finishes at the same float as the engine's route (``_lone_run``: ``_best_count``, ``_place``,
+    ``JobState.advance``), under the fitted, the measured and Pollux's job model, for every application on two of
+    its GPU types, caps below and above the node size, two round lengths; the rigid ncf of the fitted models and the
+    toy rigid jobs take the engine's route."""
+    from schedopt.goodput import blas_threads
+    from schedopt.sim import fairness
+    from schedopt.sim.jobs import JobState, job_model
+
+    n = 0
+    with blas_threads(1):
+        for model in ("sia", "sia-measured", "pollux"):
+            jm = job_model(model)
+            for app in ("cifar10", "imagenet", "bert", "deepspeech2", "yolov3", "ncf"):
+                fresh = JobState("isolated", app, 0.0, 1, 1, True, jm)
+                if fresh.kind != "adaptive" or fresh.scale_units:
+                    continue
+                for t in sorted(jm.truth(app).params)[:2]:
+                    for per_node, gpus, R in ((4, 1, 360.0), (4, 3, 60.0), (8, 13, 360.0), (2, 9, 360.0)):
+                        direct = fairness._lone_adaptive(JobState("isolated", app, 0.0, 1, 1, True, jm), t,
+                                                         per_node, gpus, R)
+                        engine = fairness._lone_run(JobState("isolated", app, 0.0, 1, 1, True, jm), t, per_node,
+                                                    gpus, R)
+                        assert direct == engine and math.isfinite(direct), (model, app, t, per_node, gpus, R)
+                        n += 1
+    assert n >= 80
+    assert isolated_time("long", "g", 2, 2, TOY, 60.0, False, 2, 8) == 110.0  # rigid: the engine's route

@@ -149,9 +149,10 @@ def test_best_point_is_goodputs_answer() -> None:
 
 
 def test_best_point_reuses_a_points_candidates_across_gradient_statistics() -> None:
-    """The candidates of a (model, point, limits) are kept across calls (_point_candidates, read-only); with new
-    gradient statistics every answer is still goodput()'s, and the kept arrays cannot be written."""
-    from schedopt.goodput._goodput import _point_candidates
+    """The candidates of a (model, point, limits) are kept across calls (_point_candidates and best_point's flat
+    view of them, _point_table, read-only); with new gradient statistics every answer is still goodput()'s, and the
+    kept arrays cannot be written."""
+    from schedopt.goodput._goodput import _point_candidates, _point_table
 
     rng = random.Random(29)
     p = ThroughputParams(0.05, 0.002, 0.3, 0.01, 0.05, 0.004, 1.7)
@@ -161,9 +162,12 @@ def test_best_point_reuses_a_points_candidates_across_gradient_statistics() -> N
                       local_bsz_range=(16, 512))
         assert best_point(p, 2, 8, 128.0, 8192.0, sqr, var, (16, 512)) == (
             bool(res.feasible), int(res.local_bsz), int(res.accum_steps))
-    assert _point_candidates.cache_info().hits >= 199
+    assert _point_table.cache_info().hits >= 199
     with pytest.raises(ValueError):
         _point_candidates(p, 2, 8, 128.0, 8192.0, 16.0, 512.0)[0][0, 0] = 1.0
+    for k in range(4):
+        with pytest.raises(ValueError):
+            _point_table(p, 2, 8, 128.0, 8192.0, 16.0, 512.0)[k][0] = 1.0
 
 
 def test_best_point_sends_what_it_cannot_vouch_for_through_goodput() -> None:

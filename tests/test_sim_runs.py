@@ -629,3 +629,49 @@ def test_cli_seeds_are_bounded() -> None:
     with pytest.raises(InputError, match="empty"):
         parse_seeds("5-2")
     assert parse_seeds("0-2,7") == [0, 1, 2, 7]
+
+
+def test_the_simulator_and_a_sia_runs_warm_up_import_no_other_family() -> None:
+    """``import schedopt.sim`` registers the built-in families without reading their members (HiveD's
+    ``default_cluster`` imports the HiveD package and PyYAML), and the local pool's warm-up before forking imports
+    only the family and policy of its tasks; every built-in family still implements ``SimSystem``."""
+    code = (
+        "import sys\n"
+        "from schedopt.sim import SimTask, systems\n"
+        "from schedopt.sim.families import SimSystem\n"
+        "from schedopt.sim.runs import _LocalPool\n"
+        "_LocalPool(1)._warm([(0, SimTask('sia', 'saturn/1'), None)])\n"
+        "assert 'schedopt.sim.policies.sia' in sys.modules\n"
+        "bad = [k for k in sys.modules if k.split('.')[0] == 'yaml' or k.startswith(('schedopt.hived', "
+        "'schedopt.sim.hived', 'schedopt.sim.gandiva', 'schedopt.sim.synergy'))]\n"
+        "assert not bad, bad\n"
+        "assert [s.name for s in systems()] == ['elastic', 'synergy', 'gandiva', 'hived']\n"
+        "assert all(isinstance(s, SimSystem) for s in systems())\n"
+        "assert 'schedopt.sim.hived' in sys.modules\n"
+    )
+    _in_a_fresh_interpreter(code)
+
+
+def test_the_command_line_builds_the_named_packages_subcommand_alone() -> None:
+    """``main`` builds the parser for the optional package's subcommand it is given (``simulate``): the other
+    packages' modules (serve, trace, reproduce, live) stay unimported; without one, every subcommand is there."""
+    code = (
+        "import sys\n"
+        "from schedopt.cli import build_parser\n"
+        "a = build_parser('simulate').parse_args(['simulate', '--workload', 'saturn/1', '--policy', 'sia'])\n"
+        "assert a.command == 'simulate' and a.workload == 'saturn/1', a\n"
+        "bad = [k for k in sys.modules if k.startswith(('schedopt.serve', 'schedopt.live', 'schedopt.reproduce', "
+        "'schedopt.traces.cli'))]\n"
+        "assert not bad, bad\n"
+        "sub = next(x for x in build_parser()._actions if x.dest == 'command')\n"
+        "assert {'solve', 'serve', 'simulate', 'trace', 'reproduce', 'live'} <= set(sub.choices), sorted(sub.choices)\n"
+        "sub = next(x for x in build_parser('trace')._actions if x.dest == 'command')\n"
+        "assert 'trace' in sub.choices and 'simulate' not in sub.choices and 'solve' in sub.choices\n"
+    )
+    _in_a_fresh_interpreter(code)
+
+
+def _in_a_fresh_interpreter(code: str) -> None:
+    """Run ``code`` in a new Python process (what it imports is its own); its assertions fail the test."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr

@@ -348,13 +348,36 @@ def best_point(params: ThroughputParams, nodes: int, replicas: int, init_batch: 
         res = goodput(params, nodes, replicas, init_batch=init_batch, max_batch=max_batch, grad_sqr=grad_sqr,
                       grad_var=grad_var, local_bsz_range=local_bsz_range, accumulation=True)
         return bool(res.feasible), int(res.local_bsz), int(res.accum_steps)
-    B0 = float(init_batch)
-    real_B, b, s, valid, xput = _point_candidates(params, nodes, replicas, B0, float(max_batch), float(lo), float(hi))
-    _, _, idx, _, ok = _pick(real_B, valid, xput, B0, np.array([float(grad_sqr)]), np.array([float(grad_var)]))
-    if not ok[0]:
+    scale, xput, valid, invalid, b, s = _point_table(params, nodes, replicas, float(init_batch), float(max_batch),
+                                                     float(lo), float(hi))
+    # _pick's search on this one point, element for element the same IEEE operations (_efficiency's
+    # ``var + sqr * scale`` and ``(var + sqr) / denom``, its where-branch when a denominator is not positive)
+    sqr, var = float(grad_sqr), float(grad_var)
+    denom = var + sqr * scale
+    if denom.min() > 0:
+        eff = (var + sqr) / denom
+    else:
+        pos = denom > 0
+        eff = np.where(pos, (var + sqr) / np.where(pos, denom, 1.0), 1.0 / scale)
+    gp = xput * eff
+    gp[invalid] = -np.inf
+    k = int(gp.argmax())
+    if not valid[k]:
         return False, 0, 0
-    k = int(idx[0])
-    return True, int(b[k, 0]), int(s[k, 0])
+    return True, int(b[k]), int(s[k])
+
+
+@lru_cache(maxsize=8192)
+def _point_table(params: ThroughputParams, nodes: int, replicas: int, B0: float, Bmax: float, lo: float,
+                 hi: float) -> tuple[Any, ...]:
+    """:func:`best_point`'s view of :func:`_point_candidates`: the candidates' ``scale = B / B0`` (as
+    :func:`_efficiency` divides), throughput, validity and its complement as flat arrays, and their local batches
+    and accumulation steps as lists (kept per process)."""
+    real_B, b, s, valid, xput = _point_candidates(params, nodes, replicas, B0, Bmax, lo, hi)
+    arrays = ((real_B / B0).ravel(), xput.ravel(), valid.ravel(), ~valid.ravel())
+    for a in arrays:
+        a.setflags(write=False)
+    return (*arrays, b.ravel().tolist(), s.ravel().tolist())
 
 
 def bootstrap(xput_b_1gpu: Any, xput_a_1gpu: Any, xput_a: Any, *args: Any, **kwargs: Any) -> np.ndarray:

@@ -35,7 +35,7 @@ import numpy as np
 from ..errors import InputError
 from ..goodput import blas_threads
 from ..sia import Config
-from .jobs import JobModel, JobState, _adaptive_batch, _true_rate
+from .jobs import JobModel, JobState, _adaptive_batch, _max_gpus, _true_rate
 from .jobs import job_model as get_job_model
 from .metrics import SUMMARY_COLUMNS, SimResult
 
@@ -96,10 +96,9 @@ def _best_count(j: JobState, cap: int, per_node: int, gpu_type: str) -> int:
     cur = sum(j.nodes.values())
     if cap <= 1:
         return 1
-    rates = _candidate_rates(j.jm, j.app, j.id, j.adaptive, j.requested_gpus, j.batch_size, cap, per_node, gpu_type,
-                             tuple(j.nodes.values()), None if j.config is None else j.config.gpu_type, j.local_bsz,
-                             j.accum, j.epoch)
-    best = max(rates, key=lambda g: (rates[g], -g))
+    rates, best = _best_candidate(j.jm, j.app, j.id, j.adaptive, j.requested_gpus, j.batch_size, cap, per_node,
+                                  gpu_type, tuple(j.nodes.values()), None if j.config is None else j.config.gpu_type,
+                                  j.local_bsz, j.accum, j.epoch)
     if cur in rates and best != cur:
         left = j.application.target - j.progress
         if left / rates[best] + j.jm.restart(j.app) >= left / rates[cur]:
@@ -116,9 +115,10 @@ def _candidate_rates(jm: JobModel, app: str, job_id: str, adaptive: bool, reques
     re-batched from the previous count's batch, in increasing order, as :func:`_best_count` tries them. A function
     of its arguments alone (the batch choice and the rate are), kept per process: a lone run asks it every round,
     and its state changes only at epoch boundaries and moves."""
-    j = _held_job(jm, app, job_id, adaptive, requested_gpus, batch_size, held, held_type, local_bsz, accum, epoch)
     cands = _counts(cap, sum(held))
-    if j.kind == "adaptive" and not j.scale_units:
+    # JobState.kind == "adaptive" and no scale units, read from the job model without building the job
+    if (adaptive and job_id not in jm.rigid_jobs and jm.rigid_apps.get(app) is None and job_id not in jm.strong_jobs
+            and not jm.scale_units(app)):
         # JobState.rebatch's adaptive branch and JobState.rate, call for call, without a placement per count
         rates = {}
         init = jm.truth(app).init_batch
@@ -128,7 +128,18 @@ def _candidate_rates(jm: JobModel, app: str, job_id: str, adaptive: bool, reques
             local_bsz, accum = _adaptive_batch(app, gpu_type, jm, len(shape), g, epoch, float(cur_batch))
             rates[g] = _true_rate(jm, app, gpu_type, shape, local_bsz, accum, epoch)
         return rates
+    j = _held_job(jm, app, job_id, adaptive, requested_gpus, batch_size, held, held_type, local_bsz, accum, epoch)
     return _rates_by_placement(j, cands, per_node, gpu_type)
+
+
+@lru_cache(maxsize=65536)
+def _best_candidate(jm: JobModel, app: str, job_id: str, adaptive: bool, requested_gpus: int, batch_size: int,
+                    cap: int, per_node: int, gpu_type: str, held: tuple[int, ...], held_type: str | None,
+                    local_bsz: int, accum: int, epoch: int) -> tuple[dict[int, float], int]:
+    """(:func:`_candidate_rates`, the count with the highest rate, the fewest GPUs among equals), kept per state."""
+    rates = _candidate_rates(jm, app, job_id, adaptive, requested_gpus, batch_size, cap, per_node, gpu_type, held,
+                             held_type, local_bsz, accum, epoch)
+    return rates, max(rates, key=lambda g: (rates[g], -g))
 
 
 def _held_job(jm: JobModel, app: str, job_id: str, adaptive: bool, requested_gpus: int, batch_size: int,
@@ -141,12 +152,13 @@ def _held_job(jm: JobModel, app: str, job_id: str, adaptive: bool, requested_gpu
     return j
 
 
-def _counts(cap: int, cur: int) -> list[int]:
-    """The counts a lone run tries: powers of two up to ``cap``, ``cap``, and the current count."""
-    return sorted({1 << i for i in range(int(math.log2(cap)) + 1)} | {cap} | ({cur} if 0 < cur <= cap else set()))
+@lru_cache(maxsize=4096)
+def _counts(cap: int, cur: int) -> tuple[int, ...]:
+    """The counts a lone run tries: powers of two up to ``cap``, ``cap``, and the current count (kept)."""
+    return tuple(sorted({1 << i for i in range(int(math.log2(cap)) + 1)} | {cap} | ({cur} if 0 < cur <= cap else set())))
 
 
-def _rates_by_placement(j: JobState, cands: list[int], per_node: int, gpu_type: str) -> dict[int, float]:
+def _rates_by_placement(j: JobState, cands: tuple[int, ...], per_node: int, gpu_type: str) -> dict[int, float]:
     """Count -> rate of ``j`` placed on each count in turn and re-batched (changes ``j``): the engine's route."""
     rates = {}
     for g in cands:
@@ -170,6 +182,15 @@ def isolated_time(application: str, gpu_type: str, gpus_per_node: int, gpus: int
     if gpus < 1:
         raise InputError("gpus", gpus, "must be >= 1")
     j = JobState("isolated", application, 0.0, int(requested_gpus), int(batch_size or 1), bool(adaptive), jm)
+    if j.kind == "adaptive" and not j.scale_units:
+        return _lone_adaptive(j, gpu_type, int(gpus_per_node), int(gpus), float(round_seconds))
+    return _lone_run(j, gpu_type, gpus_per_node, gpus, round_seconds)
+
+
+def _lone_run(j: JobState, gpu_type: str, gpus_per_node: int, gpus: int, round_seconds: float) -> float:
+    """:func:`isolated_time`'s lone run through the engine's own pieces (:func:`_best_count`, :func:`_place`,
+    :meth:`JobState.advance`): the route of rigid, strong-scaling and pipeline jobs, and the reference the direct
+    route of :func:`_lone_adaptive` is tested against."""
     rs = j.rigid_shape
     R = float(round_seconds)
     t = 0.0
@@ -182,6 +203,75 @@ def isolated_time(application: str, gpu_type: str, gpus_per_node: int, gpus: int
         j.advance(t, R)
         if j.finish is not None:
             return float(j.finish)
+        t += R
+    return math.inf
+
+
+def _lone_adaptive(j: JobState, gpu_type: str, per_node: int, gpus: int, R: float) -> float:
+    """:func:`_lone_run` of a fresh adaptive data-parallel job (``j``), operation for operation, with the job's state
+    in local variables: the same candidate rates (:func:`_candidate_rates`), the same choice, the same restart and
+    batch choice (:func:`_adaptive_batch`, :func:`JobState.rebatch`'s adaptive branch), the same float updates of
+    :meth:`JobState.advance` in the same order (its time bookkeeping, which does not reach the finish time but
+    through ``t``, kept). A fairness summary runs a few hundred lone runs of about 80 rounds each; the engine's
+    route re-derives the job's kind, cap, shape and placement every round."""
+    jm, app, jid, req, bsz = j.jm, j.app, j.id, j.requested_gpus, j.batch_size
+    a = j.application
+    prog_at = a.progress.tolist()  # float(app.progress[e]) for every epoch
+    epochs, target = a.epochs, a.target
+    restart = jm.restart(app)
+    init = jm.truth(app).init_batch
+    g = 0  # GPUs held (on _nodes(g, per_node) of gpu_type); 0: not placed yet
+    shape: tuple[int, ...] = ()
+    local_bsz = accum = epoch = 0
+    progress = restart_left = 0.0
+    max_profiled = 0
+    rate: float | None = None
+    t = 0.0
+    for _ in range(_MAX_ROUNDS):
+        # _best_count(j, min(gpus, j.max_gpus), per_node, gpu_type)
+        cap = min(gpus, _max_gpus(jm, app, max_profiled, None))
+        if cap <= 1:
+            want = 1
+        else:
+            rates, want = _best_candidate(jm, app, jid, True, req, bsz, cap, per_node, gpu_type, shape,
+                                          gpu_type if g else None, local_bsz, accum, epoch)
+            if g in rates and want != g:
+                left_work = target - progress
+                if left_work / rates[want] + restart >= left_work / rates[g]:
+                    want = g
+        # _place(j, _nodes(want, per_node), gpu_type, t)
+        if want != g:
+            restart_left = restart
+            max_profiled = max(max_profiled, want)
+            cur = want * local_bsz * (accum + 1) if local_bsz else init  # rebatch's batch on the new GPUs
+            g, shape = want, _shape(want, per_node)
+            local_bsz, accum = _adaptive_batch(app, gpu_type, jm, len(shape), g, epoch, float(cur))
+            rate = None
+        # j.advance(t, R)
+        tt, left = t, R
+        d = min(restart_left, left)
+        restart_left -= d
+        tt += d
+        left -= d
+        while left > 0:
+            if rate is None:
+                rate = _true_rate(jm, app, gpu_type, shape, local_bsz, accum, epoch)
+            if rate <= 0:  # (JobState.share is 1 alone)
+                break
+            need = (prog_at[epoch] - progress) / rate
+            if need > left:
+                progress += rate * left
+                left = 0.0
+                break
+            tt += need
+            left -= need
+            epoch += 1
+            progress = prog_at[epoch - 1]
+            if epoch >= epochs:
+                return float(tt)
+            cur = g * local_bsz * (accum + 1) if local_bsz else init
+            local_bsz, accum = _adaptive_batch(app, gpu_type, jm, len(shape), g, epoch, float(cur))
+            rate = None
         t += R
     return math.inf
 

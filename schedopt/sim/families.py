@@ -271,5 +271,9 @@ class HivedSystem(_OwnLoopSystem):
         return run_task
 
 
+# the built-in families implement SimSystem (tests/test_sim_families.py checks it): registered without the runtime
+# protocol check, whose ``hasattr`` reads every member, ``default_cluster`` included -- a property that imports
+# Gandiva's and HiveD's workload modules, and with them the whole HiveD package and PyYAML (about 0.1 s of every
+# process that imports the simulator, which a run of another family never uses)
 for _s in (ElasticSystem(), SynergySystem(), GandivaSystem(), HivedSystem()):
-    register_system(_s, replace=True)
+    _SYSTEMS[_s.name] = _s

@@ -248,7 +248,7 @@ def _adaptive_batch(app: str, gpu_type: str, jm: JobModel, nodes: int, replicas:
     """(local batch, accumulation steps) maximising goodput with the gradient statistics of ``epoch`` at
     ``stats_batch`` (Pollux's ``update_local_bsz`` with the job's current gradient parameters)."""
     m = jm.truth(app)
-    sqr, var = jm.application(app).grad_stats(stats_batch, epoch)
+    sqr, var = _grad_stats(jm, app, stats_batch, epoch)
     lims = local_limits(app, gpu_type, jm)
     ok, local, accum = best_point(m.params[gpu_type], nodes, replicas, m.init_batch, m.max_batch, sqr, var, lims)
     if not ok:  # no candidate fits the limits: the smallest local batch, no accumulation

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import gc
 import hashlib
 import json
 import logging
@@ -335,6 +336,12 @@ def _worker_main(conn: Any, ppid: int, registered: Sequence[Any] = ()) -> None:
 
         restore(registered)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C reaches the group: the parent decides
+    # the worker's garbage collector (no result depends on it): what the worker inherited (the modules, the warmed
+    # families and policies) is frozen, so that full collections no longer walk it, and young collections come
+    # every 10,000 net container allocations instead of 700 (a simulation makes many short-lived containers and
+    # little cyclic garbage); saturn/1 under sia: 0.22 s of CPU in 352 collections -> 0.05 s in 22, same peak memory
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)
     while True:
         try:
             msg = conn.recv()
@@ -386,12 +393,14 @@ class _LocalPool:
         workers inherit it instead of each importing it anew (8 workers on 2 cores: 7 s before their first round)."""
         if self.ctx.get_start_method() != "fork":
             return
-        from .families import iter_names
+        from .families import system_for
         from .registry import policy_entry
 
-        with contextlib.suppress(Exception):
-            list(iter_names())
         for p in {t.policy for _, t, _ in work if isinstance(getattr(t, "policy", None), str)}:
+            with contextlib.suppress(Exception):
+                # the families the tasks run on only: another family's modules (HiveD's with PyYAML, Gandiva's,
+                # Synergy's) would cost every run about 0.1 s of CPU here for nothing
+                list(system_for(p).policy_names())
             with contextlib.suppress(Exception):
                 policy_entry(p).load()
 
