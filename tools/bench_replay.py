@@ -16,6 +16,7 @@ import csv
 import json
 import resource
 import sys
+import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trace", default="philly", help="'philly' (shipped) or a trace path")
     ap.add_argument("--out", default="benchmarks/replay_philly.csv")
     ap.add_argument("--log-every", type=int, default=5000, help="a progress line on stderr every N rounds")
+    ap.add_argument("--records", default=None, metavar="PATH",
+                    help="stream the run's record there (default: a temporary file, removed after the row is written)")
     ap.add_argument("--max-jobs", type=int, default=None, help="only the first N jobs (a quick check)")
     ap.add_argument("--days", default=None, metavar="A,B",
                     help="only the jobs submitted in days [A, B) after the trace's first submission, on the whole "
@@ -57,15 +60,29 @@ def main(argv: list[str] | None = None) -> int:
                   f"cpu_s={time.process_time() - c0:.1f} rss_mb={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}",
                   file=sys.stderr, flush=True)
 
-    res = replay(t, a.policy, cluster=cluster, progress=False, observer=observe)
+    tmp = None
+    if a.records is None:
+        tmp = tempfile.TemporaryDirectory(prefix="bench_replay-")
+    path = Path(a.records) if a.records else Path(tmp.name if tmp else ".") / "replay.jsonl"
+    res = replay(t, a.policy, cluster=cluster, progress=False, observer=observe, records=path)
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # before the record is read back
     info = res.meta.details["as_is"]
     rep = info["report"]
+    job_rounds = rounds = finished = 0
+    with path.open() as f:  # one line at a time: the record is as long as the trace
+        for line in f:
+            if line.startswith('{"round"'):
+                rounds += 1
+                job_rounds += json.loads(line)["round"]["active"]
+            elif line.startswith('{"job"'):
+                finished += json.loads(line)["job"]["finish"] is not None
+    if tmp is not None:
+        tmp.cleanup()
     row = {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M"), "trace": t.name, "jobs": len(t.jobs),
-           "kept": info["kept"], "policy": a.policy, "job_rounds": sum(r.active for r in res.rounds), "gpus": res.meta.gpus, "cluster_rule": info["cluster_rule"],
+           "kept": info["kept"], "policy": a.policy, "job_rounds": job_rounds, "gpus": res.meta.gpus, "cluster_rule": info["cluster_rule"],
            "replay_cpu_s": round(cpu, 2), "process_cpu_s": round(time.process_time(), 2), "wall_s": round(wall, 1),
-           "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-           "rounds": len(res.rounds), "finished": sum(1 for j in res.jobs if j.finish is not None),
+           "peak_rss_mb": round(peak, 1), "rounds": rounds, "finished": finished,
            "avg_jct_h": round(rep["jct_s"]["mean"] / 3600, 3), "avg_queueing_delay_h": round(rep["queueing_delay_s"]["mean"] / 3600, 3),
            "p95_queueing_delay_h": round(rep["queueing_delay_s"]["p95"] / 3600, 3),
            "utilization": round(rep["utilization"], 4), "jain_vc_slowdown": round(rep["jain_vc_slowdown"], 4),

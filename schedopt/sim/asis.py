@@ -18,7 +18,8 @@ Trace readers live in :mod:`schedopt.traces` (which builds on this module, never
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+import os
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -30,7 +31,7 @@ from ..goodput import JobGoodputModel, ThroughputParams
 from ..sia import Cluster, Config
 from .jobs import Application, JobModel, JobState, true_model
 from .jobs import application as zoo_application
-from .metrics import SimResult
+from .metrics import JobRecord, SimResult
 from .workloads import Workload, WorkloadJob
 
 __all__ = ["ADAPTIVE_APPS", "REFERENCE_TYPE", "SPEEDS", "AsIsContext", "AsIsJobModel", "adaptive_workload",
@@ -214,15 +215,18 @@ def _stats(xs: list[float]) -> dict[str, float]:
             "max": float(a.max())}
 
 
-def as_is_report(result: SimResult, table: Mapping[str, tuple[str, str, str, float]]) -> dict[str, Any]:
+def as_is_report(result: SimResult, table: Mapping[str, tuple[str, str, str, float]],
+                 jobs: Iterable[JobRecord] | None = None) -> dict[str, Any]:
     """JCT, queueing delay (first start - submission) and slowdown (JCT / recorded run time), overall and per
     virtual cluster; utilization (GPU-seconds held / (GPUs x the span from the first submission to the last
-    finish)); fairness: Jain's index of the virtual clusters' mean slowdowns and the worst slowdown."""
+    finish)); fairness: Jain's index of the virtual clusters' mean slowdowns and the worst slowdown. ``jobs``: the
+    job records when the result does not hold them (a streamed run: :meth:`RecordStream.job_records`)."""
     from .fairness import jain_index
 
     by_vc: dict[str, dict[str, list[float]]] = {}
-    held, end = 0.0, 0.0
-    for j in result.jobs:
+    held, end, first = 0.0, 0.0, math.inf
+    for j in (result.jobs if jobs is None else jobs):
+        first = min(first, j.arrival)
         held += sum(j.gpu_seconds.values())
         row = table.get(j.id)
         d = by_vc.setdefault((row[1] if row else "") or "-", {"jobs": [], "jct": [], "delay": [], "slowdown": []})
@@ -235,13 +239,13 @@ def as_is_report(result: SimResult, table: Mapping[str, tuple[str, str, str, flo
                 d["slowdown"].append(j.jct / row[3])
             end = max(end, j.finish)
     every = {k: [x for d in by_vc.values() for x in d[k]] for k in ("jct", "delay", "slowdown")}
-    first = min((j.arrival for j in result.jobs), default=0.0)
+    first = 0.0 if first == math.inf else first
     span = max(end - first, 1e-9)
     per_vc: dict[str, dict[str, Any]] = {vc: {"jobs": len(d["jobs"]), "jct_s": _stats(d["jct"]), "queueing_delay_s": _stats(d["delay"]),
                    "slowdown": _stats(d["slowdown"])} for vc, d in sorted(by_vc.items())}
     means = [v["slowdown"]["mean"] for v in per_vc.values() if math.isfinite(v["slowdown"]["mean"])]
     slow = _stats(every["slowdown"])
-    return {"jobs": len(result.jobs), "jct_s": _stats(every["jct"]), "queueing_delay_s": _stats(every["delay"]),
+    return {"jobs": sum(len(d["jobs"]) for d in by_vc.values()), "jct_s": _stats(every["jct"]), "queueing_delay_s": _stats(every["delay"]),
             "slowdown": slow, "utilization": held / (result.meta.gpus * span) if result.meta.gpus else math.nan,
             "jain_vc_slowdown": jain_index(means) if means else math.nan, "worst_slowdown": slow["max"],
             "per_vc": per_vc}
@@ -262,13 +266,20 @@ def simulate_as_is(workload: Workload, policy: Any, ctx: AsIsContext, *, cluster
                    speeds: Mapping[str, float] | None = None, restart_s: float = 0.0,
                    round_seconds: float | None = None, max_time: float | None = None, progress: bool | None = None,
                    observer: Callable[[int, float, int, int], None] | None = None, seed: int = 0,
-                   policy_params: Mapping[str, Any] | None = None) -> SimResult:
+                   policy_params: Mapping[str, Any] | None = None,
+                   records: str | os.PathLike[str] | None = None) -> SimResult:
     """Replay ``workload`` (rigid as-is jobs) under ``policy`` (a spec or a policy object) on ``cluster``
     (default: the context's); ``hived`` / ``hived:quota`` run on the context's HiveD trace (the trace's virtual
     clusters as tenants). Adaptive policies get :func:`adaptive_workload` and the oracle estimate. The records'
-    ``meta.details["as_is"]`` names every assumption and holds :func:`as_is_report`."""
+    ``meta.details["as_is"]`` names every assumption and holds :func:`as_is_report`.
+
+    ``records``: a path: the run's record is written there (:func:`schedopt.sim.records.read_record` reads it),
+    streamed as jobs finish (:class:`~schedopt.sim.records.RecordStream`), and the result holds the meta only
+    (no job or round: the memory of a whole trace's run is its active jobs). HiveD's own event loop keeps its
+    records and writes them at the end."""
     from .engine import DEFAULT_ROUND_SECONDS, simulate
     from .policies import make_policy
+    from .records import RecordStream, write_record
 
     if isinstance(restart_s, bool) or not isinstance(restart_s, (int, float)) or not (
             math.isfinite(restart_s) and restart_s >= 0):
@@ -283,6 +294,11 @@ def simulate_as_is(workload: Workload, policy: Any, ctx: AsIsContext, *, cluster
         "work": "the recorded run time on the job's own GPU type (failed and killed jobs too)",
         "reference_type": REFERENCE_TYPE, "speeds": {t: sp[t] for t in sorted(sp) if t in cl.type_names}}
     params = dict(policy_params or {})
+    task = {"workload": workload.name, "policy": policy if isinstance(policy, str) else type(policy).__name__,
+            "cluster": {t.name: [t.nodes, t.gpus_per_node] for t in cl.gpu_types}, "speeds": info["speeds"],
+            "restart_s": float(restart_s), "round_seconds": round_seconds, "max_time": max_time, "seed": seed,
+            "policy_params": params}
+    stream = None
     if isinstance(policy, str) and policy.split(":", 1)[0] == "hived":
         from .hived import simulate_hived
         from .hived.run import POLICIES
@@ -302,14 +318,28 @@ def simulate_as_is(workload: Workload, policy: Any, ctx: AsIsContext, *, cluster
                 f"< {hi:g} GPU-h: {a}" for hi, a in ADAPTIVE_APPS) + "); its training curve scaled to the recorded "
                 "run time on the recorded GPUs of the job's own type (fewest nodes); the policy sees the true model")
         jm = AsIsJobModel("as-is", rigid_apps={}, speeds=sp, types=tuple(cl.type_names), restart_s=float(restart_s))
-        res = simulate(cl, wl, pol, job_model=jm, estimator="oracle" if adaptive else "bootstrap",
-                       round_seconds=DEFAULT_ROUND_SECONDS if round_seconds is None else round_seconds,
-                       max_time=max_time, progress=progress, observer=observer,
-                       label=f"{getattr(pol, 'name', 'policy')} on {workload.name}")
+        stream = RecordStream(records, task) if records is not None else None
+        try:
+            res = simulate(cl, wl, pol, job_model=jm, estimator="oracle" if adaptive else "bootstrap",
+                           round_seconds=DEFAULT_ROUND_SECONDS if round_seconds is None else round_seconds,
+                           max_time=max_time, progress=progress, observer=observer,
+                           label=f"{getattr(pol, 'name', 'policy')} on {workload.name}", sink=stream)
+        except BaseException:
+            if stream is not None:
+                stream.discard()
+            raise
         name = policy if isinstance(policy, str) else res.meta.policy
-    info["report"] = as_is_report(res, ctx.table)
+    info["report"] = as_is_report(res, ctx.table, stream.job_records() if stream is not None else None)
     meta = res.meta.replace(policy=name, workload=workload.name, job_model="as-is", seed=seed, as_is=info)
-    return SimResult(meta, res.jobs, res.rounds, res.hopeless)
+    out = SimResult(meta, res.jobs, res.rounds, res.hopeless)
+    if stream is not None:
+        info["records"] = {"path": str(stream.path), "jobs": stream.jobs_written, "rounds": stream.rounds_written}
+        meta = meta.replace(as_is=info)
+        stream.close(meta, res.hopeless)
+        out = SimResult(meta, (), (), res.hopeless)
+    elif records is not None:
+        write_record(records, out, task)
+    return out
 
 
 def run_task(task: Any, observer: Callable[[int, float, int, int], None] | None = None) -> SimResult:

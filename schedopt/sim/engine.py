@@ -11,6 +11,7 @@ bit (the policy's wall time is recorded, and only enters the simulation with ``c
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import numbers
@@ -20,7 +21,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 from ..errors import InputError
 from ..goodput import JobGoodputModel, blas_threads
@@ -49,10 +50,18 @@ from .roles import (
 )
 from .workloads import Workload
 
-__all__ = ["DEFAULT_ROUND_SECONDS", "Observer", "RoundDecision", "apply_decision", "decide_round", "simulate"]
+__all__ = ["DEFAULT_ROUND_SECONDS", "Observer", "RecordSink", "RoundDecision", "apply_decision", "decide_round", "simulate"]
 
 #: ``observer(rounds_done, sim_time_s, jobs_finished, jobs_total)``, called after every round
 Observer = Callable[[int, float, int, int], None]
+
+
+class RecordSink(Protocol):
+    """Where :func:`simulate` streams its records (``sink=``): :class:`~schedopt.sim.records.RecordStream`."""
+
+    def job(self, record: JobRecord) -> None: ...
+
+    def round(self, record: RoundRecord) -> None: ...
 
 #: the elastic engine's round (Sia's and Pollux's scheduling interval); each family states its own
 DEFAULT_ROUND_SECONDS = 60.0
@@ -101,7 +110,7 @@ def _view(j: JobState, t: float, estimate: JobGoodputModel | None = None, progre
         batch_size=rs[1] if rs else j.batch_size,
         adaptive=rs is None,
         current=j.config,
-        current_nodes=MappingProxyType(dict(j.nodes)),
+        current_nodes=MappingProxyType(j.nodes),  # read only; the engine replaces a job's map, never edits it
         estimate=goodput_estimate(j) if estimate is None else estimate,
         progress=min(j.progress / j.application.target, 1.0 - 1e-12) if progress is None else progress,
         max_gpus=j.max_gpus,
@@ -179,6 +188,15 @@ def _from_nodes(cluster: Cluster, pname: str, nodes: Mapping[str, Mapping[str, i
     want: dict[str, dict[str, int]] = {}
     configs: dict[str, Config] = {}
     for jid, m in nodes.items():
+        j = active.get(jid)
+        cur = j.nodes if j is not None else None
+        if cur and len(m) == len(cur) and all(type(g) is int and cur.get(n) == g for n, g in m.items()):
+            # the job keeps the map it holds: checked when it got it (nodes, counts, one type)
+            for nid, g in cur.items():
+                used[nid] = used.get(nid, 0) + g
+            want[jid] = cur
+            configs[jid] = _config(len(cur), sum(cur.values()), ntype[next(iter(cur))][0])
+            continue
         who = f"policy[{pname}].nodes[{jid}]"
         if jid not in active:
             raise InputError(who, dict(m), "names no active job")
@@ -428,6 +446,7 @@ def simulate(
     observer: Observer | None = None,
     placer: Placer | str | None = None,
     admission: Admission | str | None = None,
+    sink: RecordSink | None = None,
 ) -> SimResult:
     """Replay ``workload`` on ``cluster`` under ``policy``; per-job and per-round records in a :class:`SimResult`.
 
@@ -444,7 +463,15 @@ def simulate(
     jobs_total)`` (heartbeats of sweeps; it must not raise). ``placer``: maps configurations and GPU requests onto
     GPUs (:class:`~schedopt.sim.roles.Placer`, a registered name; default ``sia``). ``admission``: accepts, defers or
     rejects arriving jobs (:class:`~schedopt.sim.roles.Admission`, a registered name; default ``accept-all``).
+    ``sink``: records streamed as the run makes them (:class:`~schedopt.sim.records.RecordStream`): each job's
+    :class:`JobRecord` when it finishes (the unfinished ones at the end), each :class:`RoundRecord` when its round
+    ends; the result then holds the meta and no job or round, and the run holds only the active jobs in memory.
     The whole run is on one BLAS thread (:func:`schedopt.goodput.blas_threads`; the pools are restored after).
+
+    A policy may have ``stable_until(state, decision) -> float``: the engine then reuses a node-level decision
+    without asking, in every round that starts before that time while no job arrives or finishes (a quiet round:
+    the same record, with ``policy_seconds`` 0). FIFO and Tiresias have it; it must promise only what asking every
+    round would give (``tests/test_sim_quiet_rounds.py`` checks both).
 
     Examples
     --------
@@ -491,10 +518,15 @@ def simulate(
     if adaptive is None:
         adaptive = bool(getattr(policy, "adaptive", False))
     R = float(round_seconds)
-    jobs = [JobState(w.name, w.application, w.time, w.num_replicas, w.batch_size, adaptive, jm, estimator=estimator)
-            for w in workload.jobs]
+    wjobs = workload.jobs
+    N = len(wjobs)
+
+    def new_job(w: Any) -> JobState:
+        return JobState(w.name, w.application, w.time, w.num_replicas, w.batch_size, adaptive, jm, estimator=estimator)
+
     biggest = max(t.total_gpus for t in cluster.gpu_types)
-    for k, j in enumerate(jobs):
+    for k, w in enumerate(wjobs):
+        j = new_job(w)
         j.application  # noqa: B018 - raises InputError for an unknown application
         missing = [t for t in cluster.type_names if t not in jm.truth(j.app).params]
         if missing:
@@ -508,9 +540,9 @@ def simulate(
     hopeless = tuple(hopeless_jobs(cluster, workload, jm, stop_at, adaptive=adaptive, round_seconds=float(round_seconds),
                                    max_rate=float(getattr(policy, "max_rate", 1.0))))
     # -- end of hopeless jobs --
-    last = max((j.arrival for j in jobs), default=0.0)
+    last = max((w.time for w in wjobs), default=0.0)
     stop = last + 60 * 86400.0 if max_time is None else float(max_time)
-    bar = _Progress(progress, len(jobs), label or f"{pname} on {workload.name}")
+    bar = _Progress(progress, N, label or f"{pname} on {workload.name}")
     rounds: list[RoundRecord] = []
     placement: Placement | None = None
     active: dict[str, JobState] = {}
@@ -520,15 +552,27 @@ def simulate(
     nxt, done, k = 0, 0, 0
     t = 0.0
     capped = False
-    while done < len(jobs):
+    # quiet rounds (a policy's optional ``stable_until``): the last decision stands, unasked, until then
+    stable = getattr(policy, "stable_until", None)
+    stable = stable if callable(stable) else None
+    quiet_until, changed, last_rec = -math.inf, True, None
+    n_rounds, last_time = 0, 0.0
+    # the jobs that have arrived, in arrival order (streamed: those not yet written); made at arrival, so that a
+    # streamed run holds the active jobs, not the trace
+    arrived: dict[str, JobState] = {}
+    finished_n, last_finish = 0, 0.0
+    while done < N:
         t = k * R
         if t > stop:
             capped = True
             break
-        while nxt < len(jobs) and jobs[nxt].arrival <= t:
-            pending.append(jobs[nxt])
+        while nxt < N and wjobs[nxt].time <= t:
+            j = new_job(wjobs[nxt])
+            arrived[j.id] = j
+            pending.append(j)
             nxt += 1
         if pending:
+            changed = True
             if accept_all:
                 for j in pending:
                     active[j.id] = j
@@ -536,41 +580,60 @@ def simulate(
             else:
                 done += _admit(adm, cluster, pending, active, rejected, t)
         if not active:  # idle: jump to the first round at or after the next arrival
-            if pending or nxt >= len(jobs):
+            if pending or nxt >= N:
                 k += 1
             else:
-                k = max(k + 1, math.ceil(jobs[nxt].arrival / R))
+                k = max(k + 1, math.ceil(wjobs[nxt].time / R))
+            changed = True
             continue
-        rd = decide_round(policy, pname, plc, cluster, active, placement, t, k, R)
-        state, decision, placement, waiting = rd.state, rd.decision, rd.placement, rd.waiting
-        dt, dc = rd.wall_seconds, rd.cpu_seconds
-        extra = min(dt, R) if charge_policy_time else 0.0
-        apply_decision(active, rd, t, extra, jm)
-        for j in active.values():
+        if changed or pending or t >= quiet_until or last_rec is None:
+            rd = decide_round(policy, pname, plc, cluster, active, placement, t, k, R)
+            decision, placement, waiting = rd.decision, rd.placement, rd.waiting
+            dt, dc = rd.wall_seconds, rd.cpu_seconds
+            extra = min(dt, R) if charge_policy_time else 0.0
+            apply_decision(active, rd, t, extra, jm)
+            quiet_until = (float(stable(rd.state, decision)) if stable is not None and decision.nodes is not None
+                           else -math.inf)
+            rec = RoundRecord.of(k, t, dt, len(rd.state.jobs), decision, dc)
+            if waiting:
+                rec = RoundRecord(rec.index, rec.time, rec.policy_seconds, rec.active, rec.answer,
+                                  {**rec.info, "unplaced_requests": waiting}, rec.policy_cpu_seconds)
+            last_rec = rec
+        else:  # a quiet round: nothing arrived or finished and the policy said its decision stands until then
+            rec = dataclasses.replace(last_rec, index=k, time=t, policy_seconds=0.0, policy_cpu_seconds=0.0)
+        finished = []
+        for jid, j in active.items():
             j.advance(t, R)
-        finished = [jid for jid, j in active.items() if j.finish is not None]
+            if j.finish is not None:
+                finished.append(jid)
         for jid in finished:
-            del active[jid]
+            j = active.pop(jid)
+            last_finish = max(last_finish, j.finish or 0.0)
+            if sink is not None:
+                sink.job(JobRecord.of(arrived.pop(jid)))
         done += len(finished)
-        if finished:
+        finished_n += len(finished)
+        changed = bool(finished)
+        if finished and placement is not None:  # (a job that ran was placed: never None here)
             placement = Placement(assignments={j: s for j, s in placement.assignments.items() if j in active},
                                   configs={j: c for j, c in placement.configs.items() if j in active})
-        rec = RoundRecord.of(k, t, dt, len(state.jobs), decision, dc)
-        if waiting:
-            rec = RoundRecord(rec.index, rec.time, rec.policy_seconds, rec.active, rec.answer,
-                              {**rec.info, "unplaced_requests": waiting}, rec.policy_cpu_seconds)
-        rounds.append(rec)
+        n_rounds += 1
+        if sink is None:
+            rounds.append(rec)
+        else:
+            sink.round(rec)
         bar.update(t + R, done)
         if observer is not None:
-            observer(len(rounds), t + R, done, len(jobs))
+            observer(n_rounds, t + R, done, N)
+        last_time = t
         k += 1
     bar.close(t, done)
-    finishes = [j.finish for j in jobs if j.finish is not None]
-    unfinished = sum(1 for j in jobs if j.finish is None and j.id not in rejected)
-    end_time = (rounds[-1].time + R) if capped and rounds else max(finishes, default=0.0)
+    rest = list(arrived.values()) + [new_job(w) for w in wjobs[nxt:]]  # streamed: the unfinished only
+    unfinished = N - finished_n - len(rejected)
+    end_time = (last_time + R) if capped and n_rounds else last_finish
     if capped and unfinished:
         warnings.warn(f"simulation {label or f'{pname} on {workload.name}'} stopped at its time cap "
-                      f"(t = {stop / 3600:.4g} h) with {unfinished} of {len(jobs)} jobs unfinished",
+                      f"(t = {stop / 3600:.4g} h) with {unfinished} of {N} jobs unfinished",
                       RuntimeWarning, stacklevel=2)
     meta = SimMeta(
         policy=pname,
@@ -590,9 +653,13 @@ def simulate(
         end_time=float(end_time),
     )
     rej = set(rejected)
-    for j in jobs:
+    for j in rest:
         j.rejected = j.id in rej
-    return SimResult(meta=meta, jobs=tuple(JobRecord.of(j) for j in jobs), rounds=tuple(rounds),
+    if sink is not None:  # streamed: the unfinished jobs' records last; the result holds no job or round
+        for j in rest:
+            sink.job(JobRecord.of(j))
+        return SimResult(meta=meta, jobs=(), rounds=(), hopeless=hopeless)
+    return SimResult(meta=meta, jobs=tuple(JobRecord.of(j) for j in rest), rounds=tuple(rounds),
                      hopeless=hopeless)
 
 

@@ -30,18 +30,19 @@ import errno
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .metrics import SimResult, read_jsonl
+from .metrics import JobRecord, RoundRecord, SimMeta, SimResult, read_jsonl
 
 __all__ = [
     "RECORD_FORMAT",
     "RECORD_VERSION",
     "WALL_CLOCK_FIELDS",
     "RecordError",
+    "RecordStream",
     "atomic_write_text",
     "check_record",
     "mask_wall_clock",
@@ -299,3 +300,89 @@ def mask_wall_clock(text: str) -> str:
             line = _dumps({kind: body})
         out.append(line)
     return "\n".join(out) + "\n"
+
+
+class RecordStream:
+    """A simulation's record written while it runs (:func:`~schedopt.sim.engine.simulate` ``sink=``): each job's
+    line when the job finishes, each round's when the round ends, so that a whole trace's run holds only its active
+    jobs in memory. The lines go to two spool files beside ``path`` (``.<name>.jobs-<pid>``, ``.<name>.rounds-<pid>``);
+    :meth:`close` writes the record -- header, meta, jobs, rounds, hopeless jobs, end marker, the layout of
+    :func:`record_text`, which :func:`read_record` reads as any other -- through a temporary file renamed over
+    ``path``, and removes the spools. The jobs are in the order they finished (the unfinished last), not the
+    workload's; everything else is what :func:`write_record` writes for the same run."""
+
+    def __init__(self, path: str | os.PathLike[str], task: Any = None) -> None:
+        self.path, self.task = Path(path), task
+        self.jobs_written = self.rounds_written = 0
+        self._spool = {k: self.path.with_name(f".{self.path.name}.{k}-{os.getpid()}") for k in ("jobs", "rounds")}
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._files = {k: open(p, "w", encoding="utf-8") for k, p in self._spool.items()}
+        except OSError as exc:
+            raise output_error(self.path, exc) from None
+
+    def job(self, record: JobRecord) -> None:
+        """Write one job's line."""
+        self._files["jobs"].write(_dumps({"job": record.to_dict()}) + "\n")
+        self.jobs_written += 1
+
+    def round(self, record: RoundRecord) -> None:
+        """Write one round's line."""
+        self._files["rounds"].write(_dumps({"round": record.to_dict()}) + "\n")
+        self.rounds_written += 1
+
+    def job_records(self) -> Iterator[JobRecord]:
+        """The job records written so far, read back one at a time from the spool."""
+        self._files["jobs"].flush()
+        with open(self._spool["jobs"], encoding="utf-8") as f:
+            for line in f:
+                yield JobRecord.from_dict(json.loads(line)["job"])
+
+    def close(self, meta: SimMeta, hopeless: Iterable[str] = ()) -> Path:
+        """Write the whole record to ``path`` (atomically, fsynced) with ``meta`` (known only when the run has
+        ended) and remove the spools; returns ``path``."""
+        for f in self._files.values():
+            f.close()
+        tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
+        digest = hashlib.sha256()
+        lines = 0
+        try:
+            with open(tmp, "wb") as out:
+                def put(text: str) -> None:
+                    nonlocal lines
+                    b = text.encode()
+                    digest.update(b)
+                    out.write(b)
+                    lines += text.count("\n")
+
+                put(_dumps({"record": {"format": RECORD_FORMAT, "version": RECORD_VERSION,
+                                       "task": task_key(self.task)}}) + "\n")
+                put(_dumps({"meta": meta.to_dict()}) + "\n")
+                for k in ("jobs", "rounds"):
+                    with open(self._spool[k], encoding="utf-8") as f:
+                        for line in f:
+                            put(line)
+                hop = list(hopeless)
+                if hop:
+                    put(_dumps({"hopeless": hop}) + "\n")
+                end = {"sha256": digest.hexdigest(), "lines": lines, "jobs": self.jobs_written,
+                       "rounds": self.rounds_written}
+                out.write((_dumps({"end": end}) + "\n").encode())
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise output_error(self.path, exc) from None
+        finally:
+            self.discard()
+        return self.path
+
+    def discard(self) -> None:
+        """Close and remove the spools (a run that failed or was interrupted leaves no record and no spool)."""
+        for f in self._files.values():
+            f.close()
+        for p in self._spool.values():
+            with contextlib.suppress(OSError):
+                os.unlink(p)

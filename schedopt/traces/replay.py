@@ -18,6 +18,7 @@ is the shipped Philly trace).
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -209,18 +210,21 @@ def as_is_context(trace: Trace, cluster_rule: str | None = None) -> AsIsContext:
 def replay(trace: Trace, policy: Any, *, cluster: Cluster | None = None, cluster_rule: str | None = None,
            speeds: Mapping[str, float] | None = None, restart_s: float = 0.0, round_seconds: float | None = None,
            max_time: float | None = None, progress: bool | None = None,
-           observer: Callable[[int, float, int, int], None] | None = None, **policy_params: Any) -> SimResult:
+           observer: Callable[[int, float, int, int], None] | None = None,
+           records: str | os.PathLike[str] | None = None, **policy_params: Any) -> SimResult:
     """Replay ``trace`` as it happened under ``policy`` (a spec: ``fifo``, ``tiresias``, ``gavel``, ``sia``,
     ``pollux``, ``hived``, ``hived:quota``, ``module:Class``; or a policy object) on ``cluster`` (default: derived,
     :func:`trace_cluster` by ``cluster_rule``). ``speeds``: relative speed per GPU type
     (:data:`~schedopt.sim.asis.SPEEDS` when None); ``restart_s``: the delay of every (re)start. The records'
     ``meta.details["as_is"]`` names the assumptions and holds the report (JCT, queueing delay per virtual cluster,
-    utilization, fairness: :func:`schedopt.sim.asis.as_is_report`)."""
+    utilization, fairness: :func:`schedopt.sim.asis.as_is_report`). ``records``: a path the record is streamed to
+    as jobs finish (the result then holds the meta only; :func:`schedopt.sim.records.read_record` reads the file).
+    """
     if not isinstance(trace, Trace):
         raise InputError("trace", type(trace).__name__, "must be a schedopt.traces.Trace")
     return simulate_as_is(as_is_workload(trace), policy, as_is_context(trace, cluster_rule), cluster=cluster,
                           speeds=speeds, restart_s=restart_s, round_seconds=round_seconds, max_time=max_time,
-                          progress=progress, observer=observer, policy_params=policy_params)
+                          progress=progress, observer=observer, policy_params=policy_params, records=records)
 
 
 _OPTS = ("format", "rule")

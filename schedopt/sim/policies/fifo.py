@@ -7,6 +7,8 @@ with the most free GPUs (:class:`~schedopt.sim.policies.rigid.TypeBudget`).
 
 from __future__ import annotations
 
+import math
+
 from ..policies.base import Decision, RoundState
 from ..registry import parse_bool
 from .rigid import TypeBudget, requested
@@ -41,3 +43,9 @@ class FifoPolicy:
             b.promise(t, requested(v))
             nodes[v.id] = b.pack(t, requested(v))
         return Decision(nodes=nodes)
+
+    def stable_until(self, state: RoundState, decision: Decision) -> float:
+        """The engine may reuse ``decision`` without asking until a job arrives or finishes: FIFO's decision is a
+        function of the active jobs (arrival, request, nodes held) alone, and repeating it starts nobody new (the
+        first job that did not fit still does not; with backfill, none of the skipped ones does)."""
+        return math.inf

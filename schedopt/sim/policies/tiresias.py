@@ -11,6 +11,8 @@ nodes first. Rigid: the workload's GPU count and batch size.
 
 from __future__ import annotations
 
+import math
+
 from ..policies.base import Decision, RoundState
 from .rigid import TypeBudget, requested
 
@@ -60,3 +62,23 @@ class TiresiasPolicy:
         for jid, t in start:
             nodes[jid] = b.pack(t, requested(views[jid]))
         return Decision(nodes=nodes, info={"queue0": len(q0), "queue1": len(q1)})
+
+    def stable_until(self, state: RoundState, decision: Decision) -> float:
+        """The engine may reuse ``decision`` without asking, until a job arrives or finishes, in every round that
+        starts before the returned time: the round before the first demotion of a job it runs from queue 0 (holding
+        ``g`` GPUs it gains ``round_seconds x g`` of service a round). Between demotions, arrivals and finishes the
+        queues do not change and repeating the decision starts and stops nobody -- unless it stopped a job: a job
+        preempted on its GPU type may start on another in the next round (-inf: ask again)."""
+        held = decision.nodes or {}
+        if any(v.current_nodes and v.id not in held for v in state.jobs):
+            return -math.inf
+        q0 = set(self.queues[0])
+        attained = {v.id: v.attained_gpu_seconds for v in state.jobs}
+        R = state.round_seconds
+        until = math.inf
+        for jid, m in held.items():
+            g = sum(m.values())
+            if jid in q0 and g > 0:
+                rounds = math.ceil((self.threshold - attained[jid]) / (R * g))  # the round it is demoted in
+                until = min(until, state.time + (rounds - 1) * R)  # one round early: exact without float care
+        return until
