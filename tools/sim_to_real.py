@@ -2,13 +2,24 @@
 and by the scheduling loop on a real Slurm controller and a real Ray cluster started on this machine; per job and
 on average |realized JCT / simulated JCT - 1|, with the named causes measured from the run's own records.
 
-    python tools/sim_to_real.py --jobs 24 --time-scale 30 -o benchmarks/sim_to_real.csv
+    python tools/sim_to_real.py --jobs 20 --time-scale 15 --engines ray -o benchmarks/sim_to_real.csv
+    python tools/sim_to_real.py --jobs 20 --time-scale 5 --engines slurm --policies sia --append \
+        -o benchmarks/sim_to_real.csv
+    python tools/sim_to_real.py --jobs 20 --restart-sweep 31,35,40,45,60,100,180 \
+        -o benchmarks/sim_to_real_restart_sweep.csv
 
 Writes the per-job table (``-o``) and a summary beside it (``*_summary.csv``): per engine and policy the mean and
 p90 of the error, and the causes: the engine's restart latency beyond the job model's checkpoint-restore delay
 (mean per start and its total share of the JCT), the loop's own delay behind each round's boundary, the
 trainer's clock granularity (its tick in simulated seconds: the rounding of the time scale) and the restarts in
 each run. The run folders (records.jsonl per run) go to ``--runs`` (default: a temporary folder).
+
+The start latency is split (wall seconds, mean per start): the loop's (from the round's decision to the start
+command: reading the engine, deciding, stopping jobs, the commands before it), the engine's (from the command to
+the program's process, or to its first step on a worker of Ray's pool) and the program's (its own start-up in a
+new process). ``latency_only_mean_abs_rel_error``: the simulator against itself with its restart delay lengthened
+by the run's mean latency past it -- the part of the error that much start latency makes by itself, decisions
+diverging included. ``--restart-sweep`` gives that for a range of delays.
 """
 
 from __future__ import annotations
@@ -81,6 +92,29 @@ def causes(run: Path, scale: float, jm_name: str) -> dict[str, Any]:
     return {"start_excess_s": lat, "job_excess_s": got, "loop_delay_s": delays, "start_parts_wall_s": parts}
 
 
+def restart_sweep(wl: Any, cluster: Cluster, policies: list[str], delays: list[float], out: Path) -> int:
+    """Per policy and restart delay: mean and p90 of |JCT with that delay / JCT with the job model's - 1|."""
+    jm = job_model("pollux")
+    rows = []
+    for pol in policies:
+        base = simulate(cluster, wl, get_policy(pol), job_model=jm)
+        bj = base.jcts()
+        for d in delays:
+            s = simulate(cluster, wl, get_policy(pol), job_model=dataclasses.replace(jm, default_restart=d))
+            e = [abs(s.jcts()[k] / bj[k] - 1) for k in bj]
+            rows.append({"policy": pol, "restart_s": d, "excess_s": d - jm.default_restart,
+                         "mean_abs_rel_error": f"{statistics.fmean(e):.4g}", "p90_abs_rel_error": f"{_p90(e):.4g}",
+                         "restarts": sum(j.restarts for j in s.jobs),
+                         "base_restarts": sum(j.restarts for j in base.jobs)})
+            print(json.dumps(rows[-1]), flush=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--jobs", type=int, default=24)
@@ -93,9 +127,15 @@ def main() -> int:
                     "(each folder's run.json holds its wall time, the driver's CPU and the load)")
     ap.add_argument("--append", action="store_true", help="add the rows to the tables at -o (a run per engine "
                     "and time scale)")
+    ap.add_argument("--restart-sweep", default="", metavar="S,S,...",
+                    help="no replay: the simulator against itself with these restart delays (s) in place of the job "
+                    "model's, per policy (what a start latency past the delay does to each job's JCT); writes -o")
     args = ap.parse_args()
     wl = short_workload(args.jobs)
     cluster = Cluster((GpuType("t4", 4, 4),))
+    if args.restart_sweep:
+        return restart_sweep(wl, cluster, args.policies.split(","), [float(x) for x in args.restart_sweep.split(",")],
+                             Path(args.output))
     runs = Path(args.runs or tempfile.mkdtemp(prefix="sim-to-real-"))
     rows: list[dict[str, Any]] = []
     summary: list[dict[str, Any]] = []
