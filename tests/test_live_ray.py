@@ -1,6 +1,7 @@
 """schedopt.live.ray against a real local Ray cluster of logical nodes with logical GPUs started by the test
 (schedopt.testing.local_engines.LocalRay). Skipped, with the reason, where Ray is not installed. Every test here is
-slow: starting Ray alone takes 10-20 s on this 2-core machine, over the default run's budget."""
+slow: starting Ray alone takes 10-20 s on this 2-core machine and filling its worker pool (RayEngine's prestart)
+as long again, over the default run's budget."""
 
 from __future__ import annotations
 
@@ -65,6 +66,9 @@ def test_ray_replay_20_jobs_under_sia(ray_cluster: LocalRay, tmp_path: Path) -> 
     assert rep.counters["mismatches"] == 0
     assert _finishes(tmp_path) == {j.id: 1 for j in res.jobs}
     assert read_jsonl((tmp_path / "records.jsonl").read_text()).jcts() == res.jcts()
+    # the members ran on Ray's pooled workers, not a new process per start (each wrote its process id)
+    pids = [json.loads(f.read_text())["pid"] for f in tmp_path.glob("jobs/*/gang/*-*.json")]
+    assert len(pids) > len(res.jobs) and len(set(pids)) <= len(pids) // 2
 
 
 def test_ray_driver_restart_and_node_down(ray_cluster: LocalRay, tmp_path: Path) -> None:

@@ -94,3 +94,41 @@ def test_the_program_checkpoints_on_stop_and_resumes(tmp_path: Path) -> None:
     assert starts[1]["progress"] == ck["progress"]  # resumed from the checkpoint, not from zero
     # the job model's restart delay (30 s), counted from the deciding round: what is left of it when it starts
     assert starts[1]["restart_paid"] == pytest.approx(max(0.0, 30.0 - (starts[1]["sim_time"] - decided)))
+
+
+def test_a_ray_gang_runs_the_program_once_every_member_is_placed(tmp_path: Path) -> None:
+    """The members of a Ray gang (schedopt.live.ray.gang_member, run here in threads: the protocol needs no Ray):
+    the program starts only when every member has written its node and GPUs, on all of them; the driver's stop file
+    checkpoints it; the other members end with it. A gang stopped before it is complete runs nothing."""
+    from schedopt.live.ray import gang_member
+
+    spec = TrainerSpec("j", "cifar10", 0.0, 4, 256, False, "pollux", 50.0, time.time(), {"t4-0": "t4", "t4-1": "t4"})
+    write_json(tmp_path / "spec.json", spec.to_dict())
+    write_json(tmp_path / "attempt.json", {"number": 0, "decided_at": 0.0})
+    names = {"id0": "t4-0", "id1": "t4-1"}
+    got: dict[int, str] = {}
+
+    def member(k: int, token: str, size: int, gpus: list[int]) -> None:
+        got[k] = gang_member(str(tmp_path), token, k, size, names, f"id{k}", gpus)
+
+    lead = threading.Thread(target=member, args=(0, "a", 2, [0, 1]))
+    lead.start()
+    time.sleep(0.3)
+    assert not (tmp_path / "progress.json").exists()  # the second member is not placed yet: nothing runs
+    other = threading.Thread(target=member, args=(1, "a", 2, [2, 3]))
+    other.start()
+    end = time.monotonic() + 30
+    while time.monotonic() < end and "running" != json.loads(
+            (tmp_path / "progress.json").read_text() if (tmp_path / "progress.json").exists() else "{}").get("status"):
+        time.sleep(0.05)
+    write_json(tmp_path / "gang" / "a.stop", {})
+    lead.join(30)
+    other.join(30)
+    assert got == {0: "checkpointed", 1: "member"}
+    events = [json.loads(x) for x in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert [e["event"] for e in events] == ["start", "checkpoint"]
+    assert events[0]["allocation"] == {"t4-0": [0, 1], "t4-1": [2, 3]}
+    # a gang whose second member never came: stopped before the program started
+    write_json(tmp_path / "gang" / "b.stop", {})
+    assert gang_member(str(tmp_path), "b", 0, 2, names, "id0", [0, 1]) == "stopped"
+    assert len((tmp_path / "events.jsonl").read_text().splitlines()) == 2

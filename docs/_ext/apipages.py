@@ -144,7 +144,9 @@ def _defining_module(module: str, name: str, depth: int = 0) -> str | None:
         return None
     tree, _ = found
     is_package = importlib.import_module(module).__file__.endswith("__init__.py")  # type: ignore[union-attr]
-    for node in tree.body:
+    # (the imports under a top-level ``if TYPE_CHECKING:`` too: a package whose names load lazily, PEP 562)
+    nodes = [n for top in tree.body for n in (top.body if isinstance(top, ast.If) else [top])]
+    for node in nodes:
         if isinstance(node, ast.ImportFrom):
             for a in node.names:
                 if (a.asname or a.name) == name:

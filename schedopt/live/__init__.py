@@ -52,37 +52,69 @@ where it did); a job that reports the batch it trains at (``JobProgress.local_ba
 
 from __future__ import annotations
 
-from .client import (  # the client of the decision service (schedopt serve; added by the serve branch)
-    ServiceBusy,
-    ServiceClient,
-    ServiceError,
-    ServiceInputError,
-    ServiceSession,
-)
-from .persist import read_document, write_document
-from .replay import ReplayExecutor
-from .session import Action, JobPlan, Plan, Session
-from .state import (
-    HEALTH,
-    JOB_KINDS,
-    ClusterState,
-    Event,
-    JobCancelled,
-    JobFailed,
-    JobFinished,
-    JobProgress,
-    JobSubmitted,
-    LiveJob,
-    Measurement,
-    NodeDown,
-    NodeDrained,
-    NodeHealth,
-    NodeState,
-    NodeUp,
-    NodeUpdated,
-    event_from_dict,
-    event_to_dict,
-)
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .client import (  # the client of the decision service (schedopt serve; added by the serve branch)
+        ServiceBusy,
+        ServiceClient,
+        ServiceError,
+        ServiceInputError,
+        ServiceSession,
+    )
+    from .persist import read_document, write_document
+    from .replay import ReplayExecutor
+    from .session import Action, JobPlan, Plan, Session
+    from .state import (
+        HEALTH,
+        JOB_KINDS,
+        ClusterState,
+        Event,
+        JobCancelled,
+        JobFailed,
+        JobFinished,
+        JobProgress,
+        JobSubmitted,
+        LiveJob,
+        Measurement,
+        NodeDown,
+        NodeDrained,
+        NodeHealth,
+        NodeState,
+        NodeUp,
+        NodeUpdated,
+        event_from_dict,
+        event_to_dict,
+    )
+
+# The names load with their module when first used (PEP 562): ``python -m schedopt.live.trainer`` (the program a
+# resource manager starts for every job, :mod:`schedopt.live.slurm`) then imports only what it runs.
+_LAZY = {
+    **dict.fromkeys(("ServiceBusy", "ServiceClient", "ServiceError", "ServiceInputError", "ServiceSession"), "client"),
+    **dict.fromkeys(("read_document", "write_document"), "persist"),
+    "ReplayExecutor": "replay",
+    **dict.fromkeys(("Action", "JobPlan", "Plan", "Session"), "session"),
+    **dict.fromkeys(("HEALTH", "JOB_KINDS", "ClusterState", "Event", "JobCancelled", "JobFailed", "JobFinished",
+                     "JobProgress", "JobSubmitted", "LiveJob", "Measurement", "NodeDown", "NodeDrained",
+                     "NodeHealth", "NodeState", "NodeUp", "NodeUpdated", "event_from_dict", "event_to_dict"),
+                    "state"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'schedopt.live' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "HEALTH",

@@ -452,8 +452,9 @@ class LiveReplay:
             counts = _counts(i.nodes)
             n = self.attempt.get(i.job_id, 0)
             preempted = i.action == "start" and j.started
+            commanded = self.clock.now()
             write_json(self.job_dir(i.job_id) / "attempt.json",
-                       {"number": n, "commanded_sim": self.clock.now(), "decided_at": t,
+                       {"number": n, "commanded_sim": commanded, "decided_at": t,
                         "plan": {k: list(g) for k, g in i.nodes.items()}, "reset_batch": preempted or not j.started})
             try:
                 self.engine.start(i.job_id, counts)
@@ -473,7 +474,8 @@ class LiveReplay:
             j.segments.append([t, t, gtype, j.config.n_gpus])
             self.awaiting[i.job_id] = {"counts": counts, "attempt": n, "decided_at": t}
             self._log("engine", {"sim_time": t, "job": i.job_id, "did": "start", "attempt": n, "action": i.action,
-                                 "plan": {k: list(g) for k, g in i.nodes.items()}})
+                                 "plan": {k: list(g) for k, g in i.nodes.items()}, "commanded_sim": commanded,
+                                 "command_s": (self.clock.now() - commanded) / self.scale})
 
     def step(self) -> bool:
         """One round; False when every job has finished."""

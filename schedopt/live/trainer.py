@@ -60,6 +60,18 @@ def read_json(path: Path) -> dict[str, Any] | None:
     return got if isinstance(got, dict) else None
 
 
+def process_start_wall() -> float | None:
+    """The wall time this process was created (Linux ``/proc/self/stat``, 10-ms ticks), None where unknown: with
+    the time of the first step it splits a start's latency into the engine's (up to the process) and the
+    program's own start-up (imports, reading its GPUs)."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        boot = next(float(x.split()[1]) for x in Path("/proc/stat").read_text().splitlines() if x.startswith("btime"))
+        return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
 def append_event(job_dir: Path, event: Mapping[str, Any]) -> None:
     with open(job_dir / "events.jsonl", "a") as f:
         f.write(json.dumps(dict(event), sort_keys=True) + "\n")
@@ -201,6 +213,8 @@ def run(job_dir: str | Path, allocation: Mapping[str, list[int]], *, source: str
     from ..sia import Config
     from ..sim.jobs import JobState, job_model
 
+    ready_wall = time.time()  # the program has imported what it needs and been given its GPUs
+
     d = Path(job_dir)
     spec_doc = read_json(d / "spec.json")
     if spec_doc is None:
@@ -241,7 +255,8 @@ def run(job_dir: str | Path, allocation: Mapping[str, list[int]], *, source: str
     j.restart_left = max(0.0, jm.restart(spec.application) - max(0.0, t0 - decided))
     began = {"event": "start", "attempt": number, "sim_time": t0, "wall": time.time(), "pid": os.getpid(),
              "allocation": {n: list(g) for n, g in allocation.items()}, "source": source,
-             "restart_paid": j.restart_left, "progress": j.progress}
+             "restart_paid": j.restart_left, "progress": j.progress, "process_start_wall": process_start_wall(),
+             "ready_wall": ready_wall}
     append_event(d, began)
     say(f"{NO_GPU_WORK}; job {spec.job_id} attempt {number} on {dict(allocation)} from {source}")
     steps = int(ckpt.get("steps", 0))
@@ -295,13 +310,22 @@ def run(job_dir: str | Path, allocation: Mapping[str, list[int]], *, source: str
         report("running", now)
 
 
+def _load_job_model() -> None:
+    from ..sia import Config  # noqa: F401
+    from ..sim.jobs import JobState  # noqa: F401
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m schedopt.live.trainer JOB_DIR``: run under Slurm (the allocation from the environment)."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         print("usage: python -m schedopt.live.trainer JOB_DIR", file=sys.stderr)
         return 2
+    # the job model loads while Slurm answers where the job runs (the two make most of the program's start-up)
+    loader = threading.Thread(target=_load_job_model, daemon=True)
+    loader.start()
     alloc = slurm_allocation(os.environ)
+    loader.join()
     if alloc is None:
         print("schedopt.live.trainer: no SLURM_JOB_NODELIST in the environment (run it under Slurm, or call "
               "schedopt.live.trainer.run with the allocation)", file=sys.stderr)
