@@ -113,7 +113,7 @@ def _run(code: str) -> tuple[str, object]:
     """Run ``code`` in a fresh namespace; (stdout, the value of a final expression or None)."""
     tree = ast.parse(code)
     last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-    ns: dict[str, object] = {"__name__": "__readme__"}
+    ns: dict[str, object] = {"__name__": "__main__"}  # as a script a reader runs
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         exec(compile(tree, "<example>", "exec"), ns)
