@@ -73,3 +73,13 @@ def test_singleton_bounds_give_the_same_lp(sia64: tuple[schedopt.LinearModel, ob
     for y, _duals in (full, red):
         assert np.all(np.bincount(a.group[idx], weights=y, minlength=a.G) <= mult + 1e-9)
         assert np.all(a.weights_csr(idx) @ y <= a.cap + 1e-6)
+
+
+def test_solver_reports_the_boxes_and_meets_highs(sia64: tuple[schedopt.LinearModel, object]) -> None:
+    """Through the backend with Kelley's prices: one box (the whole price range, below 600 groups), the proven
+    gap within 1e-4 and the objective HiGHS's optimum within that gap."""
+    m, _a = sia64
+    r = schedopt.solve(m, "mckp", mip_rel_gap=1e-4, dual_method="kelley")
+    assert r.termination.reason.name == "OPTIMAL" and r.stats["dual_boxes"] == 1 and r.gap <= 1e-4
+    opt = schedopt.solve(m, "highs", mip_rel_gap=0.0).objective
+    assert abs(r.objective - opt) <= 1e-4 * abs(opt)

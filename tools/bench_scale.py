@@ -103,8 +103,8 @@ def highs_child(gpus: int, seed: int, limit: float, vs_bound: Callable[[float], 
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     if ans is None:
-        return (f"killed after {HIGHS_WALL_FACTOR * limit + 60:.0f} s of wall time ({cpu:.0f} s CPU with the child's "
-                f"build) with its {limit:g} s limit not reached its end, no answer"), ""
+        return (f"killed after {HIGHS_WALL_FACTOR * limit + 60:.0f} s of wall time ({cpu:.0f} s CPU, its build "
+                f"included) before it returned from its {limit:g} s limit: no answer"), ""
     got = f", {vs_bound(ans['objective'])} from mckp's bound" if ans["objective"] is not None else ", no incumbent"
     return f"{ans['cpu']:.1f} s CPU, {ans['termination']}{got}", round(ans["peak_rss_mb"], 1)
 

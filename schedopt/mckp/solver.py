@@ -253,7 +253,7 @@ class MckpSolver:
         self._timed("dual", t)
         self.stats.update({
             "dual_iterations": self.dual.iterations, "oracle_columns": d.oracle_columns,
-            "sample_iterations": d.sample_iterations, "pool_columns": int(d.pool.idx.size),
+            "sample_iterations": d.sample_iterations, "pool_columns": int(d.pool.idx.size), "dual_boxes": d.boxes,
             "dual_method": d.used,
             "prices": dict(zip(self.st.knap_labels, self.dual.lam.tolist())), "lagrangian_bound": self.sign * self.UB,
         })
