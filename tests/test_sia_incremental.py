@@ -160,3 +160,7 @@ def test_the_builders_matrices_are_scipys_own_construction() -> None:
             A.check_format(full_check=True)
             assert A.has_canonical_format, name
             assert np.array_equal(A.toarray(), ref.toarray()), name
+    empty, ref = build._no_rows(5), sp.csr_matrix((0, 5))  # virtual_node_capacity's rows where no type splits
+    assert set(vars(empty)) == set(vars(ref)) and empty.shape == ref.shape == (0, 5)
+    for k in ("data", "indices", "indptr"):
+        assert getattr(empty, k).dtype == getattr(ref, k).dtype and np.array_equal(getattr(empty, k), getattr(ref, k))
