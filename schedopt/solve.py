@@ -200,7 +200,9 @@ def solve(
     changes["timings"] = timings
     changes["params"] = params.as_record()
     res = res.replace(**changes)
-    log.log(logging.INFO if params.verbose else logging.DEBUG, "%s", res.summary())
+    level = logging.INFO if params.verbose else logging.DEBUG
+    if log.isEnabledFor(level):  # (the summary is formatted only for a logger that prints it)
+        log.log(level, "%s", res.summary())
     return res
 
 

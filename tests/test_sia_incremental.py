@@ -132,3 +132,35 @@ def test_the_policy_builds_each_round_incrementally_and_exactly() -> None:
     sim.simulate(sim.cluster_preset("sia-64"), wl, pol, job_model="sia", max_time=3600.0, progress=False)
     assert len(pol.seen) > 20
     assert sum(r > 0 for r, _ in pol.seen) > len(pol.seen) // 2
+
+
+def test_the_builders_matrices_are_scipys_own_construction() -> None:
+    """The families' matrices the builder makes without scipy's checks (``build._csr``) are, attribute for
+    attribute, what ``scipy.sparse.csr_matrix((data, indices, indptr), shape=...)`` makes of the same arrays, and pass
+    scipy's full format check: with running, forced (non-preemptible) and new jobs, and with none."""
+    from schedopt.sia import build
+
+    assert build._CSR_DIRECT  # this scipy's matrices hold what _csr sets (else every matrix is scipy's own)
+    rng = np.random.default_rng(3)
+    gp = rng.uniform(0.5, 10.0, size=(7, len(CFG)))
+    running = [CFG[int(np.flatnonzero((CFG.n_gpus == 2) & (CFG.type_index == t))[0])] for t in (0, 1, 2)]
+    jobs = [_job(k, 8, running[k] if k < 3 else None, 50.0 * k, k % 2) for k in range(7)]  # j0: forced
+    for js, g in ((jobs, gp), ([], np.zeros((0, len(CFG))))):
+        m = _problem(js, g, SiaBuildCache()).formulation().model
+        mats = dict(zip(m.families, m._rows))
+        assert mats["forced_config"].shape[0] == (1 if js else 0)
+        for name, A in mats.items():
+            ref = sp.csr_matrix((A.data, A.indices, A.indptr), shape=A.shape)
+            assert ref.has_canonical_format  # (the model asked A's when it took it: both now cache the flags)
+            assert type(A) is type(ref) and set(vars(A)) == set(vars(ref)), name
+            assert A.shape == ref.shape and A.maxprint == ref.maxprint, name
+            for k in ("data", "indices", "indptr"):
+                assert getattr(A, k).dtype == getattr(ref, k).dtype, (name, k)
+                assert np.array_equal(getattr(A, k), getattr(ref, k)), (name, k)
+            A.check_format(full_check=True)
+            assert A.has_canonical_format, name
+            assert np.array_equal(A.toarray(), ref.toarray()), name
+    empty, ref = build._no_rows(5), sp.csr_matrix((0, 5))  # virtual_node_capacity's rows where no type splits
+    assert set(vars(empty)) == set(vars(ref)) and empty.shape == ref.shape == (0, 5)
+    for k in ("data", "indices", "indptr"):
+        assert getattr(empty, k).dtype == getattr(ref, k).dtype and np.array_equal(getattr(empty, k), getattr(ref, k))

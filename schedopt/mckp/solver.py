@@ -85,7 +85,10 @@ class MckpOptions:
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any]) -> MckpOptions:
-        """Options checked by name and type: an unknown name raises :class:`InputError` listing the known ones."""
+        """Options checked by name and type: an unknown name raises :class:`InputError` listing the known ones.
+        No options (every solve the simulator's Sia policy makes): the defaults, one shared frozen instance."""
+        if not options and cls is MckpOptions:
+            return _DEFAULT_OPTIONS
         known = cls.known()
         for name in options:
             if name not in known:
@@ -122,6 +125,10 @@ class MckpOptions:
                     raise InputError(f"options.{name}", v, "must be 'auto', 'integer' or 'binary'")
                 vals[name] = v
         return cls(**vals)
+
+
+#: the options of a solve that gives none (:meth:`MckpOptions.from_mapping` of an empty mapping; frozen, so shared)
+_DEFAULT_OPTIONS = MckpOptions()
 
 
 @dataclass(frozen=True)

@@ -40,10 +40,36 @@ def _indptr(rows: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
+def _csr_attributes() -> tuple[bool, object]:
+    """Whether a ``scipy.sparse.csr_matrix`` built from (data, indices, index pointers) holds exactly its shape,
+    ``maxprint`` and the three arrays (what :func:`_csr` sets), and the ``maxprint`` such a matrix gets."""
+    probe = sp.csr_matrix((np.zeros(1), np.zeros(1, dtype=np.int32), np.array([0, 1], dtype=np.int32)), shape=(1, 1))
+    return set(vars(probe)) == {"_shape", "maxprint", "data", "indices", "indptr"}, vars(probe).get("maxprint")
+
+
+_CSR_DIRECT, _CSR_MAXPRINT = _csr_attributes()
+_INT32_MAX = int(np.iinfo(np.int32).max)
+
+
+def _csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, shape: tuple[int, int]) -> sp.csr_matrix:
+    """``scipy.sparse.csr_matrix((data, indices, indptr), shape=shape)`` for arrays this builder made in canonical
+    form: float64 ``data``, int32 ``indices`` (sorted within each row, below ``shape[1]``) and int32 ``indptr``
+    (``shape[0] + 1`` pointers ending at ``data.size``). scipy's construction would keep these very arrays; its
+    index-type search and format check (about 30 us a matrix, four matrices a round) are skipped. Where scipy's
+    matrix holds other attributes than these (another scipy version), it is built by scipy.
+    ``tests/test_sia_incremental.py`` compares the result with scipy's construction."""
+    if not _CSR_DIRECT or max(shape[0], shape[1], data.size) > _INT32_MAX:  # (scipy would widen the indices)
+        return sp.csr_matrix((data, indices, indptr), shape=shape)
+    out = sp.csr_matrix.__new__(sp.csr_matrix)
+    out.__dict__.update(_shape=(int(shape[0]), int(shape[1])), maxprint=_CSR_MAXPRINT, data=data, indices=indices,
+                        indptr=indptr)
+    return out
+
+
 def _no_rows(n: int) -> sp.csr_matrix:
     """``scipy.sparse.csr_matrix((0, n))`` from its three arrays (the same float64 data, int32 indices and index
-    pointers; a construction from the arrays skips the shape path's conversions)."""
-    return sp.csr_matrix((np.zeros(0), np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int32)), shape=(0, n))
+    pointers)."""
+    return _csr(np.zeros(0), np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int32), (0, n))
 
 
 class SiaBuildCache:
@@ -215,19 +241,19 @@ def build_formulation(problem: SiaRound, cache: SiaBuildCache | None = None) -> 
     # from a stable sort by GPU type.
     # (int32 indices: what scipy keeps for them anyway, given directly; the model takes such a canonical CSR as is)
     col = np.arange(P, dtype=np.int32)
-    A1 = sp.csr_matrix((np.ones(P), col, _indptr(pt.job, J)), shape=(J, P))
+    A1 = _csr(np.ones(P), col, _indptr(pt.job, J), (J, P))
     m._add_constraints_owned("one_config_per_job", A1, upper=1.0, labels=list(pt.job_ids))
     gpus = cfg.n_gpus[pt.config].astype(np.float64)
     tix = cfg.type_index[pt.config]
     by_type = np.argsort(tix, kind="stable")
-    A2 = sp.csr_matrix((gpus[by_type], by_type.astype(np.int32), _indptr(tix, T)), shape=(T, P))
+    A2 = _csr(gpus[by_type], by_type.astype(np.int32), _indptr(tix, T), (T, P))
     m._add_constraints_owned("gpu_capacity", A2, upper=problem.available.astype(np.float64),
                              labels=problem.cluster.type_names)
     A3, up3, lab3 = virtual_rows(problem)
     m._add_constraints_owned("virtual_node_capacity", A3, upper=up3, labels=lab3)
     fcols = np.flatnonzero(pt.forced)
-    A4 = sp.csr_matrix((np.ones(fcols.size), fcols.astype(np.int32), np.arange(fcols.size + 1, dtype=np.int32)),
-                       shape=(fcols.size, P))
+    A4 = _csr(np.ones(fcols.size), fcols.astype(np.int32), np.arange(fcols.size + 1, dtype=np.int32),
+              (int(fcols.size), P))
     m._add_constraints_owned("forced_config", A4, lower=1.0, labels=[pt.job_ids[i] for i in pt.job[fcols].tolist()])
     objective = {"x": coef}
     if settings.change_penalty > 0 and not auxiliary:

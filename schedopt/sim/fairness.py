@@ -211,9 +211,10 @@ def _lone_adaptive(j: JobState, gpu_type: str, per_node: int, gpus: int, R: floa
     """:func:`_lone_run` of a fresh adaptive data-parallel job (``j``), operation for operation, with the job's state
     in local variables: the same candidate rates (:func:`_candidate_rates`), the same choice, the same restart and
     batch choice (:func:`_adaptive_batch`, :func:`JobState.rebatch`'s adaptive branch), the same float updates of
-    :meth:`JobState.advance` in the same order (its time bookkeeping, which does not reach the finish time but
-    through ``t``, kept). A fairness summary runs a few hundred lone runs of about 80 rounds each; the engine's
-    route re-derives the job's kind, cap, shape and placement every round."""
+    :meth:`JobState.advance` in the same order (time, progress, epoch; its records of GPU-seconds, segments and
+    observed configurations, on which the finish time does not depend, are left out). A fairness summary runs a few
+    hundred lone runs of about 80 rounds each; the engine's route re-derives the job's kind, cap, shape and
+    placement every round."""
     jm, app, jid, req, bsz = j.jm, j.app, j.id, j.requested_gpus, j.batch_size
     a = j.application
     prog_at = a.progress.tolist()  # float(app.progress[e]) for every epoch
