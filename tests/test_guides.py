@@ -123,12 +123,11 @@ def test_the_optimization_guide_runs_as_written(tmp_path: Path, monkeypatch: pyt
 
 
 def _scratch(tmp_path: Path) -> Path:
-    """A scratch folder that holds what the guides tell the reader to have: the checkout's shipped Philly trace at
-    its path (the systems guide runs from the checkout's root) and a Helios ``cluster_log.csv`` (the sample of
-    tests/data), standing for the reader's own trace in the platform guide's replay page."""
-    data = tmp_path / "schedopt" / "traces" / "data"
-    data.mkdir(parents=True)
-    (data / "philly.csv.gz").symlink_to(ROOT / "schedopt" / "traces" / "data" / "philly.csv.gz")
+    """A scratch folder that holds what the guides tell the reader to have: the package's folder as in the
+    checkout's root, where the reader works (the systems guide reads the shipped trace at
+    ``schedopt/traces/data/philly.csv.gz``, and ``PYTHONPATH=.`` finds the package there too), and a Helios
+    ``cluster_log.csv`` (the sample of tests/data), standing for the reader's own trace in the replay page."""
+    (tmp_path / "schedopt").symlink_to(ROOT / "schedopt", target_is_directory=True)
     shutil.copy(ROOT / "tests" / "data" / "traces" / "helios_cluster_log.csv", tmp_path / "cluster_log.csv")
     return tmp_path
 
