@@ -17,7 +17,8 @@ these documents (:class:`schedopt.live.ServiceSession` sends a round's progress 
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
@@ -26,7 +27,8 @@ from ..live import event_from_dict
 from ..live.state import JobProgress, Measurement
 from .events import BAD_NAME, measurement_of
 
-__all__ = ["COLUMNS", "PROGRESS_BATCH", "TOO_LARGE", "progress_batch", "row_field"]
+__all__ = ["COLUMNS", "PROGRESS_BATCH", "TOO_LARGE", "ProgressColumns", "progress_batch", "progress_columns",
+           "row_field"]
 
 #: The ``type`` of a columnar progress document.
 PROGRESS_BATCH = "JobProgressBatch"
@@ -97,16 +99,13 @@ def _measurements(col: list[Any]) -> list[tuple[Measurement, ...]] | None:
     return out
 
 
-def _fast(d: dict[str, Any], n: int) -> list[JobProgress] | None:
+def _fast(d: dict[str, Any], n: int) -> ProgressColumns | None:
     ids = d["job_id"]
     t = d["time"]
-    if type(t) is list:
-        times = _floats(t, 0.0, math.inf, nullable=False)
-    else:
-        times = _floats([t], 0.0, math.inf, nullable=False)
-        times = None if times is None else times * n
-    if times is None or not _names(ids):
+    checked = _floats(t if type(t) is list else [t], 0.0, math.inf, nullable=False)
+    if checked is None or not _names(ids):
         return None
+    times = cast("list[float]", checked) if type(t) is list else cast(float, checked[0])
     floats: dict[str, list[float | None]] = {}
     for k, (low, high) in _FLOATS.items():
         if k in d:
@@ -123,21 +122,55 @@ def _fast(d: dict[str, Any], n: int) -> list[JobProgress] | None:
     if any((a is None) != (b is None) for a, b in zip(lb, acc)) or any(
             (a is None) != (b is None) for a, b in zip(gs, gv)):
         return None  # one of a pair without the other: the general route says which
-    ms = _measurements(d["measurements"]) if "measurements" in d else [()] * n
-    if ms is None:
-        return None
-    out = []
-    new = object.__new__
-    for row in zip(times, ids, floats.get("progress", none), d.get("epoch", none), ms, lb, acc,
-                   floats.get("attained_gpu_seconds", none), gs, gv):
-        e = new(JobProgress)
-        e.__dict__.update(zip(_FIELDS, row))  # checked above: the frozen dataclass's own checks, done at once
-        out.append(e)
-    return out
+    ms = None
+    if "measurements" in d:
+        ms = _measurements(d["measurements"])
+        if ms is None:
+            return None
+    return ProgressColumns(times, ids, floats.get("progress"), d.get("epoch"), ms, d.get("local_batch"),
+                           d.get("accumulation"), floats.get("attained_gpu_seconds"), floats.get("grad_sqr"),
+                           floats.get("grad_var"))
 
 
 _FIELDS = ("time", "job_id", "progress", "epoch", "measurements", "local_batch", "accumulation",
            "attained_gpu_seconds", "grad_sqr", "grad_var")
+
+
+@dataclass(frozen=True)
+class ProgressColumns:
+    """A ``JobProgressBatch`` whose every value passed ``JobProgress``'s checks: its columns (None: a column left
+    out), for :meth:`schedopt.live.Session.apply_progress` with ``checked=True`` (no event object a row)."""
+
+    time: float | list[float]
+    job_id: list[str]
+    progress: list[float | None] | None
+    epoch: list[int | None] | None
+    measurements: list[tuple[Measurement, ...]] | None
+    local_batch: list[int | None] | None
+    accumulation: list[int | None] | None
+    attained_gpu_seconds: list[float | None] | None
+    grad_sqr: list[float | None] | None
+    grad_var: list[float | None] | None
+
+    def __len__(self) -> int:
+        return len(self.job_id)
+
+    def events(self) -> list[JobProgress]:
+        """The rows as ``JobProgress`` events, in order."""
+        n = len(self.job_id)
+        none: list[Any] = [None] * n
+        out = []
+        new = object.__new__
+        cols = [none if c is None else c for c in (getattr(self, f) for f in _FIELDS)]
+        if self.measurements is None:
+            cols[4] = [()] * n
+        if not isinstance(self.time, list):
+            cols[0] = [self.time] * n
+        for row in zip(*cols):
+            e = new(JobProgress)
+            e.__dict__.update(zip(_FIELDS, row))  # checked: the frozen dataclass's own checks, done at once
+            out.append(e)
+        return out
 
 
 def _row(d: dict[str, Any], r: int) -> dict[str, Any]:
@@ -177,9 +210,10 @@ def row_field(path: str, row: int, rest: str) -> str:
     return f"{path}.{key}[{row}]{sep and (sep if sep == '[' else '.')}{tail}"
 
 
-def progress_batch(d: Any, path: str) -> list[JobProgress]:
-    """The ``JobProgress`` events of the columnar document ``d`` (``type`` ``JobProgressBatch``), in row order;
-    bad input an :class:`~schedopt.errors.InputError` naming ``{path}.{column}[row]`` and the value."""
+def progress_columns(d: Any, path: str) -> ProgressColumns | list[JobProgress]:
+    """The columnar document ``d`` (``type`` ``JobProgressBatch``) checked: its columns as they are when every
+    value passes at once, otherwise its rows as ``JobProgress`` events (read by the general route); bad input an
+    :class:`~schedopt.errors.InputError` naming ``{path}.{column}[row]`` and the value."""
     if not isinstance(d, dict) or d.get("type") != PROGRESS_BATCH:
         raise InputError(f"{path}.type", d.get("type") if isinstance(d, dict) else d, f"must be {PROGRESS_BATCH!r}")
     for k in d:
@@ -200,3 +234,10 @@ def progress_batch(d: Any, path: str) -> list[JobProgress]:
                                      " or one number" if k == "time" else ""))
     fast = _fast(d, n)
     return fast if fast is not None else _slow(d, n, path)
+
+
+def progress_batch(d: Any, path: str) -> list[JobProgress]:
+    """The ``JobProgress`` events of the columnar document ``d`` (``type`` ``JobProgressBatch``), in row order;
+    bad input an :class:`~schedopt.errors.InputError` naming ``{path}.{column}[row]`` and the value."""
+    got = progress_columns(d, path)
+    return got.events() if isinstance(got, ProgressColumns) else got
