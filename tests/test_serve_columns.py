@@ -219,3 +219,26 @@ def test_columns_are_all_or_none_and_name_the_column_and_row() -> None:
         live.apply(live.parse_events([doc], "events"))
     assert (ei.value.field, ei.value.value, getattr(ei.value, "applied", None)) == ("events[0].job_id[1]", "j9", 0)
     assert s.to_document() == before
+
+
+def test_the_measurements_column_checked_at_once_agrees_with_one_by_one() -> None:
+    from schedopt.serve.columns import _measurements_at_once
+    from schedopt.serve.events import measurement_of
+    base = BASE["measurements"][0]
+    cases = [{**base, k: v} for k in base for v in VALUES] + [{k: x for k, x in base.items() if k != key}
+                                                             for key in base] + [{**base, "extra": 1}, [], "x"]
+    took = 0
+    for m in cases:
+        col = [[base, m], None, [], [base]]
+        one = [measurement_of(x) for x in (base, m, base)]
+        at_once = _measurements_at_once(col)
+        if at_once is None:
+            continue
+        took += 1
+        assert None not in one, m  # nothing accepted at once that one by one refuses
+        assert [len(r) for r in at_once] == [2, 0, 0, 1]
+        got = [*at_once[0], *at_once[3]]
+        assert got == one and [tuple(map(type, vars(x).values())) for x in got] == [
+            tuple(map(type, vars(x).values())) for x in one], m
+    want = sum(1 for m in cases if type(m) is dict and measurement_of(m) is not None)
+    assert took == want > 10  # and everything one by one accepts is accepted at once

@@ -316,11 +316,16 @@ class Session:
                       measurements: Sequence[Measurement], local_batch: int | None, accumulation: int | None,
                       attained: float | None, grad_sqr: float | None, grad_var: float | None) -> None:
         """One progress report taken into job ``j`` (checked before: it changes the job, it raises nothing)."""
-        for m in measurements:
-            self._measure(j, m, "event.measurements")
-        if measurements and j.estimator == "bootstrap" and j.rigid_shape is None:
-            with blas_threads(1):  # refit now, off the decision's path (the fit is kept: the decision finds it)
-                self._estimate(j)
+        if measurements:  # as _measure, one by one (the GPU types checked before)
+            measured = j.measured
+            for m in measurements:
+                measured[m.key] = (m.step_time, m.sync_time)
+                j.max_profiled = max(j.max_profiled, m.gpus)
+            j.seen = tuple(sorted(measured))
+            j.observations = None
+            if j.estimator == "bootstrap" and j.rigid_shape is None:
+                with blas_threads(1):  # refit now, off the decision's path (the fit is kept: the decision finds it)
+                    self._estimate(j)
         if progress is not None:
             j.frac = progress
         if attained is not None:

@@ -83,7 +83,67 @@ def _names(col: list[Any]) -> bool:
             and BAD_NAME.search("\n".join(col)) is None)
 
 
+_M_FIELDS = ("gpu_type", "nodes", "gpus", "local_batch", "step_time", "sync_time")
+_M_REQUIRED = _M_FIELDS[:5]
+_M_KEYS = frozenset(_M_FIELDS)
+
+
+def _measurements_at_once(col: list[Any]) -> list[tuple[Measurement, ...]] | None:
+    """The measurements column checked field by field over all its rows at once (numpy), as
+    :func:`~schedopt.serve.events.measurement_of` checks one; None when one may not pass (then one by one)."""
+    flat: list[Any] = []
+    counts = []
+    for ms in col:
+        if ms is None:
+            counts.append(0)
+        elif type(ms) is list:
+            counts.append(len(ms))
+            flat.extend(ms)
+        else:
+            return None
+    if not flat:
+        return [()] * len(col)
+    if set(map(type, flat)) != {dict} or not all(map(_M_KEYS.issuperset, flat)):
+        return None
+    try:
+        gpu_type, nodes, gpus, local_batch, step_time = ([d[k] for d in flat] for k in _M_REQUIRED)
+    except KeyError:
+        return None
+    sync_time = [d.get("sync_time", 0.0) for d in flat]
+    if not (set(map(type, nodes)) | set(map(type, gpus)) | set(map(type, local_batch))) <= {int} or not _names(
+            gpu_type):
+        return None
+    step = _floats(step_time, 0.0, math.inf, nullable=False)
+    sync = _floats(sync_time, 0.0, math.inf, nullable=False)
+    if step is None or sync is None or (int in set(map(type, step_time)) | set(map(type, sync_time)) and any(
+            type(v) is int and v >= 2**1023 for v in (*step_time, *sync_time))):
+        return None  # (events._number: an integer from 2**1023 on goes the general route)
+    try:
+        n, g, lb = (np.array(c, dtype=np.float64) for c in (nodes, gpus, local_batch))
+    except OverflowError:
+        return None
+    st, sy = np.array(step), np.array(sync)
+    if not bool(((n >= 1) & (n <= 2**20) & (g >= n) & (g <= 2**20) & (lb >= 1) & (lb <= 2**31) & (st > 0)
+                 & (sy < st)).all()):
+        return None
+    made = []
+    new = object.__new__
+    for row in zip(gpu_type, nodes, gpus, local_batch, step, sync):
+        m = new(Measurement)
+        m.__dict__.update(zip(_M_FIELDS, row))  # checked above: Measurement's own checks, done at once
+        made.append(m)
+    out: list[tuple[Measurement, ...]] = []
+    at = 0
+    for c in counts:
+        out.append(tuple(made[at:at + c]))
+        at += c
+    return out
+
+
 def _measurements(col: list[Any]) -> list[tuple[Measurement, ...]] | None:
+    at_once = _measurements_at_once(col)
+    if at_once is not None:
+        return at_once
     out: list[tuple[Measurement, ...]] = []
     for ms in col:
         if ms is None or ms == []:
