@@ -18,7 +18,7 @@ from schedopt.live import JobProgress, Measurement, Session, event_from_dict
 from schedopt.live.client import event_documents
 from schedopt.schemas import load
 from schedopt.serve.adapter import LiveSession
-from schedopt.serve.columns import PROGRESS_BATCH, TOO_LARGE, progress_batch, row_field
+from schedopt.serve.columns import PROGRESS_BATCH, TOO_LARGE, ProgressColumns, progress_batch, row_field
 from schedopt.sim import cluster_preset
 
 KEYS = [k for k in BASE if k != "type"]
@@ -115,7 +115,9 @@ def test_the_clients_documents_read_back_as_its_events() -> None:
     schema = load("service")
     for d in (docs[0], docs[2]):
         jsonschema.validate(d, {**schema, "$ref": "#/$defs/progress_batch"})
-    parsed = LiveSession(Session(cluster_preset("sia-64"), "tiresias")).parse_events(docs, "events")
+    items = LiveSession(Session(cluster_preset("sia-64"), "tiresias")).parse_events(docs, "events")
+    assert [type(p) for p in items] == [ProgressColumns, type(events[2]), ProgressColumns]  # no event a row
+    parsed = [e for p in items for e in (p.events() if isinstance(p, ProgressColumns) else [p])]
     assert parsed == events and repr(parsed) == repr(events)
     assert [d["type"] for d in event_documents(events[:1])] == ["JobProgress"]  # a run of one: as it is
 
@@ -129,3 +131,114 @@ def test_a_refusal_when_applied_names_the_document_and_the_row() -> None:
     with pytest.raises(InputError) as ei:
         live.apply(live.parse_events(docs, "events"))
     assert (ei.value.field, ei.value.value) == ("events[1].job_id[2]", "j7")
+
+
+def _running(policy: str = "sia") -> Session:
+    s = Session(cluster_preset("sia-64"), policy)
+    for k in range(6):
+        s.apply(event_from_dict({"type": "JobSubmitted", "time": 0.0, "job": {
+            "id": f"j{k}", "application": "cifar10" if k % 2 else "imagenet", "submitted": 0.0,
+            "requested_gpus": 1 + k % 3}}))
+    s.decide(0.0)
+    return s
+
+
+def _reports() -> list[JobProgress]:
+    ms = [Measurement("t4", 1, 2, 128, 0.25, 0.05), Measurement("a100", 1, 1, 64, 0.1, 0.0),
+          Measurement("rtx2080ti", 1, 4, 128, 0.2, 0.04)]
+    return [JobProgress(60.0, "j0", 0.1, 1, (ms[0],)), JobProgress(60.0, "j1", 0.2, 0, grad_sqr=0.5, grad_var=2.0),
+            JobProgress(60.0, "j2", attained_gpu_seconds=30.0, local_batch=32, accumulation=1),
+            JobProgress(61.0, "j3", 0.3, 2, (ms[1], ms[2])), JobProgress(62.0, "j0", 0.15, 2, (ms[1],)),
+            JobProgress(62.0, "j5")]
+
+
+def _doc(s: Session) -> dict[str, Any]:
+    """The session's document less the times of its last decision (measurements, not state) and the pickled
+    policy objects (whose pickle holds timings too; events do not reach them: the next decisions are compared)."""
+    d = {k: v for k, v in s.to_document().items() if k not in ("roles", "roles_sha256")}
+    if d.get("plan"):
+        d["plan"] = {k: v for k, v in d["plan"].items() if k not in ("policy_cpu_seconds", "policy_seconds")}
+    return d
+
+
+def _plan(s: Session) -> Any:
+    d = s.decide(120.0).to_dict()
+    return {k: v for k, v in d.items() if k not in ("policy_cpu_seconds", "policy_seconds")}
+
+
+@pytest.mark.parametrize("checked", [True, False])
+def test_columns_applied_at_once_equal_the_events_one_by_one(checked: bool) -> None:
+    one, cols = _running(), _running()
+    assert _doc(one) == _doc(cols)
+    reports = _reports()
+    for e in reports:
+        one.apply(e)
+    if checked:  # the service's route: the document checked in columns, applied with no event a row
+        c = progress_batch.__globals__["progress_columns"](event_documents(reports)[0], "events[0]")
+        assert isinstance(c, ProgressColumns) and len(c) == len(reports)
+        cols.apply_progress(c.time, c.job_id, progress=c.progress, epoch=c.epoch, measurements=c.measurements,
+                            local_batch=c.local_batch, accumulation=c.accumulation,
+                            attained_gpu_seconds=c.attained_gpu_seconds, grad_sqr=c.grad_sqr, grad_var=c.grad_var,
+                            checked=True)
+    else:
+        def col(k: str) -> list[Any]:
+            return [getattr(e, k) for e in reports]
+        cols.apply_progress(col("time"), col("job_id"), progress=col("progress"), epoch=col("epoch"),
+                            measurements=col("measurements"), local_batch=col("local_batch"),
+                            accumulation=col("accumulation"), attained_gpu_seconds=col("attained_gpu_seconds"),
+                            grad_sqr=col("grad_sqr"), grad_var=col("grad_var"))
+    assert _doc(cols) == _doc(one)
+    j0 = cols.jobs.get("j0") or next(p for p in cols.pending if p.id == "j0")
+    assert (j0.frac, j0.epoch, len(j0.measured)) == (0.15, 2, 2)  # the later row of j0 applied last
+    assert _plan(cols) == _plan(one)
+    assert _doc(cols) == _doc(one)
+
+
+def test_columns_are_all_or_none_and_name_the_column_and_row() -> None:
+    s = _running("tiresias")
+    before = s.to_document()
+    with pytest.raises(InputError) as ei:
+        s.apply_progress(70.0, ["j0", "j1", "nope"], progress=[0.1, 0.2, 0.3])
+    assert (ei.value.field, ei.value.value) == ("job_id[2]", "nope")
+    with pytest.raises(InputError) as ei:
+        s.apply_progress(70.0, ["j0", "j1"], progress=[0.1, 1.5])
+    assert (ei.value.field, ei.value.value) == ("progress[1]", 1.5)
+    with pytest.raises(InputError) as ei:
+        s.apply_progress([70.0, -1.0], ["j0", "j1"])
+    assert (ei.value.field, ei.value.value) == ("time[1]", -1.0)
+    with pytest.raises(InputError) as ei:
+        s.apply_progress(70.0, ["j0", "j1"], measurements=[[], [Measurement("h100", 1, 1, 64, 0.1, 0.0)]])
+    assert (ei.value.field, ei.value.value) == ("measurements[1][0].gpu_type", "h100")
+    with pytest.raises(InputError) as ei:
+        s.apply_progress(70.0, ["j0", "j1"], epoch=[1])
+    assert ei.value.field == "epoch"
+    assert s.to_document() == before  # nothing changed by a refused batch
+    live = LiveSession(s)
+    doc = {"type": PROGRESS_BATCH, "time": 70.0, "job_id": ["j0", "j9"], "progress": [0.1, 0.2]}
+    with pytest.raises(InputError) as ei:
+        live.apply(live.parse_events([doc], "events"))
+    assert (ei.value.field, ei.value.value, getattr(ei.value, "applied", None)) == ("events[0].job_id[1]", "j9", 0)
+    assert s.to_document() == before
+
+
+def test_the_measurements_column_checked_at_once_agrees_with_one_by_one() -> None:
+    from schedopt.serve.columns import _measurements_at_once
+    from schedopt.serve.events import measurement_of
+    base = BASE["measurements"][0]
+    cases = [{**base, k: v} for k in base for v in VALUES] + [{k: x for k, x in base.items() if k != key}
+                                                             for key in base] + [{**base, "extra": 1}, [], "x"]
+    took = 0
+    for m in cases:
+        col = [[base, m], None, [], [base]]
+        one = [measurement_of(x) for x in (base, m, base)]
+        at_once = _measurements_at_once(col)
+        if at_once is None:
+            continue
+        took += 1
+        assert None not in one, m  # nothing accepted at once that one by one refuses
+        assert [len(r) for r in at_once] == [2, 0, 0, 1]
+        got = [*at_once[0], *at_once[3]]
+        assert got == one and [tuple(map(type, vars(x).values())) for x in got] == [
+            tuple(map(type, vars(x).values())) for x in one], m
+    want = sum(1 for m in cases if type(m) is dict and measurement_of(m) is not None)
+    assert took == want > 10  # and everything one by one accepts is accepted at once

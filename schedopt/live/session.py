@@ -14,7 +14,7 @@ import gc
 import hashlib
 import math
 import pickle
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, cast
@@ -42,6 +42,7 @@ from .state import (
     JobProgress,
     JobSubmitted,
     LiveJob,
+    Measurement,
     NodeDown,
     NodeDrained,
     NodeState,
@@ -327,26 +328,113 @@ class Session:
         for k, m in enumerate(e.measurements):  # checked before anything changes
             if m.gpu_type not in self.cluster_state.gpu_types:
                 raise InputError(f"event.measurements[{k}].gpu_type", m.gpu_type, "names no GPU type of the cluster")
-        for m in e.measurements:
-            self._measure(j, m, "event.measurements")
-        if e.measurements and j.estimator == "bootstrap" and j.rigid_shape is None:
-            with blas_threads(1):  # refit now, off the decision's path (the fit is kept: the decision finds it)
-                self._estimate(j)
-        if e.progress is not None:
-            j.frac = e.progress
-        if e.attained_gpu_seconds is not None:
-            j.attained = e.attained_gpu_seconds
-        epoch_changed = e.epoch is not None and e.epoch != j.epoch
-        if e.epoch is not None:
-            j.epoch = e.epoch
-        if e.grad_sqr is not None and e.grad_var is not None:
-            epoch_changed = epoch_changed or j.grad != (e.grad_sqr, e.grad_var)
-            j.grad = (e.grad_sqr, e.grad_var)
-        if e.local_batch is not None and e.accumulation is not None:
-            j.local_bsz, j.accum, j._rate = e.local_batch, e.accumulation, None
+        self._progress_row(j, e.progress, e.epoch, e.measurements, e.local_batch, e.accumulation,
+                           e.attained_gpu_seconds, e.grad_sqr, e.grad_var)
+
+    def _progress_row(self, j: LiveJobState, progress: float | None, epoch: int | None,
+                      measurements: Sequence[Measurement], local_batch: int | None, accumulation: int | None,
+                      attained: float | None, grad_sqr: float | None, grad_var: float | None) -> None:
+        """One progress report taken into job ``j`` (checked before: it changes the job, it raises nothing)."""
+        if measurements:  # as _measure, one by one (the GPU types checked before)
+            measured = j.measured
+            for m in measurements:
+                measured[m.key] = (m.step_time, m.sync_time)
+                j.max_profiled = max(j.max_profiled, m.gpus)
+            j.seen = tuple(sorted(measured))
+            j.observations = None
+            if j.estimator == "bootstrap" and j.rigid_shape is None:
+                with blas_threads(1):  # refit now, off the decision's path (the fit is kept: the decision finds it)
+                    self._estimate(j)
+        if progress is not None:
+            j.frac = progress
+        if attained is not None:
+            j.attained = attained
+        epoch_changed = epoch is not None and epoch != j.epoch
+        if epoch is not None:
+            j.epoch = epoch
+        if grad_sqr is not None and grad_var is not None:
+            epoch_changed = epoch_changed or j.grad != (grad_sqr, grad_var)
+            j.grad = (grad_sqr, grad_var)
+        if local_batch is not None and accumulation is not None:
+            j.local_bsz, j.accum, j._rate = local_batch, accumulation, None
         elif epoch_changed and j.config is not None and j.id in self.where:
             j.nodes = {n: len(g) for n, g in self.where[j.id]}
             j.rebatch()
+
+    def apply_progress(self, time: float | Sequence[float], job_id: Sequence[str], *,
+                       progress: Sequence[float | None] | None = None, epoch: Sequence[int | None] | None = None,
+                       measurements: Sequence[Sequence[Measurement] | None] | None = None,
+                       local_batch: Sequence[int | None] | None = None,
+                       accumulation: Sequence[int | None] | None = None,
+                       attained_gpu_seconds: Sequence[float | None] | None = None,
+                       grad_sqr: Sequence[float | None] | None = None, grad_var: Sequence[float | None] | None = None,
+                       checked: bool = False) -> None:
+        """Take many progress reports in columns: row ``r`` is ``JobProgress(time[r], job_id[r], progress[r], ...)``
+        and the session ends as if those events were applied one by one, in row order (a column left None, or None
+        in a row, is a field left out of that row's report). All or none: every row is checked before any changes
+        the session, and a bad one raises an :class:`~schedopt.errors.InputError` naming the column and the row
+        (``job_id[17]``, ``measurements[17][0].gpu_type``).
+
+        Parameters
+        ----------
+        time
+            The reports' times: one a row, or one for all.
+        job_id
+            The job of each row.
+        progress, epoch, measurements, local_batch, accumulation, attained_gpu_seconds, grad_sqr, grad_var
+            :class:`~schedopt.live.JobProgress`'s fields, one value a row (or None: left out of every row).
+        checked
+            True when every value is known to pass ``JobProgress``'s own checks already (as
+            :mod:`schedopt.serve.columns` checks its columns, at once): no event object is built. Otherwise each row
+            is checked as a ``JobProgress``.
+        """
+        ids = list(job_id)
+        n = len(ids)
+        cols: dict[str, Sequence[Any] | None] = {
+            "progress": progress, "epoch": epoch, "measurements": measurements, "local_batch": local_batch,
+            "accumulation": accumulation, "attained_gpu_seconds": attained_gpu_seconds, "grad_sqr": grad_sqr,
+            "grad_var": grad_var}
+        for k, c in cols.items():
+            if c is not None and len(c) != n:
+                raise InputError(k, len(c), f"must hold one value a row ({n}, as job_id)")
+        if isinstance(time, (int, float)):
+            times: Sequence[float] = [time] * n
+        else:
+            times = time
+            if len(times) != n:
+                raise InputError("time", len(times), f"must hold one value a row ({n}, as job_id) or be one number")
+        none: list[Any] = [None] * n
+        rows = list(zip(times, ids, *(none if c is None else c for c in cols.values())))
+        if not checked:
+            for r, row in enumerate(rows):
+                try:
+                    e = JobProgress(row[0], row[1], row[2], row[3], tuple(row[4] or ()), *row[5:])
+                except InputError as exc:
+                    rest = exc.field.partition(".")[2] if exc.field.startswith(("JobProgress", "event")) else ""
+                    key, sep, tail = rest.partition("[") if "[" in rest.split(".", 1)[0] else rest.partition(".")
+                    raise InputError(f"{key or 'job_id'}[{r}]{sep and (sep if sep == '[' else '.')}{tail}",
+                                     exc.value, exc.message) from None
+                rows[r] = (e.time, e.job_id, e.progress, e.epoch, e.measurements, e.local_batch, e.accumulation,
+                           e.attained_gpu_seconds, e.grad_sqr, e.grad_var)
+        types = self.cluster_state.gpu_types
+        jobs = []
+        for r, row in enumerate(rows):  # everything checked before anything changes
+            t = row[0]
+            if self.time is not None and t < self.time:
+                raise InputError(f"time[{r}]", t, f"is before the last decision (t = {self.time:g})")
+            j = self.jobs.get(row[1])
+            jobs.append(j if j is not None else self._job(row[1], f"job_id[{r}]"))
+            for i, m in enumerate(row[4] or ()):
+                if m.gpu_type not in types:
+                    raise InputError(f"measurements[{r}][{i}].gpu_type", m.gpu_type,
+                                     "names no GPU type of the cluster")
+        if not n:
+            return
+        with blas_threads(1):  # one BLAS limit for the rows' refits
+            for j, row in zip(jobs, rows):
+                self._progress_row(j, row[2], row[3], row[4] or (), *row[5:])
+        self._events_time = max(self._events_time, max(times))
+        self._dirty = True
 
     def _drop(self, jid: str, why: str) -> None:
         self.jobs.pop(jid, None)

@@ -16,7 +16,7 @@ from ..errors import InputError, SchedoptError
 from ..goodput import blas_threads
 from ..live import ClusterState, Session, event_from_dict
 from ..live.persist import SCHEMA as SESSION_SCHEMA
-from .columns import PROGRESS_BATCH, TOO_LARGE, progress_batch, row_field
+from .columns import PROGRESS_BATCH, TOO_LARGE, ProgressColumns, progress_columns, row_field
 from .events import fast_progress
 from .state import ServiceState, read_state
 
@@ -80,20 +80,26 @@ class LiveSession:
             raise InputError(field, len(docs), f"holds more than {MAX_EVENTS} events: send them in batches")
         out: list[Any] = []
         origin: list[tuple[int, int | None]] = []  # each event's document, and its row when it came in columns
+        rows = 0  # the rows of the column documents beyond one each
         for i, d in enumerate(docs):  # progress reports in one pass; anything else (or refused) the general route
             e = fast_progress(d)
             if e is not None:
                 out.append(e)
                 origin.append((i, None))
             elif type(d) is dict and d.get("type") == PROGRESS_BATCH:  # progress reports in columns
-                got = progress_batch(d, f"{field}[{i}]")
-                out.extend(got)
-                origin.extend(zip(itertools.repeat(i), range(len(got))))
+                got = progress_columns(d, f"{field}[{i}]")
+                if isinstance(got, ProgressColumns):  # every value passed: applied as columns, no event a row
+                    out.append(got)
+                    origin.append((i, -1))
+                    rows += len(got) - 1
+                else:
+                    out.extend(got)
+                    origin.extend(zip(itertools.repeat(i), range(len(got))))
             else:
                 out.append(_event(d, f"{field}[{i}]"))
                 origin.append((i, None))
-        if len(out) > MAX_EVENTS:
-            raise InputError(field, len(out), f"holds more than {MAX_EVENTS} events: send them in batches")
+        if len(out) + rows > MAX_EVENTS:
+            raise InputError(field, len(out) + rows, f"holds more than {MAX_EVENTS} events: send them in batches")
         self._origin = (out, origin)
         return out
 
@@ -106,6 +112,18 @@ class LiveSession:
         # whose outermost entry costs ~50 us of threadpoolctl (nested entries are free)
         with blas_threads(1):
             for i, e in enumerate(events):
+                if type(e) is ProgressColumns:  # checked as JobProgress's fields already; all or none
+                    try:
+                        self.session.apply_progress(e.time, e.job_id, progress=e.progress, epoch=e.epoch,
+                                                    measurements=e.measurements, local_batch=e.local_batch,
+                                                    accumulation=e.accumulation,
+                                                    attained_gpu_seconds=e.attained_gpu_seconds,
+                                                    grad_sqr=e.grad_sqr, grad_var=e.grad_var, checked=True)
+                    except InputError as exc:
+                        raise EventRefused(f"{self._where(events, i, field, '')}{exc.field}", exc.value, exc.message,
+                                           i) from None
+                    counts["JobProgress"] += len(e)
+                    continue
                 try:
                     self.session.apply(e)
                 except InputError as exc:
@@ -121,6 +139,8 @@ class LiveSession:
         parsed, origin = self._origin
         if parsed is events:
             doc, row = origin[i]
+            if row == -1:  # a column document applied as columns: the session's error names column and row
+                return f"{field}[{doc}]."
             if row is not None:
                 return row_field(f"{field}[{doc}]", row, rest)
             i = doc

@@ -17,7 +17,8 @@ these documents (:class:`schedopt.live.ServiceSession` sends a round's progress 
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
@@ -26,7 +27,8 @@ from ..live import event_from_dict
 from ..live.state import JobProgress, Measurement
 from .events import BAD_NAME, measurement_of
 
-__all__ = ["COLUMNS", "PROGRESS_BATCH", "TOO_LARGE", "progress_batch", "row_field"]
+__all__ = ["COLUMNS", "PROGRESS_BATCH", "TOO_LARGE", "ProgressColumns", "progress_batch", "progress_columns",
+           "row_field"]
 
 #: The ``type`` of a columnar progress document.
 PROGRESS_BATCH = "JobProgressBatch"
@@ -81,7 +83,67 @@ def _names(col: list[Any]) -> bool:
             and BAD_NAME.search("\n".join(col)) is None)
 
 
+_M_FIELDS = ("gpu_type", "nodes", "gpus", "local_batch", "step_time", "sync_time")
+_M_REQUIRED = _M_FIELDS[:5]
+_M_KEYS = frozenset(_M_FIELDS)
+
+
+def _measurements_at_once(col: list[Any]) -> list[tuple[Measurement, ...]] | None:
+    """The measurements column checked field by field over all its rows at once (numpy), as
+    :func:`~schedopt.serve.events.measurement_of` checks one; None when one may not pass (then one by one)."""
+    flat: list[Any] = []
+    counts = []
+    for ms in col:
+        if ms is None:
+            counts.append(0)
+        elif type(ms) is list:
+            counts.append(len(ms))
+            flat.extend(ms)
+        else:
+            return None
+    if not flat:
+        return [()] * len(col)
+    if set(map(type, flat)) != {dict} or not all(map(_M_KEYS.issuperset, flat)):
+        return None
+    try:
+        gpu_type, nodes, gpus, local_batch, step_time = ([d[k] for d in flat] for k in _M_REQUIRED)
+    except KeyError:
+        return None
+    sync_time = [d.get("sync_time", 0.0) for d in flat]
+    if not (set(map(type, nodes)) | set(map(type, gpus)) | set(map(type, local_batch))) <= {int} or not _names(
+            gpu_type):
+        return None
+    step = _floats(step_time, 0.0, math.inf, nullable=False)
+    sync = _floats(sync_time, 0.0, math.inf, nullable=False)
+    if step is None or sync is None or (int in set(map(type, step_time)) | set(map(type, sync_time)) and any(
+            type(v) is int and v >= 2**1023 for v in (*step_time, *sync_time))):
+        return None  # (events._number: an integer from 2**1023 on goes the general route)
+    try:
+        n, g, lb = (np.array(c, dtype=np.float64) for c in (nodes, gpus, local_batch))
+    except OverflowError:
+        return None
+    st, sy = np.array(step), np.array(sync)
+    if not bool(((n >= 1) & (n <= 2**20) & (g >= n) & (g <= 2**20) & (lb >= 1) & (lb <= 2**31) & (st > 0)
+                 & (sy < st)).all()):
+        return None
+    made = []
+    new = object.__new__
+    for row in zip(gpu_type, nodes, gpus, local_batch, step, sync):
+        m = new(Measurement)
+        m.__dict__.update(zip(_M_FIELDS, row))  # checked above: Measurement's own checks, done at once
+        made.append(m)
+    out: list[tuple[Measurement, ...]] = []
+    at = 0
+    for c in counts:
+        out.append(tuple(made[at:at + c]))
+        at += c
+    return out
+
+
 def _measurements(col: list[Any]) -> list[tuple[Measurement, ...]] | None:
+    at_once = _measurements_at_once(col)
+    if at_once is not None:
+        return at_once
     out: list[tuple[Measurement, ...]] = []
     for ms in col:
         if ms is None or ms == []:
@@ -97,16 +159,13 @@ def _measurements(col: list[Any]) -> list[tuple[Measurement, ...]] | None:
     return out
 
 
-def _fast(d: dict[str, Any], n: int) -> list[JobProgress] | None:
+def _fast(d: dict[str, Any], n: int) -> ProgressColumns | None:
     ids = d["job_id"]
     t = d["time"]
-    if type(t) is list:
-        times = _floats(t, 0.0, math.inf, nullable=False)
-    else:
-        times = _floats([t], 0.0, math.inf, nullable=False)
-        times = None if times is None else times * n
-    if times is None or not _names(ids):
+    checked = _floats(t if type(t) is list else [t], 0.0, math.inf, nullable=False)
+    if checked is None or not _names(ids):
         return None
+    times = cast("list[float]", checked) if type(t) is list else cast(float, checked[0])
     floats: dict[str, list[float | None]] = {}
     for k, (low, high) in _FLOATS.items():
         if k in d:
@@ -123,21 +182,55 @@ def _fast(d: dict[str, Any], n: int) -> list[JobProgress] | None:
     if any((a is None) != (b is None) for a, b in zip(lb, acc)) or any(
             (a is None) != (b is None) for a, b in zip(gs, gv)):
         return None  # one of a pair without the other: the general route says which
-    ms = _measurements(d["measurements"]) if "measurements" in d else [()] * n
-    if ms is None:
-        return None
-    out = []
-    new = object.__new__
-    for row in zip(times, ids, floats.get("progress", none), d.get("epoch", none), ms, lb, acc,
-                   floats.get("attained_gpu_seconds", none), gs, gv):
-        e = new(JobProgress)
-        e.__dict__.update(zip(_FIELDS, row))  # checked above: the frozen dataclass's own checks, done at once
-        out.append(e)
-    return out
+    ms = None
+    if "measurements" in d:
+        ms = _measurements(d["measurements"])
+        if ms is None:
+            return None
+    return ProgressColumns(times, ids, floats.get("progress"), d.get("epoch"), ms, d.get("local_batch"),
+                           d.get("accumulation"), floats.get("attained_gpu_seconds"), floats.get("grad_sqr"),
+                           floats.get("grad_var"))
 
 
 _FIELDS = ("time", "job_id", "progress", "epoch", "measurements", "local_batch", "accumulation",
            "attained_gpu_seconds", "grad_sqr", "grad_var")
+
+
+@dataclass(frozen=True)
+class ProgressColumns:
+    """A ``JobProgressBatch`` whose every value passed ``JobProgress``'s checks: its columns (None: a column left
+    out), for :meth:`schedopt.live.Session.apply_progress` with ``checked=True`` (no event object a row)."""
+
+    time: float | list[float]
+    job_id: list[str]
+    progress: list[float | None] | None
+    epoch: list[int | None] | None
+    measurements: list[tuple[Measurement, ...]] | None
+    local_batch: list[int | None] | None
+    accumulation: list[int | None] | None
+    attained_gpu_seconds: list[float | None] | None
+    grad_sqr: list[float | None] | None
+    grad_var: list[float | None] | None
+
+    def __len__(self) -> int:
+        return len(self.job_id)
+
+    def events(self) -> list[JobProgress]:
+        """The rows as ``JobProgress`` events, in order."""
+        n = len(self.job_id)
+        none: list[Any] = [None] * n
+        out = []
+        new = object.__new__
+        cols = [none if c is None else c for c in (getattr(self, f) for f in _FIELDS)]
+        if self.measurements is None:
+            cols[4] = [()] * n
+        if not isinstance(self.time, list):
+            cols[0] = [self.time] * n
+        for row in zip(*cols):
+            e = new(JobProgress)
+            e.__dict__.update(zip(_FIELDS, row))  # checked: the frozen dataclass's own checks, done at once
+            out.append(e)
+        return out
 
 
 def _row(d: dict[str, Any], r: int) -> dict[str, Any]:
@@ -177,9 +270,10 @@ def row_field(path: str, row: int, rest: str) -> str:
     return f"{path}.{key}[{row}]{sep and (sep if sep == '[' else '.')}{tail}"
 
 
-def progress_batch(d: Any, path: str) -> list[JobProgress]:
-    """The ``JobProgress`` events of the columnar document ``d`` (``type`` ``JobProgressBatch``), in row order;
-    bad input an :class:`~schedopt.errors.InputError` naming ``{path}.{column}[row]`` and the value."""
+def progress_columns(d: Any, path: str) -> ProgressColumns | list[JobProgress]:
+    """The columnar document ``d`` (``type`` ``JobProgressBatch``) checked: its columns as they are when every
+    value passes at once, otherwise its rows as ``JobProgress`` events (read by the general route); bad input an
+    :class:`~schedopt.errors.InputError` naming ``{path}.{column}[row]`` and the value."""
     if not isinstance(d, dict) or d.get("type") != PROGRESS_BATCH:
         raise InputError(f"{path}.type", d.get("type") if isinstance(d, dict) else d, f"must be {PROGRESS_BATCH!r}")
     for k in d:
@@ -200,3 +294,10 @@ def progress_batch(d: Any, path: str) -> list[JobProgress]:
                                      " or one number" if k == "time" else ""))
     fast = _fast(d, n)
     return fast if fast is not None else _slow(d, n, path)
+
+
+def progress_batch(d: Any, path: str) -> list[JobProgress]:
+    """The ``JobProgress`` events of the columnar document ``d`` (``type`` ``JobProgressBatch``), in row order;
+    bad input an :class:`~schedopt.errors.InputError` naming ``{path}.{column}[row]`` and the value."""
+    got = progress_columns(d, path)
+    return got.events() if isinstance(got, ProgressColumns) else got

@@ -336,7 +336,7 @@ class Service:
         self.meta = dataclasses.replace(m, changes=m.changes + 1, seq=m.seq if seq is None else seq)
         for kind, n in counts.items():
             self.metrics.events[kind] += n
-        return "ok", len(events)
+        return "ok", sum(counts.values())
 
     async def _saved(self) -> None:
         """Wait for the save of the last decision (a change waits for it: the state on disk is never more than the
