@@ -210,7 +210,7 @@ def register_context(workload: str, ctx: AsIsContext) -> None:
 def _stats(xs: list[float]) -> dict[str, float]:
     if not xs:
         return {"mean": math.nan, "median": math.nan, "p95": math.nan, "max": math.nan}
-    a = np.asarray(xs, dtype=float)
+    a = np.sort(np.asarray(xs, dtype=float))  # sorted: the same floats whatever the jobs' order (streamed: finish order)
     return {"mean": float(a.mean()), "median": float(np.median(a)), "p95": float(np.percentile(a, 95)),
             "max": float(a.max())}
 
