@@ -201,3 +201,48 @@ def test_as_is_workload_names_and_cli(tmp_path: Path) -> None:
     assert [j.finish for j in res.jobs] == [100.0, 110.0]
     with pytest.raises(InputError, match="options after :as-is"):
         run_task(SimTask("fifo", f"trace:{p}:as-is:cluster=x"))
+
+
+@pytest.mark.parametrize("policy", ["fifo", "tiresias", "hived"])
+def test_a_streamed_replay_writes_the_record_of_the_replay_in_memory(tmp_path: Path, policy: str) -> None:
+    """replay(records=PATH) streams the record as jobs finish: the file is a whole record (read_record) holding the
+    same jobs (in finish order), rounds, meta and report as the replay kept in memory; the result holds the meta."""
+    from schedopt.sim.records import check_record, read_record
+
+    rows = [(0, 500.0, 4, "a"), (10, 30.0, 2, "b"), (20, 200.0, 8, "a"), (700, 100.0, 1, "c"), (715, 3000.0, 4, "b"),
+            (800, 60.0, 4, "a")]
+    t = read_trace(_philly_csv(tmp_path, rows))
+    cl = Cluster((GpuType("v100", 4, 2),))
+    mem = replay(t, policy, cluster=cl)
+    path = tmp_path / "rec.jsonl"
+    res = replay(t, policy, cluster=cl, records=path)
+    assert check_record(path) is None and not list(tmp_path.glob(".rec.jsonl.*"))  # whole; no spool left
+    disk = read_record(path)
+    assert sorted(disk.jobs, key=lambda j: j.id) == sorted(mem.jobs, key=lambda j: j.id) and len(disk.jobs) == 6
+    assert [r.to_dict() | {"policy_seconds": 0, "policy_cpu_seconds": 0} for r in disk.rounds] == \
+        [r.to_dict() | {"policy_seconds": 0, "policy_cpu_seconds": 0} for r in mem.rounds]
+    info = res.meta.details["as_is"]
+    assert disk.meta.details["as_is"]["report"] == info["report"]
+    assert json.dumps(info["report"]) == json.dumps(mem.meta.details["as_is"]["report"])
+    if policy != "hived":  # streamed by the engine: the result holds the meta only
+        assert res.jobs == () and res.rounds == ()
+        assert info["records"] == {"path": str(path), "jobs": 6, "rounds": len(mem.rounds)}
+        # jobs in the order they finished: the 30 s job of 2 GPUs first
+        assert disk.jobs[0].id == mem.jobs[1].id and disk.jobs[0].finish == min(j.finish for j in mem.jobs)
+
+
+def test_a_streamed_run_capped_writes_its_unfinished_jobs(tmp_path: Path) -> None:
+    """A run stopped at its time cap streams the finished jobs, then the unfinished (running, queued, not yet
+    arrived) ones, with the meta's counts."""
+    from schedopt.sim.records import read_record
+
+    rows = [(0, 100.0, 4, "a"), (0, 5000.0, 4, "a"), (30, 5000.0, 4, "a"), (9000, 10.0, 1, "a")]
+    t = read_trace(_philly_csv(tmp_path, rows))
+    path = tmp_path / "cap.jsonl"
+    with pytest.warns(RuntimeWarning, match="time cap"):
+        res = replay(t, "fifo", cluster=Cluster((GpuType("v100", 4, 2),)), max_time=600.0, records=path)
+    disk = read_record(path)
+    assert res.meta.unfinished == 3 and res.meta.capped and disk.meta.unfinished == 3
+    assert [(j.finish is not None, j.start is not None) for j in disk.jobs] == [
+        (True, True), (False, True), (False, True), (False, False)]
+    assert len(disk.rounds) == 11  # rounds at 0, 60, ..., 600

@@ -210,7 +210,7 @@ def register_context(workload: str, ctx: AsIsContext) -> None:
 def _stats(xs: list[float]) -> dict[str, float]:
     if not xs:
         return {"mean": math.nan, "median": math.nan, "p95": math.nan, "max": math.nan}
-    a = np.asarray(xs, dtype=float)
+    a = np.sort(np.asarray(xs, dtype=float))  # sorted: the same floats whatever the jobs' order (streamed: finish order)
     return {"mean": float(a.mean()), "median": float(np.median(a)), "p95": float(np.percentile(a, 95)),
             "max": float(a.max())}
 
@@ -220,7 +220,8 @@ def as_is_report(result: SimResult, table: Mapping[str, tuple[str, str, str, flo
     """JCT, queueing delay (first start - submission) and slowdown (JCT / recorded run time), overall and per
     virtual cluster; utilization (GPU-seconds held / (GPUs x the span from the first submission to the last
     finish)); fairness: Jain's index of the virtual clusters' mean slowdowns and the worst slowdown. ``jobs``: the
-    job records when the result does not hold them (a streamed run: :meth:`RecordStream.job_records`)."""
+    job records when the result does not hold them (a streamed run:
+    :meth:`schedopt.sim.records.RecordStream.job_records`)."""
     from .fairness import jain_index
 
     by_vc: dict[str, dict[str, list[float]]] = {}

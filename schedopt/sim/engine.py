@@ -464,8 +464,9 @@ def simulate(
     GPUs (:class:`~schedopt.sim.roles.Placer`, a registered name; default ``sia``). ``admission``: accepts, defers or
     rejects arriving jobs (:class:`~schedopt.sim.roles.Admission`, a registered name; default ``accept-all``).
     ``sink``: records streamed as the run makes them (:class:`~schedopt.sim.records.RecordStream`): each job's
-    :class:`JobRecord` when it finishes (the unfinished ones at the end), each :class:`RoundRecord` when its round
-    ends; the result then holds the meta and no job or round, and the run holds only the active jobs in memory.
+    :class:`~schedopt.sim.JobRecord` when it finishes (the unfinished ones at the end), each
+    :class:`~schedopt.sim.RoundRecord` when its round ends; the result then holds the meta and no job or round,
+    and the run holds only the active jobs in memory.
     The whole run is on one BLAS thread (:func:`schedopt.goodput.blas_threads`; the pools are restored after).
 
     A policy may have ``stable_until(state, decision) -> float``: the engine then reuses a node-level decision

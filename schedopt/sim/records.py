@@ -303,7 +303,7 @@ def mask_wall_clock(text: str) -> str:
 
 
 class RecordStream:
-    """A simulation's record written while it runs (:func:`~schedopt.sim.engine.simulate` ``sink=``): each job's
+    """A simulation's record written while it runs (:func:`~schedopt.sim.simulate` ``sink=``): each job's
     line when the job finishes, each round's when the round ends, so that a whole trace's run holds only its active
     jobs in memory. The lines go to two spool files beside ``path`` (``.<name>.jobs-<pid>``, ``.<name>.rounds-<pid>``);
     :meth:`close` writes the record -- header, meta, jobs, rounds, hopeless jobs, end marker, the layout of

@@ -237,10 +237,20 @@ def simulate_hived(trace: HivedTrace, scheduler: str = "hived", *, max_time: flo
             if jo.guaranteed:
                 run_pods.setdefault((jo.tenant, jo.chain), []).append((jo.gpus_per_pod, jo.pods))
         anomalies = []
+        # the counting rule once per tenant's running demand and waiting shape (waiting jobs share their shapes)
+        run_demand = {key: private.demand(key[1], pods) for key, pods in run_pods.items()}
+        fit: dict[tuple[str, str, int, int], bool] = {}
         for jid in waiting:
             jw = hist[jid].job
-            if jw.guaranteed and private.fits(jw.tenant, jw.chain, jw.gpus_per_pod, jw.pods,
-                                              run_pods.get((jw.tenant, jw.chain), [])):
+            if not jw.guaranteed:
+                ok = False
+            elif (ok_ := fit.get(shape := (jw.tenant, jw.chain, jw.gpus_per_pod, jw.pods))) is not None:
+                ok = ok_
+            else:
+                d = private.demand(jw.chain, [(jw.gpus_per_pod, jw.pods)])
+                base = run_demand.get((jw.tenant, jw.chain))
+                ok = fit[shape] = private.fits_demand(jw.tenant, jw.chain, d if base is None else d + base)
+            if ok:
                 anomalies.append(jid)
                 if down:
                     hist[jid].anomaly_failure_seconds += dt
