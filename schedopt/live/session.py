@@ -213,6 +213,8 @@ class Session:
         #: per job id (Session.view): (the job, its job model, (estimator, observations, epoch, reported
         #: statistics), the estimate made from them, the job's last view)
         self._views: dict[str, tuple[LiveJobState, JobModel, tuple[Any, ...], JobGoodputModel, JobView]] = {}
+        #: (layout, per job id (_sync_nodes): (its slots, the node map made from them)), both as objects
+        self._synced: tuple[_Layout | None, dict[str, tuple[Slots | None, dict[str, int]]]] = (None, {})
 
     # ------------------------------------------------------------------------------------------------ events
     def apply(self, event: Event) -> None:
@@ -413,7 +415,9 @@ class Session:
             d["age"], d["attained_gpu_seconds"], d["restarts"] = t - j.arrival, j.attained, j.restarts
             d["current"], d["current_nodes"], d["estimate"] = j.config, nodes, est
             d["progress"], d["max_gpus"] = min(j.frac, 1.0 - 1e-12), j.max_gpus
-        self._views[j.id] = (j, j.jm, (j.estimator, j.observations, j.epoch, j.grad), est, v)
+        if j.observations is not key[1]:  # (refitted above: the key as it is now)
+            key = (j.estimator, j.observations, j.epoch, j.grad)
+        self._views[j.id] = (j, j.jm, key, est, v)
         return v
 
     def layout(self) -> _Layout:
@@ -541,10 +545,24 @@ class Session:
         return self.plan
 
     def _sync_nodes(self, lay: _Layout) -> None:
-        """Every admitted job's node map in the policy's node ids (what the decision step compares against)."""
+        """Every admitted job's node map in the policy's node ids (what the decision step compares against).
+
+        Made anew only for a job whose slots differ from the ones its map was last made from here (in this layout)
+        or whose map is another object: slot lists in ``where`` and node maps are replaced, never changed in place
+        (the decision step and the events assign new ones)."""
+        where = self.where
+        memo_lay, memo = self._synced
+        if memo_lay is not lay:
+            memo = {}
+        made: dict[str, tuple[Slots | None, dict[str, int]]] = {}
         for j in self.jobs.values():
-            slots = self.where.get(j.id)
-            j.nodes = {} if not slots else {n: len(g) for n, g in lay.to_policy(slots)}
+            slots = where.get(j.id)
+            m = memo.get(j.id)
+            if m is None or m[1] is not j.nodes or (m[0] is not slots and m[0] != slots):
+                j.nodes = {} if not slots else {n: len(g) for n, g in lay.to_policy(slots)}
+                m = (slots, j.nodes)
+            made[j.id] = m
+        self._synced = (lay, made)
 
     def _respect_drained(self, rd: RoundDecision, lay: _Layout) -> RoundDecision:
         """A drained node takes no job anew: a job placed on GPUs there it did not hold waits instead."""
