@@ -211,8 +211,8 @@ class Session:
         self._layout_cache: tuple[tuple[Any, ...], _Layout] | None = None
         self._new_rejects: list[str] = []
         #: per job id (Session.view): (the job, its job model, (estimator, observations, epoch, reported
-        #: statistics), the estimate made from them, the job's last view)
-        self._views: dict[str, tuple[LiveJobState, JobModel, tuple[Any, ...], JobGoodputModel, JobView]] = {}
+        #: statistics), the estimate made from them, the job's last view, the most GPUs it had run on then)
+        self._views: dict[str, tuple[LiveJobState, JobModel, tuple[Any, ...], JobGoodputModel, JobView, int]] = {}
         #: (layout, per job id (_sync_nodes): (its slots, the node map made from them)), both as objects
         self._synced: tuple[_Layout | None, dict[str, tuple[Slots | None, dict[str, int]]]] = (None, {})
 
@@ -414,10 +414,12 @@ class Session:
             d.update(last.__dict__)
             d["age"], d["attained_gpu_seconds"], d["restarts"] = t - j.arrival, j.attained, j.restarts
             d["current"], d["current_nodes"], d["estimate"] = j.config, nodes, est
-            d["progress"], d["max_gpus"] = min(j.frac, 1.0 - 1e-12), j.max_gpus
+            # the cap: a function of the job's model, application, kind and request (fixed) and the most GPUs it ran on
+            d["progress"], d["max_gpus"] = min(j.frac, 1.0 - 1e-12), (
+                last.max_gpus if memo[5] == j.max_profiled else j.max_gpus)
         if j.observations is not key[1]:  # (refitted above: the key as it is now)
             key = (j.estimator, j.observations, j.epoch, j.grad)
-        self._views[j.id] = (j, j.jm, key, est, v)
+        self._views[j.id] = (j, j.jm, key, est, v, j.max_profiled)
         return v
 
     def layout(self) -> _Layout:
