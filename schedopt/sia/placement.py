@@ -165,6 +165,7 @@ class _Grid:
         self.shape = {t.name: (t.gpus_per_node, t.max_partial) for t in cluster.gpu_types}  # (R, largest partial)
         self._blocks: dict[tuple[str, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._score: dict[tuple[str, int], np.ndarray] = {}  # put_partial's best-fit scores per (type, size)
+        self._block_list: dict[tuple[str, int], list[tuple[int, int, int]]] = {}  # blocks() as (start, its vnode's)
         self._stale: dict[str, list[set[int]]] = {t.name: [] for t in cluster.gpu_types}  # rows changed since, per score
         self._stale_of: dict[tuple[str, int], set[int]] = {}
         self._costs: dict[str, _EvictCosts] = {}  # per GPU type: eviction costs of the blocks and nodes
@@ -209,6 +210,20 @@ class _Grid:
         if got is not None:
             stale = self._stale_of[key]
             if not stale:
+                return got
+            if len(stale) <= 8:  # a few rows (one per put): in Python, the same counts as the arrays below
+                blocks = self._block_list.get(key)
+                if blocks is None:
+                    blocks = self._block_list[key] = list(zip(*(a.tolist() for a in self.blocks(t, s))))
+                for n in stale:
+                    free = [0]
+                    c = 0
+                    for v in occ[n].tolist():
+                        c += v < 0
+                        free.append(c)
+                    got[n] = [free[b0 + bs] - free[b0] if free[st + s] - free[st] == s else _NO_FIT
+                              for st, b0, bs in blocks]
+                stale.clear()
                 return got
             rows = np.fromiter(stale, np.int64, len(stale))
             stale.clear()
