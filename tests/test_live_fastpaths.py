@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from schedopt.errors import InputError
-from schedopt.live import ReplayExecutor, Session
+from schedopt.live import JobPlan, NodeDown, NodeUp, ReplayExecutor, Session
 from schedopt.sia import Config, Job
 from schedopt.sim import Workload, WorkloadJob, cluster_preset, load_workload, make_policy
 from schedopt.sim.engine import _view
@@ -88,3 +88,37 @@ def test_kept_jobs_still_check_the_rounds_fields() -> None:
         _with_round(job, None, 1.0, -1, True)
     with pytest.raises(InputError, match="current"):
         _with_round(job, "1x2xt4", 1.0, 0, True)
+
+
+def test_kept_node_maps_equal_the_ones_made_from_the_placement() -> None:
+    """Session._sync_nodes remakes a job's node map only when its slots or its map are other objects: every
+    admitted job's map equals the one made from its slots, round after round, across nodes going down (jobs lose
+    their GPUs) and coming back (a new layout)."""
+    s = Session(cluster_preset("sia-64"), "sia")
+    base = _workload(160).jobs  # all submitted at once: more jobs than GPUs (some queued, some preempted)
+    ex = ReplayExecutor(s, Workload("burst", tuple(WorkloadJob(b.name, 0.0, b.application, b.num_replicas,
+                                                               b.batch_size) for b in base)))
+    real = s._sync_nodes
+    seen = {"checked": 0, "made": 0, "running": 0}
+
+    def sync(lay: Any) -> None:
+        before = {j.id: j.nodes for j in s.jobs.values()}
+        real(lay)
+        for j in s.jobs.values():
+            slots = s.where.get(j.id)
+            assert j.nodes == ({} if not slots else {n: len(g) for n, g in lay.to_policy(slots)})
+            seen["checked"] += 1
+            seen["made"] += j.nodes is not before[j.id]
+            seen["running"] += bool(slots)
+
+    s._sync_nodes = sync  # type: ignore[method-assign]
+    plans = ex.run(6)
+    busy = sorted({n for slots in s.where.values() for n, _ in slots})
+    assert busy
+    s.apply(NodeDown(s.time or 0.0, busy[0]))
+    plans += ex.run(4)
+    s.apply(NodeUp(s.time or 0.0, busy[0]))
+    plans += ex.run(6)
+    idle = [jp for p in plans for jp in p.jobs.values() if not jp.placement]  # (JobPlan filled at once)
+    assert idle and all(vars(jp) == vars(JobPlan(jp.job_id, jp.action, {})) for jp in idle)
+    assert seen["running"] > 100 and 0 < seen["made"] < seen["checked"] - 50  # (kept maps: most running jobs)

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedopt.sia import Cluster, Config, GpuType, Placement, place
+from schedopt.sia import placement as placement_module
 from schedopt.sia.placement import (
     Slot,
     _check_jobs,
@@ -393,3 +394,49 @@ def test_an_eviction_cycle_is_cut_short(monkeypatch: pytest.MonkeyPatch) -> None
                                "w": [("g-1", (3,))], "a": [("g-0", (0, 1))], "b": [("g-0", (2, 3))]}
     assert got.evicted == ("x", "y", "z", "w") and got.unplaced == ()
 
+
+
+def _corrupt(previous: object, rng: random.Random) -> dict[str, list[Slot]]:
+    """The previous slots as a plain mapping with one fault the kept-jobs check must see: a GPU held by two jobs,
+    a GPU past its node, or a slot on a node of another GPU type (or none: a valid placement)."""
+    prev = {j: list(s) for j, s in (previous.assignments if isinstance(previous, Placement) else previous).items()}
+    jobs = [j for j, s in prev.items() if s]
+    fault = rng.choice(["none", "twice", "past", "type"])
+    if len(jobs) >= 2 and fault == "twice":
+        a, b = rng.sample(jobs, 2)
+        prev[b] = [(prev[a][0][0], prev[a][0][1][:1]), *prev[b]]
+    elif jobs and fault == "past":
+        j = rng.choice(jobs)
+        n, gs = prev[j][0]
+        prev[j] = [(n, (*gs, 64)), *prev[j][1:]]
+    elif jobs and fault == "type":
+        j = rng.choice(jobs)
+        others = [n for s in prev.values() for n, _ in s if n.split("-")[0] != prev[j][0][0].split("-")[0]]
+        if others:
+            prev[j] = [(rng.choice(others), (0,)), *prev[j]]
+    return prev
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_kept_jobs_at_once_or_one_at_a_time(seed: int) -> None:
+    """place()'s kept jobs put on the grid at once (_keep_all) give the placements of the one-at-a-time loop, on
+    previous placements with a GPU held twice, past its node or on another type's node (the loop decides there)."""
+    rng = random.Random(seed)
+    cluster, allocation, previous, pinned, rigid = random_round(seed)
+    assert_same(cluster, allocation, _corrupt(previous, rng), pinned, rigid)
+
+
+def test_kept_jobs_at_once_on_a_large_round(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the live bench's kind of round the kept jobs go on the grid at once (the fast path is taken)."""
+    calls: list[bool] = []
+    real = placement_module._keep_all
+
+    def spy(*args: Any) -> Any:
+        got = real(*args)
+        calls.append(got is not None)
+        return got
+
+    monkeypatch.setattr(placement_module, "_keep_all", spy)
+    got = assert_same(*large_round(5, 512))
+    assert calls and all(calls) and len(got.assignments) > 200

@@ -212,8 +212,10 @@ class Session:
         self._layout_cache: tuple[tuple[Any, ...], _Layout] | None = None
         self._new_rejects: list[str] = []
         #: per job id (Session.view): (the job, its job model, (estimator, observations, epoch, reported
-        #: statistics), the estimate made from them, the job's last view)
-        self._views: dict[str, tuple[LiveJobState, JobModel, tuple[Any, ...], JobGoodputModel, JobView]] = {}
+        #: statistics), the estimate made from them, the job's last view, the most GPUs it had run on then)
+        self._views: dict[str, tuple[LiveJobState, JobModel, tuple[Any, ...], JobGoodputModel, JobView, int]] = {}
+        #: (layout, per job id (_sync_nodes): (its slots, the node map made from them)), both as objects
+        self._synced: tuple[_Layout | None, dict[str, tuple[Slots | None, dict[str, int]]]] = (None, {})
 
     # ------------------------------------------------------------------------------------------------ events
     def apply(self, event: Event) -> None:
@@ -500,8 +502,12 @@ class Session:
             d.update(last.__dict__)
             d["age"], d["attained_gpu_seconds"], d["restarts"] = t - j.arrival, j.attained, j.restarts
             d["current"], d["current_nodes"], d["estimate"] = j.config, nodes, est
-            d["progress"], d["max_gpus"] = min(j.frac, 1.0 - 1e-12), j.max_gpus
-        self._views[j.id] = (j, j.jm, (j.estimator, j.observations, j.epoch, j.grad), est, v)
+            # the cap: a function of the job's model, application, kind and request (fixed) and the most GPUs it ran on
+            d["progress"], d["max_gpus"] = min(j.frac, 1.0 - 1e-12), (
+                last.max_gpus if memo[5] == j.max_profiled else j.max_gpus)
+        if j.observations is not key[1]:  # (refitted above: the key as it is now)
+            key = (j.estimator, j.observations, j.epoch, j.grad)
+        self._views[j.id] = (j, j.jm, key, est, v, j.max_profiled)
         return v
 
     def layout(self) -> _Layout:
@@ -629,10 +635,24 @@ class Session:
         return self.plan
 
     def _sync_nodes(self, lay: _Layout) -> None:
-        """Every admitted job's node map in the policy's node ids (what the decision step compares against)."""
+        """Every admitted job's node map in the policy's node ids (what the decision step compares against).
+
+        Made anew only for a job whose slots differ from the ones its map was last made from here (in this layout)
+        or whose map is another object: slot lists in ``where`` and node maps are replaced, never changed in place
+        (the decision step and the events assign new ones)."""
+        where = self.where
+        memo_lay, memo = self._synced
+        if memo_lay is not lay:
+            memo = {}
+        made: dict[str, tuple[Slots | None, dict[str, int]]] = {}
         for j in self.jobs.values():
-            slots = self.where.get(j.id)
-            j.nodes = {} if not slots else {n: len(g) for n, g in lay.to_policy(slots)}
+            slots = where.get(j.id)
+            m = memo.get(j.id)
+            if m is None or m[1] is not j.nodes or (m[0] is not slots and m[0] != slots):
+                j.nodes = {} if not slots else {n: len(g) for n, g in lay.to_policy(slots)}
+                m = (slots, j.nodes)
+            made[j.id] = m
+        self._synced = (lay, made)
 
     def _respect_drained(self, rd: RoundDecision, lay: _Layout) -> RoundDecision:
         """A drained node takes no job anew: a job placed on GPUs there it did not hold waits instead."""
@@ -654,8 +674,8 @@ class Session:
 
     def _job_plan(self, j: LiveJobState, before: Slots | None, was: tuple[int, bool, float]) -> JobPlan:
         now = self.where.get(j.id)
-        if not now:
-            return JobPlan(j.id, Action.PREEMPT if before else Action.QUEUE, {})
+        if not now:  # (JobPlan(j.id, action, {}) with its defaults: about half the jobs of a busy round)
+            return _job_plan_of(j.id, Action.PREEMPT if before else Action.QUEUE, {}, None, 0, None, None, None, None)
         c = self.configs[j.id]
         if not before:
             action = Action.START

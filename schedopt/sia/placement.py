@@ -165,6 +165,7 @@ class _Grid:
         self.shape = {t.name: (t.gpus_per_node, t.max_partial) for t in cluster.gpu_types}  # (R, largest partial)
         self._blocks: dict[tuple[str, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._score: dict[tuple[str, int], np.ndarray] = {}  # put_partial's best-fit scores per (type, size)
+        self._block_list: dict[tuple[str, int], list[tuple[int, int, int]]] = {}  # blocks() as (start, its vnode's)
         self._stale: dict[str, list[set[int]]] = {t.name: [] for t in cluster.gpu_types}  # rows changed since, per score
         self._stale_of: dict[tuple[str, int], set[int]] = {}
         self._costs: dict[str, _EvictCosts] = {}  # per GPU type: eviction costs of the blocks and nodes
@@ -209,6 +210,20 @@ class _Grid:
         if got is not None:
             stale = self._stale_of[key]
             if not stale:
+                return got
+            if len(stale) <= 8:  # a few rows (one per put): in Python, the same counts as the arrays below
+                blocks = self._block_list.get(key)
+                if blocks is None:
+                    blocks = self._block_list[key] = list(zip(*(a.tolist() for a in self.blocks(t, s))))
+                for n in stale:
+                    free = [0]
+                    c = 0
+                    for v in occ[n].tolist():
+                        c += v < 0
+                        free.append(c)
+                    got[n] = [free[b0 + bs] - free[b0] if free[st + s] - free[st] == s else _NO_FIT
+                              for st, b0, bs in blocks]
+                stale.clear()
                 return got
             rows = np.fromiter(stale, np.int64, len(stale))
             stale.clear()
@@ -642,6 +657,54 @@ def _kept_slots(cluster: Cluster, jobs: list[tuple[JobId, Config]], prev_slots: 
     return out
 
 
+def _keep_all(grid: _Grid, cluster: Cluster, prev_slots: Mapping[JobId, list[Slot]],
+              prev_conf: Mapping[JobId, Config | None], conf: Mapping[JobId, Config], slot_of: Mapping[JobId, int],
+              nodes_of: Mapping[str, tuple[str, int]]) -> set[JobId] | None:
+    """The kept jobs of :func:`place`'s greedy run, put on the empty ``grid`` at once, when every job that keeps its
+    configuration keeps all its previous GPUs (each on a known node of its type, within the node, no GPU held
+    twice): then the one-job-at-a-time loop keeps them all, and the grid is the same (each cell the job's slot,
+    each row of a kept slot touched). ``None``, the grid untouched, when any check fails: the loop decides."""
+    cells: dict[str, tuple[list[int], list[int]]] = {}  # type -> (node per slot, job slot per slot)
+    gpus: dict[str, list[tuple[int, ...]]] = {}
+    kept: set[JobId] = set()
+    for jid, slots in prev_slots.items():
+        c = conf.get(jid)
+        if c is None or prev_conf.get(jid) != c:
+            continue
+        t = c.gpu_type
+        acc = cells.get(t)
+        if acc is None:
+            acc = cells[t] = ([], [])
+            gpus[t] = []
+        rows, sl = acc
+        gl = gpus[t]
+        s = slot_of[jid]
+        for node, gs in slots:
+            tk = nodes_of.get(node)
+            if tk is None or tk[0] != t:
+                return None
+            rows.append(tk[1])
+            gl.append(gs)
+            sl.append(s)
+        kept.add(jid)
+    arrays = []
+    for t, (rows, sl) in cells.items():
+        occ = grid.occ[t]
+        lens = np.fromiter(map(len, gpus[t]), np.int64, len(rows))
+        g = np.fromiter(chain.from_iterable(gpus[t]), np.int64, int(lens.sum()))
+        k = np.repeat(np.array(rows, dtype=np.int64), lens)
+        size: np.ndarray | int = occ.shape[1] if cluster.uniform else np.asarray(cluster[t].sizes, np.int64)[k]
+        if g.size and (g.min() < 0 or (g >= size).any()):
+            return None
+        if np.unique(k * occ.shape[1] + g).size != g.size:
+            return None  # a GPU held twice
+        arrays.append((t, rows, k, g, np.repeat(np.array(sl, dtype=np.int64), lens)))
+    for t, rows, k, g, owner in arrays:
+        grid.occ[t][k, g] = owner
+        grid._touch(t, rows)
+    return kept
+
+
 def place(
     cluster: Cluster,
     allocation: Mapping[JobId, Config | None],
@@ -688,9 +751,10 @@ def place(
         """The greedy placement with evictions; ``stop``: return as soon as some job is certain to fail (the
         third value True; the grid and the failed list are then partial)."""
         grid = _Grid(cluster)
-        kept: set[JobId] = set()
+        fast = _keep_all(grid, cluster, prev_slots, prev_conf, conf, slot_of, nodes_of)
+        kept: set[JobId] = set() if fast is None else fast
         taken: set[tuple[str, int, int]] = set()  # (type, node, GPU) cells the kept jobs hold so far (the grid's, in Python)
-        for jid, slots in prev_slots.items():
+        for jid, slots in prev_slots.items() if fast is None else ():  # (one at a time where _keep_all cannot tell)
             if jid not in conf or prev_conf.get(jid) != conf[jid]:
                 continue
             cells = []

@@ -121,21 +121,24 @@ class SiaPolicy:
         now: dict[str, tuple[tuple[Any, ...], Job]] = {}
         changed, restart, t = self._changed, self.jm.restart, state.time
         back = t - state.round_seconds
+        per_app: dict[str, tuple[float, float]] = {}  # application -> (restart delay, restart penalty), this round
         for v in state.jobs:
             current = v.current  # (self._pinned, inline: a round at 2,048 GPUs asks it 4,096 times)
             seen = changed.get(v.id)
             if seen is None or seen[0] != current:
                 seen = changed[v.id] = (current, back)
-            pinned = current is not None and t - seen[1] < restart(v.application)
+            app = per_app.get(v.application)
+            if app is None:
+                app = per_app[v.application] = (restart(v.application), self.restart_penalty(v.application))
+            pinned = current is not None and t - seen[1] < app[0]
             # -- sia-eval (issue 31): strong-scaling jobs and pipeline scale units (GPU counts in multiples of P) --
             if v.adaptive:
                 units = v.scale_units
                 fixed: tuple[Any, ...] = (v.kind or "adaptive", v.max_gpus, math.gcd(*units.values()) if units else 1,
-                                          v.batch_size if v.kind == "strong" else None, None,
-                                          self.restart_penalty(v.application))
+                                          v.batch_size if v.kind == "strong" else None, None, app[1])
             # -- end sia-eval --
             else:
-                fixed = ("rigid", None, 1, v.batch_size, v.requested_gpus, self.restart_penalty(v.application))
+                fixed = ("rigid", None, 1, v.batch_size, v.requested_gpus, app[1])
             got = made.get(v.id)
             if got is not None and all(map(is_, got[0], fixed)):  # the same objects: the same checks pass
                 job = _with_round(got[1], v.current, v.age, v.restarts, not pinned)
