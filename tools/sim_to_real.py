@@ -64,6 +64,11 @@ def causes(run: Path, scale: float, jm_name: str) -> dict[str, Any]:
             cmd[(e["job"], e["attempt"])] = e
     lat = []
     parts: dict[str, list[float]] = {"loop": [], "engine": [], "program": []}
+    # a program that dated its process from /proc/stat's btime (whole seconds) dated it up to 1 s early: add
+    # what btime lacks on this boot (the runs are analysed on the machine that ran them)
+    up = float(Path("/proc/uptime").read_text().split()[0])
+    btime = next(float(x.split()[1]) for x in Path("/proc/stat").read_text().splitlines() if x.startswith("btime"))
+    late = time.time() - up - btime
     for ev in sorted(run.glob("jobs/*/events.jsonl")):
         spec = json.loads((ev.parent / "spec.json").read_text())
         restart = jm.restart(spec["application"])
@@ -81,10 +86,11 @@ def causes(run: Path, scale: float, jm_name: str) -> dict[str, Any]:
             if "commanded_sim" in c and s.get("process_start_wall") and s.get("ready_wall"):
                 decided = spec["epoch_wall"] + c["sim_time"] / scale
                 commanded = spec["epoch_wall"] + c["commanded_sim"] / scale
+                proc = s["process_start_wall"] + (0.0 if s.get("process_clock") == "uptime" else late)
                 parts["loop"].append(commanded - decided)
-                if s["process_start_wall"] >= commanded:  # a new process (Slurm's batch script)
-                    parts["engine"].append(s["process_start_wall"] - commanded)
-                    parts["program"].append(s["ready_wall"] - s["process_start_wall"])
+                if proc >= commanded:  # a new process (Slurm's batch script)
+                    parts["engine"].append(proc - commanded)
+                    parts["program"].append(s["ready_wall"] - proc)
                 else:  # a worker of Ray's pool, the program loaded already: all of it is the engine's
                     parts["engine"].append(s["ready_wall"] - commanded)
                     parts["program"].append(0.0)

@@ -66,9 +66,9 @@ def process_start_wall() -> float | None:
     program's own start-up (imports, reading its GPUs)."""
     try:
         fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
-        boot = next(float(x.split()[1]) for x in Path("/proc/stat").read_text().splitlines() if x.startswith("btime"))
+        boot = time.time() - float(Path("/proc/uptime").read_text().split()[0])  # (``btime`` is whole seconds)
         return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, StopIteration):
+    except (OSError, ValueError, IndexError):
         return None
 
 
@@ -256,6 +256,7 @@ def run(job_dir: str | Path, allocation: Mapping[str, list[int]], *, source: str
     began = {"event": "start", "attempt": number, "sim_time": t0, "wall": time.time(), "pid": os.getpid(),
              "allocation": {n: list(g) for n, g in allocation.items()}, "source": source,
              "restart_paid": j.restart_left, "progress": j.progress, "process_start_wall": process_start_wall(),
+             "process_clock": "uptime",
              "ready_wall": ready_wall}
     append_event(d, began)
     say(f"{NO_GPU_WORK}; job {spec.job_id} attempt {number} on {dict(allocation)} from {source}")
