@@ -87,7 +87,7 @@ class LocalSlurm:
             "JobCompType=jobcomp/none", "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core",
             "SchedulerType=sched/builtin", "SlurmdParameters=config_overrides", "GresTypes=gpu", "MpiDefault=none",
             "ReturnToService=1", "JobRequeue=1", "KillWait=2", "MinJobAge=3600", "SlurmdTimeout=10",
-            "MessageTimeout=10", "InactiveLimit=0", "SchedulerParameters=sched_interval=1,sched_min_interval=0",
+            "MessageTimeout=10", "BatchStartTimeout=120", "InactiveLimit=0", "SchedulerParameters=sched_interval=1,sched_min_interval=0",
         ]
         gres = []
         for k, (name, (gtype, gpus)) in enumerate(self.nodes.items()):
