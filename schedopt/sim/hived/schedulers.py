@@ -230,6 +230,8 @@ class HivedScheduler:
     def try_start(self, job: HivedJob) -> Placed | str:
         req = Request(job.tenant, job.chain, job.gpus_per_pod, job.pods, job.priority, name=job.id)
         ph = self.alloc.phys
+        if job.guaranteed and (known := self.alloc.known_failure(req)) is not None:
+            return f"{known.reason}: {known.message}"  # the same shape failed on the VC's unchanged cells
         before = (set(self.alloc.bound_roots), list(ph.opp), {k: list(v) for k, v in ph.free.items()}) \
             if job.guaranteed else None
         a = self.alloc.allocate(req)
