@@ -316,7 +316,7 @@ class BuddyAllocator(BindingMixin, PreemptionMixin, HealthMixin):
 
     @staticmethod
     def _shape(req: Request) -> tuple[Any, ...]:
-        return (req.vc, req.chain, req.gpus_per_pod, req.pods, req.priority_value, req.pinned_cell)
+        return (req.vc, req.chain, req.gpus_per_pod, req.pods, req.priority, req.pinned_cell)
 
     def known_failure(self, request: Request) -> Allocation | None:
         """The failed :class:`Allocation` a guaranteed ``request`` gets, when known without a search: a request of
