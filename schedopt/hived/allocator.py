@@ -197,6 +197,13 @@ class BuddyAllocator(BindingMixin, PreemptionMixin, HealthMixin):
         self._node_leaves: dict[int, list[VirtualCell]] = {}
         self._pinned: dict[tuple[int, str], VirtualCell] = {}
         self._order: dict[Any, list[int]] = {}  # persistent node order per view (sorted stably at each placement)
+        # placement failures by request shape, valid while the VC's virtual GPUs and the nodes' health stay as they
+        # were (a VC's view changes only through vuse_gpu / vfree_gpu, which bump its version): a waiting job is
+        # tried again after every release anywhere, and its own VC's cells have usually not changed
+        self._vc_version = [0] * len(self.vcs)
+        self._health_epoch = 0
+        self._maybe_doomed = False
+        self._failed: dict[tuple[Any, ...], tuple[int, int, str, str]] = {}
         for vi, v in enumerate(self.vcs):
             for cell, pid in zip(self.table.pinned[vi], self.table.pinned_ids[vi]):
                 ci, k = ph.ci[cell], ph.level[cell]
@@ -284,7 +291,8 @@ class BuddyAllocator(BindingMixin, PreemptionMixin, HealthMixin):
         """Place ``request`` or say why it must wait (an :class:`Allocation`; InputError for malformed requests)."""
         vi, chains, g, prio, pinned = self._parse(request)
         if prio >= 0:
-            out = self._allocate_guaranteed(request, vi, chains, g, prio, pinned)
+            known = self.known_failure(request)
+            out = known if known is not None else self._allocate_guaranteed(request, vi, chains, g, prio, pinned)
         else:
             out = self._allocate_opportunistic(request, chains, g)
         self.refresh_doomed()
@@ -306,6 +314,23 @@ class BuddyAllocator(BindingMixin, PreemptionMixin, HealthMixin):
         idx = tuple(sorted(int(self.cluster.gpu_index[j]) for j in gpus))
         return PodPlacement(node, idx, self.cluster.address[lca], k)
 
+    @staticmethod
+    def _shape(req: Request) -> tuple[Any, ...]:
+        return (req.vc, req.chain, req.gpus_per_pod, req.pods, req.priority, req.pinned_cell)
+
+    def known_failure(self, request: Request) -> Allocation | None:
+        """The failed :class:`Allocation` a guaranteed ``request`` gets, when known without a search: a request of
+        the same shape (VC, chain, GPUs per pod, pods, priority, pinned cell) found no place in the VC's cells, and
+        neither those cells (their jobs) nor any node's health changed since; ``None`` otherwise (then
+        :meth:`allocate` searches). Placement in a VC's view depends on nothing else, and a search that fails
+        changes nothing (its stable re-sort of the view's node order is a no-op on unchanged cells), so the answer
+        is the one a search would give."""
+        hit = self._failed.get(self._shape(request))
+        if hit is None or self.bad_nodes or self._maybe_doomed or hit[1] != self._health_epoch \
+                or hit[0] != self._vc_version[self.vc_index[request.vc]]:
+            return None
+        return Allocation(False, request, reason=hit[2], message=hit[3])
+
     def _vc_view(self, key: tuple[int, Any], threshold: int) -> list[NodeView]:
         ph = self.phys
         out = []
@@ -318,6 +343,7 @@ class BuddyAllocator(BindingMixin, PreemptionMixin, HealthMixin):
     def _allocate_guaranteed(self, req: Request, vi: int, chains: list[int], g: int, prio: int,
                              pinned: VirtualCell | None) -> Allocation:
         reason, message = WaitReason.VC_QUOTA, ""
+        version, searched_only = self._vc_version[vi], True
         for ci in chains:
             key = (vi, req.pinned_cell) if pinned is not None else (vi, ci)
             if key not in self._views:
@@ -343,6 +369,7 @@ class BuddyAllocator(BindingMixin, PreemptionMixin, HealthMixin):
                     lazy.append((job, self.lazy_preempt(job)))
             mapped = self.map_leaves(leaves)
             if mapped is None:
+                searched_only = False  # the binding failed: that depends on the physical state too
                 for job, pairs in reversed(lazy):
                     self.revert_lazy_preempt(job, pairs)
                 bad = any(self.phys.badcnt[t] > 0 for t in self.cluster.cells_at[(self.cluster.chain_names[ci],
@@ -368,6 +395,8 @@ class BuddyAllocator(BindingMixin, PreemptionMixin, HealthMixin):
         if not message:
             message = f"VC {req.vc!r} has no quota on {req.chain!r} for {req.pods} pod(s) of {g} GPUs"
         alloc = Allocation(False, req, reason=reason, message=message)
+        if searched_only and not self.bad_nodes and self._vc_version[vi] == version:
+            self._failed[self._shape(req)] = (version, self._health_epoch, reason, message)
         if reason == WaitReason.BAD_HARDWARE:
             alloc.guarantee = self.guarantee_report()
         return alloc

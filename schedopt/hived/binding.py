@@ -30,8 +30,10 @@ class BindingMixin:
     bound_roots: set[int]
     buddy: str
     _roots_by_level: dict[tuple[int, int, int], list[VirtualCell]]
+    _vc_version: list[int]
 
     def vuse_gpu(self, u: VirtualCell, handle: int, prio: int) -> None:
+        self._vc_version[u.vc] += 1
         if u.job < 0:
             x: VirtualCell | None = u
             while x is not None:
@@ -42,6 +44,7 @@ class BindingMixin:
     def vfree_gpu(self, u: VirtualCell) -> None:
         """Virtual GPU ``u`` runs nothing any more: unbind it (and ancestors left without bound children; a
         preassigned cell with nothing running goes back to the free lists)."""
+        self._vc_version[u.vc] += 1
         x: VirtualCell | None = u
         while x is not None:
             x.used -= 1

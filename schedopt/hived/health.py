@@ -30,6 +30,10 @@ class HealthMixin:
     vcs: list[Any]
     bad_nodes: set[str]
     bound_roots: set[int]
+    #: bumped by every mark_bad / mark_healthy (the allocator's cached placement failures hold while it stays)
+    _health_epoch: int
+    #: some root may be doomed (False after a refresh found none: refresh_doomed is then a no-op without bad nodes)
+    _maybe_doomed: bool
 
     def mark_bad(self, node: str) -> CheckReport:
         """Mark a node bad: its free cells leave the free lists; a VC holding it sees the failure. Returns the
@@ -53,6 +57,7 @@ class HealthMixin:
                         ph.bad_free.setdefault(nc, set()).add(d)
                 self._expose_node(nc)
         self.bad_nodes.add(node)
+        self._health_epoch += 1
         self.refresh_doomed()
         return self.guarantee_report()
 
@@ -70,6 +75,7 @@ class HealthMixin:
                 ph.release(c)
             self._unexpose_node(nc)
         self.bad_nodes.discard(node)
+        self._health_epoch += 1
         self.refresh_doomed()
         return self.guarantee_report()
 
@@ -195,7 +201,7 @@ class HealthMixin:
         """Bind / unbind doomed bad cells until, per VC and level, the VC's unbound preassigned cells do not exceed
         the healthy free cells (hivedscheduler's per-VC rule), top level first."""
         roots_by: dict[tuple[int, int, int], list[Any]] = self._roots_by_level  # type: ignore[attr-defined]
-        if not self.bad_nodes and not any(u.doomed for us in roots_by.values() for u in us):
+        if not self.bad_nodes and not self._maybe_doomed:
             return
         ph = self.phys
         for us in roots_by.values():  # a doomed cell whose hardware is healthy again is an ordinary bound cell
@@ -228,3 +234,4 @@ class HealthMixin:
                         self.unbind_root(u)  # type: ignore[attr-defined]
                         unbound.append(u)
                     h = ph.healthy_left(ci, k)
+        self._maybe_doomed = any(u.doomed for us in roots_by.values() for u in us)

@@ -131,10 +131,19 @@ def simulate_hived(trace: HivedTrace, scheduler: str = "hived", *, max_time: flo
     G = cl.num_gpus
     t = 0.0
     policy_seconds = 0.0
+    # the running jobs and down nodes change only at some events: the state's sums are kept until they do
+    state_version = 0
+    memo_version = -1
+    used_g = used_o = 0
+    frag = 0.0
+    run_demand: dict[tuple[str, str], Any] = {}
+    fit: dict[tuple[str, str, int, int], bool] = {}
 
     def stop(h: JobHistory, now: float) -> float:
         """End the running spell; returns its GPU-seconds."""
+        nonlocal state_version
         assert h.running_since is not None
+        state_version += 1
         gs = (now - h.running_since) * h.job.gpus
         if now > h.running_since:
             h.segments.append((h.running_since, now, h.job.chain, float(h.job.gpus)))
@@ -148,7 +157,7 @@ def simulate_hived(trace: HivedTrace, scheduler: str = "hived", *, max_time: flo
         waiting[h.job.id] = None
 
     def _schedule_pass() -> None:
-        nonlocal release_version
+        nonlocal release_version, state_version
         order = sorted(waiting, key=lambda i: (not hist[i].job.guaranteed, -hist[i].job.priority,
                                                hist[i].job.arrival, i))
         for jid in order:
@@ -172,6 +181,7 @@ def simulate_hived(trace: HivedTrace, scheduler: str = "hived", *, max_time: flo
                     h.start = t
                 h.running_since = t
                 running[jid] = None
+                state_version += 1
                 push(t + h.job.duration, _FINISH, jid, h.epoch)
             else:
                 h.last_try = release_version
@@ -195,6 +205,7 @@ def simulate_hived(trace: HivedTrace, scheduler: str = "hived", *, max_time: flo
             elif kind == _HEAL:
                 sch.heal_node(key)
                 down.discard(key)
+                state_version += 1
                 release_version += 1
             elif kind == _FAIL:
                 for jid in sch.fail_node(key):
@@ -204,6 +215,7 @@ def simulate_hived(trace: HivedTrace, scheduler: str = "hived", *, max_time: flo
                     h.killed += 1
                     requeue(h)
                 down.add(key)
+                state_version += 1
                 release_version += 1
             else:
                 waiting[key] = None
@@ -219,27 +231,29 @@ def simulate_hived(trace: HivedTrace, scheduler: str = "hived", *, max_time: flo
         if max_time is not None:
             nxt = min(nxt, max_time)
         dt = nxt - t
-        owner = sch.gpu_owner()
-        used_g = sum(hist[o].job.gpus for o in running if hist[o].job.guaranteed)
-        used_o = sum(hist[o].job.gpus for o in running if not hist[o].job.guaranteed)
-        idle_total = idle_whole = 0
-        for n, leaves in node_leaves.items():
-            if n in down:
-                continue
-            idle = sum(1 for jj in leaves if owner[jj] is None)
-            idle_total += idle
-            if idle == node_gpus[n]:
-                idle_whole += idle
-        frag = 1.0 - idle_whole / idle_total if idle_total else 0.0
-        run_pods: dict[tuple[str, str], list[tuple[int, int]]] = {}
-        for o in running:
-            jo = hist[o].job
-            if jo.guaranteed:
-                run_pods.setdefault((jo.tenant, jo.chain), []).append((jo.gpus_per_pod, jo.pods))
+        if memo_version != state_version:
+            memo_version = state_version
+            owner = sch.gpu_owner()
+            used_g = sum(hist[o].job.gpus for o in running if hist[o].job.guaranteed)
+            used_o = sum(hist[o].job.gpus for o in running if not hist[o].job.guaranteed)
+            idle_total = idle_whole = 0
+            for n, leaves in node_leaves.items():
+                if n in down:
+                    continue
+                idle = sum(1 for jj in leaves if owner[jj] is None)
+                idle_total += idle
+                if idle == node_gpus[n]:
+                    idle_whole += idle
+            frag = 1.0 - idle_whole / idle_total if idle_total else 0.0
+            run_pods: dict[tuple[str, str], list[tuple[int, int]]] = {}
+            for o in running:
+                jo = hist[o].job
+                if jo.guaranteed:
+                    run_pods.setdefault((jo.tenant, jo.chain), []).append((jo.gpus_per_pod, jo.pods))
+            # the counting rule once per tenant's running demand and waiting shape (waiting jobs share their shapes)
+            run_demand = {key: private.demand(key[1], pods) for key, pods in run_pods.items()}
+            fit = {}
         anomalies = []
-        # the counting rule once per tenant's running demand and waiting shape (waiting jobs share their shapes)
-        run_demand = {key: private.demand(key[1], pods) for key, pods in run_pods.items()}
-        fit: dict[tuple[str, str, int, int], bool] = {}
         for jid in waiting:
             jw = hist[jid].job
             if not jw.guaranteed:

@@ -196,6 +196,7 @@ class HivedScheduler:
         self.job_of: dict[int, str] = {}
         #: root bindings that preempted although an opportunistic-free candidate cell was there (:meth:`_avoidable`)
         self.avoidable = 0
+        self._requests: dict[str, Request] = {}
 
     def _avoidable(self, before: tuple[set[int], list[int], dict[tuple[int, int], list[int]]],
                    victim_gpus: list[int]) -> int:
@@ -228,8 +229,13 @@ class HivedScheduler:
         return out
 
     def try_start(self, job: HivedJob) -> Placed | str:
-        req = Request(job.tenant, job.chain, job.gpus_per_pod, job.pods, job.priority, name=job.id)
+        req = self._requests.get(job.id)
+        if req is None:  # one per job until it finishes (a waiting job is tried after every release)
+            req = self._requests[job.id] = Request(job.tenant, job.chain, job.gpus_per_pod, job.pods, job.priority,
+                                                   name=job.id)
         ph = self.alloc.phys
+        if job.guaranteed and (known := self.alloc.known_failure(req)) is not None:
+            return f"{known.reason}: {known.message}"  # the same shape failed on the VC's unchanged cells
         before = (set(self.alloc.bound_roots), list(ph.opp), {k: list(v) for k, v in ph.free.items()}) \
             if job.guaranteed else None
         a = self.alloc.allocate(req)
@@ -256,6 +262,7 @@ class HivedScheduler:
     def release(self, job_id: str) -> None:
         self.alloc.release(self.handle[job_id])
         self._forget(job_id)
+        self._requests.pop(job_id, None)
 
     def fail_node(self, node: str) -> list[str]:
         out = self.ph.on_node(node)
