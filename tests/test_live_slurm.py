@@ -148,3 +148,36 @@ def test_node_down_mid_replay(slurm: LocalSlurm, tmp_path: Path) -> None:
     later = [d["engine"] for d in live if "engine" in d and d["engine"]["did"] == "running"
              and d["engine"]["job"] in victims and d["engine"]["sim_time"] > down_at[0]]
     assert later and all("t4-3" not in r["realized"] for r in later)
+
+
+@pytest.mark.slow
+def test_sigterm_stops_the_local_clusters_daemons(tmp_path: Path) -> None:
+    """``schedopt live replay --local`` stopped by SIGTERM (a service manager, ``timeout``) exits 143 and leaves no
+    slurmctld or slurmd of its own running (it left all five before)."""
+    wl = tmp_path / "wl.csv"
+    wl.write_text(short_workload(4).to_csv())
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "schedopt", "live", "replay", str(wl), "--engine", "slurm", "--policy", "tiresias",
+           "--time-scale", "10", "--run-dir", str(run), "--local", "t4:2x2", "--max-wall", "300"]
+    p = subprocess.Popen(cmd, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+
+    def daemons() -> list[int]:
+        out = []
+        for d in Path("/proc").iterdir():
+            try:
+                if d.name.isdigit() and str(run / "slurm") in (d / "cmdline").read_bytes().decode(errors="replace"):
+                    out.append(int(d.name))
+            except OSError:
+                pass
+        return out
+
+    end = time.monotonic() + 120
+    while time.monotonic() < end and not (run / "live.jsonl").exists():  # the cluster is up and the loop runs
+        time.sleep(0.5)
+    assert daemons(), "the local cluster's daemons never started"
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(timeout=60) == 143
+    end = time.monotonic() + 20
+    while time.monotonic() < end and daemons():
+        time.sleep(0.5)
+    assert daemons() == []

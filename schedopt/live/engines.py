@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import math
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,10 @@ def replay(workload: Workload, *, engine: str, policy: str, time_scale: float, r
             rc.stop()
 
 
+def _terminated(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
 def cmd_live_replay(args: argparse.Namespace) -> int:
     """``schedopt live replay``: a workload replayed on a real engine (Slurm or Ray); the exit code."""
     from ..sim import load_workload
@@ -122,9 +127,15 @@ def cmd_live_replay(args: argparse.Namespace) -> int:
     wl = load_workload(args.workload)
     if args.first:
         wl = Workload(f"{wl.name}-first{args.first}", wl.jobs[:args.first])
-    res = replay(wl, engine=args.engine, policy=args.policy, time_scale=args.time_scale, run_dir=args.run_dir,
-                 round_seconds=args.round_seconds, job_model=args.job_model, local=args.local,
-                 partition=args.partition, ray_address=args.ray_address, max_wall=args.max_wall)
+    # SIGTERM (a service manager's stop, `timeout`) ends the run as Ctrl-C does: the local engine's daemons are
+    # stopped on the way out instead of being left running
+    old = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        res = replay(wl, engine=args.engine, policy=args.policy, time_scale=args.time_scale, run_dir=args.run_dir,
+                     round_seconds=args.round_seconds, job_model=args.job_model, local=args.local,
+                     partition=args.partition, ray_address=args.ray_address, max_wall=args.max_wall)
+    finally:
+        signal.signal(signal.SIGTERM, old)
     live = dict(res.meta.details.get("live", {}))
     done = sum(1 for j in res.jobs if j.finish is not None)
     print(f"{done}/{len(res.jobs)} jobs finished on {args.engine}; mismatches {live.get('mismatches')}, "
