@@ -32,6 +32,7 @@ NOT_RUN: dict[str, str] = {
     "python -m pytest": "the test suite itself",
     "python tools/": "a measurement for the benchmark records (minutes to hours on 2 cores)",
     "git worktree": "a measurement between two checkouts",
+    "git archive": "a measurement between two source trees (needs the repository's history, not a scratch folder)",
     "mkdir -p state": "the service's folder (for the server below)",
     "schedopt serve": "a server that runs until stopped (tests/test_serve.py runs it)",
     "TOKEN=": "talks to the server above",
@@ -47,6 +48,7 @@ NOT_RUN: dict[str, str] = {
 #: Python blocks the slow test does not run, by a part of their text, with the reason
 NOT_RUN_PYTHON: dict[str, str] = {
     "ServiceClient(": "talks to the server the page starts (walked by hand: docs/reference/walkthrough.md)",
+    'replay(shipped_trace("philly")': "the whole Philly trace replayed (minutes of CPU: benchmarks/replay_philly.md)",
 }
 
 
