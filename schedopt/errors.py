@@ -19,10 +19,12 @@ __all__ = [
     "SchedoptError",
     "SolveFailedError",
     "StructureError",
+    "short_repr",
 ]
 
 
-def _short(value: Any, limit: int = 80) -> str:
+def short_repr(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters (``...`` at the end): how an error message shows a bad value."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -55,7 +57,7 @@ class InputError(SchedoptError, ValueError):
         self.field = field
         self.value = value
         self.message = message
-        super().__init__(f"{field}={_short(value)}: {message}")
+        super().__init__(f"{field}={short_repr(value)}: {message}")
 
 
 class BackendError(SchedoptError):

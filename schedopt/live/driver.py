@@ -37,7 +37,7 @@ from typing import Any, Protocol
 
 from ..errors import InputError
 from ..sia import Config
-from ..sim.jobs import JobState, _measured, job_model
+from ..sim.jobs import JobState, job_model, measured_times
 from ..sim.metrics import JobRecord, RoundRecord, SimMeta, SimResult
 from ..sim.policies.base import Policy
 from ..sim.workloads import Workload
@@ -351,7 +351,7 @@ class LiveReplay:
                 told = self.reported.setdefault(jid, set())
                 new = [k for k in keys if k not in told]
                 told.update(new)
-                ms = tuple(Measurement(str(k[0]), int(k[1]), int(k[2]), int(k[3]), *_measured(self.jm, j.app, k))
+                ms = tuple(Measurement(str(k[0]), int(k[1]), int(k[2]), int(k[3]), *measured_times(self.jm, j.app, k))
                            for k in new)  # the step and sync time the job model gives that configuration
                 lb = (int(prog["local_bsz"]), int(prog["accum"])) if prog.get("local_bsz") else (None, None)
                 self.session.apply(JobProgress(t, jid, min(j.progress / j.application.target, 1.0 - 1e-9), j.epoch,

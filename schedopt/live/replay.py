@@ -4,7 +4,7 @@
 for a plan every round (at the simulator's round times, skipping idle stretches as :func:`schedopt.sim.simulate`
 does), carries the plan out on the simulator's own :class:`~schedopt.sim.jobs.JobState` (checkpoint-restore delay,
 true rate, epochs, batch re-chosen at epoch boundaries), and reports back what a job would report: progress, epoch,
-the measured step and sync time of each configuration it trained at (:func:`schedopt.sim.jobs._measured`, the
+the measured step and sync time of each configuration it trained at (:func:`schedopt.sim.jobs.measured_times`, the
 simulator's measurement), the batch it trains at, and its finish. The session sees only events, as it would on a
 real cluster; the same trace therefore runs both ways, and the decisions can be compared round for round.
 """
@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 from ..errors import InputError
 from ..sia import Config
-from ..sim.jobs import JobState, _measured
+from ..sim.jobs import JobState, measured_times
 from ..sim.limits import check_max_time
 from ..sim.metrics import JobRecord
 from ..sim.workloads import Workload
@@ -137,7 +137,7 @@ class ReplayExecutor:
             seen = self.reported.setdefault(jid, set())
             new_keys = [k for k in j.seen if k not in seen]
             seen.update(new_keys)
-            ms = tuple(Measurement(k[0], k[1], k[2], k[3], *_measured(j.jm, j.app, k)) for k in new_keys)
+            ms = tuple(Measurement(k[0], k[1], k[2], k[3], *measured_times(j.jm, j.app, k)) for k in new_keys)
             batch = (j.local_bsz, j.accum) if j.local_bsz else (None, None)
             s.apply(JobProgress(end, jid, j.progress / j.application.target, j.epoch, ms, *batch))
 

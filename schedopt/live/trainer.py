@@ -264,10 +264,10 @@ def run(job_dir: str | Path, allocation: Mapping[str, list[int]], *, source: str
     last = t0
 
     def report(status: str, now: float) -> None:
-        from ..sim.jobs import _step_time
+        from ..sim.jobs import step_time_at
 
         p = jm.truth(spec.application).params[j.config.gpu_type] if j.config is not None else None
-        step = (_step_time(p, len(j.nodes), j.replicas(), j.local_bsz, j.accum) if p is not None and j.local_bsz
+        step = (step_time_at(p, len(j.nodes), j.replicas(), j.local_bsz, j.accum) if p is not None and j.local_bsz
                 else math.nan)
         doc = {"job_id": spec.job_id, "attempt": number, "status": status, "sim_time": now, "progress": j.progress,
                "target": j.application.target, "epoch": j.epoch, "local_bsz": j.local_bsz, "accum": j.accum,
@@ -289,10 +289,10 @@ def run(job_dir: str | Path, allocation: Mapping[str, list[int]], *, source: str
         before = j.progress
         j.advance(last, max(0.0, now - last))
         if j.local_bsz:
-            from ..sim.jobs import _step_time
+            from ..sim.jobs import step_time_at
 
             p = jm.truth(spec.application).params[j.config.gpu_type]
-            st = _step_time(p, len(j.nodes), j.replicas(), j.local_bsz, j.accum)
+            st = step_time_at(p, len(j.nodes), j.replicas(), j.local_bsz, j.accum)
             gained = j.progress - before
             steps += round(gained / max(j.rate() * st, 1e-12)) if gained > 0 else 0
         last = now

@@ -34,7 +34,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import InputError, SchedoptError, _short
+from ..errors import InputError, SchedoptError, short_repr
 from .body import TooLarge, encode_json, parse_json, read_limited
 from .metrics import CONTENT_TYPE
 from .service import Behind, Busy, DecideRequest, EventsRequest, Service
@@ -61,7 +61,7 @@ def _value(v: Any) -> Any:
         return v
     if isinstance(v, float) and v == v and abs(v) != float("inf"):
         return v
-    return _short(v)
+    return short_repr(v)
 
 
 def error_document(status: int, exc: BaseException | None, message: str, field: str | None = None,

@@ -53,6 +53,8 @@ __all__ = [
     "applications",
     "goodput_estimate",
     "job_model",
+    "measured_times",
+    "step_time_at",
     "true_model",
 ]
 
@@ -272,7 +274,7 @@ def rigid_batch(app: str, gpu_type: str, jm: JobModel, replicas: int, batch: flo
 
 
 @lru_cache(maxsize=500_000)
-def _step_time(p: ThroughputParams, nodes: int, replicas: int, local_bsz: int, accum: int) -> float:
+def step_time_at(p: ThroughputParams, nodes: int, replicas: int, local_bsz: int, accum: int) -> float:
     """``p.step_time`` for one point (cached: many jobs share their shapes)."""
     return float(p.step_time(nodes, replicas, local_bsz, accum))
 
@@ -311,7 +313,7 @@ def _true_rate(jm: JobModel, app: str, gpu_type: str, placement: tuple[int, ...]
     sqr, var = _grad_stats(jm, app, float(B), epoch)
     den = var / scale + sqr
     gain = (var + sqr) / den if den > 0 else 1.0
-    it = _step_time(m.params[gpu_type], n, r, local_bsz, accum)
+    it = step_time_at(m.params[gpu_type], n, r, local_bsz, accum)
     # -- sia-eval: measured truth (schedopt.sim.measured), the fit only where nothing was measured --
     if jm.measured and not units:
         got = measured_step_time(app, gpu_type, placement, local_bsz, accum)
@@ -502,7 +504,7 @@ def _online_throughput(jm: JobModel, app: str, seen: tuple[tuple[str, int, int, 
     every GPU type, fed the true (uncalibrated, as both simulators feed ``update_params``) step and sync time of
     each configuration the job has trained at. A function of (application, observations) only, so jobs with the
     same history share one fit."""
-    return fitted_estimate(jm, app, tuple((key, _measured(jm, app, key)) for key in seen))
+    return fitted_estimate(jm, app, tuple((key, measured_times(jm, app, key)) for key in seen))
 
 
 @lru_cache(maxsize=65536)
@@ -519,7 +521,7 @@ def fitted_estimate(jm: JobModel, app: str,
 
 
 @lru_cache(maxsize=65536)
-def _measured(jm: JobModel, app: str, key: tuple[str, int, int, int]) -> tuple[float, float]:
+def measured_times(jm: JobModel, app: str, key: tuple[str, int, int, int]) -> tuple[float, float]:
     """(step time, sync time) the job measures at ``key`` = (gpu type, nodes, GPUs, local batch): the truth's, kept
     per configuration (every estimate of a job's history repeats its earlier configurations)."""
     t, n, r, b = key
