@@ -216,7 +216,7 @@ class Answer:
             import pandas as pd
         except ImportError:
             raise ImportError(f"{type(self).__name__}.to_dataframe() needs pandas, which is not installed: "
-                              "pip install pandas (or pip install 'schedopt[pandas]')") from None
+                              "pip install pandas (or pip install -e '.[pandas]' from a checkout)") from None
         rows = [{k: (None if isinstance(v, str) and v == "-" else v) for k, v in r.items()} for r in self.rows()]
         columns: dict[str, None] = {}
         for r in rows:

@@ -68,7 +68,7 @@ def test_foreign_names_become_one_labelled_block(tmp_path):
     assert schedopt.solve(m, "highs").objective == pytest.approx(11.0)
 
 
-linopy = pytest.importorskip("linopy", reason="linopy is an optional extra (pip install 'schedopt[linopy]')")
+linopy = pytest.importorskip("linopy", reason="linopy is an optional extra (pip install -e '.[linopy]')")
 
 
 @pytest.mark.parametrize(("make", "optimum"), [(assignment, 15.0), (mixed, 20.5)])

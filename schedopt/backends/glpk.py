@@ -1,4 +1,4 @@
-"""GLPK through swiglpk: an optional extra (``pip install schedopt[glpk]``), since GLPK is GPL-licensed.
+"""GLPK through swiglpk: an optional extra (``pip install swiglpk``; from a checkout ``pip install -e '.[glpk]'``), since GLPK is GPL-licensed.
 
 Measured on Sia-shaped ILPs it is a fast exact solver (presolve + the branch-and-cut of ``glp_intopt``). GLPK exposes
 no dual bound after a time limit: the bound is then reported as unknown (``±inf``), never guessed.
@@ -118,7 +118,7 @@ class GlpkBackend(Backend):
     name = "glpk"
     capabilities = Capabilities(lp=True, mip=True, duals=True, iis=False, warm_start=False, time_limit_incumbent=True)
     requires = ("swiglpk",)
-    install_hint = "pip install 'schedopt[glpk]' (GLPK is GPL-licensed)"
+    install_hint = "pip install swiglpk, or pip install -e '.[glpk]' from a checkout; GLPK is GPL-licensed"
 
     def version(self) -> str:
         import swiglpk

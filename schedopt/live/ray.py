@@ -1,5 +1,5 @@
-"""schedopt's policies in charge of a Ray cluster (``schedopt.live.ray``; needs ``pip install 'schedopt[ray]'``,
-imported only when used).
+"""schedopt's policies in charge of a Ray cluster (``schedopt.live.ray``; needs Ray: ``pip install -e '.[ray]'`` from
+a checkout; imported only when used).
 
 :class:`RayEngine` is the Ray side of the scheduling loop (:class:`schedopt.live.driver.LiveReplay`). A job is a
 gang of Ray tasks, one per node of its plan, in a placement group whose bundles are pinned to the plan's nodes

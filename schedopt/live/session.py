@@ -13,6 +13,7 @@ import dataclasses
 import gc
 import hashlib
 import math
+import os
 import pickle
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -163,7 +164,8 @@ class Session:
     def __init__(self, cluster: ClusterState | Cluster, policy: Policy | str = "sia", *,
                  placer: Placer | str | None = None, admission: Admission | str | None = None,
                  round_duration: float = DEFAULT_ROUND_SECONDS, job_model: str | JobModel = "pollux",
-                 estimator: str = "bootstrap", adaptive: bool | None = None, state_path: str | None = None) -> None:
+                 estimator: str = "bootstrap", adaptive: bool | None = None,
+                 state_path: str | os.PathLike[str] | None = None) -> None:
         if isinstance(cluster, Cluster):
             cluster = ClusterState.from_cluster(cluster)
         if not isinstance(cluster, ClusterState):
@@ -175,8 +177,13 @@ class Session:
             raise InputError("estimator", estimator, "must be 'bootstrap' or 'oracle'")
         if adaptive is not None and not isinstance(adaptive, bool):
             raise InputError("adaptive", adaptive, "must be true, false or None")
+        if isinstance(state_path, os.PathLike):
+            state_path = os.fspath(state_path)
         if state_path is not None and not isinstance(state_path, str):
             raise InputError("state_path", state_path, "must be a path or None")
+        if state_path is not None and not os.path.isdir(os.path.dirname(os.path.abspath(state_path))):
+            raise InputError("state_path", state_path, f"its folder {os.path.dirname(os.path.abspath(state_path))!r} "
+                             "does not exist (the session saves there after every decision; create it first)")
         self.specs = {k: v if isinstance(v, str) or v is None else None
                       for k, v in (("policy", policy), ("placer", placer), ("admission", admission))}
         self.policy: Policy = make_policy(policy) if isinstance(policy, str) else policy

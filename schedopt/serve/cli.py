@@ -70,5 +70,5 @@ def cmd_serve(args: argparse.Namespace) -> int:
         import starlette  # noqa: F401
         import uvicorn  # noqa: F401
     except ModuleNotFoundError as exc:
-        raise SchedoptError(f"schedopt serve needs {exc.name}: pip install 'schedopt[serve]'") from None
+        raise SchedoptError(f"schedopt serve needs {exc.name}: pip install starlette uvicorn, or pip install -e '.[serve]' from a checkout") from None
     return serve(config)

@@ -128,6 +128,9 @@ def serve(config: ServeConfig) -> int:
     from .journal import Journal, journal_path, read_journal
     from .service import Service
 
+    if not config.state.parent.is_dir():  # before the token file, which is made beside the state by default
+        raise InputError("state", str(config.state), f"its folder {str(config.state.parent)!r} does not exist "
+                         "(the service saves its state there; create it first)")
     for left in remove_temporaries(config.state):  # a save cut short by a kill
         log.warning("removed %s, left by a save that was cut short", left)
     existed = config.state.exists()

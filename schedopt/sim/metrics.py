@@ -415,7 +415,7 @@ def _frame(rows: list[dict[str, Any]]) -> Any:
         import pandas as pd
     except ImportError:
         raise ImportError("schedopt.sim tables need pandas, which is not installed: pip install pandas "
-                          "(or pip install 'schedopt[pandas]')") from None
+                          "(or pip install -e '.[pandas]' from a checkout)") from None
     columns: dict[str, None] = {}
     for r in rows:
         columns.update(dict.fromkeys(r))

@@ -190,7 +190,7 @@ def ray_missing() -> str | None:
     try:
         import ray  # noqa: F401
     except ImportError:
-        return "Ray is not installed (pip install 'schedopt[ray]')"
+        return "Ray is not installed (pip install ray, or pip install -e '.[ray]' from a checkout)"
     return None
 
 
