@@ -317,3 +317,30 @@ def test_named_workload_knobs_are_checked_before_the_shipped_trace_is_read():
         sim.load_workload("pollux@1000000/0")
     assert time.process_time() - t0 < 0.3
     assert shipped_trace.cache_info().currsize == 0  # never read
+
+
+def test_convert_names_the_generated_jobs_too_big_for_rigid_policies(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                                                      ) -> None:
+    """The rule's requests are checked against the cluster too (the trace's own counts were): Pollux's rule gives a
+    few Philly jobs 32 GPUs, which no GPU type of sia-64 has (largest: 24 RTX 2080 Ti). The warning and the
+    metadata name them, and they are exactly the jobs a rigid policy's simulation refuses."""
+    from schedopt import sim
+
+    src = Path(traces.__file__).parent / "data" / "philly.csv.gz"
+    out = tmp_path / "mine.csv"
+    assert main(["trace", "convert", str(src), "-o", str(out), "--jobs", "160", "--load", "1.5", "--cluster",
+                 "sia-64", "--skip-bad"]) == 0
+    err = capsys.readouterr().err
+    meta = json.loads(Path(str(out) + ".meta.json").read_text())
+    w = sim.load_workload(out)
+    big = [j.name for j in w.jobs if j.num_replicas > 24]
+    assert big and meta["too_big_for_rigid"] == big and meta["cluster"] == "sia-64"
+    assert f"warning: {len(big)} generated jobs" in err and big[0] in err and "(largest 24)" in err
+    first = next(k for k, j in enumerate(w.jobs) if j.name == big[0])
+    with pytest.raises(InputError) as ei:
+        sim.simulate(sim.cluster_preset("sia-64"), w, sim.get_policy("fifo"), job_model="pollux")
+    assert ei.value.field == f"workload.jobs[{first}].num_replicas"
+    # without --cluster nothing is checked or said
+    assert main(["trace", "convert", str(src), "-o", str(out), "--jobs", "160", "--load", "1.5"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert "too_big_for_rigid" not in json.loads(Path(str(out) + ".meta.json").read_text())

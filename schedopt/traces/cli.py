@@ -14,6 +14,7 @@ has is an error unless ``--skip-bad``, which counts it as skipped).
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -114,7 +115,20 @@ def cmd_trace_convert(args: argparse.Namespace) -> int:
     g = generate(trace, jobs=args.jobs, load=args.load, window_h=args.window_h, seed=args.seed, rule=args.rule,
                  start_h=args.start_h, name=Path(args.output).stem, app_map=app_map)
     g.meta["skipped_rows"] = len(trace.skipped)
+    too_big: list[str] = []
+    if args.cluster:  # the rule's requests, not only the trace's own counts (checked by _read)
+        from ..sim.workloads import cluster_preset
+
+        biggest = max(t.total_gpus for t in cluster_preset(args.cluster).gpu_types)
+        too_big = [j.name for j in g.workload.jobs if j.num_replicas > biggest]
+        g.meta["cluster"] = args.cluster
+        g.meta["too_big_for_rigid"] = too_big
     out = g.write(args.output)
+    if too_big:
+        print(f"warning: {len(too_big)} generated jobs ask for more GPUs than any GPU type of {args.cluster} has "
+              f"(largest {biggest}): {', '.join(too_big[:5])}{' ...' if len(too_big) > 5 else ''}. Adaptive policies "
+              "(sia, pollux) shrink them; rigid ones (fifo, tiresias, gavel, ...) refuse this workload on "
+              f"{args.cluster} (listed in {out}.meta.json as too_big_for_rigid)", file=sys.stderr)
     apps: dict[str, int] = {}
     for j in g.workload.jobs:
         apps[j.application] = apps.get(j.application, 0) + 1
