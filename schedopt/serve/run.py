@@ -122,6 +122,7 @@ def serve(config: ServeConfig) -> int:
     """Run the service until SIGTERM or SIGINT; the exit status (0 after a clean stop)."""
     import uvicorn
 
+    from ..goodput import blas_threads
     from ..live.persist import remove_temporaries
     from .adapter import open_session
     from .app import create_app
@@ -170,7 +171,14 @@ def serve(config: ServeConfig) -> int:
     previous = {sig: signal.signal(sig, lambda signum, frame: stops.append(signum))
                 for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        server.run(sockets=[sock])
+        # one BLAS thread for the process, set here on the main thread: the session limits BLAS to one thread around
+        # every decision and refit (vectors of tens of elements: OpenBLAS's second thread only spins), but the
+        # decision runs on a worker thread, and OpenBLAS ignores a count set from another thread once the main
+        # thread has set one (the refits of an event batch do, on the event loop): the limit never took effect
+        # there, and OpenBLAS's second thread spun through sia's decision (20 to 30 ms of CPU a round at 2,048
+        # GPUs, on no thread the decision's own CPU time counts). The in-process session decides on one thread.
+        with blas_threads(1):
+            server.run(sockets=[sock])
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
