@@ -128,7 +128,10 @@ def service_cases(token: str, max_body: int, events: list[dict[str, Any]], decid
     # the decision request
     for key, bads in (("now", [("missing", MISSING), ("null", None), ("'abc'", "abc"), ("[]", []), ("{}", {}),
                                 ("true", True), ("-1", -1)]),
-                      ("deadline_s", [("'abc'", "abc"), ("0", 0), ("-1", -1.0), ("[]", []), ("true", True)])):
+                      ("deadline_s", [("'abc'", "abc"), ("0", 0), ("-1", -1.0), ("[]", []), ("true", True)]),
+                      ("known_round", [("-1", -1), ("'1'", "1"), ("1.5", 1.5), ("true", True), ("2**63", 2**63)]),
+                      ("since", [("-1", -1), ("'1'", "1"), ("1.5", 1.5), ("true", True), ("2**63", 2**63),
+                                 ("{}", {}), ("[1]", [1])])):
         for label, v in bads:
             out.append(HttpCase(f"{key}={label}", "POST", "/v1/decide", _dump(_with(decide, key, v)), good, 400,
                                 key))
