@@ -62,9 +62,12 @@ _PROGRESS_COLUMNS = ("progress", "epoch", "local_batch", "accumulation", "attain
                      "grad_var")
 
 
+_MEASUREMENT_FIELDS = ("gpu_type", "nodes", "gpus", "local_batch", "step_time", "sync_time")
+
+
 def _progress_columns(events: list[JobProgress]) -> dict[str, Any]:
     """``JobProgressBatch``: the progress reports ``events`` in columns (a column without a value left out, one
-    ``time`` when every row has the same)."""
+    ``time`` when every row has the same; the measurements as columns of their fields, with the row of each)."""
     times = [e.time for e in events]
     doc: dict[str, Any] = {"type": "JobProgressBatch",
                            "time": times[0] if all(t == times[0] for t in times) else times,
@@ -73,8 +76,10 @@ def _progress_columns(events: list[JobProgress]) -> dict[str, Any]:
         col = [getattr(e, k) for e in events]
         if any(v is not None for v in col):
             doc[k] = col
-    if any(e.measurements for e in events):
-        doc["measurements"] = [[m.to_dict() for m in e.measurements] or None for e in events]
+    if any(e.measurements for e in events):  # in columns too: the row of each, then its fields
+        rows = [r for r, e in enumerate(events) for _ in e.measurements]
+        ms = [m for e in events for m in e.measurements]
+        doc["measurements"] = {"row": rows, **{k: [getattr(m, k) for m in ms] for k in _MEASUREMENT_FIELDS}}
     return doc
 
 
