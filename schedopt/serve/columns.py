@@ -183,6 +183,20 @@ def _measurement_columns(col: dict[str, Any], n: int) -> list[tuple[Measurement,
                                 np.bincount(r, minlength=n).tolist())
 
 
+def _shape(d: dict[str, Any], path: str, known: tuple[str, ...], required: tuple[str, ...], what: str,
+           key: tuple[str, str]) -> None:
+    """Every key of ``d`` is one of ``known`` (a ``what``), every one of ``required`` is there, and the column
+    ``key[0]`` (whose values are ``key[1]``) is a list; else an InputError naming ``{path}.{key}``."""
+    for k in d:
+        if k not in known:
+            raise InputError(f"{path}.{k}", d[k], f"is not a {what} (known: {', '.join(known)})")
+    for k in required:
+        if k not in d:
+            raise InputError(f"{path}.{k}", None, "is required")
+    if type(d[key[0]]) is not list:
+        raise InputError(f"{path}.{key[0]}", d[key[0]], f"must be a list ({key[1]})")
+
+
 def measurement_rows(col: Any, n: int, path: str) -> list[list[dict[str, Any]] | None]:
     """The measurements in columns at ``path`` (an object: ``row``, the row of each measurement, in order, then one
     column a field of :class:`~schedopt.live.Measurement`) as the list form, one list of measurement documents a
@@ -190,16 +204,9 @@ def measurement_rows(col: Any, n: int, path: str) -> list[list[dict[str, Any]] |
     if type(col) is not dict:
         raise InputError(path, col, f"must be a list of {n} values (one a row, as job_id) or an object of columns "
                                     f"({', '.join(MEASUREMENT_COLUMNS)})")
-    for k in col:
-        if k not in MEASUREMENT_COLUMNS:
-            raise InputError(f"{path}.{k}", col[k], f"is not a measurement column (known: "
-                                                    f"{', '.join(MEASUREMENT_COLUMNS)})")
-    for k in MEASUREMENT_COLUMNS[:-1]:
-        if k not in col:
-            raise InputError(f"{path}.{k}", None, "is required")
+    _shape(col, path, MEASUREMENT_COLUMNS, MEASUREMENT_COLUMNS[:-1], "measurement column",
+           ("row", "the row of each measurement"))
     rows = col["row"]
-    if type(rows) is not list:
-        raise InputError(f"{path}.row", rows, "must be a list (the row of each measurement)")
     m = len(rows)
     for k, v in col.items():
         if type(v) is not list or len(v) != m:
@@ -362,15 +369,9 @@ def progress_columns(d: Any, path: str) -> ProgressColumns | list[JobProgress]:
     :class:`~schedopt.errors.InputError` naming ``{path}.{column}[row]`` and the value."""
     if not isinstance(d, dict) or d.get("type") != PROGRESS_BATCH:
         raise InputError(f"{path}.type", d.get("type") if isinstance(d, dict) else d, f"must be {PROGRESS_BATCH!r}")
-    for k in d:
-        if k != "type" and k not in COLUMNS:
-            raise InputError(f"{path}.{k}", d[k], f"is not a column (known: {', '.join(COLUMNS)})")
-    for k in ("job_id", "time"):
-        if k not in d:
-            raise InputError(f"{path}.{k}", None, "is required")
+    _shape({k: v for k, v in d.items() if k != "type"}, path, COLUMNS, ("job_id", "time"), "column",
+           ("job_id", "one job id a row"))
     ids = d["job_id"]
-    if type(ids) is not list:
-        raise InputError(f"{path}.job_id", ids, "must be a list (one job id a row)")
     n = len(ids)
     for k in COLUMNS:
         if k in d and k != "job_id" and not (k == "time" and type(d[k]) is not list) and not (
