@@ -76,7 +76,7 @@ def _ints(col: list[Any], low: int, high: int) -> bool:
     if not set(map(type, col)) <= {int, type(None)}:
         return False
     try:
-        a = np.array([low if v is None else v for v in col], dtype=np.float64)
+        a = np.array(col if None not in col else [low if v is None else v for v in col], dtype=np.float64)
     except OverflowError:
         return False
     return bool(((a >= low) & (a <= high)).all())
@@ -249,6 +249,15 @@ def _measurements(col: list[Any] | dict[str, Any], n: int) -> list[tuple[Measure
     return out
 
 
+def _paired(a: list[Any], b: list[Any]) -> bool:
+    """Whether each row of the columns ``a`` and ``b`` has both values or neither (in C when neither column has a
+    null, or both have only nulls)."""
+    nulls = a.count(None), b.count(None)
+    if nulls == (0, 0) or nulls == (len(a), len(b)):
+        return True
+    return not any((x is None) != (y is None) for x, y in zip(a, b))
+
+
 def _fast(d: dict[str, Any], n: int) -> ProgressColumns | None:
     ids = d["job_id"]
     t = d["time"]
@@ -269,8 +278,7 @@ def _fast(d: dict[str, Any], n: int) -> ProgressColumns | None:
     none = [None] * n
     lb, acc = d.get("local_batch", none), d.get("accumulation", none)
     gs, gv = floats.get("grad_sqr", none), floats.get("grad_var", none)
-    if any((a is None) != (b is None) for a, b in zip(lb, acc)) or any(
-            (a is None) != (b is None) for a, b in zip(gs, gv)):
+    if not _paired(lb, acc) or not _paired(gs, gv):
         return None  # one of a pair without the other: the general route says which
     ms = None
     if "measurements" in d:
