@@ -399,6 +399,13 @@ def test_replay_prefix_through_the_service_with_kills(tmp_path: Path) -> None:
     for k, (a, b) in enumerate(zip(ex.plans, ref.plans)):
         assert _round(a) == _round(b), f"round {k} differs"
     assert ex.records() == ref.records()
+    # the client asked for each plan as a delta from the last; the restarted process holds none of the plans the
+    # client was answered: the lost round's request, sent again, got the whole plan (a new plan_id), and round 21
+    # came as a delta from that one
+    answers = ex.session.answers  # type: ignore[attr-defined]
+    assert answers[0]["plan_delta"] is None
+    since = [(a["plan_delta"]["since"], b["plan_id"]) for a, b in zip(answers[1:], answers)]
+    assert [k + 1 for k, (s, held) in enumerate(since) if s != held] == [21]
 
 
 @pytest.mark.slow

@@ -111,7 +111,8 @@ def test_the_clients_documents_read_back_as_its_events() -> None:
     docs = event_documents(events)
     assert [d["type"] for d in docs] == [PROGRESS_BATCH, "JobFinished", PROGRESS_BATCH]
     assert docs[0]["time"] == 60.0 and docs[2]["time"] == [60.0, 60.0, 60.0, 61.0]  # one time when all share it
-    assert "grad_sqr" not in docs[0] and docs[0]["measurements"] == [None, [m.to_dict()]]
+    assert "grad_sqr" not in docs[0] and docs[0]["measurements"] == {"row": [1], **{k: [v] for k, v in
+                                                                                   m.to_dict().items()}}
     schema = load("service")
     for d in (docs[0], docs[2]):
         jsonschema.validate(d, {**schema, "$ref": "#/$defs/progress_batch"})
@@ -242,3 +243,57 @@ def test_the_measurements_column_checked_at_once_agrees_with_one_by_one() -> Non
             tuple(map(type, vars(x).values())) for x in one], m
     want = sum(1 for m in cases if type(m) is dict and measurement_of(m) is not None)
     assert took == want > 10  # and everything one by one accepts is accepted at once
+
+
+def _in_columns(col: list[Any]) -> dict[str, Any]:
+    """A measurements column of the list form (one list a row) in the columns form: the row of each measurement,
+    then its fields (every measurement with the same keys)."""
+    flat = [(r, m) for r, ms in enumerate(col) for m in ms or ()]
+    keys = list(flat[0][1]) if flat else ["gpu_type", "nodes", "gpus", "local_batch", "step_time"]
+    return {"row": [r for r, _ in flat], **{k: [m[k] for _, m in flat] for k in keys}}
+
+
+def _outcome(doc: dict[str, Any]) -> Any:
+    try:
+        got = progress_batch(doc, "events[0]")
+    except InputError as exc:
+        return exc.field, repr(exc.value), exc.message
+    return [(e, tuple(map(type, vars(e).values()))) for e in got]
+
+
+def test_the_measurements_in_columns_read_as_the_list_form() -> None:
+    """Measurements in columns (``{"row": [...], "gpu_type": [...], ...}``, what the client sends) give the events
+    of the same measurements one list a row, or the same refusal (naming the row and the measurement), at every
+    value of every field; a malformed object of columns is refused naming the column."""
+    base = BASE["measurements"][0]
+    ids = ["a-0", "b-1", "c-2", "d-3"]
+    took = 0
+    for k, v in [(k, v) for k in base for v in VALUES] + [(None, None)]:
+        m = base if k is None else {**base, k: v}
+        col = [[base, m], None, [], [base]]
+        listed = {"type": PROGRESS_BATCH, "time": 60.0, "job_id": ids, "measurements": col}
+        columns = {**listed, "measurements": _in_columns(col)}
+        want = _outcome(listed)
+        assert _outcome(columns) == want, (k, v)
+        took += isinstance(want, list)
+    assert took > 10
+    # without sync_time: 0 for every measurement, as a measurement without it
+    no_sync = [[{k: x for k, x in base.items() if k != "sync_time"}], None, None, None]
+    assert _outcome({"type": PROGRESS_BATCH, "time": 60.0, "job_id": ids, "measurements": _in_columns(no_sync)}) == \
+        _outcome({"type": PROGRESS_BATCH, "time": 60.0, "job_id": ids, "measurements": no_sync})
+    ok = _in_columns([[base], None, [base, base], None])
+    for bad, field, value in (({**ok, "extra": []}, "events[0].measurements.extra", []),
+                              ({k: x for k, x in ok.items() if k != "gpus"}, "events[0].measurements.gpus", None),
+                              ({**ok, "gpus": ok["gpus"][:2]}, "events[0].measurements.gpus", 2),
+                              ({**ok, "nodes": 3}, "events[0].measurements.nodes", 3),
+                              ({**ok, "row": "x"}, "events[0].measurements.row", "x"),
+                              ({**ok, "row": [2, 0, 2]}, "events[0].measurements.row[1]", 0),
+                              ({**ok, "row": [0, 2, 4]}, "events[0].measurements.row[2]", 4),
+                              ({**ok, "row": [0, 2, -1]}, "events[0].measurements.row[2]", -1),
+                              ({**ok, "row": [0, 2.0, 2]}, "events[0].measurements.row[1]", 2.0),
+                              ("x", "events[0].measurements", "x")):
+        with pytest.raises(InputError) as ei:
+            progress_batch({"type": PROGRESS_BATCH, "time": 60.0, "job_id": ids, "measurements": bad}, "events[0]")
+        assert (ei.value.field, ei.value.value) == (field, value), bad
+    got = progress_batch({"type": PROGRESS_BATCH, "time": 60.0, "job_id": ids, "measurements": ok}, "events[0]")
+    assert [len(e.measurements) for e in got] == [1, 0, 2, 0]

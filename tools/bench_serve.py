@@ -27,6 +27,9 @@ Columns per (policy, GPUs), all CPU times are user + sys:
 * ``snapshot_ms`` (wall) and ``snapshots``: the writes of the whole state file (every ``--snapshot-every``
   decisions, after the answer; not in the request) and ``snapshot_per_round_ms``, their total over the timed
   rounds: what they add to a round on average;
+* ``plan_kb``: the last plan's document; ``answer_kb``: the answer to a decision request as sent (p50; the client
+  asks for the plan as its changes from the one it holds, ``since``: a service older than that, ``--baseline``,
+  sends the whole plan);
 * the round trip's wall time (client side) and ``http`` = round trip - the decision's own wall time inside the
   service (the answer's ``seconds``). Before each request the service is let finish a snapshot it is writing
   (rounds are a minute apart on a cluster). The machine is shared: wall times are noisy; the CPU columns less so.
@@ -62,7 +65,7 @@ FIELDS = ("policy", "gpus", "jobs", "rounds", "inproc_cpu_p50_ms", "inproc_cpu_p
           "overhead_cpu_p50_ms", "overhead_cpu_p99_ms", "overhead_cpu_mean_ms", "overhead_vs_inproc_p50_ms",
           "overhead_vs_inproc_round_p50_ms", "snapshot_ms", "snapshots",
           "snapshot_per_round_ms", "journal_ms", "inproc_wall_p50_ms", "service_wall_p50_ms", "service_wall_p99_ms",
-          "http_p50_ms", "http_p99_ms", "plan_kb", "note")
+          "http_p50_ms", "http_p99_ms", "plan_kb", "answer_kb", "note")
 
 
 def _metric(text: str, name: str) -> float:
@@ -157,7 +160,8 @@ def measure(policy: str, gpus: int, rounds: int, warmup: int, workdir: Path, lab
     sp = ServiceProcess(workdir, workdir / "state.json", init, extra=extra, code=code)
     with sp:
         with sp.client(timeout=600.0) as c, sp.client(timeout=600.0) as probe:
-            remote = ServiceSession(c, columns=2 if code is None else 0)  # an older service: event by event
+            # an older service (--baseline): event by event, the whole plan every time
+            remote = ServiceSession(c, columns=2 if code is None else 0, delta=code is None)
             sx = ServiceReplay(remote, wl, Session(cluster_preset(f"sia-{gpus}"), make_policy(policy)))
             sx.run(warmup)
             assert sp.proc is not None
@@ -181,7 +185,9 @@ def measure(policy: str, gpus: int, rounds: int, warmup: int, workdir: Path, lab
             sx.run(rounds)
             cpu.settled()
             metrics = probe.metrics()
-            plan_kb = len(json.dumps(remote.answers[-1]["plan"])) / 1024
+            assert remote.plan is not None
+            plan_kb = len(json.dumps(remote.plan.to_dict())) / 1024
+            answer_kb = float(np.median([len(json.dumps(a)) for a in remote.answers[-len(service):]])) / 1024
             inside = [a["seconds"] for a in remote.answers[-len(service):]]
     same = [a.to_dict()["jobs"] for a in ex.plans] == [b.to_dict()["jobs"] for b in sx.plans]
     saves = _metric(metrics, "schedopt_state_save_seconds_sum") - saves0
@@ -210,6 +216,7 @@ def measure(policy: str, gpus: int, rounds: int, warmup: int, workdir: Path, lab
             "service_wall_p50_ms": _pct([w for w, _ in service], 50),
             "service_wall_p99_ms": _pct([w for w, _ in service], 99),
             "http_p50_ms": _pct(http, 50), "http_p99_ms": _pct(http, 99), "plan_kb": round(plan_kb, 1),
+            "answer_kb": round(answer_kb, 1),
             "note": f"{label + '; ' if label else ''}warmup {warmup}; same decisions both ways: {same}; "
                     + (f"snapshot every {snapshot_every}; " if code is None else f"service from {code}; ")
                     + ("" if cpu.precise else "service CPU in 10 ms ticks; ")

@@ -62,9 +62,12 @@ _PROGRESS_COLUMNS = ("progress", "epoch", "local_batch", "accumulation", "attain
                      "grad_var")
 
 
+_MEASUREMENT_FIELDS = ("gpu_type", "nodes", "gpus", "local_batch", "step_time", "sync_time")
+
+
 def _progress_columns(events: list[JobProgress]) -> dict[str, Any]:
     """``JobProgressBatch``: the progress reports ``events`` in columns (a column without a value left out, one
-    ``time`` when every row has the same)."""
+    ``time`` when every row has the same; the measurements as columns of their fields, with the row of each)."""
     times = [e.time for e in events]
     doc: dict[str, Any] = {"type": "JobProgressBatch",
                            "time": times[0] if all(t == times[0] for t in times) else times,
@@ -73,8 +76,10 @@ def _progress_columns(events: list[JobProgress]) -> dict[str, Any]:
         col = [getattr(e, k) for e in events]
         if any(v is not None for v in col):
             doc[k] = col
-    if any(e.measurements for e in events):
-        doc["measurements"] = [[m.to_dict() for m in e.measurements] or None for e in events]
+    if any(e.measurements for e in events):  # in columns too: the row of each, then its fields
+        rows = [r for r, e in enumerate(events) for _ in e.measurements]
+        ms = [m for e in events for m in e.measurements]
+        doc["measurements"] = {"row": rows, **{k: [getattr(m, k) for m in ms] for k in _MEASUREMENT_FIELDS}}
     return doc
 
 
@@ -230,12 +235,14 @@ class ServiceClient:
         return out
 
     def decide(self, now: float, deadline_s: float | None = None, events: Iterable[Any] | None = None,
-               seq: int | None = None, known_round: int | None = None) -> dict[str, Any]:
+               seq: int | None = None, known_round: int | None = None, since: int | None = None) -> dict[str, Any]:
         """The decision at ``now``, after ``events`` (the events since the last request, applied first, all or
         none; ``seq`` as in :meth:`events`; ``known_round``: the round of the last answer this client has, which a
-        service that restarted behind it refuses with 409 naming ``known_round``): ``{"status", "round", "now", "plan", "repeated", "seconds",
-        "pending_round", "applied", "seq", "summary"}`` (``status`` ``deadline_exceeded``: ``plan`` is the previous
-        one)."""
+        service that restarted behind it refuses with 409 naming ``known_round``; ``since``: the ``plan_id`` of
+        the plan this client holds, to get the plan as ``plan_delta``, its changes from that one, when the service
+        holds that plan): ``{"status", "round", "now", "plan", "plan_id", "plan_delta", "repeated", "seconds",
+        "pending_round", "applied", "seq", "summary"}`` (``status`` ``deadline_exceeded``: the plan is the previous
+        one; ``plan`` is null when ``plan_delta`` gives it: :meth:`schedopt.live.Plan.updated` rebuilds it)."""
         body: dict[str, Any] = {"now": now}
         if deadline_s is not None:
             body["deadline_s"] = deadline_s
@@ -245,11 +252,13 @@ class ServiceClient:
             body["seq"] = seq
         if known_round is not None:
             body["known_round"] = known_round
+        if since is not None:
+            body["since"] = since
         out: dict[str, Any] = self._call("POST", "/v1/decide", body)
         return out
 
     def plan(self) -> dict[str, Any]:
-        """The last plan: ``{"round", "now", "plan", "pending"}``."""
+        """The last plan: ``{"round", "now", "plan", "plan_id", "pending"}``."""
         out: dict[str, Any] = self._call("GET", "/v1/plan")
         return out
 
@@ -276,9 +285,9 @@ class ServiceClient:
                                          "message": f"not ready within {timeout} s"}})
 
 
-def _decision(plan: Mapping[str, Any]) -> tuple[Any, ...]:
-    """A plan document without its timing fields (the policy's wall and CPU time differ between identical runs)."""
-    return plan["time"], plan["round_index"], plan["policy"], plan["jobs"]
+def _decision(plan: Plan) -> tuple[Any, ...]:
+    """A plan without its timing fields (the policy's wall and CPU time differ between identical runs)."""
+    return plan.time, plan.round_index, plan.policy, dict(plan.jobs)
 
 
 class ServiceSession:
@@ -291,12 +300,19 @@ class ServiceSession:
     the last answer (its save of that round was cut short: 409 naming ``known_round``) is sent the lost round's
     request again, which gives the same plan, before the new one. ``before_decide(now)``, when given, is called
     before each decision request is sent (a test kills the service there). ``columns``: a run of at least that
-    many progress reports is sent in columns (``schedopt.live.client.event_documents``; 0: never)."""
+    many progress reports is sent in columns (``schedopt.live.client.event_documents``; 0: never). ``delta``:
+    ask for each plan as its changes from the one held (``since``; the service answers the whole plan when it
+    does not hold that one, after a restart say), rebuilt here (:meth:`schedopt.live.Plan.updated`) into the
+    same :class:`~schedopt.live.Plan`; False: the whole plan every time (a service older than ``since``)."""
 
-    def __init__(self, client: ServiceClient, before_decide: Any = None, columns: int = 2) -> None:
+    def __init__(self, client: ServiceClient, before_decide: Any = None, columns: int = 2,
+                 delta: bool = True) -> None:
         self.client = client
         self.before_decide = before_decide
         self.columns = columns
+        self.delta = delta
+        #: the ``plan_id`` of :attr:`plan` (None: no plan, or a service that does not name them)
+        self.plan_id: int | None = None
         state = client.state()
         self.seq = int(state["seq"]) + 1
         self.round = int(state["round"])
@@ -317,19 +333,38 @@ class ServiceSession:
         except ServiceBusy as exc:
             if exc.field != "known_round" or self._last is None:
                 raise
-        # the service restarted from a state saved before the last answered round: that round's request again
+        # the service restarted from a state saved before the last answered round: that round's request again,
+        # for the whole plan (compared with the plan held), then this one
         last = self._last
-        again = self.client.decide(**last["request"])
-        if _decision(again["plan"]) != _decision(last["answer"]["plan"]):
+        again = self.client.decide(**{k: v for k, v in last["request"].items() if k != "since"})
+        if self.plan is None or _decision(Plan.from_dict(again["plan"])) != _decision(self.plan):
             raise ServiceError(409, {"error": {"field": "plan", "value": again["round"], "message":
                                                "the lost round, decided again, differs from its first answer"}})
+        if "since" in request:
+            request["since"] = self.plan_id = again.get("plan_id")
         return self.client.decide(**request)
+
+    def _plan(self, answer: Mapping[str, Any]) -> Plan:
+        """The answer's plan: its ``plan``, or its ``plan_delta`` applied to the plan held."""
+        delta = answer.get("plan_delta")
+        if delta is None:
+            return Plan.from_dict(answer["plan"])
+        if self.plan is None or delta.get("since") != self.plan_id:
+            raise ServiceError(200, {"error": {"field": "plan_delta.since", "value": delta.get("since"),
+                                               "message": f"is not the plan held ({self.plan_id})"}})
+        try:
+            return self.plan.updated(delta)
+        except InputError as exc:
+            raise ServiceError(200, {"error": {"field": exc.field, "value": exc.value, "message": exc.message}}) \
+                from None
 
     def decide(self, now: float) -> Plan:
         """The plan at ``now``, the buffered events sent with the request (one request, one save)."""
         if self.before_decide is not None:
             self.before_decide(now)
         request: dict[str, Any] = {"now": now, "known_round": self.round}
+        if self.delta and self.plan_id is not None:
+            request["since"] = self.plan_id
         if self._buffer:
             request.update(events=event_documents(self._buffer, self.columns), seq=self.seq)
             self.seq += 1
@@ -338,10 +373,11 @@ class ServiceSession:
         if answer["status"] != "ok":
             raise ServiceError(200, {"error": {"field": "status", "value": answer["status"],
                                                "message": f"the decision at {now} was not made in time"}})
+        plan = self._plan(answer)
         self._last = {"request": request, "answer": answer}
         self.round = int(answer["round"])
+        self.plan_id = answer.get("plan_id")
         self.answers.append(answer)
-        plan = Plan.from_dict(answer["plan"])
         summary = answer["summary"]
         if summary["jobs_pending"]:  # which jobs wait for admission: only the state says
             doc = self.client.state()["session"]

@@ -10,7 +10,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Action", "JobPlan", "Plan"]
+from ..errors import InputError
+
+__all__ = ["Action", "JobPlan", "Plan", "PlanDocuments", "plan_delta"]
 
 
 class Action(StrEnum):
@@ -49,6 +51,13 @@ class JobPlan:
                 "gpus": self.gpus, "batch_size": self.batch_size, "local_batch": self.local_batch,
                 "accumulation": self.accumulation, "restart_seconds": self.restart_seconds}
 
+    @classmethod
+    def from_dict(cls, p: Mapping[str, Any]) -> JobPlan:
+        """The job's part of a plan from its document (:meth:`to_dict`)."""
+        return cls(p["job_id"], Action(p["action"]), {n: tuple(g) for n, g in p["placement"].items()},
+                   p["gpu_type"], p["gpus"], p["batch_size"], p["local_batch"], p["accumulation"],
+                   p["restart_seconds"])
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -69,19 +78,93 @@ class Plan:
         return {j: p for j, p in self.jobs.items() if p.placement}
 
     def to_dict(self) -> dict[str, Any]:
-        return {"time": self.time, "round_index": self.round_index, "policy": self.policy,
-                "jobs": [p.to_dict() for p in self.jobs.values()], "policy_seconds": self.policy_seconds,
-                "policy_cpu_seconds": self.policy_cpu_seconds, "info": _jsonable(self.info)}
+        return self._document([p.to_dict() for p in self.jobs.values()])
+
+    def _document(self, jobs: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"time": self.time, "round_index": self.round_index, "policy": self.policy, "jobs": jobs,
+                "policy_seconds": self.policy_seconds, "policy_cpu_seconds": self.policy_cpu_seconds,
+                "info": _jsonable(self.info)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Plan:
         jobs = {}
         for p in d["jobs"]:
-            jobs[p["job_id"]] = JobPlan(p["job_id"], Action(p["action"]),
-                                        {n: tuple(g) for n, g in p["placement"].items()}, p["gpu_type"], p["gpus"],
-                                        p["batch_size"], p["local_batch"], p["accumulation"], p["restart_seconds"])
+            jobs[p["job_id"]] = JobPlan.from_dict(p)
         return cls(d["time"], d["round_index"], d["policy"], jobs, d["policy_seconds"], d["policy_cpu_seconds"],
                    d.get("info", {}))
+
+    def updated(self, delta: Mapping[str, Any], field: str = "plan_delta") -> Plan:
+        """The plan that the delta document ``delta`` (:func:`plan_delta`, from this plan's document) leads to:
+        its own fields from ``delta``, each job's entry from ``delta["jobs"]`` when it is there, else this plan's
+        (the same object), in the order ``delta["order"]`` (null: this plan's order). A delta that does not fit
+        this plan (a job in neither, a job twice, an entry outside the order) is an
+        :class:`~schedopt.errors.InputError` naming ``field``: a plan is never rebuilt wrong."""
+        prev = self.jobs
+        changed = {}
+        for d in delta["jobs"]:
+            if d["job_id"] in changed:
+                raise InputError(f"{field}.jobs", d["job_id"], "names a job twice")
+            changed[d["job_id"]] = d
+        order = list(prev) if delta["order"] is None else delta["order"]
+        jobs: dict[str, JobPlan] = {}
+        for jid in order:
+            if jid in jobs:
+                raise InputError(f"{field}.order", jid, "names a job twice")
+            d = changed.pop(jid, None)
+            if d is not None:
+                jobs[jid] = JobPlan.from_dict(d)
+            elif jid in prev:
+                jobs[jid] = prev[jid]
+            else:
+                raise InputError(f"{field}.order", jid, "names a job that neither the plan held nor the delta has")
+        if changed:
+            raise InputError(f"{field}.jobs", next(iter(changed)), "is a job outside the plan's order")
+        return Plan(delta["time"], delta["round_index"], delta["policy"], jobs, delta["policy_seconds"],
+                    delta["policy_cpu_seconds"], delta.get("info", {}))
+
+
+def plan_delta(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """The delta document from the plan document ``old`` to ``new`` (both :meth:`Plan.to_dict`): ``new``'s own
+    fields (time, round, policy, timings, info), ``jobs``: the entries of ``new`` that are not in ``old`` as they
+    are (in ``new``'s order), and ``order``: ``new``'s job ids in order when they are not ``old``'s, in the same
+    order (null when they are). ``Plan.from_dict(old).updated(delta)`` is ``Plan.from_dict(new)``. An entry held
+    by both documents as the same object (:class:`PlanDocuments` reuses them) is not compared further."""
+    before = {d["job_id"]: d for d in old["jobs"]}
+    jobs = new["jobs"]
+    changed = [d for d in jobs if (o := before.get(d["job_id"])) is not d and o != d]
+    ids = [d["job_id"] for d in jobs]
+    out = {k: v for k, v in new.items() if k != "jobs"}
+    out["jobs"] = changed
+    out["order"] = None if ids == list(before) else ids
+    return out
+
+
+class PlanDocuments:
+    """The documents of the plans of one session, one after another (:meth:`document`): a job whose
+    :class:`JobPlan` equals its entry in the last plan gets the same entry (the same dict, not made again: a
+    plan at 2,048 GPUs holds 4,096 entries, most of them the same from round to round), so that
+    :func:`plan_delta` finds the changes by identity. The documents are not to be changed in place."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, tuple[JobPlan, dict[str, Any]]] = {}
+
+    def document(self, plan: Plan) -> dict[str, Any]:
+        """``plan.to_dict()``, with the entries of the jobs whose part did not change since the last plan reused."""
+        last = self._last
+        now: dict[str, tuple[JobPlan, dict[str, Any]]] = {}
+        docs = []
+        for jid, p in plan.jobs.items():
+            held = last.get(jid)
+            if held is None or not (held[0] is p or vars(held[0]) == vars(p)):
+                held = (p, p.to_dict())
+            now[jid] = held
+            docs.append(held[1])
+        self._last = now
+        return plan._document(docs)
+
+    def reset(self) -> None:
+        """Forget the last plan (its entries are not reused)."""
+        self._last = {}
 
 
 def _jsonable(v: Any) -> Any:

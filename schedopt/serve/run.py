@@ -101,18 +101,25 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-#: the service's youngest-generation threshold of the cyclic garbage collector (Python's default is 700)
-GC_THRESHOLD = 20_000
+#: the service's youngest-generation threshold of the cyclic garbage collector (Python's default is 700): net
+#: allocations (allocated less freed) between two collections of the youngest generation
+GC_THRESHOLD = 200_000
 
 
 def tune_gc() -> None:
     """The collector set for a service holding a large session: what is alive once the state is restored (the
     modules, the session) is frozen out of every later collection (``gc.freeze``: most of it lives as long as the
     process; a part of it that later becomes garbage in a reference cycle is never freed: at most the restored
-    state, once), and the youngest generation is collected every :data:`GC_THRESHOLD` allocations instead of 700. A round at
-    2,048 GPUs allocates about a million objects: with the defaults, about 110 collections in one request, 90 ms
-    of CPU (sia, 4,096 jobs); so, 3 or 4 and about 15 ms. Garbage cycles wait a little longer to be freed (tens
-    of thousands of objects at most)."""
+    state, once), and the youngest generation is collected every :data:`GC_THRESHOLD` net allocations instead of
+    700. A round replaces most of what the session holds (views, plans, the answer): its new objects are alive
+    until the next round frees them, so the net count rises by about a round's worth (about 100,000 objects at
+    2,048 GPUs and 4,096 jobs: the decision runs with the collector paused, and the plan's documents follow) and
+    falls back. A collection walks every young object alive, about 15 ms of CPU for a round's worth at that size
+    (sia): with a threshold below a round's worth, one or more every request, each walking objects that the next
+    round frees anyway; at 200,000, a collection when the session has grown by that much (measured, sia at 2,048
+    GPUs, 30 rounds: 5 ms a round on average instead of 15 to 20, none in most requests). With the defaults, about
+    110 collections in one request, 90 ms. Garbage in reference cycles waits longer to be freed (a round makes
+    about a hundred such objects; at most 200,000 wait)."""
     gc.collect()
     gc.freeze()
     gc.set_threshold(GC_THRESHOLD, 10, 10)
@@ -122,6 +129,7 @@ def serve(config: ServeConfig) -> int:
     """Run the service until SIGTERM or SIGINT; the exit status (0 after a clean stop)."""
     import uvicorn
 
+    from ..goodput import blas_threads
     from ..live.persist import remove_temporaries
     from .adapter import open_session
     from .app import create_app
@@ -173,7 +181,14 @@ def serve(config: ServeConfig) -> int:
     previous = {sig: signal.signal(sig, lambda signum, frame: stops.append(signum))
                 for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        server.run(sockets=[sock])
+        # one BLAS thread for the process, set here on the main thread: the session limits BLAS to one thread around
+        # every decision and refit (vectors of tens of elements: OpenBLAS's second thread only spins), but the
+        # decision runs on a worker thread, and OpenBLAS ignores a count set from another thread once the main
+        # thread has set one (the refits of an event batch do, on the event loop): the limit never took effect
+        # there, and OpenBLAS's second thread spun through sia's decision (20 to 30 ms of CPU a round at 2,048
+        # GPUs, on no thread the decision's own CPU time counts). The in-process session decides on one thread.
+        with blas_threads(1):
+            server.run(sockets=[sock])
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

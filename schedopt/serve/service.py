@@ -19,6 +19,14 @@ request carrying ``known_round`` (the round of the last answer the client has) i
 (409), and the client sends the lost round's request again -- the same events and time give the same plan -- then
 its new one (:class:`schedopt.live.client.ServiceSession` does this).
 
+Plans as deltas: every answer names its plan by ``plan_id``, a number drawn anew by each start of the process (and
+after a refused batch is taken back), so that no two plans this or another start of the service answered share
+one. A decision request carrying ``since``, the ``plan_id`` of the plan the client holds, is answered with
+``plan_delta`` (:func:`schedopt.live.plan.plan_delta`: the plan's own fields, the job entries that changed, the
+order of the jobs when it changed) in place of the whole ``plan``, when ``since`` names the plan answered or the
+one before it; any other ``since`` (a plan of an earlier start, of another service, one too old) gets the whole
+plan, never a delta against a plan this process does not hold.
+
 Idempotency: asking again for a decision at the same ``now`` with no event batch applied in between returns the
 last plan (``repeated: true``) without running the policy again, so a retried request cannot advance the session
 twice. Event batches may carry a sequence number ``seq``; a batch whose ``seq`` is not above the last one applied is
@@ -31,6 +39,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import secrets
 import threading
 import time
 from collections.abc import Mapping
@@ -40,6 +49,7 @@ from typing import Any, Protocol
 
 from ..errors import InputError, SchedoptError
 from ..live.persist import write_document
+from ..live.plan import plan_delta
 from .body import encode_json, parse_json
 from .journal import Journal, Record, read_journal
 from .metrics import Metrics
@@ -130,6 +140,13 @@ def _seq(doc: dict[str, Any]) -> int | None:
     return seq
 
 
+def _count(doc: dict[str, Any], key: str) -> int | None:
+    v = doc.get(key)
+    if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**63):
+        raise InputError(key, v, "must be an integer in [0, 2**63)")
+    return v
+
+
 def _events(doc: dict[str, Any]) -> list[Any] | None:
     events = doc.get("events")
     if events is not None and not isinstance(events, list):
@@ -160,17 +177,19 @@ class DecideRequest:
     ``deadline_s`` (> 0; at most the service's own deadline, which applies when it is left out), and optionally the
     events since the last request (``events``, ``seq``: as ``POST /v1/events``, applied first; the state in, the
     decision out, in one request and one save), and ``known_round``, the round of the last answer the client has
-    (a service behind it refuses with :class:`Behind`)."""
+    (a service behind it refuses with :class:`Behind`), and ``since``, the ``plan_id`` of the plan the client
+    holds (the answer then gives the plan as a delta from it, when the service holds that plan)."""
 
     now: float
     deadline_s: float | None = None
     events: list[Any] | None = None
     seq: int | None = None
     known_round: int | None = None
+    since: int | None = None
 
     @classmethod
     def from_document(cls, doc: dict[str, Any]) -> DecideRequest:
-        _keys(doc, {"now", "deadline_s", "events", "seq", "known_round"}, {"now"})
+        _keys(doc, {"now", "deadline_s", "events", "seq", "known_round", "since"}, {"now"})
         now = _number(doc, "now")
         if now < 0:
             raise InputError("now", now, "must be >= 0")
@@ -182,10 +201,7 @@ class DecideRequest:
         events, seq = _events(doc), _seq(doc)
         if seq is not None and events is None:
             raise InputError("seq", seq, "numbers an event batch: give events with it")
-        known = doc.get("known_round")
-        if known is not None and (isinstance(known, bool) or not isinstance(known, int) or not 0 <= known < 2**63):
-            raise InputError("known_round", known, "must be an integer in [0, 2**63)")
-        return cls(now, deadline, events, seq, known)
+        return cls(now, deadline, events, seq, _count(doc, "known_round"), _count(doc, "since"))
 
 
 class Service:
@@ -218,6 +234,20 @@ class Service:
         self._replaying = False
         self._cpu: float | None = None
         self._summary = session.summary()
+        self._new_plan_ids()
+
+    # ------------------------------------------------------------------ plan ids
+    def _new_plan_ids(self) -> None:
+        """Plan ids of a new start (or of the state after a refused batch was taken back): none the client may
+        hold names a plan of this one, so every request gets the whole plan until it holds one of these."""
+        self._epoch = secrets.randbits(31)
+        #: the plan answered before the current one: (its plan_id, its document); deltas are made from it or
+        #: from the current one only
+        self._base: tuple[int, dict[str, Any]] | None = None
+
+    def plan_id(self, round_: int) -> int:
+        """The ``plan_id`` of the plan of round ``round_`` in this start of the service."""
+        return (self._epoch << 32) | (round_ & 0xFFFFFFFF)
 
     # ------------------------------------------------------------------ persistence
     def save(self, meta: ServiceState | None = None) -> None:
@@ -312,7 +342,8 @@ class Service:
 
     def plan_document(self) -> dict[str, Any]:
         m = self.meta
-        return {"round": m.round, "now": m.now, "plan": m.plan, "pending": self._running is not None}
+        return {"round": m.round, "now": m.now, "plan": m.plan,
+                "plan_id": None if m.plan is None else self.plan_id(m.round), "pending": self._running is not None}
 
     @property
     def busy(self) -> bool:
@@ -353,6 +384,7 @@ class Service:
         meta, session_doc = ServiceState.from_document(self._snapshot, "snapshot")
         self.session.restore(session_doc)
         self.meta = meta
+        self._new_plan_ids()  # the plans decided again below are not the objects answered before
         self._document = ((-1, -1), self._snapshot)  # built again when asked
         if self.journal is not None:
             self.replay(read_journal(self.journal.path))
@@ -390,7 +422,7 @@ class Service:
         m = self.meta
         if m.now is not None and req.now == m.now and m.plan_changes == m.changes:
             self.metrics.decisions["repeated"] += 1
-            return self._answer("ok", repeated=True, seconds=0.0, applied=applied)
+            return self._answer("ok", repeated=True, seconds=0.0, applied=applied, since=req.since)
         deadline = min(self.deadline, req.deadline_s) if req.deadline_s is not None else self.deadline
         loop = asyncio.get_running_loop()
         t0 = time.perf_counter()
@@ -409,13 +441,14 @@ class Service:
         except TimeoutError:
             self.metrics.decisions["deadline_exceeded"] += 1
             return self._answer("deadline_exceeded", repeated=False, seconds=time.perf_counter() - t0,
-                                pending_round=m.round + 1, applied=applied)
+                                pending_round=m.round + 1, applied=applied, since=req.since)
         except Exception:
             if applied:  # the decision failed and changed nothing; the events it came with stay, saved
                 await self._saved()
                 self._record("events", self.meta, body)
             raise
-        return self._answer("ok", repeated=False, seconds=time.perf_counter() - t0, applied=applied, cpu=self._cpu)
+        return self._answer("ok", repeated=False, seconds=time.perf_counter() - t0, applied=applied, cpu=self._cpu,
+                            since=req.since)
 
     def answered(self) -> None:
         """The answer to the last decision request is written: its save may start (it would otherwise take the
@@ -484,7 +517,9 @@ class Service:
             return
         exc = fut.exception()
         if exc is None:
+            old = self.meta
             self.meta, self._summary, recorded, self._cpu = fut.result()
+            self._base = None if old.plan is None else (self.plan_id(old.round), old.plan)
             self.metrics.latency.observe(time.perf_counter() - t0)
             if isinstance(recorded, float):
                 self.metrics.journal_latency.observe(recorded)
@@ -513,11 +548,22 @@ class Service:
             self.metrics.save_latency.observe(seconds)
 
     def _answer(self, status: str, repeated: bool, seconds: float, pending_round: int | None = None,
-                applied: int = 0, cpu: float | None = None) -> dict[str, Any]:
+                applied: int = 0, cpu: float | None = None, since: int | None = None) -> dict[str, Any]:
         m = self.meta
-        return {"status": status, "round": m.round, "now": m.now, "plan": m.plan, "repeated": repeated,
-                "seconds": seconds, "cpu_seconds": cpu, "pending_round": pending_round, "applied": applied,
-                "seq": m.seq, "summary": self._summary}
+        plan: dict[str, Any] | None = m.plan
+        pid = None if plan is None else self.plan_id(m.round)
+        delta = None
+        if since is not None and plan is not None:
+            if since == pid:  # the client holds this plan already
+                delta = plan_delta(plan, plan)
+            elif self._base is not None and since == self._base[0]:
+                delta = plan_delta(self._base[1], plan)
+            if delta is not None:
+                delta["since"] = since
+                plan = None
+        return {"status": status, "round": m.round, "now": m.now, "plan": plan, "plan_id": pid,
+                "plan_delta": delta, "repeated": repeated, "seconds": seconds, "cpu_seconds": cpu,
+                "pending_round": pending_round, "applied": applied, "seq": m.seq, "summary": self._summary}
 
     # ------------------------------------------------------------------ shutdown
     async def drain(self, timeout: float) -> bool:

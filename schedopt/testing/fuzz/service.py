@@ -128,7 +128,10 @@ def service_cases(token: str, max_body: int, events: list[dict[str, Any]], decid
     # the decision request
     for key, bads in (("now", [("missing", MISSING), ("null", None), ("'abc'", "abc"), ("[]", []), ("{}", {}),
                                 ("true", True), ("-1", -1)]),
-                      ("deadline_s", [("'abc'", "abc"), ("0", 0), ("-1", -1.0), ("[]", []), ("true", True)])):
+                      ("deadline_s", [("'abc'", "abc"), ("0", 0), ("-1", -1.0), ("[]", []), ("true", True)]),
+                      ("known_round", [("-1", -1), ("'1'", "1"), ("1.5", 1.5), ("true", True), ("2**63", 2**63)]),
+                      ("since", [("-1", -1), ("'1'", "1"), ("1.5", 1.5), ("true", True), ("2**63", 2**63),
+                                 ("{}", {}), ("[1]", [1])])):
         for label, v in bads:
             out.append(HttpCase(f"{key}={label}", "POST", "/v1/decide", _dump(_with(decide, key, v)), good, 400,
                                 key))
@@ -258,7 +261,7 @@ def run_http_case(port: int, case: HttpCase, timeout: float = 10.0, schema: dict
 def session_cases(token: str, max_body: int, now: float) -> list[HttpCase]:
     """:func:`service_cases` for a service whose last decision was before ``now`` (and after t = 1): a valid batch
     submits a job ``f1`` at ``now`` and reports its progress and a measurement, then twice more in columns (a
-``JobProgressBatch``); the extra cases name a job and a
+``JobProgressBatch``), then a measurement in columns; the extra cases name a job and a
     node the session does not have, an event before the last decision and a decision before it."""
     events = [{"type": "JobSubmitted", "time": now, "job": {"id": "f1", "application": "cifar10", "submitted": now,
                                                              "requested_gpus": 2}},
@@ -266,7 +269,10 @@ def session_cases(token: str, max_body: int, now: float) -> list[HttpCase]:
                "measurements": [{"gpu_type": "a100", "nodes": 1, "gpus": 2, "local_batch": 64, "step_time": 0.2,
                                  "sync_time": 0.01}]},
               {"type": "JobProgressBatch", "time": now, "job_id": ["f1", "f1"], "progress": [0.2, 0.3],
-               "epoch": [1, 2], "attained_gpu_seconds": [None, 4.0]}]
+               "epoch": [1, 2], "attained_gpu_seconds": [None, 4.0]},
+              {"type": "JobProgressBatch", "time": now, "job_id": ["f1"],
+               "measurements": {"row": [0], "gpu_type": ["a100"], "nodes": [1], "gpus": [2], "local_batch": [64],
+                                "step_time": [0.2], "sync_time": [0.01]}}]
     extra: list[tuple[str, str, dict[str, Any], str]] = [
         ("unknown job", "/v1/events", {"events": [{"type": "JobCancelled", "time": now, "job_id": "zz"}]},
          "events[0].job_id"),
