@@ -106,6 +106,11 @@ def test_the_service_answers_deltas_only_from_plans_it_holds(tmp_path: Path) -> 
         assert all(a["plan"] is None and a["plan_delta"]["since"] == b["plan_id"]
                    for a, b in zip(answers[1:], answers))
         assert sum(len(a["plan_delta"]["jobs"]) for a in answers[1:]) < sum(len(p.jobs) for p in ex.plans[1:]) / 2
+        # the CPU of the events each request applied, beside the decision's: null exactly when none were applied
+        assert any(a["applied"] for a in answers) and any(not a["applied"] for a in answers)
+        assert all((a["events_cpu_seconds"] is None) == (a["applied"] == 0) for a in answers)
+        assert all(a["events_cpu_seconds"] is None or 0 <= a["events_cpu_seconds"] < 5 for a in answers)
+        assert all(a["cpu_seconds"] is not None and a["cpu_seconds"] >= 0 for a in answers)
         whole = c.plan()
         assert whole["plan_id"] == answers[-1]["plan_id"] and Plan.from_dict(whole["plan"]) == remote.plan
         now = answers[-1]["now"]

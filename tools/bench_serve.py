@@ -24,6 +24,10 @@ Columns per (policy, GPUs), all CPU times are user + sys:
   ``overhead_vs_inproc`` = service CPU - the in-process decision of the same round, and
   ``overhead_vs_inproc_round`` = service CPU - in-process events applied + decision (two runs: the noise of both;
   the only overhead an older service without ``cpu_seconds`` gives);
+* ``events_cpu_in_service``: the round's events applied inside the service (``Session.apply`` on its thread, the
+  answer's ``events_cpu_seconds``), and ``overhead_net_cpu`` = service CPU - events applied - decision, request by
+  request, all three read in the same request: what the service adds that an in-process caller does not do (the body
+  read and parsed, the events checked, the journal, the answer), without subtracting two runs;
 * ``snapshot_ms`` (wall) and ``snapshots``: the writes of the whole state file (every ``--snapshot-every``
   decisions, after the answer; not in the request) and ``snapshot_per_round_ms``, their total over the timed
   rounds: what they add to a round on average;
@@ -63,7 +67,8 @@ OUT = ROOT / "benchmarks" / "serve_latency.csv"
 FIELDS = ("policy", "gpus", "jobs", "rounds", "inproc_cpu_p50_ms", "inproc_cpu_p99_ms", "inproc_round_cpu_p50_ms",
           "service_cpu_p50_ms", "service_cpu_p99_ms", "service_cpu_mean_ms", "decision_cpu_in_service_p50_ms",
           "overhead_cpu_p50_ms", "overhead_cpu_p99_ms", "overhead_cpu_mean_ms", "overhead_vs_inproc_p50_ms",
-          "overhead_vs_inproc_round_p50_ms", "snapshot_ms", "snapshots",
+          "overhead_vs_inproc_round_p50_ms", "events_cpu_in_service_p50_ms", "overhead_net_cpu_p50_ms",
+          "overhead_net_cpu_p99_ms", "snapshot_ms", "snapshots",
           "snapshot_per_round_ms", "journal_ms", "inproc_wall_p50_ms", "service_wall_p50_ms", "service_wall_p99_ms",
           "http_p50_ms", "http_p99_ms", "plan_kb", "answer_kb", "note")
 
@@ -200,6 +205,9 @@ def measure(policy: str, gpus: int, rounds: int, warmup: int, workdir: Path, lab
     over_inproc = [c_s - c_i for c_s, (_, c_i) in zip(s_cpu, inproc)]
     over_round = [c_s - c_r for c_s, c_r in zip(s_cpu, inproc_round)]
     over = [c_s - c for c_s, c in zip(s_cpu, inside_cpu)] if same_request else over_inproc
+    events_cpu = [a.get("events_cpu_seconds") for a in remote.answers[-len(service):]]
+    net_known = same_request and all(c is not None for c in events_cpu)
+    net = [o - e for o, e in zip(over, events_cpu)] if net_known else []
     http = [w_s - d for (w_s, _), d in zip(service, inside)]
     return {"policy": policy, "gpus": gpus, "jobs": 2 * gpus, "rounds": len(service),
             "inproc_cpu_p50_ms": _pct([c for _, c in inproc], 50), "inproc_cpu_p99_ms": _pct([c for _, c in inproc], 99),
@@ -210,6 +218,9 @@ def measure(policy: str, gpus: int, rounds: int, warmup: int, workdir: Path, lab
             "overhead_cpu_p50_ms": _pct(over, 50), "overhead_cpu_p99_ms": _pct(over, 99),
             "overhead_cpu_mean_ms": round(1e3 * float(np.mean(over)), 2),
             "overhead_vs_inproc_p50_ms": _pct(over_inproc, 50), "overhead_vs_inproc_round_p50_ms": _pct(over_round, 50),
+            "events_cpu_in_service_p50_ms": _pct(events_cpu, 50) if net_known else "",
+            "overhead_net_cpu_p50_ms": _pct(net, 50) if net_known else "",
+            "overhead_net_cpu_p99_ms": _pct(net, 99) if net_known else "",
             "snapshot_ms": round(1e3 * saves / max(n_saves, 1), 2), "snapshots": int(n_saves),
             "snapshot_per_round_ms": round(1e3 * saves / len(service), 2), "journal_ms": round(1e3 * journal, 2),
             "inproc_wall_p50_ms": _pct([w for w, _ in inproc], 50),

@@ -233,6 +233,7 @@ class Service:
         self._since_snapshot = 0
         self._replaying = False
         self._cpu: float | None = None
+        self._events_cpu: float | None = None  # the CPU of the last request's Session.apply, on the loop's thread
         self._summary = session.summary()
         self._new_plan_ids()
 
@@ -358,12 +359,14 @@ class Service:
         if seq is not None and seq <= m.seq:
             return "duplicate", 0
         events = self.session.parse_events(docs, "events")
+        c0 = time.thread_time()
         try:
             counts = self.session.apply(events)
         except InputError as exc:
             if getattr(exc, "applied", 1) > 0 and len(events) > 1 and not self._replaying:  # some went in: back
                 self._rollback()
             raise
+        self._events_cpu = time.thread_time() - c0
         self.meta = dataclasses.replace(m, changes=m.changes + 1, seq=m.seq if seq is None else seq)
         for kind, n in counts.items():
             self.metrics.events[kind] += n
@@ -417,6 +420,7 @@ class Service:
         if req.known_round is not None and req.known_round > self.meta.round:
             raise Behind(req.known_round, self.meta.round)
         applied = 0
+        self._events_cpu = None
         if req.events is not None:
             applied = self._apply_batch(req.events, req.seq)[1]
         m = self.meta
@@ -563,6 +567,7 @@ class Service:
                 plan = None
         return {"status": status, "round": m.round, "now": m.now, "plan": plan, "plan_id": pid,
                 "plan_delta": delta, "repeated": repeated, "seconds": seconds, "cpu_seconds": cpu,
+                "events_cpu_seconds": self._events_cpu if applied else None,
                 "pending_round": pending_round, "applied": applied, "seq": m.seq, "summary": self._summary}
 
     # ------------------------------------------------------------------ shutdown
