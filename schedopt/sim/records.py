@@ -338,9 +338,10 @@ class RecordStream:
                 for (k, p), size in zip(self._spool.items(), resume_at[:2], strict=True):
                     f = open(p, "r+b")
                     self._files[k] = f
-                    if f.seek(0, os.SEEK_END) < size:
+                    have = f.seek(0, os.SEEK_END)
+                    if have < size:
                         self.discard()
-                        raise RecordError(p, f"is shorter ({p.stat().st_size} bytes) than its checkpoint says ({size})")
+                        raise RecordError(p, f"is shorter ({have} bytes) than its checkpoint says ({size})")
                     f.truncate(size)
                     f.seek(size)
                 self.jobs_written, self.rounds_written = resume_at[2], resume_at[3]
