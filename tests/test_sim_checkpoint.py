@@ -162,8 +162,8 @@ def test_resumed_in_process_is_the_uninterrupted_record(tmp_path: Path, uninterr
     assert read_record(rec).summary()["finished"] == 160
 
 
-@pytest.mark.parametrize("damage", ["task", "cut", *(pytest.param(d, marks=pytest.mark.slow)
-                                                    for d in ("version", "code", "garbage", "spool"))])
+@pytest.mark.parametrize("damage", ["cut", *(pytest.param(d, marks=pytest.mark.slow)
+                                             for d in ("task", "version", "code", "garbage", "spool"))])
 def test_a_bad_checkpoint_is_refused_or_ignored_and_the_run_starts_over(tmp_path: Path, uninterrupted: str,
                                                                        caplog: pytest.LogCaptureFixture,
                                                                        damage: str) -> None:

@@ -488,8 +488,13 @@ class StoredRecords(Sequence[Any]):
     so that summarising a whole trace's run (:func:`~schedopt.sim.metrics.summarize`) holds one record at a time.
     ``offsets``: the lines' byte offsets, in order."""
 
+    #: a file of at most this many bytes is parsed once and kept (a saturn-sized run's summary passes over its
+    #: records several times; a whole trace's are read again each time)
+    KEEP_BYTES = 4 << 20
+
     def __init__(self, path: str | os.PathLike[str], offsets: Sequence[int], parse: Any, kind: str) -> None:
         self.path, self.offsets, self.parse, self.kind = Path(path), offsets, parse, kind
+        self._kept: tuple[Any, ...] | None = None
 
     @classmethod
     def scan(cls, path: str | os.PathLike[str], kind: str) -> StoredRecords:
@@ -508,6 +513,14 @@ class StoredRecords(Sequence[Any]):
         return len(self.offsets)
 
     def __iter__(self) -> Iterator[Any]:
+        if self._kept is not None:
+            return iter(self._kept)
+        if self.path.stat().st_size <= self.KEEP_BYTES:
+            self._kept = tuple(self._read())
+            return iter(self._kept)
+        return self._read()
+
+    def _read(self) -> Iterator[Any]:
         with open(self.path, "rb") as f:
             pos = 0
             for off in self.offsets:
