@@ -101,8 +101,8 @@ def _killed_and_resumed(tmp_path: Path, policy: str, every: str = "40r", at: int
 
 
 def test_fifo_killed_after_a_checkpoint_resumes_to_the_uninterrupted_record(tmp_path: Path, uninterrupted: str) -> None:
-    """SIGKILL (the process group: the command and its worker) once a checkpoint of 120 rounds is on disk."""
-    _killed_and_resumed(tmp_path, "fifo", "40r", 120, uninterrupted)
+    """SIGKILL (the process group: the command and its worker) once a checkpoint of 100 rounds is on disk."""
+    _killed_and_resumed(tmp_path, "fifo", "100r", 100, uninterrupted)
 
 
 @pytest.mark.slow
@@ -154,9 +154,11 @@ def _resume(out: Path, every: str = "30r") -> Path:
 
 def test_resumed_in_process_is_the_uninterrupted_record(tmp_path: Path, uninterrupted: str,
                                                         caplog: pytest.LogCaptureFixture) -> None:
+    """Resumed without ``checkpoint_every``: it goes on from the checkpoint, at the interval it was written at."""
     _stopped(FIFO, tmp_path, 100)
     with caplog.at_level(logging.INFO, logger="schedopt.sim.checkpoint"):
-        rec = _resume(tmp_path)
+        run_tasks([FIFO], output_dir=tmp_path, progress=False, resume=True, stream=True)
+    (rec,) = tmp_path.glob("*.jsonl")
     assert "from its checkpoint: round 90" in caplog.text
     assert _masked(rec) == uninterrupted
     assert read_record(rec).summary()["finished"] == 160

@@ -159,6 +159,19 @@ class Checkpoint:
         self._code = ""
         self._last_rounds, self._last_cpu = 0, time.process_time()
 
+    @staticmethod
+    def every_of(path: str | os.PathLike[str]) -> CheckpointEvery | None:
+        """How often the run that wrote the checkpoint at ``path`` saved (None: no readable checkpoint there): a
+        ``--resume`` without ``--checkpoint-every`` goes on from it at that interval."""
+        try:
+            with open(path, "rb") as f:
+                if f.readline() != _MAGIC:
+                    return None
+                ev = json.loads(f.readline().decode())["every"]
+            return CheckpointEvery(rounds=ev.get("rounds"), cpu_seconds=ev.get("cpu_seconds"))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, InputError):
+            return None
+
     # -- reading
     def _read(self) -> tuple[dict[str, Any], bytes] | None:
         """The header and payload of the file, or None (a warning says why) when there is none to use."""
@@ -304,6 +317,7 @@ class Checkpoint:
         header = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "schedopt": _version(),
                   "python": list(sys.version_info[:2]), "code": self._code, "task": _task_hash(self.task),
                   "rounds": int(state.get("rounds", 0)), "time": float(state.get("time", 0.0)),
+                  "every": {"rounds": self.every.rounds, "cpu_seconds": self.every.cpu_seconds},
                   "stream": list(self.stream.position()),
                   "payload": {"bytes": len(payload), "sha256": hashlib.sha256(payload).hexdigest()}}
         data = _MAGIC + json.dumps(header).encode() + b"\n" + payload

@@ -406,8 +406,9 @@ def add_parser(subparsers: Any) -> None:
     s.add_argument("-o", "--output", default=None,
                    help="folder for the records (.jsonl, each written as it finishes) and summary.csv")
     s.add_argument("--resume", action="store_true",
-                   help="skip the simulations whose record in -o is whole; go on from the last checkpoint of one "
-                        "run with --checkpoint-every; redo the others (cut-short ones included)")
+                   help="skip the simulations whose record in -o is whole; go on from the last checkpoint of a "
+                        "run killed with --checkpoint-every (at its interval); redo the others (cut-short ones "
+                        "included)")
     s.add_argument("--checkpoint-every", default=None, metavar="EVERY",
                    help="save each run's whole state beside its record every EVERY seconds of CPU (600, 600s, "
                         "10min, 1h) or rounds (5000r), so that --resume goes on from there after a kill (a whole "

@@ -334,8 +334,11 @@ def _call(task: Any, observer: Callable[[int, float, int, int], None] | None, ou
     staged = _staged(out.dir, task)
     shown = Path(out.dir) / f"{_stem(task).rpartition('__')[0]}.jsonl"  # the record's usual name, for errors
     ckpt = None
-    if out.checkpoint_every is not None:
-        ckpt = Checkpoint(checkpoint_path(out.dir, task), task, out.checkpoint_every, resume=out.resume)
+    every = out.checkpoint_every
+    if every is None and out.resume:  # a run killed with checkpoints goes on from its last one, at its interval
+        every = Checkpoint.every_of(checkpoint_path(out.dir, task))
+    if every is not None:
+        ckpt = Checkpoint(checkpoint_path(out.dir, task), task, every, resume=out.resume)
         stream = ckpt.open_stream(staged, _stem(task), shown)
     else:
         stream = RecordStream(staged, task, shown=shown)
