@@ -4,12 +4,15 @@
 
     schedopt simulate --cluster sia-64 --workload saturn/1,saturn/2 --policy sia,pollux-unaware --seeds 0-3 -o runs/
     schedopt simulate --workload saturn --policy sia --seeds 0-9 -o runs/ --resume      # after a kill or Ctrl-C
+    schedopt simulate --workload trace:philly:as-is --policy sia -o runs/ --checkpoint-every 10min  # then --resume
     schedopt simulate report runs/ -o report/
 
-Each simulation is written the moment it finishes (atomically, with a checksummed end marker: see
-:mod:`schedopt.sim.records`) to ``<output>/<policy>__<workload>__seed<k>.jsonl``, and ``<output>/summary.csv``
-grows by a row with each. ``--resume`` skips the simulations whose record is there and whole, and redoes the rest
-(cut-short files included). Ctrl-C keeps what finished and exits 130. The report writes ``summary.csv``,
+Each simulation's records are streamed to the output folder as it runs (a job's when it finishes: a run holds its
+active jobs, not the trace) and its record is whole the moment it finishes (atomically, with a checksummed end
+marker: see :mod:`schedopt.sim.records`) as ``<output>/<policy>__<workload>__seed<k>.jsonl``, and
+``<output>/summary.csv`` grows by a row with each. ``--resume`` skips the simulations whose record is there and
+whole, goes on from the last checkpoint of a run killed with ``--checkpoint-every`` (:mod:`schedopt.sim.checkpoint`),
+and redoes the rest (cut-short files included). Ctrl-C keeps what finished and exits 130. The report writes ``summary.csv``,
 ``report.md``, ``jct_cdf.png`` and ``utilization.png``; a record that is empty, cut short or torn is named and the
 report refused (exit 2). ``--json`` prints one document (schemas ``schedopt.cli.simulate`` and
 ``schedopt.cli.simulate_report``). A workload is a shipped name (``saturn/1``), a whole shipped set (``saturn``) or
@@ -240,6 +243,17 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     if args.resume and not args.output:
         raise InputError("--resume", True, "needs -o/--output: the folder to resume")
+    every = getattr(args, "checkpoint_every", None)
+    if every is not None:
+        from .checkpoint import parse_every
+
+        every = parse_every(every)
+        if not args.output:
+            raise InputError("--checkpoint-every", args.checkpoint_every, "needs -o/--output: checkpoints are kept "
+                             "beside the records")
+        if spec_from_flags(args.executor, args.dask, args.ray) is not None:
+            raise InputError("--checkpoint-every", args.checkpoint_every, "is written by schedopt's own worker "
+                             "processes: drop --executor / --dask / --ray")
     out = args.output
     if out is not None and (not out.strip() or (Path(out).exists() and not Path(out).is_dir())):
         raise InputError("-o/--output", out, "is a file, not a folder" if out.strip() else "names no folder")
@@ -255,7 +269,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         if spec is None:
             results = run_tasks(items, workers=args.workers, progress=_progress(args), output_dir=out,
                                 resume=args.resume, on_error=args.on_error, heartbeat=args.progress_every,
-                                in_process=False, summaries=True)
+                                in_process=False, summaries=True, stream=out is not None, checkpoint_every=every)
         else:  # threads, processes, a Dask or a Ray cluster: the executor layer owns what it opens
             with open_executor(spec, workers=args.workers) as ex:
                 results = run_tasks(items, executor=ex, workers=args.workers, progress=_progress(args),
@@ -392,7 +406,14 @@ def add_parser(subparsers: Any) -> None:
     s.add_argument("-o", "--output", default=None,
                    help="folder for the records (.jsonl, each written as it finishes) and summary.csv")
     s.add_argument("--resume", action="store_true",
-                   help="skip the simulations whose record in -o is whole; redo the others (cut-short ones included)")
+                   help="skip the simulations whose record in -o is whole; go on from the last checkpoint of a "
+                        "run killed with --checkpoint-every (at its interval); redo the others (cut-short ones "
+                        "included)")
+    s.add_argument("--checkpoint-every", default=None, metavar="EVERY",
+                   help="save each run's whole state beside its record every EVERY seconds of CPU (600, 600s, "
+                        "10min, 1h) or rounds (5000r), so that --resume goes on from there after a kill (a whole "
+                        "trace's run); policies that cannot be restored exactly, and the synergy, gandiva and hived "
+                        "families, are refused")
     s.add_argument("--on-error", choices=("raise", "record"), default="raise",
                    help="a failing simulation: stop the sweep at once (raise, default) or write <name>.failed.json "
                         "and go on (record; exit code 1 at the end)")

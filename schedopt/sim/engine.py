@@ -28,6 +28,7 @@ from ..goodput import JobGoodputModel, blas_threads
 from ..results import Limit
 from ..sia import Cluster, Config, Placement
 from ..sia.check import config_shape_ok
+from .checkpoint import take_run_hooks
 from .feasibility import hopeless_jobs
 from .jobs import ESTIMATORS, JobModel, JobState, goodput_estimate
 from .jobs import job_model as get_job_model
@@ -515,6 +516,13 @@ def simulate(
         raise InputError("placer", type(plc).__name__, "must have place(cluster, want, previous, pinned)")
     if not callable(getattr(adm, "admit", None)):
         raise InputError("admission", type(adm).__name__, "must have admit(job, state) -> Verdict")
+    # a sweep's worker streams the records and may checkpoint the run (schedopt.sim.checkpoint)
+    hooks = take_run_hooks() if sink is None else None
+    ckpt = None if hooks is None else hooks.checkpoint
+    if hooks is not None:
+        sink = hooks.stream
+    if ckpt is not None:
+        ckpt.check_roles(policy, plc, adm)
     pname = str(getattr(policy, "name", type(policy).__name__))
     if adaptive is None:
         adaptive = bool(getattr(policy, "adaptive", False))
@@ -562,6 +570,12 @@ def simulate(
     # streamed run holds the active jobs, not the trace
     arrived: dict[str, JobState] = {}
     finished_n, last_finish = 0, 0.0
+    got = None if ckpt is None else ckpt.restore(cluster, jm)
+    if got is not None:  # resumed: the loop's state, every arrived job and the roles as the checkpoint saved them
+        (placement, active, pending, rejected, nxt, done, k, quiet_until, changed, last_rec, n_rounds, last_time,
+         arrived, finished_n, last_finish) = got["loop"]
+        policy, plc, adm = got["roles"]
+        stable = getattr(policy, "stable_until", None)
     while done < N:
         t = k * R
         if t > stop:
@@ -628,6 +642,10 @@ def simulate(
             observer(n_rounds, t + R, done, N)
         last_time = t
         k += 1
+        if ckpt is not None and ckpt.due(n_rounds):
+            ckpt.save({"loop": (placement, active, pending, rejected, nxt, done, k, quiet_until, changed, last_rec,
+                                n_rounds, last_time, arrived, finished_n, last_finish),
+                       "roles": (policy, plc, adm), "rounds": n_rounds, "time": t + R}, cluster, jm)
     bar.close(t, done)
     rest = list(arrived.values()) + [new_job(w) for w in wjobs[nxt:]]  # streamed: the unfinished only
     unfinished = N - finished_n - len(rejected)
@@ -659,6 +677,8 @@ def simulate(
     if sink is not None:  # streamed: the unfinished jobs' records last; the result holds no job or round
         for j in rest:
             sink.job(JobRecord.of(j))
+        if hooks is not None:  # a sweep's run: its jobs and rounds read back from the spools, in the workload's order
+            return hooks.stream.result(meta, hopeless, [w.name for w in wjobs])
         return SimResult(meta=meta, jobs=(), rounds=(), hopeless=hopeless)
     return SimResult(meta=meta, jobs=tuple(JobRecord.of(j) for j in rest), rounds=tuple(rounds),
                      hopeless=hopeless)

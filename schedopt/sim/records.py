@@ -29,10 +29,12 @@ import dataclasses
 import errno
 import hashlib
 import json
+import math
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast, overload
 
 from ..errors import InputError
 from .metrics import JobRecord, RoundRecord, SimMeta, SimResult, read_jsonl
@@ -43,6 +45,7 @@ __all__ = [
     "WALL_CLOCK_FIELDS",
     "RecordError",
     "RecordStream",
+    "StoredRecords",
     "atomic_write_text",
     "check_record",
     "mask_wall_clock",
@@ -51,6 +54,7 @@ __all__ = [
     "read_record",
     "record_task",
     "record_text",
+    "record_view",
     "task_key",
     "write_record",
 ]
@@ -305,66 +309,143 @@ def mask_wall_clock(text: str) -> str:
 class RecordStream:
     """A simulation's record written while it runs (:func:`~schedopt.sim.simulate` ``sink=``): each job's
     line when the job finishes, each round's when the round ends, so that a whole trace's run holds only its active
-    jobs in memory. The lines go to two spool files beside ``path`` (``.<name>.jobs-<pid>``, ``.<name>.rounds-<pid>``);
-    :meth:`close` writes the record -- header, meta, jobs, rounds, hopeless jobs, end marker, the layout of
-    :func:`record_text`, which :func:`read_record` reads as any other -- through a temporary file renamed over
-    ``path``, and removes the spools. The jobs are in the order they finished (the unfinished last), not the
-    workload's; everything else is what :func:`write_record` writes for the same run."""
+    jobs in memory. The lines go to two spool files beside ``path`` (``.<name>.jobs-<pid>``, ``.<name>.rounds-<pid>``;
+    ``spool="<stem>"``: ``.<stem>.jobs`` and ``.<stem>.rounds``, names another process finds again, for a run that
+    checkpoints); :meth:`close` writes the record -- header, meta, jobs, rounds, hopeless jobs, end marker, the layout
+    of :func:`record_text`, which :func:`read_record` reads as any other -- through a temporary file renamed over
+    ``path``, and removes the spools. The jobs are in the order they finished (the unfinished last), unless
+    :meth:`result` was given the workload's order (a sweep's run: then the record is byte for byte what
+    :func:`write_record` writes for the same run); everything else is what :func:`write_record` writes.
 
-    def __init__(self, path: str | os.PathLike[str], task: Any = None) -> None:
+    ``resume_at``: a :meth:`position` saved by a checkpoint: the spools are cut back to it and written on from
+    there (:mod:`schedopt.sim.checkpoint`); a spool shorter than it is a :class:`RecordError`."""
+
+    def __init__(self, path: str | os.PathLike[str], task: Any = None, *, spool: str | None = None,
+                 resume_at: tuple[int, int, int, int] | None = None,
+                 shown: str | os.PathLike[str] | None = None) -> None:
         self.path, self.task = Path(path), task
+        self.shown = Path(shown) if shown is not None else self.path  # the path errors name (a sweep's record)
         self.jobs_written = self.rounds_written = 0
-        self._spool = {k: self.path.with_name(f".{self.path.name}.{k}-{os.getpid()}") for k in ("jobs", "rounds")}
+        self._order: list[int] | None = None  # spool offsets of the job lines, in the record's order
+        tail = (lambda k: f".{spool}.{k}") if spool is not None else (lambda k: f".{self.path.name}.{k}-{os.getpid()}")
+        self._spool = {k: self.path.with_name(tail(k)) for k in ("jobs", "rounds")}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._files = {k: open(p, "w", encoding="utf-8") for k, p in self._spool.items()}
+            self._files: dict[str, BinaryIO] = {}
+            if resume_at is None:
+                self._files = {k: open(p, "wb") for k, p in self._spool.items()}
+            else:
+                for (k, p), size in zip(self._spool.items(), resume_at[:2], strict=True):
+                    f = open(p, "r+b")
+                    self._files[k] = f
+                    have = f.seek(0, os.SEEK_END)
+                    if have < size:
+                        self.discard()
+                        raise RecordError(p, f"is shorter ({have} bytes) than its checkpoint says ({size})")
+                    f.truncate(size)
+                    f.seek(size)
+                self.jobs_written, self.rounds_written = resume_at[2], resume_at[3]
+        except FileNotFoundError as exc:
+            self.discard()
+            raise RecordError(exc.filename, "is missing (the spool of the checkpointed run)") from None
         except OSError as exc:
-            raise output_error(self.path, exc) from None
+            raise output_error(self.shown, exc) from None
 
     def job(self, record: JobRecord) -> None:
         """Write one job's line."""
-        self._files["jobs"].write(_dumps({"job": record.to_dict()}) + "\n")
+        try:
+            self._files["jobs"].write((_dumps({"job": record.to_dict()}) + "\n").encode())
+        except OSError as exc:
+            raise output_error(self.shown, exc) from None
         self.jobs_written += 1
 
     def round(self, record: RoundRecord) -> None:
         """Write one round's line."""
-        self._files["rounds"].write(_dumps({"round": record.to_dict()}) + "\n")
+        try:
+            self._files["rounds"].write((_dumps({"round": record.to_dict()}) + "\n").encode())
+        except OSError as exc:
+            raise output_error(self.shown, exc) from None
         self.rounds_written += 1
 
+    def position(self) -> tuple[int, int, int, int]:
+        """(bytes of the job spool, bytes of the round spool, jobs written, rounds written), flushed and fsynced:
+        what a checkpoint saves to continue the stream from (``resume_at``)."""
+        sizes = []
+        try:
+            for f in self._files.values():
+                f.flush()
+                os.fsync(f.fileno())
+                sizes.append(f.tell())
+        except OSError as exc:
+            raise output_error(self.shown, exc) from None
+        return sizes[0], sizes[1], self.jobs_written, self.rounds_written
+
     def job_records(self) -> Iterator[JobRecord]:
-        """The job records written so far, read back one at a time from the spool."""
+        """The job records written so far, read back one at a time from the spool (in the order written)."""
         self._files["jobs"].flush()
         with open(self._spool["jobs"], encoding="utf-8") as f:
             for line in f:
                 yield JobRecord.from_dict(json.loads(line)["job"])
 
+    def result(self, meta: SimMeta, hopeless: tuple[str, ...], order: Iterable[str]) -> SimResult:
+        """The run's :class:`~schedopt.sim.metrics.SimResult` with its jobs and rounds read back from the spools as
+        they are iterated (:class:`StoredRecords`: the memory of the run's active jobs only), the jobs in ``order``
+        (the workload's job ids), which :meth:`close` then writes. Valid until :meth:`close`."""
+        try:
+            for f in self._files.values():
+                f.flush()
+        except OSError as exc:
+            raise output_error(self.shown, exc) from None
+        at: dict[str, int] = {}
+        pos = 0
+        with open(self._spool["jobs"], "rb") as sp:
+            for line in sp:
+                at[json.loads(line)["job"]["id"]] = pos
+                pos += len(line)
+        offsets = array("q", (at.pop(j) for j in order if j in at))
+        offsets.extend(sorted(at.values()))  # (none: every job of the workload has its line)
+        self._order = list(offsets)
+        jobs = StoredRecords(self._spool["jobs"], offsets, JobRecord.from_dict, "job")
+        rounds = StoredRecords.scan(self._spool["rounds"], "round")
+        return SimResult(meta, cast("tuple[JobRecord, ...]", jobs), cast("tuple[RoundRecord, ...]", rounds), hopeless)
+
     def close(self, meta: SimMeta, hopeless: Iterable[str] = ()) -> Path:
         """Write the whole record to ``path`` (atomically, fsynced) with ``meta`` (known only when the run has
         ended) and remove the spools; returns ``path``."""
-        for f in self._files.values():
-            f.close()
+        try:
+            for f in self._files.values():
+                f.close()
+        except OSError as exc:
+            self.discard()
+            raise output_error(self.shown, exc) from None
         tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
         digest = hashlib.sha256()
         lines = 0
         try:
             with open(tmp, "wb") as out:
-                def put(text: str) -> None:
+                def put(b: bytes) -> None:
                     nonlocal lines
-                    b = text.encode()
                     digest.update(b)
                     out.write(b)
-                    lines += text.count("\n")
+                    lines += b.count(b"\n")
 
-                put(_dumps({"record": {"format": RECORD_FORMAT, "version": RECORD_VERSION,
-                                       "task": task_key(self.task)}}) + "\n")
-                put(_dumps({"meta": meta.to_dict()}) + "\n")
-                for k in ("jobs", "rounds"):
-                    with open(self._spool[k], encoding="utf-8") as f:
-                        for line in f:
+                put((_dumps({"record": {"format": RECORD_FORMAT, "version": RECORD_VERSION,
+                                        "task": task_key(self.task)}}) + "\n").encode())
+                put((_dumps({"meta": meta.to_dict()}) + "\n").encode())
+                with open(self._spool["jobs"], "rb") as sp:
+                    if self._order is None:
+                        for line in sp:
                             put(line)
+                    else:
+                        for off in self._order:
+                            sp.seek(off)
+                            put(sp.readline())
+                with open(self._spool["rounds"], "rb") as sp:
+                    for line in sp:
+                        put(line)
                 hop = list(hopeless)
                 if hop:
-                    put(_dumps({"hopeless": hop}) + "\n")
+                    put((_dumps({"hopeless": hop}) + "\n").encode())
                 end = {"sha256": digest.hexdigest(), "lines": lines, "jobs": self.jobs_written,
                        "rounds": self.rounds_written}
                 out.write((_dumps({"end": end}) + "\n").encode())
@@ -374,15 +455,114 @@ class RecordStream:
         except OSError as exc:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            raise output_error(self.path, exc) from None
+            raise output_error(self.shown, exc) from None
         finally:
             self.discard()
         return self.path
 
+    def reset(self) -> None:
+        """Empty the spools (a checkpointed run that starts over after all)."""
+        for f in self._files.values():
+            f.seek(0)
+            f.truncate()
+        self.jobs_written = self.rounds_written = 0
+        self._order = None
+
+    def release(self) -> None:
+        """Close the spools and keep them (a checkpointed run that stopped: its next run goes on from them)."""
+        for f in getattr(self, "_files", {}).values():
+            with contextlib.suppress(OSError):
+                f.close()
+
     def discard(self) -> None:
         """Close and remove the spools (a run that failed or was interrupted leaves no record and no spool)."""
-        for f in self._files.values():
-            f.close()
+        self.release()
         for p in self._spool.values():
             with contextlib.suppress(OSError):
                 os.unlink(p)
+
+
+class StoredRecords(Sequence[Any]):
+    """Records of one kind (``job`` or ``round`` lines) read back from a file each time they are iterated, one
+    line at a time: what a streamed run's :class:`~schedopt.sim.metrics.SimResult` holds in place of its tuples,
+    so that summarising a whole trace's run (:func:`~schedopt.sim.metrics.summarize`) holds one record at a time.
+    ``offsets``: the lines' byte offsets, in order."""
+
+    #: a file of at most this many bytes is parsed once and kept (a saturn-sized run's summary passes over its
+    #: records several times; a whole trace's are read again each time)
+    KEEP_BYTES = 4 << 20
+
+    def __init__(self, path: str | os.PathLike[str], offsets: Sequence[int], parse: Any, kind: str) -> None:
+        self.path, self.offsets, self.parse, self.kind = Path(path), offsets, parse, kind
+        self._kept: tuple[Any, ...] | None = None
+
+    @classmethod
+    def scan(cls, path: str | os.PathLike[str], kind: str) -> StoredRecords:
+        """Every ``kind`` line of the file at ``path``, in file order."""
+        head = f'{{"{kind}": '.encode()
+        offsets = array("q")
+        pos = 0
+        with open(path, "rb") as f:
+            for line in f:
+                if line.startswith(head):
+                    offsets.append(pos)
+                pos += len(line)
+        return cls(path, offsets, JobRecord.from_dict if kind == "job" else _round_of, kind)
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def __iter__(self) -> Iterator[Any]:
+        if self._kept is not None:
+            return iter(self._kept)
+        if self.path.stat().st_size <= self.KEEP_BYTES:
+            self._kept = tuple(self._read())
+            return iter(self._kept)
+        return self._read()
+
+    def _read(self) -> Iterator[Any]:
+        with open(self.path, "rb") as f:
+            pos = 0
+            for off in self.offsets:
+                if off != pos:
+                    f.seek(off)
+                line = f.readline()
+                pos = off + len(line)
+                yield self.parse(json.loads(line)[self.kind])
+
+    @overload
+    def __getitem__(self, i: int) -> Any: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Any]: ...
+
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        with open(self.path, "rb") as f:
+            f.seek(self.offsets[i])
+            return self.parse(json.loads(f.readline())[self.kind])
+
+
+def _round_of(r: Mapping[str, Any]) -> RoundRecord:
+    return RoundRecord(r["index"], r["time"], r["policy_seconds"], r["active"], r["answer"], r["info"],
+                       r.get("policy_cpu_seconds", math.nan))
+
+
+def record_view(path: str | os.PathLike[str]) -> SimResult:
+    """The record at ``path`` as a :class:`~schedopt.sim.metrics.SimResult` whose jobs and rounds are read from the
+    file as they are iterated (:class:`StoredRecords`): a whole trace's record summarised one record at a time.
+    :class:`RecordError` when it is not a whole record (:func:`check_record`)."""
+    p = Path(path)
+    why = check_record(p)
+    if why is not None:
+        raise RecordError(p, why)
+    with open(p, "rb") as f:
+        f.readline()
+        meta = SimMeta.from_dict(json.loads(f.readline())["meta"])
+        hopeless: tuple[str, ...] = ()
+        for line in f:
+            if line.startswith(b'{"hopeless": '):
+                hopeless = tuple(str(x) for x in json.loads(line)["hopeless"])
+    jobs, rounds = StoredRecords.scan(p, "job"), StoredRecords.scan(p, "round")
+    return SimResult(meta, cast("tuple[JobRecord, ...]", jobs), cast("tuple[RoundRecord, ...]", rounds), hopeless)

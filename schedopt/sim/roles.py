@@ -119,6 +119,7 @@ class PackingPlacer:
     GPUs. A :class:`~schedopt.sia.Config`'s node count is not kept: only its type and GPU count are (a budget)."""
 
     name = "packing"
+    checkpointable = True  #: stateless: a checkpoint restores it exactly (schedopt.sim.checkpoint)
 
     def place(self, cluster: Cluster, want: Mapping[str, Config | GpuRequest], previous: Placement | None,
               pinned: Sequence[str] = ()) -> Placement:
@@ -182,6 +183,7 @@ class SiaPlacer:
     into the GPUs left, most-free nodes first (:class:`PackingPlacer`)."""
 
     name = "sia"
+    checkpointable = True  #: stateless: a checkpoint restores it exactly (schedopt.sim.checkpoint)
 
     def place(self, cluster: Cluster, want: Mapping[str, Config | GpuRequest], previous: Placement | None,
               pinned: Sequence[str] = ()) -> Placement:
@@ -242,6 +244,7 @@ class AcceptAll:
     """Every job enters the queue at arrival (the default)."""
 
     name = "accept-all"
+    checkpointable = True  #: stateless: a checkpoint restores it exactly (schedopt.sim.checkpoint)
 
     def admit(self, job: JobView, state: AdmissionState) -> Verdict:
         return ACCEPT
@@ -252,6 +255,7 @@ class QueueCap:
     problem stays small under a burst, and jobs keep their arrival order)."""
 
     name = "queue-cap"
+    checkpointable = True  #: stateless: a checkpoint restores it exactly (schedopt.sim.checkpoint)
 
     def __init__(self, limit: int = 32) -> None:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
@@ -266,6 +270,7 @@ class GpuCap:
     """Reject jobs that ask for more than ``max_gpus`` GPUs (a site's per-job limit)."""
 
     name = "gpu-cap"
+    checkpointable = True  #: stateless: a checkpoint restores it exactly (schedopt.sim.checkpoint)
 
     def __init__(self, max_gpus: int = 64) -> None:
         if isinstance(max_gpus, bool) or not isinstance(max_gpus, int) or max_gpus < 1:

@@ -59,13 +59,16 @@ from typing import Any, Literal
 
 from ..errors import InputError, SchedoptError
 from ..progress import Progress
+from .metrics import SUMMARY_COLUMNS as _COLUMNS
 from .metrics import SimResult, keep_summary, summary_row
 from .records import (
     atomic_write_text,
     check_record,
+    output_error,
     output_folder,
     read_record,
     record_task,
+    record_view,
     task_key,
     write_record,
 )
@@ -77,6 +80,7 @@ __all__ = [
     "SimulationFailed",
     "StatusFile",
     "SweepInterrupted",
+    "checkpoint_path",
     "record_name",
     "run_tasks",
     "summary_csv",
@@ -287,16 +291,86 @@ class _Heartbeat:
 
 
 # ------------------------------------------------------------------------------------------------ one task
-def _call(task: Any, observer: Callable[[int, float, int, int], None] | None) -> SimResult:
+@dataclass(frozen=True)
+class _Output:
+    """Where a worker streams its task's record (``run_tasks(stream=True)``): the output folder, how often to
+    checkpoint (None: never) and whether to go on from a checkpoint found there."""
+
+    dir: str
+    checkpoint_every: Any = None
+    resume: bool = False
+
+
+def _stem(task: Any) -> str:
+    """``<policy>__<workload>__seed<k>__<task hash>``: the names of a streamed task's spools, checkpoint and staged
+    record in the output folder (one per task; the record's own name comes from its meta when it is whole)."""
+    h = hashlib.sha256(json.dumps(task_key(task), sort_keys=True).encode()).hexdigest()[:10]
+    pol = getattr(task, "policy", task)
+    pol = pol if isinstance(pol, str) else str(getattr(pol, "name", type(pol).__name__))
+    wl = str(getattr(task, "workload", ""))
+    wl = Path(wl).stem if wl.lower().endswith(".csv") else wl
+    return f"{_safe(pol)}__{_safe(wl)}__seed{getattr(task, 'seed', 0)}__{h}"
+
+
+def _staged(folder: str | os.PathLike[str], task: Any) -> Path:
+    """The whole record a streamed task's worker leaves for the sweep to name (``.<stem>.record``)."""
+    return Path(folder) / f".{_stem(task)}.record"
+
+
+def checkpoint_path(folder: str | os.PathLike[str], task: Any) -> Path:
+    """Where a streamed task's checkpoint is kept in the output ``folder``: ``<policy>__<workload>__seed<k>__<task
+    hash>.checkpoint`` (:mod:`schedopt.sim.checkpoint`)."""
+    return Path(folder) / f"{_stem(task)}.checkpoint"
+
+
+def _call(task: Any, observer: Callable[[int, float, int, int], None] | None, out: _Output | None = None) -> SimResult:
     from .families import run_task  # the families sit above the runner's callers, not below it
 
-    return run_task(task, observer)
+    if out is None:
+        return run_task(task, observer)
+    from .checkpoint import Checkpoint, RunHooks, run_hooks
+    from .records import RecordStream
+
+    staged = _staged(out.dir, task)
+    shown = Path(out.dir) / f"{_stem(task).rpartition('__')[0]}.jsonl"  # the record's usual name, for errors
+    ckpt = None
+    every = out.checkpoint_every
+    if every is None and out.resume:  # a run killed with checkpoints goes on from its last one, at its interval
+        every = Checkpoint.every_of(checkpoint_path(out.dir, task))
+    if every is not None:
+        ckpt = Checkpoint(checkpoint_path(out.dir, task), task, every, resume=out.resume)
+        stream = ckpt.open_stream(staged, _stem(task), shown)
+    else:
+        stream = RecordStream(staged, task, shown=shown)
+    hooks = RunHooks(stream, ckpt)
+    try:
+        with run_hooks(hooks):
+            res = run_task(task, observer)
+    except BaseException:
+        if ckpt is not None and hooks.taken:
+            stream.release()  # the spools and the last checkpoint stay: the next run goes on from them
+        else:
+            stream.discard()
+        raise
+    if not hooks.taken:  # a family with its own event loop (Synergy, Gandiva, HiveD): its records are in memory
+        stream.discard()
+        if ckpt is not None:
+            ckpt.remove()
+        return res
+    keep_summary(res)  # from the records read back from the spools, one at a time
+    stream.close(res.meta, res.hopeless)
+    if ckpt is not None:
+        ckpt.remove()
+    light = SimResult(res.meta, (), (), res.hopeless)
+    object.__setattr__(light, "_summary", res.__dict__["_summary"])
+    object.__setattr__(light, "_staged", str(staged))
+    return light
 
 
-def _execute(task: Any, status_path: str | None = None) -> SimResult | _Failed:
+def _execute(task: Any, status_path: str | None = None, out: _Output | None = None) -> SimResult | _Failed:
     """Run one task (in a worker); a failure comes back as a value, never as a raised exception."""
     try:
-        return _call(task, StatusFile(status_path) if status_path else None)
+        return _call(task, StatusFile(status_path) if status_path else None, out)
     except Exception as exc:
         return _Failed.of(exc)
 
@@ -349,8 +423,8 @@ def _worker_main(conn: Any, ppid: int, registered: Sequence[Any] = ()) -> None:
             return
         if msg is None:
             return
-        i, task, spath, summarize = msg
-        out = _execute(task, spath)
+        i, task, spath, summarize, where = msg
+        out = _execute(task, spath, where)
         if summarize and isinstance(out, SimResult):
             with contextlib.suppress(Exception):  # the parent summarises it again and shows the error there
                 keep_summary(out)
@@ -363,7 +437,7 @@ def _worker_main(conn: Any, ppid: int, registered: Sequence[Any] = ()) -> None:
 class _LocalPool:
     """``n`` worker processes of our own, one task at a time each, over a pipe per worker."""
 
-    def __init__(self, n: int, summaries: bool = False) -> None:
+    def __init__(self, n: int, summaries: bool = False, out: _Output | None = None) -> None:
         import multiprocessing as mp
 
         methods = mp.get_all_start_methods()
@@ -371,6 +445,7 @@ class _LocalPool:
         self.ctx: Any = mp.get_context("fork" if "fork" in methods and threading.active_count() == 1 else "spawn")
         self.n = n
         self.summaries = summaries  # each worker summarises its result (keep_summary) before sending it
+        self.out = out  # where workers stream their records (None: they send them back)
         self.workers: list[tuple[Any, Any]] = []  # (process, connection)
         self.busy: dict[int, int] = {}  # worker slot -> task index
         self.queue: list[tuple[int, Any, str | None]] = []
@@ -420,7 +495,7 @@ class _LocalPool:
         item = self.queue.pop(0)
         for _ in range(2):
             try:
-                self.workers[slot][1].send((*item, self.summaries))
+                self.workers[slot][1].send((*item, self.summaries, self.out))
                 self.busy[slot] = item[0]
                 return
             except OSError:  # the worker is gone: replace it
@@ -649,9 +724,10 @@ def _pid_alive(pid: int) -> bool:
 class _Folder:
     """The output folder of a sweep: records as they finish, ``summary.csv`` rewritten with each."""
 
-    def __init__(self, out: str | os.PathLike[str], items: Sequence[Any]) -> None:
+    def __init__(self, out: str | os.PathLike[str], items: Sequence[Any], stream: bool = False) -> None:
         self.dir = output_folder(out)  # a file there, a read-only or full folder: named here, before any run
         self.items = items
+        self.stream = stream  # records streamed by the workers: results found on resume are read one record at a time
         self.keys = [task_key(t) for t in items]
         self.names: dict[int, str] = {}
         self.rows: dict[int, dict[str, Any]] = {}
@@ -659,13 +735,23 @@ class _Folder:
     def resume(self) -> list[tuple[int, SimResult]]:
         """The tasks with a whole record of the same task in the folder (read back); bad files named and redone;
         temporary files of killed runs removed."""
-        for tmp in self.dir.glob(".*.tmp-*"):
-            pid = tmp.name.rpartition("-")[2]
-            if pid.isdigit() and not _pid_alive(int(pid)):
-                with contextlib.suppress(OSError):
-                    tmp.unlink()
+        for pattern in (".*.tmp-*", ".*.jobs-*", ".*.rounds-*"):  # a killed run's temporary files and spools
+            for tmp in self.dir.glob(pattern):
+                pid = tmp.name.rpartition("-")[2]
+                if pid.isdigit() and not _pid_alive(int(pid)):
+                    with contextlib.suppress(OSError):
+                        tmp.unlink()
         found: list[tuple[int, SimResult]] = []
         free = list(range(len(self.items)))
+        for p in sorted(self.dir.glob(".*.record")):  # whole, written by a worker the sweep did not name yet
+            key = record_task(p)
+            i = next((k for k in free if self.keys[k] == key), None)
+            if i is not None and check_record(p) is None:
+                with contextlib.suppress(OSError, ValueError, KeyError):
+                    with open(p, "rb") as f:
+                        f.readline()
+                        meta = json.loads(f.readline())["meta"]
+                    os.replace(p, self.dir / self._name(i, record_name(SimResult(meta, (), ()))))
         for p in sorted(self.dir.glob("*.jsonl")):
             key = record_task(p)
             i = next((k for k in free if self.keys[k] == key), None)
@@ -676,7 +762,7 @@ class _Folder:
                 continue
             if i is None:
                 continue
-            res = read_record(p)
+            res = _light(record_view(p)) if self.stream else read_record(p)
             free.remove(i)
             self.names[i] = p.name
             self.rows[i] = summary_row(res)
@@ -695,7 +781,18 @@ class _Folder:
 
     def write(self, i: int, result: SimResult) -> Path:
         name = self.names.get(i) or self._name(i, record_name(result))
-        path = write_record(self.dir / name, result, self.items[i])
+        staged = result.__dict__.get("_staged")
+        if staged is None:
+            path = write_record(self.dir / name, result, self.items[i])
+        else:  # a worker streamed it, whole, beside: it only gets its name
+            path = self.dir / name
+            try:
+                os.replace(staged, path)
+            except OSError as exc:
+                raise output_error(path, exc) from None
+            kept = result.__dict__.get("_summary", ((),))[0]
+            if kept != tuple(f"{f.__module__}.{f.__qualname__}" for f in _COLUMNS):  # summarised under other columns
+                result = _light(record_view(path))
         self.names[i] = name
         failed = self._failure_path(i)  # an earlier run's failure of this task, redone now
         if failed.exists():
@@ -721,6 +818,41 @@ class _Folder:
                           fsync=False)
 
 
+def _check_checkpointable(items: Sequence[Any]) -> None:
+    """Every task's policy, placer and admission rule can be checkpointed, on the elastic engine; else an
+    InputError naming it, before any run."""
+    from .asis import is_as_is
+    from .checkpoint import check_checkpointable
+    from .families import system_for
+    from .policies import make_policy
+    from .roles import make_admission, make_placer
+
+    seen: set[str] = set()
+    for t in items:
+        pol: Any = getattr(t, "policy", None)
+        key = json.dumps(task_key({"p": pol, "o": getattr(t, "policy_params", {}), "pl": getattr(t, "placer", None),
+                                   "a": getattr(t, "admission", None)}), sort_keys=True)
+        if key in seen:
+            continue
+        seen.add(key)
+        if isinstance(pol, str):
+            fam = system_for(pol).name
+            if (pol.split(":", 1)[0] == "hived") if is_as_is(getattr(t, "workload", None)) else fam != "elastic":
+                raise InputError("checkpoint_every", pol, f"policy {pol} runs on the {fam} family's own event loop, "
+                                 "which has no checkpoints: run it without --checkpoint-every")
+        check_checkpointable("policy", make_policy(pol, getattr(t, "policy_params", None), seed=getattr(t, "seed", 0)))
+        check_checkpointable("placer", make_placer(getattr(t, "placer", None)))
+        check_checkpointable("admission", make_admission(getattr(t, "admission", None)))
+
+
+def _light(view: SimResult) -> SimResult:
+    """``view`` (a record read one record at a time) summarised, as a result that holds its meta and summary only."""
+    keep_summary(view)
+    light = SimResult(view.meta, (), (), view.hopeless)
+    object.__setattr__(light, "_summary", view.__dict__["_summary"])
+    return light
+
+
 # ------------------------------------------------------------------------------------------------ run_tasks
 def run_tasks(
     tasks: Iterable[Any],
@@ -734,6 +866,8 @@ def run_tasks(
     heartbeat: float = 30.0,
     in_process: bool | None = None,
     summaries: bool = False,
+    stream: bool = False,
+    checkpoint_every: Any = None,
 ) -> list[SimResult | SimFailure]:
     """Run every task; results in task order (:class:`~schedopt.sim.metrics.SimResult`, or :class:`SimFailure`
     where a task failed with ``on_error="record"``). See the module's documentation for executors, the output
@@ -746,7 +880,17 @@ def run_tasks(
 
     ``summaries``: each of our pool's workers also summarises its result (:func:`~schedopt.sim.metrics.keep_summary`)
     before sending it back, where the simulation's caches are warm; ``summarize`` of the result then answers at
-    once (``schedopt simulate`` prints every summary)."""
+    once (``schedopt simulate`` prints every summary).
+
+    ``stream`` (with ``output_dir``, no ``executor``): each simulation on the elastic engine writes its record as
+    it runs (:class:`~schedopt.sim.records.RecordStream`: a job's line when it finishes, a round's when it ends; the
+    same bytes as a record written at the end), so that its process holds only the active jobs; its result then
+    holds the meta and the summary, not the jobs and rounds (read them with
+    :func:`~schedopt.sim.records.read_record`). ``checkpoint_every`` (implies ``stream``): every N rounds or T seconds
+    of CPU (:func:`schedopt.sim.checkpoint.parse_every`: ``"600s"``, ``"5000r"``) such a run saves its whole state
+    beside its record (:func:`checkpoint_path`), and ``resume=True`` goes on from there; a policy, placer or
+    admission rule that cannot be restored exactly, and the families with their own event loops, are refused
+    before any run (:mod:`schedopt.sim.checkpoint`)."""
     items = list(tasks)
     if on_error not in ON_ERROR:
         raise InputError("on_error", on_error, f"must be one of {list(ON_ERROR)}")
@@ -760,7 +904,21 @@ def run_tasks(
         from ..executors import kind_of
 
         kind_of(executor)  # validates it
-    folder = _Folder(output_dir, items) if output_dir is not None else None
+    if checkpoint_every is not None:
+        from .checkpoint import parse_every
+
+        checkpoint_every = parse_every(checkpoint_every)
+        if output_dir is None:
+            raise InputError("checkpoint_every", str(checkpoint_every), "needs an output folder (output_dir, -o): "
+                             "checkpoints are kept beside the records")
+        if executor is not None:
+            raise InputError("checkpoint_every", str(checkpoint_every), "is written by schedopt's own worker "
+                             "processes: run without an executor (--executor, --dask, --ray)")
+        _check_checkpointable(items)
+        stream = True
+    streaming = bool(stream) and output_dir is not None and executor is None
+    folder = _Folder(output_dir, items, streaming) if output_dir is not None else None
+    out = _Output(str(folder.dir), checkpoint_every, resume) if folder is not None and streaming else None
     results: list[Any] = [None] * len(items)
     if folder is not None and resume:
         for i, res in folder.resume():
@@ -793,7 +951,7 @@ def run_tasks(
             for i in todo:
                 one: SimResult | _Failed
                 try:
-                    one = _call(items[i], hb.observer(i))
+                    one = _call(items[i], hb.observer(i), out)
                 except Exception as exc:
                     one = _Failed.of(exc)
                     if on_error == "raise":  # here, the original exception with its traceback
@@ -801,7 +959,7 @@ def run_tasks(
                         raise
                 finish(i, one, list)
         elif todo:
-            driver: Any = (_LocalPool(workers or os.cpu_count() or 1, summaries) if executor is None
+            driver: Any = (_LocalPool(workers or os.cpu_count() or 1, summaries, out) if executor is None
                            else _Foreign(executor, hb))
             try:
                 driver.submit([(i, items[i], hb.status_path(i)) for i in todo])

@@ -22,6 +22,7 @@ class FifoPolicy:
     name = "fifo"
     adaptive = False
     seeded = False  #: takes a seed like every policy, draws no random numbers (schedopt.sim.seeds)
+    checkpointable = True  #: a pickle of it resumes a run exactly (schedopt.sim.checkpoint; tests/test_sim_checkpoint.py)
 
     def __init__(self, backfill: bool = False, seed: int | None = None) -> None:
         self.backfill = parse_bool(backfill, "policy[fifo].backfill")

@@ -73,6 +73,7 @@ class SiaPolicy:
     name = "sia"
     adaptive = True
     seeded = False  #: takes a seed like every policy, draws no random numbers (its solves are deterministic) (schedopt.sim.seeds)
+    checkpointable = True  #: a pickle of it resumes a run exactly (schedopt.sim.checkpoint; tests/test_sim_checkpoint.py)
 
     def __init__(self, backend: str | None = None, time_limit: float | None = None, p: float = -0.5,
                  lam: float = 1.1, restart_cost_s: float | None = None, max_gpus_per_job: int | None = 64,

@@ -25,6 +25,7 @@ class TiresiasPolicy:
     name = "tiresias"
     adaptive = False
     seeded = False  #: takes a seed like every policy, draws no random numbers (schedopt.sim.seeds)
+    checkpointable = True  #: a pickle of it resumes a run exactly (schedopt.sim.checkpoint; tests/test_sim_checkpoint.py)
 
     def __init__(self, threshold: float = 3600.0 * 16, seed: int | None = None) -> None:
         self.threshold = float(threshold)
