@@ -96,6 +96,7 @@ def simulate_hived(trace: HivedTrace, scheduler: str = "hived", *, max_time: flo
     if check_room and not isinstance(sch, HivedScheduler):
         raise InputError("check_room", check_room, "only the hived scheduler has virtual cells to check")
     private = PrivateQuota(hc)
+    known = sch.waits_known if isinstance(sch, HivedScheduler) else None
     hist = {j.id: JobHistory(j) for j in trace.jobs}
     total = len(hist)
     ev: list[tuple[float, int, int, str, int]] = []
@@ -196,13 +197,24 @@ def simulate_hived(trace: HivedTrace, scheduler: str = "hived", *, max_time: flo
 
     def _schedule_pass() -> None:
         nonlocal release_version, state_version
+        failing: set[tuple[tuple[str, str, int, int], int]] = set()
         for k in queue[:]:
             jid = k[3]
             h = hist[jid]
             if jid not in waiting or h.last_try == release_version:
                 continue
+            if known is not None and gflag[jid]:
+                # try_start would return a remembered failure: a shape seen to fail since the pass's last start
+                # (only a start or a preemption changes what the allocator remembers as failing), or one the
+                # allocator says so of now
+                c = shape_of[jid], h.job.priority
+                if c in failing or known(h.job):
+                    failing.add(c)
+                    h.last_try = release_version
+                    continue
             out = sch.try_start(h.job)
             if isinstance(out, Placed):
+                failing.clear()
                 del waiting[jid]
                 del queue[bisect.bisect_left(queue, k)]
                 for v in out.preempted:
