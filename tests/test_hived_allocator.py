@@ -456,3 +456,28 @@ def test_preemptor_cells_stay_bound_when_a_victim_leaves_a_shared_node() -> None
     assert sorted(al.bound_cells()["a"]) == [("N", 2, "n0"), ("N", 2, "n1")]
     al.release(high.handle)
     assert al.bound_cells()["a"] == [] and al.check_invariants() == []
+
+
+def test_known_failure_shape_follows_the_vc_and_node_health() -> None:
+    """VC a owns one 2-GPU node, b the other. A second 2-GPU request of a fails and is remembered (by shape: the
+    look-up and the answer agree); b's jobs do not change a's cells, a's release does; a bad node forgets it."""
+    cl = two_level(2, 2)
+    al = BuddyAllocator(cl, [VirtualCluster("a", {("N", 2): 1}), VirtualCluster("b", {("N", 2): 1})])
+    req = Request("a", "N", 2)
+    shape, va = BuddyAllocator._shape(req), al.vc_index["a"]
+    assert not al.known_failure_shape(shape, va) and al.known_failure(req) is None  # nothing failed yet
+    r1 = al.allocate(req)
+    assert r1.ok
+    assert not al.allocate(Request("a", "N", 2)).ok
+    assert al.known_failure_shape(shape, va) and al.known_failure(req) is not None
+    assert not al.known_failure_shape(BuddyAllocator._shape(Request("a", "N", 1)), va)  # another shape
+    rb = al.allocate(Request("b", "N", 2))
+    assert rb.ok and al.known_failure_shape(shape, va)  # b's cells only
+    al.release(rb.handle)
+    assert al.known_failure_shape(shape, va)
+    al.release(r1.handle)
+    assert not al.known_failure_shape(shape, va) and al.known_failure(req) is None  # a's cells changed
+    r2 = al.allocate(req)
+    assert r2.ok and not al.allocate(Request("a", "N", 2)).ok and al.known_failure_shape(shape, va)
+    al.mark_bad("n1")
+    assert not al.known_failure_shape(shape, va) and al.known_failure(req) is None

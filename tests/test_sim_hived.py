@@ -20,11 +20,14 @@ from schedopt.hived import BuddyAllocator, CellType, PhysicalCluster, Request, V
 from schedopt.sim import SimResult, SimTask
 from schedopt.sim.hived import (
     HivedJob,
+    HivedScheduler,
     NodeFailure,
+    Placed,
     PrivateQuota,
     TenantProfile,
     cluster_preset,
     hived_trace,
+    make_scheduler,
     parse_workload,
     run_task,
     simulate_hived,
@@ -371,3 +374,27 @@ def test_soak_safety_in_time_with_failing_nodes(preset):
         assert all(j.finish is not None for j in res.jobs)
         if preset == "three-tenant":
             assert res.meta.details["hived"]["anomaly_jobs"] == 0
+
+
+def test_waits_known_is_try_start_failing_without_a_search():
+    """tiny: a's node holds A1 (4 GPUs); A2 and A3 (4 GPUs each) must wait. After A2's failed try the engine's
+    look-up (``waits_known``) says A3 fails too, and try_start agrees and changes nothing; b's and c's jobs do not
+    touch a's cells; A1's release does (and A2 then starts)."""
+    hc = cluster_preset("tiny")
+    sch = make_scheduler("hived", hc)
+    assert isinstance(sch, HivedScheduler)
+    ch = hc.cluster.chain_names[0]
+    a1, a2, a3 = (job(f"A{i}", "a", i, 4, 10, chain=ch) for i in (1, 2, 3))
+    assert isinstance(sch.try_start(a1), Placed)
+    assert not sch.waits_known(a2)  # never tried: unknown
+    why = sch.try_start(a2)
+    assert isinstance(why, str) and sch.waits_known(a2) and sch.waits_known(a3)
+    owners = list(sch.gpu_owner())
+    assert sch.try_start(a3) == why and sch.gpu_owner() == owners
+    assert isinstance(sch.try_start(job("B1", "b", 3, 1, 10, chain=ch)), Placed)
+    assert isinstance(sch.try_start(job("C1", "c", 3, 2, 10, chain=ch)), Placed)
+    assert sch.waits_known(a3)
+    assert not sch.waits_known(job("O1", "a", 4, 1, 10, prio=-1, chain=ch))  # opportunistic jobs are always tried
+    sch.release("A1")
+    assert not sch.waits_known(a2) and not sch.waits_known(a3)
+    assert isinstance(sch.try_start(a2), Placed) and sch.gpu_owner()[:4] == ["A2"] * 4

@@ -83,17 +83,23 @@ def main(argv: list[str] | None = None) -> int:
            "kept": info["kept"], "policy": a.policy, "job_rounds": job_rounds, "gpus": res.meta.gpus, "cluster_rule": info["cluster_rule"],
            "replay_cpu_s": round(cpu, 2), "process_cpu_s": round(time.process_time(), 2), "wall_s": round(wall, 1),
            "peak_rss_mb": round(peak, 1), "rounds": rounds, "finished": finished,
-           "avg_jct_h": round(rep["jct_s"]["mean"] / 3600, 3), "avg_queueing_delay_h": round(rep["queueing_delay_s"]["mean"] / 3600, 3),
+           "avg_jct_h": round(rep["jct_s"]["mean"] / 3600, 3),"avg_queueing_delay_h": round(rep["queueing_delay_s"]["mean"] / 3600, 3),
            "p95_queueing_delay_h": round(rep["queueing_delay_s"]["p95"] / 3600, 3),
            "utilization": round(rep["utilization"], 4), "jain_vc_slowdown": round(rep["jain_vc_slowdown"], 4),
-           "worst_slowdown": round(rep["worst_slowdown"], 1)}
+           "worst_slowdown": round(rep["worst_slowdown"], 1), "median_jct_h": round(rep["jct_s"]["median"] / 3600, 3)}
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    new = not out.exists()
-    with out.open("a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(row))
-        if new:
+    old: list[dict[str, str]] = []
+    if out.exists():  # a file of fewer columns (an older version of this tool) gets the new ones, empty in old rows
+        with out.open(newline="") as f:
+            rd = csv.DictReader(f)
+            if list(rd.fieldnames or []) != list(row):
+                old = list(rd)
+    with out.open("w" if old or not out.exists() else "a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(row), restval="")
+        if old or f.tell() == 0:
             w.writeheader()
+            w.writerows({k: r.get(k, "") for k in row} for r in old)
         w.writerow(row)
     tag = a.policy.replace(":", "-") + (f"_days{a.days.replace(',', '-')}" if a.days else "")
     with out.with_name(f"{out.stem}_{tag}_vc.csv").open("w", newline="") as f:

@@ -331,6 +331,14 @@ class BuddyAllocator(BindingMixin, PreemptionMixin, HealthMixin):
             return None
         return Allocation(False, request, reason=hit[2], message=hit[3])
 
+    def known_failure_shape(self, shape: tuple[Any, ...], vc_index: int) -> bool:
+        """:meth:`known_failure` without building the answer: is the failure of a guaranteed request of ``shape``
+        (its ``(vc, chain, gpus_per_pod, pods, priority, pinned_cell)``, the VC at ``vc_index`` in ``vcs``) known
+        now? A caller that tries many waiting requests of few shapes asks this first (a dictionary look-up)."""
+        hit = self._failed.get(shape)
+        return not (hit is None or self.bad_nodes or self._maybe_doomed or hit[1] != self._health_epoch
+                    or hit[0] != self._vc_version[vc_index])
+
     def _vc_view(self, key: tuple[int, Any], threshold: int) -> list[NodeView]:
         ph = self.phys
         out = []

@@ -22,6 +22,7 @@ below is exact (integrated between events):
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 import time
@@ -95,6 +96,7 @@ def simulate_hived(trace: HivedTrace, scheduler: str = "hived", *, max_time: flo
     if check_room and not isinstance(sch, HivedScheduler):
         raise InputError("check_room", check_room, "only the hived scheduler has virtual cells to check")
     private = PrivateQuota(hc)
+    known = sch.waits_known if isinstance(sch, HivedScheduler) else None
     hist = {j.id: JobHistory(j) for j in trace.jobs}
     total = len(hist)
     ev: list[tuple[float, int, int, str, int]] = []
@@ -112,6 +114,13 @@ def simulate_hived(trace: HivedTrace, scheduler: str = "hived", *, max_time: flo
         if math.isfinite(f.end):
             push(f.end, _HEAL, f.node)
     waiting: dict[str, None] = {}
+    # the waiting jobs in the pass's order (guaranteed first, higher priority first, then by arrival, then id),
+    # kept sorted as jobs come and go instead of sorted at every pass
+    okey = {j.id: (not j.guaranteed, -j.priority, j.arrival, j.id) for j in trace.jobs}
+    queue: list[tuple[bool, int, float, str]] = []
+    # per job, what the per-event anomaly test reads: guaranteed?, and its shape (tenant, chain, GPUs per pod, pods)
+    gflag = {j.id: j.guaranteed for j in trace.jobs}
+    shape_of = {j.id: (j.tenant, j.chain, j.gpus_per_pod, j.pods) for j in trace.jobs}
     running: dict[str, None] = {}
     down: set[str] = set()
     release_version = 0
@@ -128,6 +137,10 @@ def simulate_hived(trace: HivedTrace, scheduler: str = "hived", *, max_time: flo
     node_leaves: dict[str, list[int]] = {}
     for jj, n in enumerate(leaf_node):
         node_leaves.setdefault(n, []).append(jj)
+    # a node's GPUs are consecutive leaves (cells number their leaves depth first): idle GPUs are a slice's count
+    node_span = {n: (lv[0], lv[-1] + 1) for n, lv in node_leaves.items()}
+    if any(lv != list(range(lv[0], lv[-1] + 1)) for lv in node_leaves.values()):  # pragma: no cover - by construction
+        raise AssertionError("a node's GPUs are not consecutive leaves")
     G = cl.num_gpus
     t = 0.0
     policy_seconds = 0.0
@@ -136,8 +149,33 @@ def simulate_hived(trace: HivedTrace, scheduler: str = "hived", *, max_time: flo
     memo_version = -1
     used_g = used_o = 0
     frag = 0.0
-    run_demand: dict[tuple[str, str], Any] = {}
+    run_demand: dict[tuple[str, str], Any] = {}  # (tenant, chain) -> cells per level its running guaranteed pods need
+    shape_demand: dict[tuple[str, str, int, int], Any] = {}
     fit: dict[tuple[str, str, int, int], bool] = {}
+
+    def enqueue(jid: str) -> None:
+        waiting[jid] = None
+        bisect.insort(queue, okey[jid])
+
+    def running_add(job: HivedJob, sign: int) -> None:
+        """A job starts (``sign`` 1) or stops (-1): the running GPUs and the tenant's demand follow."""
+        nonlocal used_g, used_o
+        if job.guaranteed:
+            used_g += sign * job.gpus
+            key = (job.tenant, job.chain)
+            d = run_demand.get(key)
+            if d is None:
+                d = run_demand[key] = private.demand(job.chain, ())
+            d += sign * demand_of(job)
+        else:
+            used_o += sign * job.gpus
+
+    def demand_of(job: HivedJob) -> Any:
+        s = shape_of[job.id]
+        d = shape_demand.get(s)
+        if d is None:
+            d = shape_demand[s] = private.demand(job.chain, [(job.gpus_per_pod, job.pods)])
+        return d
 
     def stop(h: JobHistory, now: float) -> float:
         """End the running spell; returns its GPU-seconds."""
@@ -149,24 +187,36 @@ def simulate_hived(trace: HivedTrace, scheduler: str = "hived", *, max_time: flo
             h.segments.append((h.running_since, now, h.job.chain, float(h.job.gpus)))
         h.running_since = None
         h.epoch += 1
-        running.pop(h.job.id, None)
+        if running.pop(h.job.id, 0) is None:
+            running_add(h.job, -1)
         return gs
 
     def requeue(h: JobHistory) -> None:
         h.restarts += 1
-        waiting[h.job.id] = None
+        enqueue(h.job.id)
 
     def _schedule_pass() -> None:
         nonlocal release_version, state_version
-        order = sorted(waiting, key=lambda i: (not hist[i].job.guaranteed, -hist[i].job.priority,
-                                               hist[i].job.arrival, i))
-        for jid in order:
+        failing: set[tuple[tuple[str, str, int, int], int]] = set()
+        for k in queue[:]:
+            jid = k[3]
             h = hist[jid]
             if jid not in waiting or h.last_try == release_version:
                 continue
+            if known is not None and gflag[jid]:
+                # try_start would return a remembered failure: a shape seen to fail since the pass's last start
+                # (only a start or a preemption changes what the allocator remembers as failing), or one the
+                # allocator says so of now
+                c = shape_of[jid], h.job.priority
+                if c in failing or known(h.job):
+                    failing.add(c)
+                    h.last_try = release_version
+                    continue
             out = sch.try_start(h.job)
             if isinstance(out, Placed):
+                failing.clear()
                 del waiting[jid]
+                del queue[bisect.bisect_left(queue, k)]
                 for v in out.preempted:
                     hv = hist[v]
                     counters["preempted_gpu_s"] += stop(hv, t)
@@ -181,6 +231,7 @@ def simulate_hived(trace: HivedTrace, scheduler: str = "hived", *, max_time: flo
                     h.start = t
                 h.running_since = t
                 running[jid] = None
+                running_add(h.job, 1)
                 state_version += 1
                 push(t + h.job.duration, _FINISH, jid, h.epoch)
             else:
@@ -218,7 +269,7 @@ def simulate_hived(trace: HivedTrace, scheduler: str = "hived", *, max_time: flo
                 state_version += 1
                 release_version += 1
             else:
-                waiting[key] = None
+                enqueue(key)
         # ---- one scheduling pass
         c0 = time.perf_counter()
         pass_version = -1
@@ -234,43 +285,34 @@ def simulate_hived(trace: HivedTrace, scheduler: str = "hived", *, max_time: flo
         if memo_version != state_version:
             memo_version = state_version
             owner = sch.gpu_owner()
-            used_g = sum(hist[o].job.gpus for o in running if hist[o].job.guaranteed)
-            used_o = sum(hist[o].job.gpus for o in running if not hist[o].job.guaranteed)
             idle_total = idle_whole = 0
-            for n, leaves in node_leaves.items():
+            for n, (lo, hi) in node_span.items():
                 if n in down:
                     continue
-                idle = sum(1 for jj in leaves if owner[jj] is None)
+                idle = owner[lo:hi].count(None)
                 idle_total += idle
                 if idle == node_gpus[n]:
                     idle_whole += idle
             frag = 1.0 - idle_whole / idle_total if idle_total else 0.0
-            run_pods: dict[tuple[str, str], list[tuple[int, int]]] = {}
-            for o in running:
-                jo = hist[o].job
-                if jo.guaranteed:
-                    run_pods.setdefault((jo.tenant, jo.chain), []).append((jo.gpus_per_pod, jo.pods))
             # the counting rule once per tenant's running demand and waiting shape (waiting jobs share their shapes)
-            run_demand = {key: private.demand(key[1], pods) for key, pods in run_pods.items()}
             fit = {}
         anomalies = []
         for jid in waiting:
-            jw = hist[jid].job
-            if not jw.guaranteed:
+            if not gflag[jid]:
                 ok = False
-            elif (ok_ := fit.get(shape := (jw.tenant, jw.chain, jw.gpus_per_pod, jw.pods))) is not None:
+            elif (ok_ := fit.get(shape := shape_of[jid])) is not None:
                 ok = ok_
             else:
-                d = private.demand(jw.chain, [(jw.gpus_per_pod, jw.pods)])
-                base = run_demand.get((jw.tenant, jw.chain))
-                ok = fit[shape] = private.fits_demand(jw.tenant, jw.chain, d if base is None else d + base)
+                d = demand_of(hist[jid].job)
+                base = run_demand.get(shape[:2])
+                ok = fit[shape] = private.fits_demand(shape[0], shape[1], d if base is None else d + base)
             if ok:
                 anomalies.append(jid)
                 if down:
                     hist[jid].anomaly_failure_seconds += dt
                 else:
                     hist[jid].anomaly_seconds += dt
-            if check_room and not down and jw.guaranteed and sch.vc_has_room(jw):  # type: ignore[union-attr]
+            if check_room and not down and gflag[jid] and sch.vc_has_room(jw := hist[jid].job):  # type: ignore[union-attr]
                 raise AssertionError(f"t={t:g}: guaranteed job {jid} of {jw.tenant} waits while its virtual cells "
                                      f"hold it on idle GPUs")
         healthy_gpus = G - sum(node_gpus[n] for n in down)

@@ -197,6 +197,7 @@ class HivedScheduler:
         #: root bindings that preempted although an opportunistic-free candidate cell was there (:meth:`_avoidable`)
         self.avoidable = 0
         self._requests: dict[str, Request] = {}
+        self._shapes: dict[str, tuple[tuple[Any, ...], int]] = {}  # job id -> (request shape, VC index)
 
     def _avoidable(self, before: tuple[set[int], list[int], dict[tuple[int, int], list[int]]],
                    victim_gpus: list[int]) -> int:
@@ -228,11 +229,26 @@ class HivedScheduler:
                 out += 1
         return out
 
-    def try_start(self, job: HivedJob) -> Placed | str:
+    def _request(self, job: HivedJob) -> Request:
         req = self._requests.get(job.id)
         if req is None:  # one per job until it finishes (a waiting job is tried after every release)
             req = self._requests[job.id] = Request(job.tenant, job.chain, job.gpus_per_pod, job.pods, job.priority,
                                                    name=job.id)
+            self._shapes[job.id] = (BuddyAllocator._shape(req), self.alloc.vc_index.get(job.tenant, -1))
+        return req
+
+    def waits_known(self, job: HivedJob) -> bool:
+        """Would :meth:`try_start` return the allocator's remembered failure for ``job`` now (a guaranteed job
+        whose request shape found no place in its VC's cells, unchanged since: no search, nothing changes)? The
+        engine asks this first, so a long queue of few shapes costs a look-up per job."""
+        if not job.guaranteed:
+            return False
+        self._request(job)
+        shape, vi = self._shapes[job.id]
+        return vi >= 0 and self.alloc.known_failure_shape(shape, vi)
+
+    def try_start(self, job: HivedJob) -> Placed | str:
+        req = self._request(job)
         ph = self.alloc.phys
         if job.guaranteed and (known := self.alloc.known_failure(req)) is not None:
             return f"{known.reason}: {known.message}"  # the same shape failed on the VC's unchanged cells
@@ -263,6 +279,7 @@ class HivedScheduler:
         self.alloc.release(self.handle[job_id])
         self._forget(job_id)
         self._requests.pop(job_id, None)
+        self._shapes.pop(job_id, None)
 
     def fail_node(self, node: str) -> list[str]:
         out = self.ph.on_node(node)
