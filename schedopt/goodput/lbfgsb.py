@@ -15,8 +15,8 @@ from then on. :func:`lean_available` says which path the process took.
 Importing ``scipy.optimize`` costs about 0.26 s of CPU beyond ``scipy.sparse`` (its ``__init__`` loads the linear
 programming, the global optimizers and ``scipy.linalg``), none of which the fit uses. So the driver loads the one
 compiled module it calls, ``_lbfgsb``, from scipy's own ``optimize`` folder, without running
-``scipy/optimize/__init__.py`` (:func:`routine`; any problem there, or ``scipy.optimize`` already imported, takes the
-normal import). And the self-check compares against scipy's answer on the check problem as recorded for this scipy
+``scipy/optimize/__init__.py`` (:func:`routine`, through :func:`schedopt.scipy_parts.load_extension`; any problem
+there takes the normal import). And the self-check compares against scipy's answer on the check problem as recorded for this scipy
 version (:data:`_RECORDED`, float-exact, each entry checked against ``scipy.optimize.minimize`` by the tests): the
 driver's control flow is Python of its own, the routine is scipy's, so the same point, value and evaluation count
 as scipy gave on that version proves the same thing as solving it both ways. A version not recorded, or any
@@ -25,15 +25,14 @@ difference from the record (another platform's arithmetic), runs the check both 
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
-import os
-import sys
+import importlib
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 import numpy as np
+
+from ..scipy_parts import load_extension
 
 __all__ = ["lean_available", "minimize", "routine"]
 
@@ -60,45 +59,16 @@ _CHECK_LO = (-2.0, -2.0, -2.0, -2.0)
 _CHECK_HI = (2.0, 2.0, 0.7, 2.0)
 
 
-def _load_routine() -> ModuleType:
-    """scipy's ``optimize/_lbfgsb`` extension loaded from its file, without ``scipy/optimize/__init__.py``."""
-    spec = importlib.util.find_spec("scipy")
-    if spec is None or spec.origin is None:
-        raise ImportError("scipy not found")
-    folder = os.path.join(os.path.dirname(spec.origin), "optimize")
-    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        path = os.path.join(folder, "_lbfgsb" + suffix)
-        if os.path.isfile(path):
-            break
-    else:
-        raise ImportError(f"no _lbfgsb extension in {folder}")
-    ext = importlib.util.spec_from_file_location("scipy.optimize._lbfgsb", path)
-    if ext is None or ext.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(ext)
-    ext.loader.exec_module(module)
-    # a single-phase extension registers itself in sys.modules; without its package there, a later
-    # ``import scipy.optimize`` would reuse it without setting ``scipy.optimize._lbfgsb``: take it out, so that
-    # import loads it as usual (the same compiled functions)
-    if sys.modules.get("scipy.optimize._lbfgsb") is module:
-        del sys.modules["scipy.optimize._lbfgsb"]
-    if not callable(getattr(module, "setulb", None)):
-        raise ImportError(f"{path} has no setulb")
-    return module
-
-
 def routine() -> ModuleType:
     """scipy's compiled L-BFGS-B module (``scipy.optimize._lbfgsb``), loaded once per process: from its file
     alone where that works and ``scipy.optimize`` is not imported yet (about 2 ms), else by the normal import.
     Loading it also loads scipy's OpenBLAS, which :func:`schedopt.goodput.blas_threads` must see."""
     if not _ROUTINE:
-        module: ModuleType | None = None
-        if "scipy.optimize" not in sys.modules and "scipy.optimize._lbfgsb" not in sys.modules:
-            try:
-                module = _load_routine()
-            except Exception:  # another layout or loader: the normal import below
-                module = None
-        if module is None:
+        try:
+            module = load_extension("optimize", "_lbfgsb")
+            if not callable(getattr(module, "setulb", None)):
+                raise ImportError("no setulb")
+        except Exception:  # another layout or loader: the normal import
             module = importlib.import_module("scipy.optimize._lbfgsb")
         _ROUTINE.append(module)
     return _ROUTINE[0]
