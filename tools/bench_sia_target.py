@@ -25,6 +25,13 @@ file's checksum) and summary (without its ``policy_*`` time columns) are hashed 
     python tools/bench_sia_target.py --whole --records --bytecode cached --checkout before=/tmp/old \\
         --checkout after=. --runs 5 --out benchmarks/everyday.csv
 
+``--routines`` (issue 42's imports): ``--runs`` fresh processes per checkout, alternated, of the command's imports
+and what the simulation's first fit and first measured lookup load (the fit's self-check, the BLAS scan, one
+triangulation), each run's CPU and whether ``scipy.optimize`` or ``scipy.interpolate`` got imported; no CSV rows.
+
+    python tools/bench_sia_target.py --routines --bytecode cached --checkout before=/tmp/old --checkout after=. \\
+        --runs 15
+
 ``--split`` (with ``--whole``): where the whole process goes. Each run is the same command run by the command
 line's ``main`` inside a small wrapper process, which reports its own CPU (the parent: start-up, imports, the parser,
 the warm-up, waiting) apart from its children's (the worker: the simulation's own imports, the rounds, the
@@ -83,6 +90,18 @@ IMPORTS = (("numpy", "numpy"), ("scipy.sparse", "scipy.sparse"),
            ("all the command imports", "schedopt.cli, schedopt.sim.cli, schedopt.sim.policies.sia, scipy.optimize, "
                                        "scipy.interpolate"))
 
+
+#: --routines: the command's imports, then what the simulation's first fit and first measured lookup load
+ROUTINES = r"""
+import sys
+import schedopt.cli, schedopt.sim.cli, schedopt.sim.policies.sia
+import importlib
+from schedopt.goodput import blas_threads, lbfgsb
+with blas_threads(1):
+    lbfgsb.lean_available()
+    importlib.import_module("schedopt.sim.measured").lookup_shape("cifar10", "t4", 3, 12, 64.0)
+print(sorted(m for m in ("scipy.optimize", "scipy.interpolate") if m in sys.modules))
+"""
 
 WHOLE = ["-m", "schedopt", "simulate", "--cluster", "sia-64", "--workload", "saturn/1", "--policy", "sia"]
 _TIMES = ("policy_seconds", "policy_cpu_seconds", "timings")
@@ -163,6 +182,9 @@ def main() -> None:
                     help="--whole: the environment's bytecode setting, or a warmed cache per checkout")
     ap.add_argument("--split", action="store_true",
                     help="--whole: the parent's CPU apart from the worker's, and the import floor (no CSV rows)")
+    ap.add_argument("--routines", action="store_true",
+                    help="the CPU of the command's imports plus the simulation's first use of scipy's two routines "
+                         "(the fit's L-BFGS-B with its self-check, the measured model's triangulation), no CSV rows")
     ap.add_argument("--note", default="", help="a note for the CSV rows (e.g. the machine's state)")
     a = ap.parse_args()
     if a.split and not a.whole:
@@ -178,6 +200,9 @@ def main() -> None:
         checkouts.append((label, p, _commit(p)))
     models = [m for m in a.job_models.split(",") if m]
     env_note = f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores"
+    if a.routines:
+        _routines(a, checkouts)
+        return
     if a.whole and a.split:
         _split(a, checkouts, models)
         return
@@ -237,6 +262,27 @@ def _envs(a: argparse.Namespace, checkouts: list[tuple[str, Path, str]], tmp: Pa
             env["PYTHONPYCACHEPREFIX"] = str(tmp / f"pyc-{label}")
         envs[label] = env
     return envs
+
+
+def _routines(a: argparse.Namespace, checkouts: list[tuple[str, Path, str]]) -> None:
+    """The --routines mode: ``--runs`` fresh processes of :data:`ROUTINES` per checkout, alternated; medians."""
+    envs = _envs(a, checkouts, Path(tempfile.mkdtemp(prefix="bench-everyday-")))
+    cpus: dict[str, list[float]] = {}
+    for label, path, _ in checkouts:  # untimed: fills the bytecode cache
+        subprocess.run([sys.executable, "-c", ROUTINES], env=envs[label], cwd=str(path), check=True,
+                       capture_output=True)
+    for run in range(a.runs):
+        for label, path, commit in checkouts:
+            load = _load()
+            cpu, _wall, out = _run_whole([sys.executable, "-c", ROUTINES], envs[label], path)
+            if out.returncode != 0:
+                sys.exit(f"{label}: {out.stderr[-2000:]}")
+            cpus.setdefault(label, []).append(cpu)
+            print(f"run {run} {label:8s} {commit}: cpu {cpu:.3f} s, load {load:.1f}, loaded {out.stdout.strip()}",
+                  flush=True)
+    print(f"\nmedians, bytecode {a.bytecode} (CPU s)")
+    for label, xs in cpus.items():
+        print(f"  {label:8s}: {statistics.median(xs):.3f}  ({', '.join(f'{x:.2f}' for x in xs)})")
 
 
 def _split(a: argparse.Namespace, checkouts: list[tuple[str, Path, str]], models: list[str]) -> None:
