@@ -159,6 +159,7 @@ def test_the_routine_loads_without_scipy_optimize_and_scipy_imports_it_as_usual(
     own ``_lbfgsb`` (the same compiled setulb) and its minimize agrees with the lean driver."""
     import subprocess
     import sys
+    from pathlib import Path
 
     code = (
         "import sys, numpy as np\n"
@@ -173,7 +174,9 @@ def test_the_routine_loads_without_scipy_optimize_and_scipy_imports_it_as_usual(
         "x, f = lbfgsb.minimize(fg, np.zeros(3), [-1] * 3, [2] * 3)\n"
         "print('agree', np.array_equal(x, r.x) and f == r.fun)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True,
+                         cwd=root).stdout
     recorded = scipy.__version__ in lbfgsb._RECORDED
     assert f"optimize {not recorded}" in out
     assert "same True True" in out and "agree True" in out

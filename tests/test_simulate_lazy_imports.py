@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 import scipy
 from scipy.interpolate import LinearNDInterpolator
 
@@ -20,24 +21,27 @@ ROOT = Path(__file__).resolve().parents[1]
 measured = importlib.import_module("schedopt.sim.measured")
 
 
+def _fresh(*lines: str) -> str:
+    """What a fresh interpreter prints running ``lines`` from the repository's root."""
+    return subprocess.run([sys.executable, "-c", "\n".join(lines)], capture_output=True, text=True, timeout=300,
+                          check=True, cwd=ROOT).stdout
+
+
 def test_a_measured_sia_simulation_imports_neither_scipy_optimize_nor_interpolate() -> None:
     """Six saturn/1 jobs under Sia with the measured job model, in a fresh process: the throughput fit ran on the
     lean driver and the triangulation answered, and neither ``scipy.optimize`` nor ``scipy.interpolate`` was
     imported (when the self-check's record covers this scipy)."""
-    code = (
-        "import sys\n"
-        "from schedopt.sim import Workload, cluster_preset, load_workload, simulate\n"
-        "from schedopt.sim.policies.sia import SiaPolicy\n"
-        "from schedopt.goodput import lbfgsb\n"
-        "import importlib\n"
-        "m = importlib.import_module('schedopt.sim.measured')\n"
-        "w = Workload('w', load_workload('saturn/1').jobs[:6])\n"
-        "r = simulate(cluster_preset('sia-64'), w, SiaPolicy(), job_model='sia-measured')\n"
-        "print('jobs', len(r.jobs), 'lean', lbfgsb._STATE, 'tri', m._linear_nd_interpolator.cache_info().currsize)\n"
-        "print('loaded', sorted(x for x in ('scipy.optimize', 'scipy.interpolate') if x in sys.modules))\n"
+    out = _fresh(
+        "import importlib, sys",
+        "from schedopt.sim import Workload, cluster_preset, load_workload, simulate",
+        "from schedopt.sim.policies.sia import SiaPolicy",
+        "from schedopt.goodput import lbfgsb",
+        "m = importlib.import_module('schedopt.sim.measured')",
+        "w = Workload('w', load_workload('saturn/1').jobs[:6])",
+        "r = simulate(cluster_preset('sia-64'), w, SiaPolicy(), job_model='sia-measured')",
+        "print('jobs', len(r.jobs), 'lean', lbfgsb._STATE, 'tri', m._linear_nd_interpolator.cache_info().currsize)",
+        "print('loaded', sorted(x for x in ('scipy.optimize', 'scipy.interpolate') if x in sys.modules))",
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True,
-                         cwd=ROOT).stdout
     assert "jobs 6 lean [True] tri 1" in out
     if scipy.__version__ in lbfgsb._RECORDED:
         assert "loaded []" in out
@@ -75,23 +79,17 @@ def test_load_extension_gives_scipys_module_and_leaves_the_package_import_alone(
     """In a fresh process: the loaded module is not left in sys.modules, and a later ``import scipy.optimize``
     has its own ``_lbfgsb`` with the same compiled ``setulb``; with ``scipy.optimize`` imported first, the
     function returns that module itself; an extension that does not exist raises ImportError."""
-    code = (
-        "import sys\n"
-        "from schedopt.scipy_parts import load_extension\n"
-        "m = load_extension('optimize', '_lbfgsb')\n"
-        "print('kept', 'scipy.optimize._lbfgsb' in sys.modules, 'scipy.optimize' in sys.modules)\n"
-        "import scipy.optimize\n"
-        "print('same', scipy.optimize._lbfgsb.setulb is m.setulb)\n"
+    out = _fresh(
+        "import sys",
+        "from schedopt.scipy_parts import load_extension",
+        "m = load_extension('optimize', '_lbfgsb')",
+        "print('kept', 'scipy.optimize._lbfgsb' in sys.modules, 'scipy.optimize' in sys.modules)",
+        "import scipy.optimize",
+        "print('same', scipy.optimize._lbfgsb.setulb is m.setulb)",
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True,
-                         cwd=ROOT).stdout
     assert "kept False False" in out and "same True" in out
     import scipy.optimize
 
     assert load_extension("optimize", "_lbfgsb") is scipy.optimize._lbfgsb
-    try:
+    with pytest.raises(ImportError):
         load_extension("optimize", "_no_such_module")
-    except ImportError:
-        pass
-    else:
-        raise AssertionError("a missing extension must raise ImportError")
