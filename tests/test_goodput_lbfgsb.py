@@ -122,3 +122,61 @@ def test_repeated_points_and_a_nan_region_count_evaluations_as_scipy() -> None:
     x, f, nfev = lbfgsb._lean(fg, np.zeros(3), lo, hi, 1000)
     res = scipy.optimize.minimize(fg, np.zeros(3), method="L-BFGS-B", jac=True, bounds=list(zip(lo, hi)))
     assert np.array_equal(x, res.x) and np.isnan(f) and np.isnan(res.fun) and nfev == res.nfev
+
+
+def test_the_recorded_check_answer_is_scipys_on_this_version() -> None:
+    """The self-check's record for the installed scipy (when there is one) is exactly what scipy.optimize.minimize
+    returns on the check problem: the record stands in for that solve, so it must be its answer, float for float."""
+    rec = lbfgsb._RECORDED.get(scipy.__version__)
+    if rec is None:
+        pytest.skip(f"no record for scipy {scipy.__version__}: the self-check solves both ways")
+    x0, lo, hi = np.array(lbfgsb._CHECK_START), np.array(lbfgsb._CHECK_LO), np.array(lbfgsb._CHECK_HI)
+    x, f, nfev = lbfgsb._reference(lbfgsb._check_problem, x0, lo, hi, 1000)
+    assert [v.hex() for v in x.tolist()] == list(rec[0]) and f.hex() == rec[1] and nfev == rec[2]
+    assert lbfgsb._matches_record(lbfgsb._lean(lbfgsb._check_problem, x0, lo, hi, 1000))
+    assert not lbfgsb._matches_record((x, np.nextafter(f, 1.0), nfev))  # one ulp off: not the record
+
+
+def test_a_check_answer_off_the_record_is_solved_both_ways(fresh_state, monkeypatch) -> None:
+    """A scipy version without a record (here: the record taken away) runs the check both ways, as before, and
+    still takes the lean path when both agree."""
+    monkeypatch.setattr(lbfgsb, "_RECORDED", {})
+    calls = []
+    reference = lbfgsb._reference
+
+    def counted(*args):
+        calls.append(1)
+        return reference(*args)
+
+    monkeypatch.setattr(lbfgsb, "_reference", counted)
+    assert lbfgsb.lean_available() is (tuple(int(v) for v in scipy.__version__.split(".")[:2]) >= (1, 15))
+    assert len(calls) == 1
+
+
+def test_the_routine_loads_without_scipy_optimize_and_scipy_imports_it_as_usual() -> None:
+    """In a fresh process the fit's routine is scipy's compiled module, loaded without running
+    scipy/optimize/__init__.py; the self-check passes on its record; a later ``import scipy.optimize`` still has its
+    own ``_lbfgsb`` (the same compiled setulb) and its minimize agrees with the lean driver."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys, numpy as np\n"
+        "from schedopt.goodput import lbfgsb\n"
+        "m = lbfgsb.routine()\n"
+        "ok = lbfgsb.lean_available()\n"
+        "print('optimize' , 'scipy.optimize' in sys.modules)\n"
+        "import scipy.optimize\n"
+        "print('same', scipy.optimize._lbfgsb.setulb is m.setulb, ok)\n"
+        "fg = lambda x: (float(np.sum((x - 3.0) ** 2)), 2.0 * (x - 3.0))\n"
+        "r = scipy.optimize.minimize(fg, np.zeros(3), jac=True, method='L-BFGS-B', bounds=[(-1, 2)] * 3)\n"
+        "x, f = lbfgsb.minimize(fg, np.zeros(3), [-1] * 3, [2] * 3)\n"
+        "print('agree', np.array_equal(x, r.x) and f == r.fun)\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True,
+                         cwd=root).stdout
+    recorded = scipy.__version__ in lbfgsb._RECORDED
+    assert f"optimize {not recorded}" in out
+    assert "same True True" in out and "agree True" in out

@@ -24,6 +24,19 @@ file's checksum) and summary (without its ``policy_*`` time columns) are hashed 
 
     python tools/bench_sia_target.py --whole --records --bytecode cached --checkout before=/tmp/old \\
         --checkout after=. --runs 5 --out benchmarks/everyday.csv
+
+``--routines`` (issue 42's imports): ``--runs`` fresh processes per checkout, alternated, of the command's imports
+and what the simulation's first fit and first measured lookup load (the fit's self-check, the BLAS scan, one
+triangulation), each run's CPU and whether ``scipy.optimize`` or ``scipy.interpolate`` got imported; no CSV rows.
+
+    python tools/bench_sia_target.py --routines --bytecode cached --checkout before=/tmp/old --checkout after=. \\
+        --runs 15
+
+``--split`` (with ``--whole``): where the whole process goes. Each run is the same command run by the command
+line's ``main`` inside a small wrapper process, which reports its own CPU (the parent: start-up, imports, the parser,
+the warm-up, waiting) apart from its children's (the worker: the simulation's own imports, the rounds, the
+summary); then ``--runs`` fresh processes of each import set the command loads (``numpy``; ``scipy.sparse``;
+``scipy.optimize`` with ``scipy.interpolate``; everything the parent and the worker import), their medians.
 """
 
 from __future__ import annotations
@@ -60,6 +73,36 @@ print(json.dumps({"wall_s": wall, "cpu_s": cpu, "rounds": len(res.rounds), "fini
 """
 
 
+SPLIT = r"""
+import json, resource, sys
+from schedopt.cli import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"parent_cpu_s": me.ru_utime + me.ru_stime, "worker_cpu_s": kids.ru_utime + kids.ru_stime,
+                  "code": code}), file=sys.stderr)
+"""
+#: the import sets of --split: (label, the modules)
+IMPORTS = (("numpy", "numpy"), ("scipy.sparse", "scipy.sparse"),
+           ("scipy.optimize + interpolate", "scipy.optimize, scipy.interpolate"),
+           ("all the command imports", "schedopt.cli, schedopt.sim.cli, schedopt.sim.policies.sia, scipy.optimize, "
+                                       "scipy.interpolate"))
+
+
+#: --routines: the command's imports, then what the simulation's first fit and first measured lookup load
+ROUTINES = r"""
+import sys
+import schedopt.cli, schedopt.sim.cli, schedopt.sim.policies.sia
+import importlib
+from schedopt.goodput import blas_threads, lbfgsb
+with blas_threads(1):
+    lbfgsb.lean_available()
+    importlib.import_module("schedopt.sim.measured").lookup_shape("cifar10", "t4", 3, 12, 64.0)
+print(sorted(m for m in ("scipy.optimize", "scipy.interpolate") if m in sys.modules))
+"""
+
 WHOLE = ["-m", "schedopt", "simulate", "--cluster", "sia-64", "--workload", "saturn/1", "--policy", "sia"]
 _TIMES = ("policy_seconds", "policy_cpu_seconds", "timings")
 
@@ -74,7 +117,7 @@ def _table_hash(stdout: str) -> str:
     start = next((i for i, x in enumerate(lines) if x.startswith("results")), None)
     if start is None:
         return "none"
-    body = []
+    body: list[str] = []
     for x in lines[start:]:
         if body and not x.strip() and any(y.startswith("|") for y in body):
             break
@@ -137,8 +180,15 @@ def main() -> None:
     ap.add_argument("--records", action="store_true", help="--whole: hash each checkout's records (one -o run each)")
     ap.add_argument("--bytecode", choices=("env", "cached"), default="env",
                     help="--whole: the environment's bytecode setting, or a warmed cache per checkout")
+    ap.add_argument("--split", action="store_true",
+                    help="--whole: the parent's CPU apart from the worker's, and the import floor (no CSV rows)")
+    ap.add_argument("--routines", action="store_true",
+                    help="the CPU of the command's imports plus the simulation's first use of scipy's two routines "
+                         "(the fit's L-BFGS-B with its self-check, the measured model's triangulation), no CSV rows")
     ap.add_argument("--note", default="", help="a note for the CSV rows (e.g. the machine's state)")
     a = ap.parse_args()
+    if a.split and not a.whole:
+        ap.error("--split goes with --whole")
     checkouts = []
     for spec in a.checkout:
         label, _, path = spec.partition("=")
@@ -150,6 +200,12 @@ def main() -> None:
         checkouts.append((label, p, _commit(p)))
     models = [m for m in a.job_models.split(",") if m]
     env_note = f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores"
+    if a.routines:
+        _routines(a, checkouts)
+        return
+    if a.whole and a.split:
+        _split(a, checkouts, models)
+        return
     if a.whole:
         _whole(a, checkouts, models, env_note)
         return
@@ -195,9 +251,9 @@ def _append(out_path: Path, rows: list[dict[str, Any]]) -> None:
         w.writerows(rows)
 
 
-def _whole(a: argparse.Namespace, checkouts: list[tuple[str, Path, str]], models: list[str], env_note: str) -> None:
-    """The --whole mode: the command as a user types it, one fresh process per run, checkouts alternated."""
-    tmp = Path(tempfile.mkdtemp(prefix="bench-everyday-"))
+def _envs(a: argparse.Namespace, checkouts: list[tuple[str, Path, str]], tmp: Path) -> dict[str, dict[str, str]]:
+    """Each checkout's environment: its path first on PYTHONPATH; with ``--bytecode cached``, a bytecode cache of
+    its own."""
     envs: dict[str, dict[str, str]] = {}
     for label, path, _ in checkouts:
         env = dict(os.environ, PYTHONPATH=str(path) + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -205,6 +261,72 @@ def _whole(a: argparse.Namespace, checkouts: list[tuple[str, Path, str]], models
             env.pop("PYTHONDONTWRITEBYTECODE", None)
             env["PYTHONPYCACHEPREFIX"] = str(tmp / f"pyc-{label}")
         envs[label] = env
+    return envs
+
+
+def _routines(a: argparse.Namespace, checkouts: list[tuple[str, Path, str]]) -> None:
+    """The --routines mode: ``--runs`` fresh processes of :data:`ROUTINES` per checkout, alternated; medians."""
+    envs = _envs(a, checkouts, Path(tempfile.mkdtemp(prefix="bench-everyday-")))
+    cpus: dict[str, list[float]] = {}
+    for label, path, _ in checkouts:  # untimed: fills the bytecode cache
+        subprocess.run([sys.executable, "-c", ROUTINES], env=envs[label], cwd=str(path), check=True,
+                       capture_output=True)
+    for run in range(a.runs):
+        for label, path, commit in checkouts:
+            load = _load()
+            cpu, _wall, out = _run_whole([sys.executable, "-c", ROUTINES], envs[label], path)
+            if out.returncode != 0:
+                sys.exit(f"{label}: {out.stderr[-2000:]}")
+            cpus.setdefault(label, []).append(cpu)
+            print(f"run {run} {label:8s} {commit}: cpu {cpu:.3f} s, load {load:.1f}, loaded {out.stdout.strip()}",
+                  flush=True)
+    print(f"\nmedians, bytecode {a.bytecode} (CPU s)")
+    for label, xs in cpus.items():
+        print(f"  {label:8s}: {statistics.median(xs):.3f}  ({', '.join(f'{x:.2f}' for x in xs)})")
+
+
+def _split(a: argparse.Namespace, checkouts: list[tuple[str, Path, str]], models: list[str]) -> None:
+    """The --split mode: the parent's CPU apart from the worker's, per run, then the import floor."""
+    envs = _envs(a, checkouts, Path(tempfile.mkdtemp(prefix="bench-everyday-")))
+    for label, path, _ in checkouts:  # untimed: fills the bytecode cache
+        subprocess.run(_whole_cmd(models[0]), env=envs[label], capture_output=True, text=True, cwd=str(path),
+                       check=True)
+    parts: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for run in range(a.runs):
+        for jm in models:
+            for label, path, commit in checkouts:
+                cmd = [sys.executable, "-c", SPLIT, *_whole_cmd(jm)[3:]]
+                load = _load()
+                out = subprocess.run(cmd, env=envs[label], capture_output=True, text=True, cwd=str(path))
+                try:
+                    got = json.loads((out.stderr.strip().splitlines() or [""])[-1])
+                except ValueError:
+                    got = {"code": "no report"}
+                if out.returncode != 0 or got["code"] not in (0, None):
+                    sys.exit(f"{label} ({path}) {jm}: the command failed:\n{out.stderr[-2000:]}")
+                parts.setdefault((label, jm), []).append((got["parent_cpu_s"], got["worker_cpu_s"]))
+                print(f"run {run} {jm:13s} {label:8s} {commit}: parent {got['parent_cpu_s']:.2f} s, worker "
+                      f"{got['worker_cpu_s']:.2f} s, load {load:.1f}, table {_table_hash(out.stdout)}", flush=True)
+    print(f"\nmedians, bytecode {a.bytecode} (CPU s)")
+    for (label, jm), rs in parts.items():
+        print(f"  {jm:13s} {label:8s}: parent {statistics.median(r[0] for r in rs):.2f}, worker "
+              f"{statistics.median(r[1] for r in rs):.2f}")
+    print("import floor (CPU s, median of fresh processes)")
+    for label, path, _ in checkouts:
+        for name, mods in IMPORTS:
+            cpus = []
+            for _ in range(a.runs):
+                cpu, _wall, out = _run_whole([sys.executable, "-c", f"import {mods}"], envs[label], path)
+                if out.returncode != 0:
+                    sys.exit(f"{label}: import {mods} failed:\n{out.stderr[-2000:]}")
+                cpus.append(cpu)
+            print(f"  {label:8s} {name:28s} {statistics.median(cpus):.2f}")
+
+
+def _whole(a: argparse.Namespace, checkouts: list[tuple[str, Path, str]], models: list[str], env_note: str) -> None:
+    """The --whole mode: the command as a user types it, one fresh process per run, checkouts alternated."""
+    tmp = Path(tempfile.mkdtemp(prefix="bench-everyday-"))
+    envs = _envs(a, checkouts, tmp)
     records: dict[tuple[str, str], str] = {}
     for label, path, _ in checkouts:  # untimed: fills the bytecode cache, and hashes the records
         for jm in models if a.records else models[:1]:

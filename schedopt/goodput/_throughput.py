@@ -320,11 +320,11 @@ _BLAS: list[Any] = []  # the process's BLAS libraries (a threadpoolctl selection
 
 
 def _blas_libraries() -> Any:
-    """The BLAS libraries loaded in this process (numpy's and scipy's OpenBLAS; scipy's comes with scipy.optimize,
-    imported here before the scan), found once per process: ``threadpoolctl.threadpool_limits`` scans every loaded
-    library on each entry (about 4 ms with a simulator's imports; 572 fits of a saturn/1 run spent 2.3 s there), a
-    kept selection sets the limit in microseconds."""
-    import scipy.optimize  # noqa: F401  (loads scipy's OpenBLAS, which the fit uses, before the scan)
+    """The BLAS libraries loaded in this process (numpy's and scipy's OpenBLAS; scipy's comes with the fit's
+    compiled routine, :func:`schedopt.goodput.lbfgsb.routine`, loaded here before the scan), found once per process:
+    ``threadpoolctl.threadpool_limits`` scans every loaded library on each entry (about 4 ms with a simulator's
+    imports; 572 fits of a saturn/1 run spent 2.3 s there), a kept selection sets the limit in microseconds."""
+    lbfgsb.routine()  # loads scipy's OpenBLAS, which the fit uses, before the scan
 
     if not _BLAS:
         _BLAS.append(ThreadpoolController().select(user_api="blas"))
@@ -453,8 +453,8 @@ def fit_throughput(
     # OpenBLAS's thread pool makes L-BFGS-B on these few parameters 5-8x slower (its threads spin on tiny
     # vectors): by default the fit runs on one BLAS thread (formulations/sim.md has the measurement).
     # L-BFGS-B through lbfgsb.minimize: scipy's routine without scipy.optimize.minimize's per-call and
-    # per-evaluation overhead, the same iterates (scipy.optimize is imported by the first fit, in _blas_libraries,
-    # not at import: it costs ~0.25 s CPU that a solve without a fit never uses)
+    # per-evaluation overhead, the same iterates (its compiled routine is loaded by the first fit, in
+    # _blas_libraries, not at import; scipy.optimize itself is not imported where the self-check's record holds)
     with _limit_blas(blas_threads):
         for gamma0 in starts:
             start = np.clip(np.log([alpha_c0, beta_c0, *net_start(gamma0)]), lo, hi)

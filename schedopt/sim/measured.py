@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..scipy_parts import load_extension
 
 __all__ = ["MeasuredProfile", "fit_errors", "lookup", "lookup_shape", "measured_types", "normalize_placement",
            "profile", "step_time"]
@@ -103,11 +104,10 @@ class _Interpolator:
         self.nd: Any = None
         self.x: np.ndarray | None = None
         if self.free.size >= 2:
-            from scipy.interpolate import LinearNDInterpolator
             from scipy.spatial import QhullError
 
             try:
-                self.nd = LinearNDInterpolator(points[:, self.free], values)
+                self.nd = _linear_nd_interpolator()(points[:, self.free], values)
             except QhullError:  # degenerate in the varying coordinates too: nothing to interpolate in
                 self.nd = None
         elif self.free.size == 1:
@@ -126,6 +126,19 @@ class _Interpolator:
                 return None
             return np.array([np.interp(x, self.x, self.values[:, k]) for k in range(self.values.shape[1])])
         return np.asarray(self.values[0])
+
+
+@cache
+def _linear_nd_interpolator() -> Any:
+    """scipy's ``LinearNDInterpolator`` class, from its compiled module (``scipy.interpolate._interpnd``) loaded
+    without ``scipy/interpolate/__init__.py``, which imports ``scipy.optimize`` (about 0.2 s of CPU a simulation
+    otherwise never spends; :func:`schedopt.scipy_parts.load_extension`); the normal import on any problem."""
+    try:
+        return load_extension("interpolate", "_interpnd").LinearNDInterpolator
+    except Exception:  # another scipy's layout: the public name
+        from scipy.interpolate import LinearNDInterpolator
+
+        return LinearNDInterpolator
 
 
 @cache
