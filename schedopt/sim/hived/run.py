@@ -159,8 +159,8 @@ def simulate_hived(trace: HivedTrace, scheduler: str = "hived", *, max_time: flo
     frag = 0.0
     run_demand: dict[tuple[str, str], Any] = {}  # (tenant, chain) -> cells per level its running guaranteed pods need
     shape_demand: dict[tuple[str, str, int, int], Any] = {}
-    fit: dict[tuple[str, str, int, int], bool] = {}
-    room: dict[tuple[str, str, int, int], bool] = {}  # HiveD: do the VC's own cells, as they are, hold the shape?
+    # per waiting shape: (the repack test, and under HiveD: do the VC's own cells, as they are, hold it?)
+    fit: dict[tuple[str, str, int, int], tuple[bool, bool]] = {}
     hived_sch = sch if isinstance(sch, HivedScheduler) else None
 
     def enqueue(jid: str) -> None:
@@ -306,33 +306,33 @@ def simulate_hived(trace: HivedTrace, scheduler: str = "hived", *, max_time: flo
             frag = 1.0 - idle_whole / idle_total if idle_total else 0.0
             # the counting rule once per tenant's running demand and waiting shape (waiting jobs share their shapes)
             fit = {}
-            room = {}
         anomalies = []
+        room_on = hived_sch is not None and not down
         for jid in waiting:
             if not gflag[jid]:
-                ok = False
-            elif (ok_ := fit.get(shape := shape_of[jid])) is not None:
-                ok = ok_
-            else:
-                d = demand_of(hist[jid].job)
+                continue
+            shape = shape_of[jid]
+            if (memo := fit.get(shape)) is None:
+                jw = hist[jid].job
                 base = run_demand.get(shape[:2])
-                ok = fit[shape] = private.fits_demand(shape[0], shape[1], d if base is None else d + base)
-            if ok:
+                d = demand_of(jw)
+                # the repack test, and under HiveD the VC's own cells as they are (a shape whose search failed on
+                # the VC's unchanged cells has no room: a look-up; check_room asks the cells themselves)
+                memo = fit[shape] = (
+                    private.fits_demand(shape[0], shape[1], d if base is None else d + base),
+                    room_on and (check_room or not sch.waits_known(jw)) and sch.vc_has_room(jw))  # type: ignore[union-attr]
+            if memo[0]:
                 anomalies.append(jid)
                 if down:
                     hist[jid].anomaly_failure_seconds += dt
                 else:
                     hist[jid].anomaly_seconds += dt
-            if hived_sch is not None and not down and gflag[jid]:
-                if (has := room.get(shape := shape_of[jid])) is None:
-                    has = room[shape] = hived_sch.vc_has_room(hist[jid].job)
-                if has:
-                    hist[jid].vc_room_seconds += dt
-                    acc["vc_room_s"] += dt
-                    if check_room:
-                        jw = hist[jid].job
-                        raise AssertionError(f"t={t:g}: guaranteed job {jid} of {jw.tenant} waits while its virtual cells "
-                                             f"hold it on idle GPUs")
+            if memo[1]:
+                hist[jid].vc_room_seconds += dt
+                acc["vc_room_s"] += dt
+                if check_room:
+                    raise AssertionError(f"t={t:g}: guaranteed job {jid} of {shape[0]} waits while its virtual "
+                                         f"cells hold it on idle GPUs")
         healthy_gpus = G - sum(node_gpus[n] for n in down)
         acc["used_g"] += used_g * dt
         acc["used_o"] += used_o * dt
