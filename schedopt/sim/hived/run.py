@@ -10,10 +10,13 @@ below is exact (integrated between events):
 
 * queueing delay of a job = its first start - its arrival (per tenant and overall, guaranteed and opportunistic:
   mean and p95);
-* a **sharing anomaly**: a guaranteed job waits although its tenant's private cluster of quota size could host it
-  next to the tenant's running guaranteed jobs (:class:`~schedopt.sim.hived.private.PrivateQuota`, the exact
-  cell-mapping rule); counted as jobs that ever were in that state and anomaly-seconds, split by whether a node was
-  down at the time;
+* a **repack anomaly** (:data:`ANOMALY_TEST`): a guaranteed job waits although its tenant's private cluster of
+  quota size could host it next to the tenant's running guaranteed jobs repacked
+  (:class:`~schedopt.sim.hived.private.PrivateQuota`, the exact cell-mapping rule); counted as jobs that ever were
+  in that state and anomaly-seconds, split by whether a node was down at the time;
+* under HiveD, the paper's **sharing anomaly** (``vc_room_jobs`` / ``vc_room_seconds``): a guaranteed job waits,
+  no node down, although its VC's own virtual cells -- its private cluster with the same allocation rule and
+  history -- hold it on idle GPUs as they are;
 * GPU utilization (guaranteed, opportunistic, total; over all GPUs), fragmentation (of the idle GPUs on healthy
   nodes, the share outside wholly idle nodes; time-weighted mean and a sample per event in the round records);
 * opportunistic jobs run and preempted, preemptions, GPU-seconds lost to preemptions and to failures, jobs dropped
