@@ -10,10 +10,13 @@ below is exact (integrated between events):
 
 * queueing delay of a job = its first start - its arrival (per tenant and overall, guaranteed and opportunistic:
   mean and p95);
-* a **sharing anomaly**: a guaranteed job waits although its tenant's private cluster of quota size could host it
-  next to the tenant's running guaranteed jobs (:class:`~schedopt.sim.hived.private.PrivateQuota`, the exact
-  cell-mapping rule); counted as jobs that ever were in that state and anomaly-seconds, split by whether a node was
-  down at the time;
+* a **repack anomaly** (:data:`ANOMALY_TEST`): a guaranteed job waits although its tenant's private cluster of
+  quota size could host it next to the tenant's running guaranteed jobs repacked
+  (:class:`~schedopt.sim.hived.private.PrivateQuota`, the exact cell-mapping rule); counted as jobs that ever were
+  in that state and anomaly-seconds, split by whether a node was down at the time;
+* under HiveD, the paper's **sharing anomaly** (``vc_room_jobs`` / ``vc_room_seconds``): a guaranteed job waits,
+  no node down, although its VC's own virtual cells -- its private cluster with the same allocation rule and
+  history -- hold it on idle GPUs as they are;
 * GPU utilization (guaranteed, opportunistic, total; over all GPUs), fragmentation (of the idle GPUs on healthy
   nodes, the share outside wholly idle nodes; time-weighted mean and a sample per event in the round records);
 * opportunistic jobs run and preempted, preemptions, GPU-seconds lost to preemptions and to failures, jobs dropped
@@ -46,7 +49,14 @@ from .workload import (
     synthetic_trace,
 )
 
-__all__ = ["POLICIES", "JobHistory", "compare", "run_task", "simulate_hived"]
+__all__ = ["ANOMALY_TEST", "POLICIES", "JobHistory", "compare", "run_task", "simulate_hived"]
+
+#: What ``anomaly_jobs`` / ``anomaly_seconds`` count (``meta.details["hived"]["anomaly_test"]``): a waiting guaranteed
+#: job whose tenant's running guaranteed pods and its own pods could be *repacked* into the tenant's quota cells (the
+#: counting rule of :class:`~schedopt.sim.hived.private.PrivateQuota`, no allocation history). HiveD's paper counts
+#: a job that its tenant's private cluster -- the same cells, allocation rule and history -- would run; for HiveD
+#: that private cluster is its VC's own virtual cells, counted as ``vc_room_jobs`` / ``vc_room_seconds``.
+ANOMALY_TEST = "repack"
 
 #: policy name -> scheduler
 POLICIES: dict[str, str] = {"hived": "hived", "hived:quota": "quota"}
@@ -69,6 +79,7 @@ class JobHistory:
     epoch: int = 0
     anomaly_seconds: float = 0.0
     anomaly_failure_seconds: float = 0.0
+    vc_room_seconds: float = 0.0
     last_try: int = -1
 
     @property
@@ -128,7 +139,7 @@ def simulate_hived(trace: HivedTrace, scheduler: str = "hived", *, max_time: flo
     n_events = 0
     rounds: list[RoundRecord] = []
     acc = {"used_g": 0.0, "used_o": 0.0, "frag": 0.0, "healthy": 0.0, "down_node_s": 0.0, "span": 0.0,
-           "anomaly_s": 0.0, "anomaly_fail_s": 0.0}
+           "anomaly_s": 0.0, "anomaly_fail_s": 0.0, "vc_room_s": 0.0}
     counters = {"preemptions": 0, "preempted_gpu_s": 0.0, "failure_kills": 0, "failure_lost_gpu_s": 0.0,
                 "guaranteed_preempted": 0, "opportunistic_preempted": 0}
     cl = hc.cluster
@@ -151,7 +162,9 @@ def simulate_hived(trace: HivedTrace, scheduler: str = "hived", *, max_time: flo
     frag = 0.0
     run_demand: dict[tuple[str, str], Any] = {}  # (tenant, chain) -> cells per level its running guaranteed pods need
     shape_demand: dict[tuple[str, str, int, int], Any] = {}
-    fit: dict[tuple[str, str, int, int], bool] = {}
+    # per waiting shape: (the repack test, and under HiveD: do the VC's own cells, as they are, hold it?)
+    fit: dict[tuple[str, str, int, int], tuple[bool, bool]] = {}
+    hived_sch = sch if isinstance(sch, HivedScheduler) else None
 
     def enqueue(jid: str) -> None:
         waiting[jid] = None
@@ -297,24 +310,32 @@ def simulate_hived(trace: HivedTrace, scheduler: str = "hived", *, max_time: flo
             # the counting rule once per tenant's running demand and waiting shape (waiting jobs share their shapes)
             fit = {}
         anomalies = []
+        room_on = hived_sch is not None and not down
         for jid in waiting:
             if not gflag[jid]:
-                ok = False
-            elif (ok_ := fit.get(shape := shape_of[jid])) is not None:
-                ok = ok_
-            else:
-                d = demand_of(hist[jid].job)
+                continue
+            shape = shape_of[jid]
+            if (memo := fit.get(shape)) is None:
+                jw = hist[jid].job
                 base = run_demand.get(shape[:2])
-                ok = fit[shape] = private.fits_demand(shape[0], shape[1], d if base is None else d + base)
-            if ok:
+                d = demand_of(jw)
+                # the repack test, and under HiveD the VC's own cells as they are (a shape whose search failed on
+                # the VC's unchanged cells has no room: a look-up; check_room asks the cells themselves)
+                memo = fit[shape] = (
+                    private.fits_demand(shape[0], shape[1], d if base is None else d + base),
+                    room_on and (check_room or not sch.waits_known(jw)) and sch.vc_has_room(jw))  # type: ignore[union-attr]
+            if memo[0]:
                 anomalies.append(jid)
                 if down:
                     hist[jid].anomaly_failure_seconds += dt
                 else:
                     hist[jid].anomaly_seconds += dt
-            if check_room and not down and gflag[jid] and sch.vc_has_room(jw := hist[jid].job):  # type: ignore[union-attr]
-                raise AssertionError(f"t={t:g}: guaranteed job {jid} of {jw.tenant} waits while its virtual cells "
-                                     f"hold it on idle GPUs")
+            if memo[1]:
+                hist[jid].vc_room_seconds += dt
+                acc["vc_room_s"] += dt
+                if check_room:
+                    raise AssertionError(f"t={t:g}: guaranteed job {jid} of {shape[0]} waits while its virtual "
+                                         f"cells hold it on idle GPUs")
         healthy_gpus = G - sum(node_gpus[n] for n in down)
         acc["used_g"] += used_g * dt
         acc["used_o"] += used_o * dt
@@ -349,6 +370,7 @@ def _meta(trace: HivedTrace, sch: QuotaScheduler | HivedScheduler, hist: Mapping
     G = hc.gpus
     span = acc["span"] or 1.0
     tenants: dict[str, Any] = {}
+    hived_sch = isinstance(sch, HivedScheduler)
     for v in hc.tenants:
         hs = [h for h in hist.values() if h.job.tenant == v]
         g = [h for h in hs if h.job.guaranteed]
@@ -360,6 +382,7 @@ def _meta(trace: HivedTrace, sch: QuotaScheduler | HivedScheduler, hist: Mapping
             "anomaly_jobs": sum(1 for h in g if h.anomaly_seconds > 0),
             "anomaly_seconds": float(sum(h.anomaly_seconds for h in g)),
             "anomaly_jobs_during_failures": sum(1 for h in g if h.anomaly_failure_seconds > 0),
+            "vc_room_jobs": sum(1 for h in g if h.vc_room_seconds > 0) if hived_sch else None,
             "never_started": sum(1 for h in hs if h.start is None),
         }
     g_all = [h for h in hist.values() if h.job.guaranteed]
@@ -373,6 +396,9 @@ def _meta(trace: HivedTrace, sch: QuotaScheduler | HivedScheduler, hist: Mapping
         "anomaly_seconds": acc["anomaly_s"],
         "anomaly_jobs_during_failures": sum(1 for h in g_all if h.anomaly_failure_seconds > 0),
         "anomaly_seconds_during_failures": acc["anomaly_fail_s"],
+        "anomaly_test": ANOMALY_TEST,
+        "vc_room_jobs": sum(1 for h in g_all if h.vc_room_seconds > 0) if hived_sch else None,
+        "vc_room_seconds": acc["vc_room_s"] if hived_sch else None,
         "gpu_utilization": (acc["used_g"] + acc["used_o"]) / (G * span),
         "guaranteed_utilization": acc["used_g"] / (G * span),
         "opportunistic_utilization": acc["used_o"] / (G * span),
