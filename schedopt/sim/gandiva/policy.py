@@ -241,7 +241,7 @@ class GandivaPolicy:
                 ids = list(state.cluster.node_ids(gt.name))
                 mem = load_type_speeds().memory.get(gt.name, 1.0)
                 self.node_ids[gt.name] = ids
-                self.pools[gt.name] = ClusterState([Node(nid, gt.gpus_per_node, mem) for nid in ids])
+                self.pools[gt.name] = ClusterState([Node(nid, g, mem) for nid, g in zip(ids, gt.sizes, strict=True)])
                 self.gs[gt.name] = GrowShrink(self.idle_period)
         views = {v.id: v for v in state.jobs}
         for jid in [j for j in self.where if j not in views]:  # finished
