@@ -1,7 +1,7 @@
-"""The policies that write node maps themselves (Pollux, pollux-unaware, Gavel, Shockwave, Optimus, Gandiva) on
-nodes of unequal sizes (issue 38): every node map fits each node's own GPUs (read here from the cluster, without
-the policy) and keeps the policy's own rules; small cases checked by hand; a live session with a 6-GPU node among
-8-GPU nodes decides under each of them."""
+"""The policies that write node maps themselves (Pollux, pollux-unaware, Gavel, Shockwave, Optimus, FIFO, Tiresias,
+Gandiva) on nodes of unequal sizes (issue 38): every node map fits each node's own GPUs (read here from the cluster,
+without the policy) and keeps the policy's own rules; small cases checked by hand; a live session with a 6-GPU node
+among 8-GPU nodes decides under each of them."""
 
 from __future__ import annotations
 
@@ -166,7 +166,8 @@ def _unaware_rule(state: RoundState, d: Decision, held: dict[str, int]) -> None:
 
 
 def _exact_rule(state: RoundState, d: Decision, held: dict[str, int]) -> None:
-    """Rigid policies (Gavel, Shockwave): a job runs on exactly the GPUs it asked for, or not at all."""
+    """Rigid policies (Gavel, Shockwave, FIFO, Tiresias): a job runs on exactly the GPUs it asked for, or not at
+    all."""
     views = {v.id: v for v in state.jobs}
     assert all(n == views[jid].requested_gpus for jid, n in held.items()), held
 
@@ -184,6 +185,8 @@ POLICIES: dict[str, tuple[Callable[[], Any], Callable[[RoundState, Decision, dic
     "gavel": (lambda: make_policy("gavel:round_seconds=0"), _exact_rule),
     "shockwave": (lambda: make_policy("shockwave"), _exact_rule),
     "optimus": (lambda: make_policy("optimus"), _optimus_rule),
+    "fifo": (lambda: make_policy("fifo"), _exact_rule),
+    "tiresias": (lambda: make_policy("tiresias"), _exact_rule),
 }
 
 SATURN = load_workload("saturn/1")
@@ -218,7 +221,7 @@ def small_workloads(draw: st.DrawFn, cluster: Cluster) -> Workload:
 def test_every_node_map_fits_each_nodes_own_gpus(name: str, data: st.DataObject) -> None:
     """Random unequal clusters, a few saturn/1 jobs, 12 rounds: each decision's node maps fit every node's own GPUs
     (:func:`fits`) and keep the policy's rules (Pollux: caps, rigid counts, one distributed job per node; Gavel and
-    Shockwave: exactly the requested GPUs; Optimus: 1 GPU up to the cap)."""
+    Shockwave, FIFO, Tiresias: exactly the requested GPUs; Optimus: 1 GPU up to the cap)."""
     cl = data.draw(unequal_clusters())
     wl = data.draw(small_workloads(cl))
     make, rule = POLICIES[name]
