@@ -28,7 +28,7 @@ from schedopt.sim.policies.gavel import GavelPolicy
 from schedopt.sim.policies.optimus import OptimusPolicy
 from schedopt.sim.policies.pollux import PolluxPolicy
 from schedopt.sim.policies.pollux_unaware import virtual_node_gpus, virtual_nodes
-from schedopt.sim.policies.shockwave import repair_to_types, virtual_servers
+from schedopt.sim.policies.shockwave import relabel_nodes, repair_to_types, virtual_servers
 
 # short runs of long jobs: the time cap and the jobs that cannot finish by it are expected
 pytestmark = [pytest.mark.filterwarnings("ignore:simulation .* stopped at its time cap"),
@@ -113,6 +113,14 @@ def test_shockwave_virtual_servers_and_repair_on_unequal_nodes() -> None:
     assert got == {"y": {"t": 4, "u": 2}}
 
 
+def test_shockwave_relabels_a_node_only_to_a_node_of_its_own_size() -> None:
+    """x packed on a (8 GPUs) after running on b (8): a plays b's part, x stays on b. x packed on a after running
+    on s (6): renaming a to s would put 8 GPUs on a 6-GPU node, so a keeps its name."""
+    cl = Cluster.from_nodes([("a", "a100", 8), ("b", "a100", 8), ("s", "a100", 6)])
+    assert relabel_nodes(cl, {"x": {"a": 8}}, {"x": {"b": 8}}) == {"x": {"b": 8}}
+    assert relabel_nodes(cl, {"x": {"a": 8}}, {"x": {"s": 6}}) == {"x": {"a": 8}}
+
+
 def test_pollux_unaware_virtual_nodes_of_unequal_nodes() -> None:
     """m = 4 (the t4 type's nodes): a (8) is two virtual nodes of 4, s (6) one of 4, u (2) one of its 2 GPUs."""
     cl = Cluster.from_nodes([("a", "a100", 8), ("s", "a100", 6), ("u", "t4", 2)], gpus_per_node={"a100": 8, "t4": 4})
@@ -184,6 +192,7 @@ POLICIES: dict[str, tuple[Callable[[], Any], Callable[[RoundState, Decision, dic
     "pollux-unaware": (lambda: make_policy("pollux-unaware:population=16:generations=8"), _unaware_rule),
     "gavel": (lambda: make_policy("gavel:round_seconds=0"), _exact_rule),
     "shockwave": (lambda: make_policy("shockwave"), _exact_rule),
+    "shockwave:relabel": (lambda: make_policy("shockwave:nodes=relabel"), _exact_rule),
     "optimus": (lambda: make_policy("optimus"), _optimus_rule),
     "fifo": (lambda: make_policy("fifo"), _exact_rule),
     "tiresias": (lambda: make_policy("tiresias"), _exact_rule),
