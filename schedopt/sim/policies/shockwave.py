@@ -342,11 +342,11 @@ class ShockwavePolicy:
         now = self._plan_rounds[state.round_index]
         size = {v.id: int(v.requested_gpus) for v in state.jobs}
         per = int(state.cluster.gpus_per_node.min())
-        # the pool's servers: the cluster's GPUs in servers of ``per`` (on unequal nodes, no more servers than the
-        # real nodes hold, so every virtual worker maps to one: :func:`virtual_servers`)
+        # the pool's servers: the cluster's GPUs in servers of ``per``; on unequal nodes one per server the nodes
+        # hold (:func:`virtual_servers`: a node smaller than a server is one, and the repair packs by its own GPUs)
         servers = int(state.cluster.total_gpus.sum()) // per
         if not state.cluster.uniform:
-            servers = min(servers, len(virtual_servers(state.cluster, per)[0]))
+            servers = len(virtual_servers(state.cluster, per)[0])
         virt = virtual_workers([(j, size[j]) for j in now], self._virtual, servers, per)
         held = {v.id: v.current_nodes for v in state.jobs if v.current_nodes}
         nodes = repair_to_types(state.cluster, virt, per, held if self.nodes == "keep" else None)
