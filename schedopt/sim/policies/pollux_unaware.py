@@ -164,6 +164,8 @@ class PolluxUnawarePolicy(PolluxPolicy):
                 if n not in of_real:
                     raise InputError(f"jobs[{v.id}].current_nodes", n, "names no node of the cluster")
             prev = self._vprev.get(v.id)
+            if prev and any(vn not in pos for vn in prev):  # a virtual node gone since (a node down or smaller)
+                prev = None
             merged: dict[str, int] = {}
             for vn, c in (prev or {}).items():
                 merged[real[pos[vn]]] = merged.get(real[pos[vn]], 0) + c

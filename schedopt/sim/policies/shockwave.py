@@ -94,12 +94,14 @@ def virtual_workers(order: list[tuple[str, int]], previous: dict[str, tuple[int,
     pools = [list(range(s * per_server, (s + 1) * per_server)) for s in range(servers)]
     taken: set[int] = set()
     out: dict[str, tuple[int, ...]] = {}
+    top = servers * per_server
     ptr = 0
     for size in sorted({g for _, g in jobs}, reverse=True):
         mine = [j for j, g in jobs if g == size]
         for j in mine:
             prev = previous.get(j)
-            if prev is not None and len(prev) == size and not any(w in taken for w in prev):
+            # (previous workers past the pool: servers gone since, a node down or smaller in a live cluster)
+            if prev is not None and len(prev) == size and not any(w in taken or w >= top for w in prev):
                 out[j] = prev
                 taken.update(prev)
         for j in mine:
