@@ -329,3 +329,27 @@ def test_live_session_through_failed_gpus_a_node_down_and_back(name: str) -> Non
         p = s.decide(now)
         held = [(n, g) for jp in p.jobs.values() for n, gs in jp.placement.items() for g in gs]
         assert len(held) == len(set(held)) and not set(held) & bad, (now, held)
+
+
+def test_gandiva_follows_a_live_cluster_that_changes() -> None:
+    """Gandiva's pools follow the cluster between rounds: after a GPU of p0 fails and p1 goes down, its jobs still on
+    GPUs that exist stay there and the others are queued again; no plan holds a failed GPU or a node that is down
+    (before, the pools were built once and a node map gave p0 its 4 GPUs after one had failed)."""
+    nodes = (NodeState("p0", "p100", 4), NodeState("p1", "p100", 4), NodeState("p2", "p100", 4))
+    cl = Cluster.from_nodes([(n.name, "p100", 4) for n in nodes])
+    tr = gandiva_trace(10, 3, cl, arrival_rate=1 / 20.0, duration_scale=0.02, max_duration=1200.0)
+    s = Session(ClusterState(nodes), GandivaPolicy(tr.jobs, priorities=tr.priorities, speeds=tr.speeds),
+                job_model=tr.job_model, adaptive=False)
+    ex = ReplayExecutor(s, tr.workload, max_time=1200.0)
+    bad: set[tuple[str, int]] = set()
+    for k in range(12):
+        if k == 4:
+            s.apply(NodeUpdated(float(s.time or 0.0) + 1, NodeState("p0", "p100", 4, failed_gpus=(1,))))
+            bad = {("p0", 1)}
+        if k == 8:
+            s.apply(NodeDown(float(s.time or 0.0) + 1, "p1"))
+            bad |= {("p1", g) for g in range(4)}
+        p = ex.step()
+        held = [(n, g) for jp in p.jobs.values() for n, gs in jp.placement.items() for g in gs]
+        assert not set(held) & bad, (k, held)
+    assert any(jp.placement for jp in p.jobs.values())
