@@ -249,7 +249,7 @@ def test_every_node_map_fits_each_nodes_own_gpus(name: str, data: st.DataObject)
     assert pol.decisions >= 1
 
 
-@settings(max_examples=5, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=3, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(sizes=st.lists(st.integers(1, 4), min_size=1, max_size=4), seed=st.integers(0, 99))
 def test_gandiva_node_maps_fit_each_nodes_own_gpus(sizes: list[int], seed: int) -> None:
     """Gandiva on P100 nodes of 1-4 GPUs (nominal 4) and a 15-job synthetic trace drawn for them: its node maps fit
