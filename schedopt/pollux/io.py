@@ -41,6 +41,10 @@ def to_data(spec: PolluxSpec) -> dict[str, Any]:
         raise InputError("instance", type(spec).__name__, "must be a PolluxSpec")
     if spec.view is not None or spec.cols.ids != node_columns(spec.cluster).ids:
         raise InputError("instance", "view/columns", "a spec with a per-job view or its own columns has no JSON form")
+    named = [t.name for t in spec.cluster.gpu_types if t.node_names is not None or not t.uniform]
+    if named:
+        raise InputError("instance.cluster", named, "has named nodes or nodes of unequal sizes, which the pollux "
+                         "format (GPU types x nodes x GPUs per node) cannot hold")
     if np.isnan(spec.goodput).any():
         raise InputError("instance.goodput", "NaN", "has entries not computed (fill them before writing)")
     ids = spec.cols.ids

@@ -49,13 +49,15 @@ class Columns:
 
 
 def node_columns(cluster: Cluster) -> Columns:
-    """The cluster's nodes, in cluster order (``<type>-<k>``), as columns."""
+    """The cluster's nodes, in cluster order (its node ids: ``<type>-<k>`` or the names it was given), as columns,
+    each of the node's own GPUs (:attr:`schedopt.cluster.GpuType.sizes`: AdaptDL's Pollux reads each node's own
+    resources, so a node with failed GPUs or a pool of mixed sizes is searched as it is)."""
     ids: list[str] = []
     cap: list[int] = []
     typ: list[int] = []
     for k, t in enumerate(cluster.gpu_types):
         ids += cluster.node_ids(t.name)
-        cap += [t.gpus_per_node] * t.nodes
+        cap += list(t.sizes)
         typ += [k] * t.nodes
     return Columns(tuple(ids), np.array(cap, dtype=np.int64), np.array(typ, dtype=np.int64))
 

@@ -233,16 +233,47 @@ class GandivaPolicy:
         self.where[jid] = t0
         return None
 
+    def _sync_pools(self, state: RoundState) -> None:
+        """One pool per GPU type with nodes, each node of its own GPUs, as the round's cluster has them. A live
+        cluster changes between rounds (a GPU fails, a node goes down or comes back): a changed type's pool is
+        rebuilt, its jobs kept on their GPUs where those still exist (packs too) and queued again otherwise (at the
+        head of the queue, in the order they were placed). On a cluster that does not change this builds the pools
+        once."""
+        requeue: list[str] = []
+        for gt in state.cluster.gpu_types:
+            ids, sizes = list(state.cluster.node_ids(gt.name)), list(gt.sizes)
+            old = self.pools.get(gt.name)
+            if old is not None and self.node_ids[gt.name] == ids and old.node_gpus.tolist() == sizes:
+                continue
+            old_ids = self.node_ids.get(gt.name, [])
+            self.pools.pop(gt.name, None)
+            self.node_ids.pop(gt.name, None)
+            new = None
+            if ids:
+                mem = load_type_speeds().memory.get(gt.name, 1.0)
+                new = ClusterState([Node(nid, g, mem) for nid, g in zip(ids, sizes, strict=True)])
+                self.pools[gt.name], self.node_ids[gt.name] = new, ids
+                self.gs[gt.name] = GrowShrink(self.idle_period)
+            if old is None:
+                continue
+            pos = {n: k for k, n in enumerate(ids)}
+            for jid, sl in old.slots.items():
+                moved = [(pos.get(old_ids[n], -1), g) for n, g in sl]
+                if new is not None and all(k >= 0 and g < sizes[k] for k, g in moved):
+                    new.place(old.jobs[jid], moved)
+                else:
+                    self.where.pop(jid, None)
+                    requeue.append(jid)
+            for n, g in sorted(old.packed):
+                k = pos.get(old_ids[n], -1)
+                if new is not None and k >= 0 and g < sizes[k] and len(new.gpu_jobs(k, g)) == 2:
+                    new.pack(k, g)
+        self.queue = requeue + [j for j in self.queue if j not in requeue]
+
     # -------------------------------------------------------------- the round
     def decide(self, state: RoundState) -> Decision:
         m = self.mechanisms
-        if not self.pools:
-            for gt in state.cluster.gpu_types:
-                ids = list(state.cluster.node_ids(gt.name))
-                mem = load_type_speeds().memory.get(gt.name, 1.0)
-                self.node_ids[gt.name] = ids
-                self.pools[gt.name] = ClusterState([Node(nid, gt.gpus_per_node, mem) for nid in ids])
-                self.gs[gt.name] = GrowShrink(self.idle_period)
+        self._sync_pools(state)
         views = {v.id: v for v in state.jobs}
         for jid in [j for j in self.where if j not in views]:  # finished
             self._remove(jid)

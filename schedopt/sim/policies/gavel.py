@@ -329,12 +329,14 @@ class GavelPolicy:
     def place(cluster: Cluster, jobs: tuple[JobView, ...], scheduled: Mapping[int, int], sf: np.ndarray
               ) -> dict[str, dict[str, int]]:
         """Gavel's placement per type, by decreasing scale factor: the jobs of one scale factor first kept on their
-        previous nodes (same type, still free), the others given GPUs server by server (one pointer per type)."""
+        previous nodes (same type, still free), the others given GPUs server by server (one pointer per type), each
+        server holding its own GPUs (:attr:`schedopt.cluster.GpuType.sizes`: Gavel's workers register per server
+        with their own ``num_gpus``)."""
         out: dict[str, dict[str, int]] = {}
         for k, t in enumerate(cluster.gpu_types):
             mine = sorted((j for j, kk in scheduled.items() if kk == k), key=lambda j: (-int(sf[j]), j))
             ids = cluster.node_ids(t.name)
-            free = {n: t.gpus_per_node for n in ids}
+            free = dict(zip(ids, t.sizes, strict=True))  # each server's own GPUs (Gavel's worker_ids per server)
             ptr = 0
             for size in sorted({int(sf[j]) for j in mine}, reverse=True):
                 rest = []

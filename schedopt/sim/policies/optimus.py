@@ -210,7 +210,7 @@ class OptimusPolicy:
         cl = state.cluster
         order = [n for tp in cl.gpu_types for n in cl.node_ids(tp.name)]
         type_of = {n: tp.name for tp in cl.gpu_types for n in cl.node_ids(tp.name)}
-        free = Counter({n: cl[type_of[n]].gpus_per_node for n in order})
+        free = Counter({n: cl.node_gpus(n) for n in order})  # each node's own GPUs (AdaptDL's Optimus: node.resources)
         out: dict[str, dict[str, int]] = {}
         views = {v.id: v for v in state.jobs}
         for jid, n in count.items():

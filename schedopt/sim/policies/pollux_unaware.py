@@ -41,7 +41,7 @@ from ...sia import Cluster
 from .base import Decision, RoundState
 from .pollux import MAX_NODES, MAX_REPLICAS, P_FAIRNESS, RESTART_DELAY_S, PolluxObjective, PolluxPolicy
 
-__all__ = ["TIE_PRIORITY", "PolluxUnawarePolicy", "virtual_nodes"]
+__all__ = ["TIE_PRIORITY", "PolluxUnawarePolicy", "virtual_node_gpus", "virtual_nodes"]
 
 #: the artifact's tie-break when a job holds as many GPUs of two types (``prio_order``: dgx-ext, azure, quad, rtx,
 #: aws), in schedopt's type names; types not listed come after, in cluster order
@@ -51,18 +51,28 @@ TIE_PRIORITY = ("a100", "v100", "rtx6000", "rtx2080ti", "t4")
 def virtual_nodes(cluster: Cluster) -> tuple[list[str], list[str], list[str], int]:
     """(virtual node ids ``<node>/<k>``, the real node of each, the GPU type of each, GPUs per virtual node): every
     node split into ``gpus_per_node // m`` virtual nodes of ``m`` GPUs, ``m`` the fewest GPUs per node of any type
-    (the artifact's ``vnode_cluster_node_id_map``; GPUs beyond a multiple of ``m`` are not used, as published)."""
+    (the artifact's ``vnode_cluster_node_id_map``; GPUs beyond a multiple of ``m`` are not used, as published).
+    On nodes of unequal sizes each node is split by its own GPUs ``g``: ``max(g // m, 1)`` virtual nodes, so a node
+    smaller than ``m`` is one smaller virtual node (:func:`virtual_node_gpus` gives each one's GPUs)."""
     m = min(t.gpus_per_node for t in cluster.gpu_types)
     ids: list[str] = []
     real: list[str] = []
     typ: list[str] = []
     for t in cluster.gpu_types:
-        for nid in cluster.node_ids(t.name):
-            for k in range(t.gpus_per_node // m):
+        for nid, g in zip(cluster.node_ids(t.name), t.sizes, strict=True):
+            for k in range(max(g // m, 1)):
                 ids.append(f"{nid}/{k}")
                 real.append(nid)
                 typ.append(t.name)
     return ids, real, typ, m
+
+
+def virtual_node_gpus(cluster: Cluster) -> np.ndarray:
+    """GPUs of each virtual node of :func:`virtual_nodes`, in its order: ``m`` each, but ``g`` for a node of ``g < m``
+    GPUs (a node with failed GPUs, a smaller node of a type); on nodes of one size per type all are ``m``."""
+    m = min(t.gpus_per_node for t in cluster.gpu_types)
+    return np.array([min(m, g) for t in cluster.gpu_types for g in t.sizes for _ in range(max(g // m, 1))],
+                    dtype=np.int64)
 
 
 class PolluxUnawarePolicy(PolluxPolicy):
@@ -133,13 +143,14 @@ class PolluxUnawarePolicy(PolluxPolicy):
         return obj
 
     def columns(self, cluster: Cluster) -> tuple[list[str], np.ndarray, np.ndarray]:
-        ids, _, _, m = virtual_nodes(cluster)
-        return ids, np.full(len(ids), m, dtype=np.int64), np.zeros(len(ids), dtype=np.int64)
+        ids = virtual_nodes(cluster)[0]
+        return ids, virtual_node_gpus(cluster), np.zeros(len(ids), dtype=np.int64)
 
     def current_matrix(self, obj: PolluxObjective, col_ids: list[str]) -> np.ndarray:
         """Current allocations on virtual nodes: the last decision's virtual layout where the job still holds what it
         mapped to, else its GPUs on each real node filled into that node's free virtual nodes in order."""
-        ids, real, _, m = virtual_nodes(obj.cluster)
+        ids, real, _, _ = virtual_nodes(obj.cluster)
+        cap = virtual_node_gpus(obj.cluster)
         pos = {n: i for i, n in enumerate(ids)}
         of_real: dict[str, list[int]] = {}
         for k, n in enumerate(real):
@@ -153,6 +164,8 @@ class PolluxUnawarePolicy(PolluxPolicy):
                 if n not in of_real:
                     raise InputError(f"jobs[{v.id}].current_nodes", n, "names no node of the cluster")
             prev = self._vprev.get(v.id)
+            if prev and any(vn not in pos for vn in prev):  # a virtual node gone since (a node down or smaller)
+                prev = None
             merged: dict[str, int] = {}
             for vn, c in (prev or {}).items():
                 merged[real[pos[vn]]] = merged.get(real[pos[vn]], 0) + c
@@ -165,7 +178,7 @@ class PolluxUnawarePolicy(PolluxPolicy):
         for j, cur in rest:
             for n, c in cur.items():
                 for k in of_real[n]:
-                    take = min(c, max(m - int(used[k]), 0))
+                    take = min(c, max(int(cap[k]) - int(used[k]), 0))
                     base[j, k] += take
                     used[k] += take
                     c -= take
@@ -180,7 +193,8 @@ class PolluxUnawarePolicy(PolluxPolicy):
         A rigid job runs on exactly its GPU count or not at all: one left short by the drop is placed again on its
         majority type (:meth:`_place_rigid`, in the job order, after every job the drop left whole), or gets nothing
         this round."""
-        _, real, typ, m = virtual_nodes(obj.cluster)
+        _, real, typ, _ = virtual_nodes(obj.cluster)
+        cap = virtual_node_gpus(obj.cluster)
         types = list(obj.cluster.type_names)
         rank = {t: (TIE_PRIORITY.index(t) if t in TIE_PRIORITY else len(TIE_PRIORITY) + types.index(t))
                 for t in types}
@@ -205,7 +219,7 @@ class PolluxUnawarePolicy(PolluxPolicy):
             if np.count_nonzero(kept) > 1:
                 dist |= kept > 0
         for j, keep_t, kept in short:
-            got = self._place_rigid(int(obj.rigid[j]), np.where(col_t == keep_t, m - used, 0), kept, dist)
+            got = self._place_rigid(int(obj.rigid[j]), np.where(col_t == keep_t, cap - used, 0), kept, dist)
             if got is not None:
                 keep[j] = got
                 used += got

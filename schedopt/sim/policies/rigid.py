@@ -68,9 +68,9 @@ def _layout(cl: Cluster) -> tuple[tuple[str, ...], dict[str, str], dict[str, int
     node_type: dict[str, str] = {}
     free: dict[str, int] = {}
     for t in cl.gpu_types:
-        for nid in cl.node_ids(t.name):
+        for nid, g in zip(cl.node_ids(t.name), t.sizes, strict=True):
             node_type[nid] = t.name
-            free[nid] = t.gpus_per_node
+            free[nid] = g  # each node's own GPUs (a node with failed GPUs, a smaller node of the type)
     return tuple(cl.type_names), node_type, free, {t.name: t.total_gpus for t in cl.gpu_types}
 
 

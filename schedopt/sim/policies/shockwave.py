@@ -35,7 +35,8 @@ from ...sia import Cluster
 from .base import Decision, JobView, RoundState
 from .gavel import gavel_throughputs, remaining_steps
 
-__all__ = ["NODE_MODES", "ShockwavePolicy", "momentum_average", "relabel_nodes", "repair_to_types", "virtual_workers"]
+__all__ = ["NODE_MODES", "ShockwavePolicy", "momentum_average", "relabel_nodes", "repair_to_types", "virtual_servers",
+           "virtual_workers"]
 
 #: how the policy maps the round's jobs onto real nodes: ``keep`` (an admitted job keeps its previous nodes when
 #: they still fit it; the others packed as the artifact packs), ``scratch`` (every job packed from scratch each
@@ -93,12 +94,14 @@ def virtual_workers(order: list[tuple[str, int]], previous: dict[str, tuple[int,
     pools = [list(range(s * per_server, (s + 1) * per_server)) for s in range(servers)]
     taken: set[int] = set()
     out: dict[str, tuple[int, ...]] = {}
+    top = servers * per_server
     ptr = 0
     for size in sorted({g for _, g in jobs}, reverse=True):
         mine = [j for j, g in jobs if g == size]
         for j in mine:
             prev = previous.get(j)
-            if prev is not None and len(prev) == size and not any(w in taken for w in prev):
+            # (previous workers past the pool: servers gone since, a node down or smaller in a live cluster)
+            if prev is not None and len(prev) == size and not any(w in taken or w >= top for w in prev):
                 out[j] = prev
                 taken.update(prev)
         for j in mine:
@@ -118,10 +121,27 @@ def virtual_workers(order: list[tuple[str, int]], previous: dict[str, tuple[int,
     return out
 
 
+def virtual_servers(cluster: Cluster, per_server: int) -> tuple[list[tuple[str, str]], list[int]]:
+    """The virtual servers of the artifact's packing, in type order: ((GPU type, node id) of each, GPUs each
+    holds). A node of ``g`` GPUs holds ``max(g // per_server, 1)`` servers (GPUs past a multiple of
+    ``per_server`` unused, as published); server ``s`` of a node holds ``min(per_server, g - s * per_server)`` of
+    its GPUs, so a node smaller than a server (a node with failed GPUs, a smaller node of a type) is one server of
+    its own GPUs, never more. On nodes of one size per type every server holds ``per_server`` GPUs."""
+    servers: list[tuple[str, str]] = []
+    gpus: list[int] = []
+    for t in cluster.gpu_types:
+        for nid, g in zip(cluster.node_ids(t.name), t.sizes, strict=True):
+            k = max(g // per_server, 1)
+            servers.extend([(t.name, nid)] * k)
+            gpus.extend(min(per_server, g - s * per_server) for s in range(k))
+    return servers, gpus
+
+
 def repair_to_types(cluster: Cluster, workers: dict[str, tuple[int, ...]], per_server: int,
                     previous: Mapping[str, Mapping[str, int]] | None = None) -> dict[str, dict[str, int]]:
     """The artifact's ``repair_allocations_mip_fix``: virtual server ``s`` is the ``s``-th server of
-    ``per_server`` GPUs in type order (a node of ``g`` GPUs holds ``g / per_server`` of them); a job's type is the
+    ``per_server`` GPUs in type order (a node of ``g`` GPUs holds ``g / per_server`` of them; on nodes of unequal
+    sizes, :func:`virtual_servers`: a node smaller than a server is one server of its own GPUs); a job's type is the
     one holding most of its workers (ties: the first seen); per type (cluster order) its jobs by decreasing GPUs
     (stable) are admitted while the type's free GPUs hold them (a job that does not fit gets nothing) and take GPUs
     from the servers with the most free ones (ties: the first). ``previous`` (job id -> {node id: GPUs} it holds
@@ -129,10 +149,7 @@ def repair_to_types(cluster: Cluster, workers: dict[str, tuple[int, ...]], per_s
     them first (the artifact packs from scratch, but its simulator restarts a job only when the shape of its
     placement changes, ``job.py`` ``reallocate``: node identity within a type is free there, not in our engine).
     Returns job id -> {node id: GPUs} (jobs that got nothing are absent)."""
-    vserver: list[tuple[str, str]] = []
-    for t in cluster.gpu_types:
-        for nid in cluster.node_ids(t.name):
-            vserver.extend([(t.name, nid)] * max(t.gpus_per_node // per_server, 1))
+    vserver, held = virtual_servers(cluster, per_server)
     primary: dict[str, list[tuple[str, int]]] = {t: [] for t in cluster.type_names}
     for j, ws in workers.items():
         counts = Counter(vserver[w // per_server][0] for w in ws)
@@ -141,8 +158,8 @@ def repair_to_types(cluster: Cluster, workers: dict[str, tuple[int, ...]], per_s
     prev = previous or {}
     out: dict[str, dict[str, int]] = {}
     for name in cluster.type_names:
-        free = Counter({s: per_server for s, (tt, _) in enumerate(vserver) if tt == name})
-        node_free = Counter({nid: cluster[name].gpus_per_node for nid in cluster.node_ids(name)})
+        free = Counter({s: held[s] for s, (tt, _) in enumerate(vserver) if tt == name})
+        node_free = Counter(dict(zip(cluster.node_ids(name), cluster[name].sizes, strict=True)))
         admitted: list[tuple[str, int]] = []
         left = sum(free.values())
         for j, need in sorted(primary[name], key=lambda e: -e[1]):
@@ -180,8 +197,9 @@ def relabel_nodes(cluster: Cluster, nodes: Mapping[str, Mapping[str, int]],
                   previous: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, int]]:
     """``nodes`` (job id -> {node id: GPUs}) with the nodes of each type renamed so that jobs stay where they
     were: the placement's shape is kept (every job's GPUs per node, so its speed), only which node of a type plays
-    which part changes. Per type, new node ``n`` becomes old node ``m`` by the assignment maximising the GPUs the
-    jobs keep (``sum_j min(GPUs of j on n now, on m before)``; ties: a node keeps its own name). The artifact's
+    which part changes. Per type (and node size: a node is renamed only to a node of its own GPUs), new node ``n``
+    becomes old node ``m`` by the assignment maximising the GPUs the jobs keep (``sum_j min(GPUs of j on n now, on
+    m before)``; ties: a node keeps its own name). The artifact's
     simulator restarts a job only when its placement's shape changes (``job.py`` ``reallocate``); our engine
     restarts it when its nodes change, so renaming keeps a job on its nodes wherever the shape from scratch allows
     (on saturn/1 most restarts come from the plan switching jobs, not from moves: 38.2 per job against 40.5 from
@@ -189,8 +207,13 @@ def relabel_nodes(cluster: Cluster, nodes: Mapping[str, Mapping[str, int]],
     from scipy.optimize import linear_sum_assignment
 
     rename: dict[str, str] = {}
-    for name in cluster.type_names:
-        ids = list(cluster.node_ids(name))
+    # per type, and within a type per node size: a node is renamed only to a node of its own GPUs (one group on
+    # nodes of one size per type)
+    groups: dict[tuple[str, int], list[str]] = {}
+    for t in cluster.gpu_types:
+        for nid, g in zip(cluster.node_ids(t.name), t.sizes, strict=True):
+            groups.setdefault((t.name, g), []).append(nid)
+    for ids in groups.values():
         pos = {n: i for i, n in enumerate(ids)}
         k = len(ids)
         score = np.zeros((k, k))
@@ -321,7 +344,11 @@ class ShockwavePolicy:
         now = self._plan_rounds[state.round_index]
         size = {v.id: int(v.requested_gpus) for v in state.jobs}
         per = int(state.cluster.gpus_per_node.min())
+        # the pool's servers: the cluster's GPUs in servers of ``per``; on unequal nodes one per server the nodes
+        # hold (:func:`virtual_servers`: a node smaller than a server is one, and the repair packs by its own GPUs)
         servers = int(state.cluster.total_gpus.sum()) // per
+        if not state.cluster.uniform:
+            servers = len(virtual_servers(state.cluster, per)[0])
         virt = virtual_workers([(j, size[j]) for j in now], self._virtual, servers, per)
         held = {v.id: v.current_nodes for v in state.jobs if v.current_nodes}
         nodes = repair_to_types(state.cluster, virt, per, held if self.nodes == "keep" else None)
