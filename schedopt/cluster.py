@@ -10,8 +10,8 @@ Who reads the sizes: the type's GPUs (:attr:`GpuType.total_gpus`, :attr:`Cluster
 nodes' GPUs; Sia's configurations (:func:`schedopt.sia.generate_configs`) take partial configurations up to the
 largest power of two of the nominal size and multi-node configurations over the type's full-size nodes only (a
 smaller node hosts partial configurations); Sia's placer (:func:`schedopt.sia.place`), the simulator's placers and
-its decision checks respect each node's own GPUs. Policies that write node maps themselves (Pollux, Gavel, ...)
-read :meth:`Cluster.node_gpus` per node where they support unequal nodes.
+its decision checks respect each node's own GPUs, and so do the policies that write node maps themselves (Pollux,
+pollux-unaware, Gavel, Shockwave, Optimus, Gandiva, FIFO, Tiresias: ``formulations/sim_policies.md``).
 """
 
 from __future__ import annotations
