@@ -1,5 +1,5 @@
 """The decision path's kept objects (issue 38: per-job Python at 2,048 GPUs) against what they stand for: a live
-session's views (kept per job, the round's fields set anew) equal the engine's ``_view`` built from scratch, and
+session's views (kept per job, the round's fields set anew) equal the engine's ``job_view`` built from scratch, and
 Sia's jobs (kept per job, the round's fields set anew) equal :class:`schedopt.sia.Job` built from scratch, field
 by field, round after round of a replay in which jobs start, move, finish and report measurements; bad values in
 the round's fields still raise as :class:`Job` raises."""
@@ -15,7 +15,7 @@ from schedopt.errors import InputError
 from schedopt.live import JobPlan, NodeDown, NodeUp, ReplayExecutor, Session
 from schedopt.sia import Config, Job
 from schedopt.sim import Workload, WorkloadJob, cluster_preset, load_workload, make_policy
-from schedopt.sim.engine import _view
+from schedopt.sim.engine import job_view
 from schedopt.sim.policies.base import RoundState
 
 
@@ -52,7 +52,7 @@ def test_kept_views_and_jobs_equal_the_ones_built_from_scratch(monkeypatch: pyte
     def view(j: Any, t: float) -> Any:
         kept = j.id in s._views  # a view of the job from an earlier round: the kept path
         v = real_view(j, t)
-        want = _view(j, t, s._estimate(j), min(j.frac, 1.0 - 1e-12))
+        want = job_view(j, t, s._estimate(j), min(j.frac, 1.0 - 1e-12))
         assert v == want and dict(v.current_nodes) == dict(j.nodes)
         checked["views"] += 1
         checked["kept"] += kept and v.current is not None

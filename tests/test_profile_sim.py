@@ -28,7 +28,7 @@ def test_profile_of_a_short_sia_run_adds_up_and_unwraps() -> None:
     import schedopt.sim.engine as eng
 
     tool = _tool()
-    before = (eng._view, eng.goodput_estimate, eng._from_allocation)
+    before = (eng.job_view, eng.goodput_estimate, eng._from_allocation)
     rec, res, wall, _cpu = tool.run("sia", "saturn/1", "sia-64", {}, "bootstrap", "sia", 1200.0)
     assert len(rec.rounds) == len(res.rounds) >= 8
     for row in rec.rounds:
@@ -38,6 +38,6 @@ def test_profile_of_a_short_sia_run_adds_up_and_unwraps() -> None:
         assert parts["engine (other)"][0] > -1e-3
         assert all(parts[k][0] > 0 for k in ("estimator", "model build", "solve", "view"))
     assert sum(r["round"][0] for r in rec.rounds) == pytest.approx(wall, rel=0.05)
-    assert (eng._view, eng.goodput_estimate, eng._from_allocation) == before
+    assert (eng.job_view, eng.goodput_estimate, eng._from_allocation) == before
     rows = tool.summarize(rec)
     assert [r["phase"] for r in rows][-1] == "round" and rows[-1]["wall_s"] > 0

@@ -117,15 +117,15 @@ def patch(rec: Recorder, policy: Any) -> list[tuple[Any, str, Any]]:
         undo.append((obj, name, orig))
         setattr(obj, name, rec.wrap(phase, orig))
 
-    view = rec.wrap("view", eng._view)
+    view = rec.wrap("view", eng.job_view)
 
     def first_view(*a: Any, **k: Any) -> Any:
         rec.view_called()
         return view(*a, **k)
 
     first_view.__wrapped_phase__ = "view"  # type: ignore[attr-defined]
-    undo.append((eng, "_view", eng._view))
-    eng._view = first_view
+    undo.append((eng, "job_view", eng.job_view))
+    eng.job_view = first_view
     put(eng, "goodput_estimate", "estimator")
     put(eng, "_from_allocation", "placement")
     put(eng, "_from_nodes", "placement")

@@ -24,8 +24,8 @@ from ..errors import InputError
 from ..goodput import JobGoodputModel, blas_threads
 from ..sia import Cluster, Config, GpuType, Placement
 from ..sia.spec import JobId
-from ..sim.engine import DEFAULT_ROUND_SECONDS, RoundDecision, _admit, _view, apply_decision, decide_round
-from ..sim.jobs import Application, JobModel, JobState, _estimate
+from ..sim.engine import DEFAULT_ROUND_SECONDS, RoundDecision, admit_pending, apply_decision, decide_round, job_view
+from ..sim.jobs import Application, JobModel, JobState, prior_estimate
 from ..sim.jobs import job_model as get_job_model
 from ..sim.policies import make_policy
 from ..sim.policies.base import JobView, Policy
@@ -478,7 +478,7 @@ class Session:
     # -------------------------------------------------------------------------------------------------- views
     def _estimate(self, j: LiveJobState) -> JobGoodputModel:
         if (j.estimator == "oracle" or j.rigid_shape is not None or j.scale_units or j.app in j.jm.oracle_apps):
-            e = _estimate(j.jm, j.app, j.epoch)
+            e = prior_estimate(j.jm, j.app, j.epoch)
         else:
             if j.observations is None:
                 j.observations = tuple(sorted(j.measured.items()))
@@ -491,13 +491,13 @@ class Session:
         Kept per job: the estimate until the job's measurements, epoch or reported statistics change; the view's
         fields of the job's own (id, application, arrival, request, batch, kind: fixed at submission) from its
         first view, the round's fields (age, service, restarts, configuration, nodes, estimate, progress, cap) set
-        anew (tests/test_live_fastpaths.py: equal to the engine's ``_view`` built from scratch)."""
+        anew (tests/test_live_fastpaths.py: equal to the engine's ``job_view`` built from scratch)."""
         assert isinstance(j, LiveJobState)
         key = (j.estimator, j.observations, j.epoch, j.grad)
         memo = self._views.get(j.id)
         if memo is None or memo[0] is not j or memo[1] is not j.jm:
             est = self._estimate(j)  # (observations: None after a measurement until _estimate refits: a new key)
-            v = _view(j, t, est, min(j.frac, 1.0 - 1e-12))
+            v = job_view(j, t, est, min(j.frac, 1.0 - 1e-12))
         else:
             est = memo[3] if memo[2] == key else self._estimate(j)
             last = memo[4]
@@ -596,8 +596,8 @@ class Session:
                 arrived = []
             else:
                 self._sync_nodes(lay)
-                _admit(self.admission, cluster, cast(list[JobState], arrived), cast(dict[str, JobState], self.jobs),
-                       rejected, now, self.view)
+                admit_pending(self.admission, cluster, cast(list[JobState], arrived),
+                              cast(dict[str, JobState], self.jobs), rejected, now, self.view)
         k = max(self.round_index + 1, int(now // self.round_duration))
         jobs: dict[str, JobPlan] = {}
         info: Mapping[str, Any] = {}

@@ -51,7 +51,8 @@ from .roles import (
 )
 from .workloads import Workload
 
-__all__ = ["DEFAULT_ROUND_SECONDS", "Observer", "RecordSink", "RoundDecision", "apply_decision", "decide_round", "simulate"]
+__all__ = ["DEFAULT_ROUND_SECONDS", "Observer", "RecordSink", "RoundDecision", "admit_pending", "apply_decision",
+           "decide_round", "job_view", "simulate"]
 
 #: ``observer(rounds_done, sim_time_s, jobs_finished, jobs_total)``, called after every round
 Observer = Callable[[int, float, int, int], None]
@@ -96,7 +97,7 @@ class _Progress:
             sys.stderr.write("\n")
 
 
-def _view(j: JobState, t: float, estimate: JobGoodputModel | None = None, progress: float | None = None) -> JobView:
+def job_view(j: JobState, t: float, estimate: JobGoodputModel | None = None, progress: float | None = None) -> JobView:
     """What a policy sees of ``j`` at ``t``; ``estimate`` / ``progress`` (a fraction of the target) given by a caller
     that knows them otherwise (a live session: measured), else the job model's."""
     rs = j.rigid_shape
@@ -350,10 +351,10 @@ def decide_round(policy: Policy, pname: str, plc: Placer, cluster: Cluster, acti
                  placement: Placement | None, t: float, k: int, R: float,
                  views: tuple[JobView, ...] | None = None) -> RoundDecision:
     """One round's decision step (the simulator's and :class:`schedopt.live.Session`'s): show the policy the
-    active jobs (``views``, default the job model's :func:`_view`), check its :class:`Decision` (a bad one names
+    active jobs (``views``, default the job model's :func:`job_view`), check its :class:`Decision` (a bad one names
     policy and job) and place it with ``plc`` (jobs whose request is unchanged keep their GPUs)."""
     state = RoundState(time=t, round_index=k, round_seconds=R, cluster=cluster,
-                       jobs=tuple(_view(j, t) for j in active.values()) if views is None else views,
+                       jobs=tuple(job_view(j, t) for j in active.values()) if views is None else views,
                        placement=_policy_copy(placement))
     t0, c0 = time.perf_counter(), time.process_time()
     decision = policy.decide(state)
@@ -593,7 +594,7 @@ def simulate(
                     active[j.id] = j
                 pending = []
             else:
-                done += _admit(adm, cluster, pending, active, rejected, t)
+                done += admit_pending(adm, cluster, pending, active, rejected, t)
         if not active:  # idle: jump to the first round at or after the next arrival
             if pending or nxt >= N:
                 k += 1
@@ -684,8 +685,8 @@ def simulate(
                      hopeless=hopeless)
 
 
-def _admit(adm: Admission, cluster: Cluster, pending: list[JobState], active: dict[str, JobState],
-           rejected: list[str], t: float, view: Callable[[JobState, float], JobView] = _view) -> int:
+def admit_pending(adm: Admission, cluster: Cluster, pending: list[JobState], active: dict[str, JobState],
+                  rejected: list[str], t: float, view: Callable[[JobState, float], JobView] = job_view) -> int:
     """Ask ``adm`` about every pending job in arrival order; move the accepted to ``active`` (in place). Returns the
     number rejected now (they count as done). ``view``: what the rule sees of a job (a live session: measured)."""
     views = [view(j, t) for j in active.values()]

@@ -54,6 +54,7 @@ __all__ = [
     "goodput_estimate",
     "job_model",
     "measured_times",
+    "prior_estimate",
     "step_time_at",
     "true_model",
 ]
@@ -490,7 +491,10 @@ class JobState:
 
 
 @lru_cache(maxsize=4096)
-def _estimate(jm: JobModel, app: str, epoch: int) -> JobGoodputModel:
+def prior_estimate(jm: JobModel, app: str, epoch: int) -> JobGoodputModel:
+    """The job model's own goodput estimate of ``app`` at ``epoch``, before anything is measured: its true
+    throughput parameters with the gradient statistics of that epoch at the initial batch (what the ``oracle``
+    estimator and a live job without measurements start from)."""
     m = jm.truth(app)
     a = jm.application(app)
     sqr, var = a.grad_stats(m.init_batch, epoch)
@@ -559,5 +563,5 @@ def goodput_estimate(job: JobState) -> JobGoodputModel:
     One object per (application, observations, epoch), so jobs at the same point share it."""
     if (job.estimator == "oracle" or job.rigid_shape is not None or job.scale_units  # sia-eval: pipelines: oracle
             or job.app in job.jm.oracle_apps):
-        return _estimate(job.jm, job.app, job.epoch)
+        return prior_estimate(job.jm, job.app, job.epoch)
     return _online(job.jm, job.app, job.seen, job.epoch)
