@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .records import RecordError, RecordStream, output_error, task_key
+from .records import RecordError, RecordStream, atomic_write_bytes, task_key
 
 __all__ = ["CHECKPOINT_FORMAT", "CHECKPOINT_VERSION", "Checkpoint", "CheckpointEvery", "RunHooks", "parse_every",
            "run_hooks", "take_run_hooks"]
@@ -321,7 +321,7 @@ class Checkpoint:
                   "stream": list(self.stream.position()),
                   "payload": {"bytes": len(payload), "sha256": hashlib.sha256(payload).hexdigest()}}
         data = _MAGIC + json.dumps(header).encode() + b"\n" + payload
-        _atomic_bytes(self.path, data)
+        atomic_write_bytes(self.path, data)
         self.saved += 1
         self._last_rounds, self._last_cpu = int(state.get("rounds", 0)), time.process_time()
 
@@ -338,24 +338,6 @@ def _named(cluster: object, job_model: object) -> list[tuple[object, str]]:
 
     return [(POLLUX, "job_model:pollux"), (SIA, "job_model:sia"), (SIA_MEASURED, "job_model:sia-measured"),
             (job_model, "job_model"), (cluster, "cluster")]
-
-
-def _atomic_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise output_error(path, exc) from None
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 # ------------------------------------------------------------------------------------------------ the hand-over

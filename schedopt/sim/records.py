@@ -46,6 +46,7 @@ __all__ = [
     "RecordError",
     "RecordStream",
     "StoredRecords",
+    "atomic_write_bytes",
     "atomic_write_text",
     "check_record",
     "mask_wall_clock",
@@ -162,9 +163,13 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, *, fsync: bool = 
     """Write ``text`` to ``path`` through ``.<name>.tmp-<pid>`` in the same folder and ``os.replace``: readers see
     the old file or the whole new one. An ``OSError`` (full disk, read-only folder, ...) removes the temporary file
     and becomes an :class:`~schedopt.errors.InputError` naming ``path``."""
+    return atomic_write_bytes(path, text.encode(), fsync=fsync)
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, fsync: bool = True) -> Path:
+    """:func:`atomic_write_text` for bytes (a checkpoint's pickle)."""
     p = Path(path)
     tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
-    data = text.encode()
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
@@ -351,20 +356,20 @@ class RecordStream:
         except OSError as exc:
             raise output_error(self.shown, exc) from None
 
-    def job(self, record: JobRecord) -> None:
-        """Write one job's line."""
+    def _line(self, spool: str, doc: dict[str, Any]) -> None:
         try:
-            self._files["jobs"].write((_dumps({"job": record.to_dict()}) + "\n").encode())
+            self._files[spool].write((_dumps(doc) + "\n").encode())
         except OSError as exc:
             raise output_error(self.shown, exc) from None
+
+    def job(self, record: JobRecord) -> None:
+        """Write one job's line."""
+        self._line("jobs", {"job": record.to_dict()})
         self.jobs_written += 1
 
     def round(self, record: RoundRecord) -> None:
         """Write one round's line."""
-        try:
-            self._files["rounds"].write((_dumps({"round": record.to_dict()}) + "\n").encode())
-        except OSError as exc:
-            raise output_error(self.shown, exc) from None
+        self._line("rounds", {"round": record.to_dict()})
         self.rounds_written += 1
 
     def position(self) -> tuple[int, int, int, int]:
