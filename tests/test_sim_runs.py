@@ -537,7 +537,7 @@ def test_heartbeat_names_running_simulations_before_any_finishes(capsys: pytest.
 def test_heartbeat_from_pool_workers(small_csv: str, capsys: pytest.CaptureFixture[str]) -> None:
     """The bar (as on a terminal: progress=True), redrawn in place with each running simulation's rounds,
     simulated time and jobs finished, read from the pool workers' status files."""
-    items = tasks(["fifo"], [small_csv, "pollux/1"], [0], cluster="pollux", round_seconds=3)  # several seconds: the bar must see it running
+    items = tasks(["fifo"], [small_csv, "pollux/1"], [0], cluster="pollux", round_seconds=1)  # seconds: the bar must see it running
     run_tasks(items, workers=2, progress=True)
     err = capsys.readouterr().err
     assert err.count("\r\x1b[2K[") >= 2 and "] 2/2 " in err
