@@ -215,3 +215,40 @@ def test_parse_every() -> None:
     for bad in ("0", "-5", "0r", "1.5r", "often", ""):
         with pytest.raises(InputError, match="checkpoint-every"):
             parse_every(bad)
+
+
+def test_a_checkpoint_of_a_trace_file_that_changed_since_is_refused(tmp_path: Path,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    """The task names its workload by path: the checkpoint holds the file's SHA-256, and a resume after the file
+    changed (same path, same settings) starts over, with a warning naming the file; an unchanged file resumes."""
+    from importlib import resources
+
+    from schedopt.sim.checkpoint import input_files
+
+    csv = tmp_path / "trace.csv"
+    text = resources.files("schedopt.sim").joinpath("data", "workloads", "saturn", "workload-1.csv").read_text()
+    csv.write_text(text)
+    task = SimTask("fifo", str(csv))
+    spec = SimTask("fifo", f"{csv}:load=2")  # a spec naming the file before its options
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    assert input_files(task) == {str(csv.resolve()): digest} == input_files(spec)
+    assert input_files(FIFO) == {}  # a shipped workload names no file
+
+    out = tmp_path / "run"
+    ck = _stopped(task, out, 60)
+    assert json.loads(ck.read_bytes().split(b"\n")[1])["inputs"] == {str(csv.resolve()): digest}
+    with caplog.at_level(logging.INFO, logger="schedopt.sim.checkpoint"):
+        run_tasks([task], output_dir=out, progress=False, resume=True, checkpoint_every="30r")
+    assert "from its checkpoint: round 30" in caplog.text, caplog.text
+
+    caplog.clear()
+    (out / next(p.name for p in out.glob("*.jsonl"))).unlink()
+    ck = _stopped(task, out, 60)
+    lines = text.splitlines(keepends=True)
+    csv.write_text("".join(lines[:-1]))  # the trace lost its last job
+    with caplog.at_level(logging.INFO, logger="schedopt.sim.checkpoint"):
+        run_tasks([task], output_dir=out, progress=False, resume=True, checkpoint_every="30r")
+    assert f"when {csv.resolve()} held other bytes" in caplog.text and "starting the run over" in caplog.text
+    assert "from its checkpoint" not in caplog.text
+    (rec,) = out.glob("*.jsonl")
+    assert read_record(rec).summary()["finished"] == 159

@@ -12,9 +12,10 @@ and fsynced first) to ``<stem>.checkpoint`` beside the record, atomically (a tem
 
 The file is a magic line, a JSON header line and a pickle. The header holds the format and :data:`CHECKPOINT_VERSION`,
 the schedopt version and a hash of the simulator's code (the engine, job and record modules and the policy's,
-placer's and admission's own modules), a hash of the task (:func:`~schedopt.sim.records.task_key`), the stream's
-position and the payload's length and SHA-256. A checkpoint of another version, other code or another task is
-refused (a warning naming the file and why; the run starts over and overwrites it); a cut-short, torn or unreadable
+placer's and admission's own modules), a hash of the task (:func:`~schedopt.sim.records.task_key`), the SHA-256 of
+every file the task names by path (:func:`input_files`: a trace or workload file), the stream's position and the
+payload's length and SHA-256. A checkpoint of another version, other code, another task or a file that changed since
+is refused (a warning naming the file and why; the run starts over and overwrites it); a cut-short, torn or unreadable
 one is ignored with a warning (the run starts over), never a crash. The cluster and the job model are not pickled
 but named (the resumed run's own objects take their place), so identities the engine and policies test (``is``)
 hold after a resume.
@@ -46,8 +47,8 @@ from typing import Any
 from ..errors import InputError
 from .records import RecordError, RecordStream, atomic_write_bytes, task_key
 
-__all__ = ["CHECKPOINT_FORMAT", "CHECKPOINT_VERSION", "Checkpoint", "CheckpointEvery", "RunHooks", "parse_every",
-           "run_hooks", "take_run_hooks"]
+__all__ = ["CHECKPOINT_FORMAT", "CHECKPOINT_VERSION", "Checkpoint", "CheckpointEvery", "RunHooks", "input_files",
+           "parse_every", "run_hooks", "take_run_hooks"]
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +135,40 @@ def _task_hash(task: Any) -> str:
     return hashlib.sha256(json.dumps(task_key(task), sort_keys=True).encode()).hexdigest()
 
 
+def _named_files(value: str) -> list[Path]:
+    """The files a task's string names: the whole string, or a prefix of it ending before ``:`` or ``+`` (a
+    workload ``FILE:load=2``, ``FILE+gpt=0.2``), when it is a regular file here."""
+    cuts = [len(value)] + [m.start() for m in re.finditer(r"[:+]", value)]
+    out: list[Path] = []
+    for end in sorted(set(cuts)):
+        head = value[:end]
+        if head and "\x00" not in head:
+            with contextlib.suppress(OSError, ValueError):
+                if Path(head).is_file():
+                    out.append(Path(head))
+    return out
+
+
+def input_files(task: Any) -> dict[str, str]:
+    """The files a task reads by path (its workload, cluster or job model given as a file, or a trace named in a
+    workload spec), each with the SHA-256 of its bytes: a checkpoint holds them, and a resume after a file changed
+    is refused (the task's settings alone cannot tell). Paths are as the task names them, resolved."""
+    out: dict[str, str] = {}
+    for v in task_key(task).values():
+        if not isinstance(v, str):
+            continue
+        for path in _named_files(v):
+            h = hashlib.sha256()
+            try:
+                with open(path, "rb") as f:
+                    for block in iter(lambda: f.read(1 << 20), b""):
+                        h.update(block)
+            except OSError:
+                continue
+            out[str(path.resolve())] = h.hexdigest()
+    return out
+
+
 def _version() -> str:
     from .. import __version__
 
@@ -157,6 +192,7 @@ class Checkpoint:
         self._header: dict[str, Any] | None = None
         self._payload: bytes | None = None
         self._code = ""
+        self._inputs: dict[str, str] | None = None
         self._last_rounds, self._last_cpu = 0, time.process_time()
 
     @staticmethod
@@ -204,10 +240,29 @@ class Checkpoint:
             why = f"was written by Python {header.get('python')}; this is {list(sys.version_info[:2])}"
         elif header.get("task") != _task_hash(self.task):
             why = "was written for another task (its settings differ from this run's)"
+        elif (changed := self._changed_inputs(header.get("inputs"))):
+            why = f"was written when {changed} held other bytes (the file changed since)"
         if why is not None:
             log.warning("checkpoint %s %s: refused, starting the run over", self.path, why)
             return None
         return header, rest
+
+    def inputs(self) -> dict[str, str]:
+        """:func:`input_files` of this run's task, computed once."""
+        if self._inputs is None:
+            self._inputs = input_files(self.task)
+        return self._inputs
+
+    def _changed_inputs(self, saved: Any) -> str:
+        """The first of the task's input files whose hash differs from ``saved`` (a header's ``inputs``; a
+        checkpoint without it, from before this field, is compared on the task alone), else ``""``."""
+        if not isinstance(saved, dict):
+            return ""
+        now = self.inputs()
+        for path in sorted(set(saved) | set(now)):
+            if saved.get(path) != now.get(path):
+                return path
+        return ""
 
     def open_stream(self, record: str | os.PathLike[str], spool: str,
                     shown: str | os.PathLike[str] | None = None) -> RecordStream:
@@ -316,6 +371,7 @@ class Checkpoint:
         payload = buf.getvalue()
         header = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "schedopt": _version(),
                   "python": list(sys.version_info[:2]), "code": self._code, "task": _task_hash(self.task),
+                  "inputs": self.inputs(),
                   "rounds": int(state.get("rounds", 0)), "time": float(state.get("time", 0.0)),
                   "every": {"rounds": self.every.rounds, "cpu_seconds": self.every.cpu_seconds},
                   "stream": list(self.stream.position()),
