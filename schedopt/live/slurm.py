@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .driver import EngineJob, EngineRefused, NodeInfo
-from .trainer import _expand
+from .trainer import expand_hostlist
 from .trainer import gres_indices as _gres_indices
 
 __all__ = ["SlurmEngine", "expand_hostlist"]
@@ -39,11 +39,6 @@ _STATES = {"PENDING": "pending", "RUNNING": "running", "COMPLETING": "stopping",
            "COMPLETED": "done", "CANCELLED": "failed", "FAILED": "failed", "TIMEOUT": "failed",
            "NODE_FAIL": "failed", "PREEMPTED": "pending", "BOOT_FAIL": "failed", "OUT_OF_MEMORY": "failed",
            "REQUEUED": "pending", "SUSPENDED": "stopping", "DEADLINE": "failed"}
-
-
-def expand_hostlist(text: str) -> list[str]:
-    """Slurm's compressed host list (``t4-[0-1,3],v100-2``) as node names."""
-    return _expand(text)
 
 
 class SlurmEngine:

@@ -35,7 +35,8 @@ from typing import Any
 
 from ..errors import InputError
 
-__all__ = ["NO_GPU_WORK", "TrainerSpec", "main", "read_json", "run", "slurm_allocation", "write_json"]
+__all__ = ["NO_GPU_WORK", "TrainerSpec", "expand_hostlist", "main", "read_json", "run", "slurm_allocation",
+           "write_json"]
 
 #: said in every report and on stdout
 NO_GPU_WORK = "schedopt.live.trainer does no real GPU work: its step times follow the job model, time-scaled"
@@ -114,11 +115,12 @@ class TrainerSpec:
         return (time.time() - self.epoch_wall) * self.time_scale
 
 
-def _expand(nodelist: str) -> list[str]:
-    """Slurm's compressed host list (``t4-[0-1,3],v100-2``) as names, without calling ``scontrol``."""
+def expand_hostlist(text: str) -> list[str]:
+    """Slurm's compressed host list (``t4-[0-1,3],v100-2``) as node names, without calling ``scontrol`` (here so
+    that the trainer, run inside a Slurm job, needs no other module; :mod:`schedopt.live.slurm` gives it too)."""
     out: list[str] = []
     depth, cur, parts = 0, "", []
-    for ch in nodelist:
+    for ch in text:
         if ch == "," and depth == 0:
             parts.append(cur)
             cur = ""
@@ -165,7 +167,7 @@ def _slurm_job_gpus(job_id: str) -> dict[str, list[int]] | None:
         return None
     for j in jobs:
         if str(j.get("job_id")) == job_id and j.get("nodes"):
-            names, details = _expand(str(j["nodes"])), list(j.get("gres_detail") or [])
+            names, details = expand_hostlist(str(j["nodes"])), list(j.get("gres_detail") or [])
             alloc = {n: list(gres_indices(d)) for n, d in zip(names, details)}
             if len(details) == len(names) and all(alloc.values()):  # (empty while Slurm is still setting it up)
                 return alloc
@@ -189,7 +191,7 @@ def slurm_allocation(env: Mapping[str, str]) -> dict[str, list[int]] | None:
     idx = [int(x) for x in ids.split(",") if x.strip().isdigit()]
     if len(idx) != k:
         idx = list(range(k))
-    return {n: list(idx) for n in _expand(nodes)}
+    return {n: list(idx) for n in expand_hostlist(nodes)}
 
 
 class _Stop:
