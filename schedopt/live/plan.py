@@ -46,6 +46,11 @@ class JobPlan:
     restart_seconds: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The job's part as its JSON document (a non-finite ``restart_seconds`` is a ValueError: JSON has none,
+        and the service writes these documents without looking at their numbers again)."""
+        r = self.restart_seconds
+        if r is not None and not math.isfinite(r):
+            raise ValueError(f"job {self.job_id!r}: restart_seconds={r} is not a finite number")
         return {"job_id": self.job_id, "action": self.action.value,
                 "placement": {n: list(g) for n, g in self.placement.items()}, "gpu_type": self.gpu_type,
                 "gpus": self.gpus, "batch_size": self.batch_size, "local_batch": self.local_batch,
@@ -81,6 +86,9 @@ class Plan:
         return self._document([p.to_dict() for p in self.jobs.values()])
 
     def _document(self, jobs: list[dict[str, Any]]) -> dict[str, Any]:
+        for k in ("time", "policy_seconds", "policy_cpu_seconds"):
+            if not math.isfinite(getattr(self, k)):  # as JobPlan.to_dict: JSON has no NaN or Infinity
+                raise ValueError(f"plan {k}={getattr(self, k)} is not a finite number")
         return {"time": self.time, "round_index": self.round_index, "policy": self.policy, "jobs": jobs,
                 "policy_seconds": self.policy_seconds, "policy_cpu_seconds": self.policy_cpu_seconds,
                 "info": _jsonable(self.info)}
