@@ -16,7 +16,7 @@ from ..errors import InputError, SchedoptError
 from ..goodput import blas_threads
 from ..live import ClusterState, Session, event_from_dict
 from ..live.persist import SCHEMA as SESSION_SCHEMA
-from ..live.plan import PlanDocuments
+from ..live.plan import Plan
 from .columns import PROGRESS_BATCH, TOO_LARGE, ProgressColumns, progress_columns, row_field
 from .events import fast_progress
 from .state import ServiceState, read_state
@@ -76,7 +76,6 @@ class LiveSession:
         self._origin: tuple[list[Any], list[tuple[int, int | None]]] = ([], [])
         #: CPU seconds of the last ``Session.decide`` (on the thread that ran it)
         self.decision_cpu: float | None = None
-        self._documents = PlanDocuments()  # the plan's job entries that did not change: the same dicts
 
     def parse_events(self, docs: Any, field: str) -> list[Any]:
         if not isinstance(docs, list):
@@ -152,7 +151,7 @@ class LiveSession:
             i = doc
         return f"{field}[{i}].{rest}"
 
-    def decide(self, now: float) -> dict[str, Any]:
+    def decide(self, now: float) -> Plan:
         self._summary = None
         c0 = time.thread_time()
         try:
@@ -163,7 +162,7 @@ class LiveSession:
                 raise
             raise DecisionFailed(exc) from None
         self._gauges = self._read_gauges()
-        return self._documents.document(plan)
+        return plan
 
     def to_document(self) -> dict[str, Any]:
         return self.session.to_document()
@@ -172,7 +171,6 @@ class LiveSession:
         """Put the session back as ``doc`` (its last saved document) says."""
         self.session = Session.from_document(doc)
         self._summary = None
-        self._documents.reset()
         self._gauges = self._read_gauges()
 
     def summary(self) -> dict[str, Any]:

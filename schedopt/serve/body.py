@@ -24,6 +24,7 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import InputError, SchedoptError
+from ..live.plan import JobPlan
 
 __all__ = ["ORJSON_DEPTH", "TooLarge", "check_finite", "encode_json", "orjson_enabled", "parse_json", "read_limited",
            "use_orjson"]
@@ -209,4 +210,11 @@ def encode_json(doc: Any, finite: bool = False) -> bytes:
             return out
         except TypeError:
             pass
-    return json.dumps(doc, allow_nan=False, separators=(",", ":")).encode("utf-8")
+    return json.dumps(doc, allow_nan=False, separators=(",", ":"), default=_entry).encode("utf-8")
+
+
+def _entry(obj: Any) -> Any:
+    """A plan's job entry left as its object (:meth:`schedopt.live.Plan.entries_document`) as its document."""
+    if isinstance(obj, JobPlan):
+        return obj.to_dict()
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
