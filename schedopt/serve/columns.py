@@ -93,9 +93,27 @@ def _ints(col: list[Any], low: int, high: int) -> bool:
     return bool(ok.all())
 
 
+#: names that passed :func:`_names` (a pure check of each string): the same job ids and GPU types come every
+#: round, and a set lookup is ~10x cheaper than the check; emptied when it holds more than :data:`_NAMES_HELD`
+_NAMES_OK: set[str] = set()
+_NAMES_HELD = 200_000
+
+
 def _names(col: list[Any]) -> bool:
-    return (set(map(type, col)) <= {str} and (not col or (min(map(len, col)) > 0 and max(map(len, col)) <= 253))
-            and BAD_NAME.search("\n".join(col)) is None)
+    """Whether every value of ``col`` is a name (a string of 1 to 253 characters without the characters
+    ``BAD_NAME`` refuses), as :class:`~schedopt.live.JobProgress` and :class:`~schedopt.live.Measurement` check."""
+    try:
+        if _NAMES_OK.issuperset(col):
+            return True
+    except TypeError:  # a list or an object in the column: no name
+        return False
+    if not (set(map(type, col)) <= {str} and (not col or (min(map(len, col)) > 0 and max(map(len, col)) <= 253))
+            and BAD_NAME.search("\n".join(col)) is None):
+        return False
+    if len(_NAMES_OK) + len(col) > _NAMES_HELD:
+        _NAMES_OK.clear()
+    _NAMES_OK.update(col)
+    return True
 
 
 _M_FIELDS = ("gpu_type", "nodes", "gpus", "local_batch", "step_time", "sync_time")
