@@ -297,3 +297,23 @@ def test_the_measurements_in_columns_read_as_the_list_form() -> None:
         assert (ei.value.field, ei.value.value) == (field, value), bad
     got = progress_batch({"type": PROGRESS_BATCH, "time": 60.0, "job_id": ids, "measurements": ok}, "events[0]")
     assert [len(e.measurements) for e in got] == [1, 0, 2, 0]
+
+
+def test_names_passed_once_are_remembered_and_bad_ones_never(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The names a column check passed are kept (the same job ids come every round); a bad name is checked every
+    time, beside known ones too, and the memory is emptied past its bound."""
+    from schedopt.serve import columns
+
+    monkeypatch.setattr(columns, "_NAMES_OK", set())
+    monkeypatch.setattr(columns, "_NAMES_HELD", 5)
+    good = ["a-0", "b-1", "c-2"]
+    assert columns._names(good) and columns._NAMES_OK == set(good)
+    assert columns._names(good[:2])  # known: passed from memory
+    for bad in (["a-0", ""], ["a-0", "x" * 254], ["a-0", "a b"], ["a-0", 3], ["a-0", ["b-1"]], ["a-0", None]):
+        assert not columns._names(bad), bad
+        assert columns._NAMES_OK == set(good)
+    assert columns._names(["d-3", "e-4", "f-5"]) and columns._NAMES_OK == {"d-3", "e-4", "f-5"}  # emptied first
+    doc = _columns([ROWS[0], {**ROWS[1], "job_id": "a b"}])
+    with pytest.raises(InputError) as e:  # a bad id among known ones still named with its row
+        progress_batch(doc, "events[0]")
+    assert e.value.field == "events[0].job_id[1]"

@@ -20,7 +20,8 @@ import pytest
 from schedopt.errors import InputError
 from schedopt.live import ClusterState, Plan, ReplayExecutor, Session
 from schedopt.live.client import ServiceInputError, ServiceSession
-from schedopt.live.plan import PlanDocuments, plan_delta
+from schedopt.live.plan import PlanDocuments, plan_changes, plan_delta
+from schedopt.serve.body import encode_json
 from schedopt.sim import Workload, cluster_preset, load_workload
 from schedopt.testing.serve import ServiceProcess, ServiceReplay
 
@@ -60,6 +61,11 @@ def test_deltas_rebuild_every_round_of_a_replay(policy: str) -> None:
         assert (delta["order"] is None) == ([d["job_id"] for d in new["jobs"]] == list(before))
         # from a plan to itself: nothing but its own fields
         assert plan_delta(new, new)["jobs"] == [] and plan_delta(new, new)["order"] is None
+        # from the plans themselves (the service's route): the same entries, as objects, and the same order
+        entries, order = plan_changes(plans[k - 1], plans[k])
+        assert [p.to_dict() for p in entries] == delta["jobs"] and order == delta["order"]
+        assert json.loads(encode_json({**plans[k].entries_document(entries), "order": order}, finite=True)) == {
+            **{key: v for key, v in delta.items() if key != "jobs"}, "jobs": delta["jobs"]}
     assert reused > 0 and changed > 0 and reordered > 0  # the replay exercises all three
 
 

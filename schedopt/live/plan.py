@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["Action", "JobPlan", "Plan", "PlanDocuments", "plan_delta"]
+__all__ = ["Action", "JobPlan", "Plan", "PlanDocuments", "plan_changes", "plan_delta"]
 
 
 class Action(StrEnum):
@@ -46,6 +46,11 @@ class JobPlan:
     restart_seconds: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The job's part as its JSON document (a non-finite ``restart_seconds`` is a ValueError: JSON has none,
+        and the service writes these documents without looking at their numbers again)."""
+        r = self.restart_seconds
+        if r is not None and not math.isfinite(r):
+            raise ValueError(f"job {self.job_id!r}: restart_seconds={r} is not a finite number")
         return {"job_id": self.job_id, "action": self.action.value,
                 "placement": {n: list(g) for n, g in self.placement.items()}, "gpu_type": self.gpu_type,
                 "gpus": self.gpus, "batch_size": self.batch_size, "local_batch": self.local_batch,
@@ -80,10 +85,25 @@ class Plan:
     def to_dict(self) -> dict[str, Any]:
         return self._document([p.to_dict() for p in self.jobs.values()])
 
-    def _document(self, jobs: list[dict[str, Any]]) -> dict[str, Any]:
+    def _document(self, jobs: list[Any]) -> dict[str, Any]:
+        for k in ("time", "policy_seconds", "policy_cpu_seconds"):
+            if not math.isfinite(getattr(self, k)):  # as JobPlan.to_dict: JSON has no NaN or Infinity
+                raise ValueError(f"plan {k}={getattr(self, k)} is not a finite number")
         return {"time": self.time, "round_index": self.round_index, "policy": self.policy, "jobs": jobs,
                 "policy_seconds": self.policy_seconds, "policy_cpu_seconds": self.policy_cpu_seconds,
                 "info": _jsonable(self.info)}
+
+    def entries_document(self, entries: list[JobPlan] | None = None) -> dict[str, Any]:
+        """:meth:`to_dict` with the job entries left as :class:`JobPlan` objects (``entries``: those, default
+        every job's), for a writer that turns each into :meth:`JobPlan.to_dict`'s document itself (orjson writes a
+        dataclass as its fields, in order: the same document) without a dict made for every job. The entries'
+        ``restart_seconds`` are checked finite here, as :meth:`JobPlan.to_dict` checks them."""
+        out = list(self.jobs.values()) if entries is None else entries
+        for p in out:
+            r = p.restart_seconds
+            if r is not None and not math.isfinite(r):
+                raise ValueError(f"job {p.job_id!r}: restart_seconds={r} is not a finite number")
+        return self._document(out)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Plan:
@@ -137,6 +157,18 @@ def plan_delta(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]
     out["jobs"] = changed
     out["order"] = None if ids == list(before) else ids
     return out
+
+
+def plan_changes(old: Plan, new: Plan) -> tuple[list[JobPlan], list[str] | None]:
+    """What :func:`plan_delta` finds, from the plans themselves: the entries of ``new`` that are not ``old``'s
+    (another action, placement, batch, ...; in ``new``'s order) as :class:`JobPlan` objects, and ``new``'s job ids in
+    order when they are not ``old``'s (None when they are). ``new.entries_document(changed)`` with ``order`` added
+    is ``plan_delta(old.to_dict(), new.to_dict())`` (the entries as objects): no document is made for a job that
+    did not change."""
+    prev = old.jobs
+    changed = [p for jid, p in new.jobs.items() if (q := prev.get(jid)) is not p and (q is None or vars(q) != vars(p))]
+    ids = list(new.jobs)
+    return changed, None if ids == list(prev) else ids
 
 
 class PlanDocuments:

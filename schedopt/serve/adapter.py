@@ -16,7 +16,7 @@ from ..errors import InputError, SchedoptError
 from ..goodput import blas_threads
 from ..live import ClusterState, Session, event_from_dict
 from ..live.persist import SCHEMA as SESSION_SCHEMA
-from ..live.plan import PlanDocuments
+from ..live.plan import Plan
 from .columns import PROGRESS_BATCH, TOO_LARGE, ProgressColumns, progress_columns, row_field
 from .events import fast_progress
 from .state import ServiceState, read_state
@@ -69,11 +69,13 @@ class LiveSession:
     def __init__(self, session: Session) -> None:
         session.state_path = None  # the service writes the state file (its own document wraps the session's)
         self.session = session
+        #: the session's summary as of the last change (None: to be read again): the gauges and the service's
+        #: answer both take it, read once a change (a sum over the running jobs)
+        self._summary: dict[str, Any] | None = None
         self._gauges = self._read_gauges()
         self._origin: tuple[list[Any], list[tuple[int, int | None]]] = ([], [])
         #: CPU seconds of the last ``Session.decide`` (on the thread that ran it)
         self.decision_cpu: float | None = None
-        self._documents = PlanDocuments()  # the plan's job entries that did not change: the same dicts
 
     def parse_events(self, docs: Any, field: str) -> list[Any]:
         if not isinstance(docs, list):
@@ -110,6 +112,7 @@ class LiveSession:
         ``applied = i``: the events before it in the batch have then changed the session, and the caller restores it
         (all or none)."""
         counts: Counter[str] = Counter()
+        self._summary = None  # the session changes (when an event is refused half-way too)
         # one BLAS limit for the batch: each progress event with measurements refits its job under blas_threads(1),
         # whose outermost entry costs ~50 us of threadpoolctl (nested entries are free)
         with blas_threads(1):
@@ -148,7 +151,8 @@ class LiveSession:
             i = doc
         return f"{field}[{i}].{rest}"
 
-    def decide(self, now: float) -> dict[str, Any]:
+    def decide(self, now: float) -> Plan:
+        self._summary = None
         c0 = time.thread_time()
         try:
             plan = self.session.decide(now)
@@ -158,7 +162,7 @@ class LiveSession:
                 raise
             raise DecisionFailed(exc) from None
         self._gauges = self._read_gauges()
-        return self._documents.document(plan)
+        return plan
 
     def to_document(self) -> dict[str, Any]:
         return self.session.to_document()
@@ -166,14 +170,16 @@ class LiveSession:
     def restore(self, doc: dict[str, Any]) -> None:
         """Put the session back as ``doc`` (its last saved document) says."""
         self.session = Session.from_document(doc)
-        self._documents.reset()
+        self._summary = None
         self._gauges = self._read_gauges()
 
     def summary(self) -> dict[str, Any]:
-        return self.session.summary()
+        if self._summary is None:
+            self._summary = self.session.summary()
+        return self._summary
 
     def _read_gauges(self) -> dict[str, tuple[str, dict[tuple[tuple[str, str], ...], float]]]:
-        s = self.session.summary()
+        s = self._summary = self.session.summary()
         return {
             "schedopt_jobs": ("Jobs the session holds, by state (running: holds GPUs; queued: admitted, waiting; "
                               "pending: submitted, not admitted yet).",

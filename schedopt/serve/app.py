@@ -73,8 +73,10 @@ def error_document(status: int, exc: BaseException | None, message: str, field: 
                       "message": message}}
 
 
-def _json(doc: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(encode_json(doc), status, headers=headers, media_type="application/json")
+def _json(doc: Any, status: int = 200, headers: dict[str, str] | None = None, finite: bool = False) -> Response:
+    """``doc`` as a JSON response; ``finite``: every float of ``doc`` was checked finite where it was made
+    (:func:`~schedopt.serve.body.encode_json`)."""
+    return Response(encode_json(doc, finite), status, headers=headers, media_type="application/json")
 
 
 class _Guard:
@@ -167,18 +169,18 @@ def create_app(service: Service, token: str, max_body: int, drain_timeout: float
 
     async def events(request: Request) -> Response:
         raw, doc = await _body(request, max_body)
-        return _json(await service.events(EventsRequest.from_document(doc), raw))
+        return _json(await service.events(EventsRequest.from_document(doc), raw), finite=True)
 
     async def decide(request: Request) -> Response:
         raw, doc = await _body(request, max_body)
         req = DecideRequest.from_document(doc)
         try:
-            return _json(await service.decide(req, raw))
+            return _json(await service.decide(req, raw), finite=True)
         finally:
             service.answered()
 
     async def plan(request: Request) -> Response:
-        return _json(service.plan_document())
+        return _json(service.plan_document(), finite=True)
 
     async def state(request: Request) -> Response:
         return _json(await service.document())

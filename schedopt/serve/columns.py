@@ -20,7 +20,9 @@ these documents (:class:`schedopt.live.ServiceSession` sends a round's progress 
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -47,9 +49,13 @@ _NUMBER = frozenset({int, float})
 TOO_LARGE = "holds an integer too large for a number (beyond 1.8e308)"
 
 
-def _floats(col: list[Any], low: float, high: float, nullable: bool) -> list[float | None] | None:
-    """``col`` as floats (None for null) when every value passes; None when one may not."""
-    kinds = set(map(type, col))
+def _floats(col: list[Any], low: float, high: float, nullable: bool,
+            kinds: set[type] | None = None) -> list[float | None] | None:
+    """``col`` as floats (None for null) when every value passes; None when one may not. ``kinds``: the types of
+    ``col``'s values, when the caller has them already. A column of floats (and nulls) passes as it is: the same
+    values; integers are turned into floats."""
+    if kinds is None:
+        kinds = set(map(type, col))
     if not kinds <= (_NUMBER | {type(None)} if nullable else _NUMBER):
         return None
     try:
@@ -64,6 +70,8 @@ def _floats(col: list[Any], low: float, high: float, nullable: bool) -> list[flo
         ok |= null
     if not bool(ok.all()):
         return None
+    if int not in kinds:
+        return col  # floats and nulls only: as they are (no list made again)
     values: list[Any] = a.tolist()
     if null.any():
         for k in np.flatnonzero(null).tolist():
@@ -76,15 +84,36 @@ def _ints(col: list[Any], low: int, high: int) -> bool:
     if not set(map(type, col)) <= {int, type(None)}:
         return False
     try:
-        a = np.array(col if None not in col else [low if v is None else v for v in col], dtype=np.float64)
+        a = np.array(col, dtype=np.float64)  # a null is NaN: no integer is
     except OverflowError:
         return False
-    return bool(((a >= low) & (a <= high)).all())
+    ok = (a >= low) & (a <= high)
+    if None in col:
+        ok |= np.isnan(a)
+    return bool(ok.all())
+
+
+#: names that passed :func:`_names` (a pure check of each string): the same job ids and GPU types come every
+#: round, and a set lookup is ~10x cheaper than the check; emptied when it holds more than :data:`_NAMES_HELD`
+_NAMES_OK: set[str] = set()
+_NAMES_HELD = 200_000
 
 
 def _names(col: list[Any]) -> bool:
-    return (set(map(type, col)) <= {str} and (not col or (min(map(len, col)) > 0 and max(map(len, col)) <= 253))
-            and BAD_NAME.search("\n".join(col)) is None)
+    """Whether every value of ``col`` is a name (a string of 1 to 253 characters without the characters
+    ``BAD_NAME`` refuses), as :class:`~schedopt.live.JobProgress` and :class:`~schedopt.live.Measurement` check."""
+    try:
+        if _NAMES_OK.issuperset(col):
+            return True
+    except TypeError:  # a list or an object in the column: no name
+        return False
+    if not (set(map(type, col)) <= {str} and (not col or (min(map(len, col)) > 0 and max(map(len, col)) <= 253))
+            and BAD_NAME.search("\n".join(col)) is None):
+        return False
+    if len(_NAMES_OK) + len(col) > _NAMES_HELD:
+        _NAMES_OK.clear()
+    _NAMES_OK.update(col)
+    return True
 
 
 _M_FIELDS = ("gpu_type", "nodes", "gpus", "local_batch", "step_time", "sync_time")
@@ -114,43 +143,42 @@ def _measurements_at_once(col: list[Any]) -> list[tuple[Measurement, ...]] | Non
     except KeyError:
         return None
     return _measurement_objects(gpu_type, nodes, gpus, local_batch, step_time,
-                                [d.get("sync_time", 0.0) for d in flat], counts)
+                                [d.get("sync_time", 0.0) for d in flat],
+                                np.repeat(np.arange(len(col)), counts).tolist(), len(col))
 
 
 def _measurement_objects(gpu_type: list[Any], nodes: list[Any], gpus: list[Any], local_batch: list[Any],
-                         step_time: list[Any], sync_time: list[Any], counts: list[int]
+                         step_time: list[Any], sync_time: list[Any], rows: list[int], n: int
                          ) -> list[tuple[Measurement, ...]] | None:
-    """The measurements of the fields' columns (one value a measurement; ``counts``: how many of them each row
-    has, in order) when every value passes :class:`~schedopt.live.Measurement`'s checks; None when one may not."""
+    """The measurements of the fields' columns (one value a measurement; ``rows``: the row of each, in order, of
+    ``n`` rows), one tuple a row, when every value passes :class:`~schedopt.live.Measurement`'s checks; None when
+    one may not."""
     if not (set(map(type, nodes)) | set(map(type, gpus)) | set(map(type, local_batch))) <= {int} or not _names(
             gpu_type):
         return None
-    step = _floats(step_time, 0.0, math.inf, nullable=False)
-    sync = _floats(sync_time, 0.0, math.inf, nullable=False)
-    if step is None or sync is None or (int in set(map(type, step_time)) | set(map(type, sync_time)) and any(
+    step_kinds, sync_kinds = set(map(type, step_time)), set(map(type, sync_time))
+    step = _floats(step_time, 0.0, math.inf, nullable=False, kinds=step_kinds)
+    sync = _floats(sync_time, 0.0, math.inf, nullable=False, kinds=sync_kinds)
+    if step is None or sync is None or (int in step_kinds | sync_kinds and any(
             type(v) is int and v >= 2**1023 for v in (*step_time, *sync_time))):
         return None  # (events._number: an integer from 2**1023 on goes the general route)
     try:
-        n, g, lb = (np.array(c, dtype=np.float64) for c in (nodes, gpus, local_batch))
+        nd, g, lb = (np.array(c, dtype=np.float64) for c in (nodes, gpus, local_batch))
     except OverflowError:
         return None
     st, sy = np.array(step), np.array(sync)
-    if not bool(((n >= 1) & (n <= 2**20) & (g >= n) & (g <= 2**20) & (lb >= 1) & (lb <= 2**31) & (st > 0)
+    if not bool(((nd >= 1) & (nd <= 2**20) & (g >= nd) & (g <= 2**20) & (lb >= 1) & (lb <= 2**31) & (st > 0)
                  & (sy < st)).all()):
         return None
-    made = []
+    out: list[tuple[Measurement, ...]] = [()] * n
     new = object.__new__
     assert _M_FIELDS == ("gpu_type", "nodes", "gpus", "local_batch", "step_time", "sync_time")
-    for gt, nn, gg, b, st_, sy_ in zip(gpu_type, nodes, gpus, local_batch, step, sync):
+    for r, gt, nn, gg, b, st_, sy_ in zip(rows, gpu_type, nodes, gpus, local_batch, step, sync):
         m = new(Measurement)  # checked above: Measurement's own checks, done at once
         d = m.__dict__  # (its fields set one by one: half the time of an update from a zip)
         d["gpu_type"], d["nodes"], d["gpus"], d["local_batch"], d["step_time"], d["sync_time"] = gt, nn, gg, b, st_, sy_
-        made.append(m)
-    out: list[tuple[Measurement, ...]] = []
-    at = 0
-    for c in counts:
-        out.append(tuple(made[at:at + c]))
-        at += c
+        got = out[r]
+        out[r] = (*got, m) if got else (m,)  # rows in order: a row's measurements in their order
     return out
 
 
@@ -179,8 +207,7 @@ def _measurement_columns(col: dict[str, Any], n: int) -> list[tuple[Measurement,
         return None
     sync = col.get("sync_time")
     return _measurement_objects(col["gpu_type"], col["nodes"], col["gpus"], col["local_batch"], col["step_time"],
-                                [0.0] * len(rows) if sync is None else sync,
-                                np.bincount(r, minlength=n).tolist())
+                                [0.0] * len(rows) if sync is None else sync, rows, n)
 
 
 def _shape(d: dict[str, Any], path: str, known: tuple[str, ...], required: tuple[str, ...], what: str,
@@ -255,7 +282,8 @@ def _paired(a: list[Any], b: list[Any]) -> bool:
     nulls = a.count(None), b.count(None)
     if nulls == (0, 0) or nulls == (len(a), len(b)):
         return True
-    return not any((x is None) != (y is None) for x, y in zip(a, b))
+    return nulls[0] == nulls[1] and list(map(operator.is_, a, itertools.repeat(None))) == list(
+        map(operator.is_, b, itertools.repeat(None)))
 
 
 def _fast(d: dict[str, Any], n: int) -> ProgressColumns | None:

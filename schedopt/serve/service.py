@@ -49,7 +49,7 @@ from typing import Any, Protocol
 
 from ..errors import InputError, SchedoptError
 from ..live.persist import write_document
-from ..live.plan import plan_delta
+from ..live.plan import Plan, plan_changes, plan_delta
 from .body import encode_json, parse_json
 from .journal import Journal, Record, read_journal
 from .metrics import Metrics
@@ -97,8 +97,8 @@ class SessionPort(Protocol):
         """Apply the events in order (all or none); the count applied by kind."""
         ...
 
-    def decide(self, now: float) -> dict[str, Any]:
-        """The plan at ``now`` as its JSON document."""
+    def decide(self, now: float) -> Plan:
+        """The plan at ``now``."""
         ...
 
     def to_document(self) -> dict[str, Any]:
@@ -242,9 +242,9 @@ class Service:
         """Plan ids of a new start (or of the state after a refused batch was taken back): none the client may
         hold names a plan of this one, so every request gets the whole plan until it holds one of these."""
         self._epoch = secrets.randbits(31)
-        #: the plan answered before the current one: (its plan_id, its document); deltas are made from it or
-        #: from the current one only
-        self._base: tuple[int, dict[str, Any]] | None = None
+        #: the plan answered before the current one: (its plan_id, the plan); deltas are made from it or from the
+        #: current one only
+        self._base: tuple[int, Plan | dict[str, Any]] | None = None
 
     def plan_id(self, round_: int) -> int:
         """The ``plan_id`` of the plan of round ``round_`` in this start of the service."""
@@ -325,7 +325,7 @@ class Service:
             self.meta = self._after_decision(self.meta, req.now, plan)
 
     @staticmethod
-    def _after_decision(m: ServiceState, now: float, plan: dict[str, Any]) -> ServiceState:
+    def _after_decision(m: ServiceState, now: float, plan: Plan) -> ServiceState:
         return dataclasses.replace(m, round=m.round + 1, now=now, plan=plan, plan_changes=m.changes)
 
     async def document(self) -> dict[str, Any]:
@@ -342,8 +342,10 @@ class Service:
         return self._document[1]
 
     def plan_document(self) -> dict[str, Any]:
+        """``GET /v1/plan``'s answer (the plan's job entries as :class:`~schedopt.live.plan.JobPlan` objects: see
+        :func:`_whole`)."""
         m = self.meta
-        return {"round": m.round, "now": m.now, "plan": m.plan,
+        return {"round": m.round, "now": m.now, "plan": _whole(m.plan),
                 "plan_id": None if m.plan is None else self.plan_id(m.round), "pending": self._running is not None}
 
     @property
@@ -554,18 +556,20 @@ class Service:
     def _answer(self, status: str, repeated: bool, seconds: float, pending_round: int | None = None,
                 applied: int = 0, cpu: float | None = None, since: int | None = None) -> dict[str, Any]:
         m = self.meta
-        plan: dict[str, Any] | None = m.plan
+        plan = m.plan
         pid = None if plan is None else self.plan_id(m.round)
         delta = None
         if since is not None and plan is not None:
             if since == pid:  # the client holds this plan already
-                delta = plan_delta(plan, plan)
+                delta = _delta(plan, plan)
             elif self._base is not None and since == self._base[0]:
-                delta = plan_delta(self._base[1], plan)
+                delta = _delta(self._base[1], plan)
             if delta is not None:
                 delta["since"] = since
                 plan = None
-        return {"status": status, "round": m.round, "now": m.now, "plan": plan, "plan_id": pid,
+        # every float of the answer is finite: the plan's are checked where its document is made (_whole,
+        # _delta), ``now`` when the request was read, the timings and the summary's time are the clock's
+        return {"status": status, "round": m.round, "now": m.now, "plan": _whole(plan), "plan_id": pid,
                 "plan_delta": delta, "repeated": repeated, "seconds": seconds, "cpu_seconds": cpu,
                 "events_cpu_seconds": self._events_cpu if applied else None,
                 "pending_round": pending_round, "applied": applied, "seq": m.seq, "summary": self._summary}
@@ -590,3 +594,23 @@ class Service:
         out["schedopt_state_saving"] = ("1 while the state file is written after a decision (a snapshot).",
                                         {(): float(self._saving is not None)})
         return out
+
+
+def _whole(plan: Plan | dict[str, Any] | None) -> dict[str, Any] | None:
+    """The whole plan's document as answered: a decided plan's job entries as :class:`~schedopt.live.plan.JobPlan`
+    objects (:meth:`~schedopt.live.Plan.entries_document`: the answer's writer makes each one's document; no dict
+    is made for 4,096 jobs every round), a plan read from the state file as its document."""
+    return plan.entries_document() if isinstance(plan, Plan) else plan
+
+
+def _delta(old: Plan | dict[str, Any], new: Plan | dict[str, Any]) -> dict[str, Any]:
+    """:func:`~schedopt.live.plan.plan_delta` from ``old`` to ``new``: from the plans themselves when both were
+    decided by this process (:func:`~schedopt.live.plan.plan_changes`: the changed entries as objects), from their
+    documents when one was read from the state file (the first decision after a start)."""
+    if isinstance(old, Plan) and isinstance(new, Plan):
+        changed, order = ([], None) if old is new else plan_changes(old, new)
+        out = {k: v for k, v in new.entries_document(changed).items() if k != "jobs"}
+        out["jobs"] = changed
+        out["order"] = order
+        return out
+    return plan_delta(old.to_dict() if isinstance(old, Plan) else old, new.to_dict() if isinstance(new, Plan) else new)

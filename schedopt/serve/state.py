@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..live.plan import Plan
 
 __all__ = ["SCHEMA", "VERSION", "ServiceState", "read_state"]
 
@@ -22,13 +23,14 @@ VERSION = 1
 @dataclass
 class ServiceState:
     """What the service keeps beside the session: ``round`` (decisions made), ``now`` (the last decision's time),
-    ``plan`` (its plan document), ``seq`` (the last event batch's sequence number, -1 for none), ``changes`` (event
+    ``plan`` (its plan: the :class:`~schedopt.live.Plan` decided, or its document as read from the state file;
+    written as the document), ``seq`` (the last event batch's sequence number, -1 for none), ``changes`` (event
     batches applied: a decision repeated with the same ``now`` and no change in between is answered from the last
     one)."""
 
     round: int = 0
     now: float | None = None
-    plan: dict[str, Any] | None = None
+    plan: Plan | dict[str, Any] | None = None
     seq: int = -1
     changes: int = 0
     #: ``changes`` when the last plan was made
@@ -36,7 +38,11 @@ class ServiceState:
 
     def to_document(self, session: dict[str, Any]) -> dict[str, Any]:
         return {"schema": SCHEMA, "version": VERSION, "round": self.round, "now": self.now, "seq": self.seq,
-                "changes": self.changes, "plan_changes": self.plan_changes, "plan": self.plan, "session": session}
+                "changes": self.changes, "plan_changes": self.plan_changes, "plan": self.plan_dict(), "session": session}
+
+    def plan_dict(self) -> dict[str, Any] | None:
+        """The plan's document (:meth:`schedopt.live.Plan.to_dict`; None: no plan yet)."""
+        return self.plan.to_dict() if isinstance(self.plan, Plan) else self.plan
 
     @classmethod
     def from_document(cls, doc: Any, where: str) -> tuple[ServiceState, dict[str, Any]]:

@@ -1,0 +1,179 @@
+"""The service's JSON routes (schedopt.serve.body): with orjson installed, a request body is read by orjson and its
+document taken only when it is the one Python's ``json`` gives; every other body goes Python's way, so a refusal
+names the field and the position exactly as without orjson. Both routes are run here on the same bodies (valid and
+malformed) and must give equal documents of equal types, or the same InputError; answers written by orjson read
+back as Python's ``json`` writes them."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from schedopt.errors import InputError
+from schedopt.live.plan import Action, JobPlan, Plan
+from schedopt.serve import body
+from schedopt.serve.body import encode_json, orjson_enabled, parse_json, use_orjson
+
+orjson = pytest.importorskip("orjson")
+
+
+@pytest.fixture
+def stdlib_only() -> Iterator[None]:
+    was = orjson_enabled()
+    use_orjson(False)
+    try:
+        yield
+    finally:
+        use_orjson(was)
+
+
+def _read(raw: bytes, fast: bool) -> Any:
+    was = orjson_enabled()
+    use_orjson(fast)
+    try:
+        return parse_json(raw)
+    except InputError as exc:
+        return ("refused", exc.field, repr(exc.value), exc.message)
+    finally:
+        use_orjson(was)
+
+
+def _types(v: Any) -> Any:
+    """``v`` with every scalar as (type, value): 1 and 1.0 differ, -0.0 and 0.0 too."""
+    if isinstance(v, dict):
+        return {k: _types(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_types(x) for x in v]
+    return type(v).__name__, repr(v)
+
+
+def _same(raw: bytes) -> Any:
+    fast, slow = _read(raw, True), _read(raw, False)
+    assert _types(fast) == _types(slow), raw[:200]
+    return fast
+
+
+BODIES = [
+    b'{"now": 60.0, "seq": 3, "since": 12884901889, "known_round": 2}',
+    b'{"now": 60, "events": [{"type": "JobProgressBatch", "time": 60.0, "job_id": ["a:1", "b"],'
+    b' "progress": [0.5, null], "measurements": {"row": [0], "gpu_type": ["t4"], "nodes": [1], "gpus": [2],'
+    b' "local_batch": [64], "step_time": [0.25]}}]}',
+    b'{"a": "x:y", "b:c": [1, 2.5, -0.0, -0, 1e5, 1E-7, 123456789012345678]}',
+    b'{"big": 99999999999999999999999}',  # beyond 64 bits: Python's int (orjson reads a float)
+    b'{"big": -9223372036854775809}', b'{"big": 18446744073709551615}', b'{"f": 1e19}', b'{"f": -1e300}',
+    b'{"tiny": 1e-400, "neg": -1e-400}',
+    b'{"s": "caf\\u00e9", "t": "\\ud800"}',  # escapes: Python's json reads a lone surrogate, orjson does not
+    b'{"nested": ' + b"[" * 300 + b"]" * 300 + b"}",  # deeper than orjson's route takes: Python's json reads it
+    b'{"deep": ' + b'{"a": ' * 150 + b"1" + b"}" * 150 + b"}",
+    b'  {"ws": [ 1 , 2 ]\t}\n',
+    b'{"empty": {}, "list": [], "null": null, "t": true, "f": false}',
+]
+
+MALFORMED = [
+    b"", b"  \n", b"[1, 2]", b'"text"', b"3", b"null", b'{"now": 1, "now": 2}', b'{"a": {"b": 1, "b": 2}}',
+    b'{"a": [{"x": 1}, {"x": 2, "x": 3}]}', b'{"k:": 1, "k:": 2}', b'{"a": "p:q", "a": "r:s"}',
+    b'{"a": 1, "b": {"c": "u:v", "c": 1}}', b'{"now": NaN}', b'{"now": Infinity}', b'{"now": -Infinity}',
+    b'{"x": [1, NaN]}', b'{"x": 1e400}', b'{"x": {"y": [-1e999]}}', b'{"now": "caf\xe9"}', bytes(range(256)),
+    b"[" * 20_000 + b"]" * 20_000, b'{"a": 1} x', b'{"a": 1', b'{"a": tru}', b'{"a": 1.}', b'\xef\xbb\xbf{"a": 1}',
+    b'{"a": "x\ty"}', b'{"a\\u003a": 1, "b": 1, "b": 2}', b'{"n": ' + b"9" * 5000 + b"}",
+]
+
+
+@pytest.mark.parametrize("raw", BODIES + MALFORMED)
+def test_both_routes_read_a_body_alike(raw: bytes) -> None:
+    _same(raw)
+
+
+def test_orjson_is_used_when_installed_and_refusals_are_pythons() -> None:
+    assert orjson_enabled()
+    dup = _read(b'{"now": 1, "now": 2}', True)
+    assert dup[:2] == ("refused", "body") and dup[3].endswith("duplicate key in a JSON object")
+    assert _read(b'{"x": [1, NaN]}', True)[1] == "body.x[1]"
+    refused = _read(b'{"a": 1', True)
+    assert refused[1] == "body" and refused[3].startswith("is not JSON: Expecting") and "line 1 column 8" in refused[3]
+    assert _read(b'{"big": 99999999999999999999999}', True) == {"big": 99999999999999999999999}
+    # a duplicate pair whose key or value holds a colon is still counted as a pair (the colons of strings aside)
+    assert _read(b'{"a:b": "c:d", "a:b": "e"}', True)[3].endswith("duplicate key in a JSON object")
+
+
+def test_random_documents_read_alike() -> None:
+    rng = random.Random(38)
+    scalars: list[Any] = [0, -1, 2**40, 2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 2**64, 0.1, -2.5e-8, 1e300, True,
+                          False, None, "", "a", "k:v", "::", "\u00e9", "x\"y", "back\\slash"]
+
+    def value(depth: int) -> Any:
+        r = rng.random()
+        if depth > 3 or r < 0.5:
+            return rng.choice(scalars) if rng.random() < 0.7 else rng.uniform(-1e6, 1e6)
+        if r < 0.75:
+            return [value(depth + 1) for _ in range(rng.randint(0, 6))]
+        return {rng.choice(["a", "b", "c:d", "e", str(k)]): value(depth + 1) for k in range(rng.randint(0, 5))}
+
+    for _ in range(300):
+        doc = {"root": value(0)}
+        for ascii_only in (True, False):
+            raw = json.dumps(doc, ensure_ascii=ascii_only).encode("utf-8")
+            assert _same(raw) == json.loads(raw)
+        dup = json.dumps(doc).encode()[:-1] + b', "root": 1}'  # the same key again at the top
+        assert _same(dup)[3].endswith("duplicate key in a JSON object")
+
+
+def test_stdlib_route_alone(stdlib_only: None) -> None:
+    assert not orjson_enabled()
+    assert parse_json(b'{"a": [1, 2.0]}') == {"a": [1, 2.0]}
+    with pytest.raises(InputError, match="duplicate key"):
+        parse_json(b'{"a": 1, "a": 2}')
+    assert encode_json({"a": [1, 2.5]}, finite=True) == b'{"a":[1,2.5]}'
+
+
+def test_the_environment_turns_orjson_off() -> None:
+    code = "from schedopt.serve.body import orjson_enabled; print(orjson_enabled())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**_env(), "SCHEDOPT_JSON": "stdlib"})
+    assert out.stdout.strip() == "False"
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if k != "SCHEDOPT_JSON"}
+
+
+def _plan() -> Plan:
+    jobs = {"a": JobPlan("a", Action.START, {"n-1": (0, 1)}, "t4", 2, 256, 128, 0, 30.0),
+            "b": JobPlan("b", Action.QUEUE, {})}
+    return Plan(120.0, 2, "sia", jobs, 0.01, 0.02, {"note": float("nan"), "n": 3})
+
+
+def test_answers_written_by_orjson_read_as_pythons() -> None:
+    plan = _plan()
+    doc = {"status": "ok", "plan": plan.to_dict(), "x": [1, 2**70], 3: "int key", "t": (1, 2)}
+    fast = encode_json(doc, finite=True)
+    was = orjson_enabled()
+    use_orjson(False)
+    try:
+        slow = encode_json(doc, finite=True)
+    finally:
+        use_orjson(was)
+    assert json.loads(fast) == json.loads(slow)
+    assert json.loads(fast)["plan"]["info"]["note"] == "nan"  # the plan's notes are written as text
+    with pytest.raises(ValueError):
+        encode_json({"x": math.nan})  # not vouched for: Python's json, which refuses NaN
+    bad = JobPlan("c", Action.START, {"n": (0,)}, "t4", 1, 1, 1, 0, math.inf)
+    with pytest.raises(ValueError, match="restart_seconds"):
+        bad.to_dict()
+    with pytest.raises(ValueError, match="policy_seconds"):
+        Plan(1.0, 0, "sia", {}, math.nan).to_dict()
+
+
+def test_fits_is_a_walk_of_containers_only() -> None:
+    raw = json.dumps({"ids": [f"j:{k}" for k in range(1000)], "x": list(range(1000))}).encode()
+    assert body._orjson_fits(orjson.loads(raw), raw)
+    assert not body._orjson_fits({"a": 1}, b'{"a": 1, "a": 1}')
