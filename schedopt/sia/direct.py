@@ -26,10 +26,11 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..model import INF, MAX_MAGNITUDE, TINY_COEFFICIENT, LinearModel, ModelArrays, VarKind, _clean_csr_copy, _stack_csr
 from ..problem import Formulation, Structure
-from .build import FamilyRows, SiaBuildCache, build_formulation, family_rows, linear_objective
+from .build import FamilyRows, SiaBuildCache, _csr, build_formulation, family_rows, linear_objective
 from .pairs import PairTable
 from .round import SiaRound
 
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DirectModel", "formulation", "model_arrays", "prepare"]
 
+_INT32_MAX = int(np.iinfo(np.int32).max)
 _LOCK = threading.RLock()  # one build of a DirectModel at a time (the race backend may ask from its thread)
 
 
@@ -131,7 +133,11 @@ def model_arrays(problem: SiaRound) -> tuple[ModelArrays, FamilyRows] | None:
         return None
     rows = family_rows(problem)
     mats = [rows.one, rows.gpu, rows.virtual, rows.forced]
-    if any(_clean_csr_copy(M, P, M) is not M for M in mats):
+    # the model keeps each family's matrix as it is when it is a canonical float64 / int32 CSR with clean data:
+    # the jobs' and the forced rows' (ones) and the GPU rows' (GPU counts) are, by construction, when scipy kept
+    # their int32 indices; the virtual-node rows are checked as the model checks them
+    if any(type(M) is not sp.csr_matrix or M.indices.dtype != np.int32 or M.indptr.dtype != np.int32 for M in mats) \
+            or (rows.virtual.shape[0] and _clean_csr_copy(rows.virtual, P, rows.virtual) is not rows.virtual):
         return None
     J, T, V, F = (int(M.shape[0]) for M in mats)
     lo, up = LinearModel._scalar_column_bounds(0.0, INF, VarKind.BINARY, P) or (None, None)
@@ -139,7 +145,7 @@ def model_arrays(problem: SiaRound) -> tuple[ModelArrays, FamilyRows] | None:
         return None
     arrays = ModelArrays(
         c=c.copy(),
-        A=_stack_csr(mats, P),
+        A=_stacked(mats, P),
         row_lower=np.concatenate((np.full(J + T + V, -INF), np.full(F, 1.0))),
         row_upper=np.concatenate((np.full(J, 1.0), rows.gpu_upper, rows.virtual_upper, np.full(F, INF))),
         col_lower=lo,
@@ -149,6 +155,21 @@ def model_arrays(problem: SiaRound) -> tuple[ModelArrays, FamilyRows] | None:
         constant=const,
     )
     return arrays, rows
+
+
+def _stacked(mats: list[sp.csr_matrix], n: int) -> sp.csr_matrix:
+    """The model's stacked matrix of the families ``mats`` (``LinearModel.to_arrays``: ``_stack_csr``, the same
+    data, indices and index pointers), built from its arrays as :func:`schedopt.sia.build._csr` builds a
+    family (without scipy's index-type search and format check)."""
+    if sum(int(M.indptr[-1]) for M in mats) > _INT32_MAX or n > _INT32_MAX:
+        return _stack_csr(mats, n)
+    parts, offset = [], 0
+    for M in mats:
+        parts.append(M.indptr[:-1] + np.int32(offset))
+        offset += int(M.indptr[-1])
+    parts.append(np.array([offset], dtype=np.int32))
+    return _csr(np.concatenate([M.data for M in mats]), np.concatenate([M.indices for M in mats]),
+                np.concatenate(parts), (sum(int(M.shape[0]) for M in mats), n))
 
 
 def formulation(problem: SiaRound, cache: SiaBuildCache | None = None) -> Formulation[PairTable]:
