@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import schedopt
-from schedopt.mckp.structure import MckpStructure, analyze, detect
+from schedopt.mckp.structure import MckpStructure, _row_label, analyze, detect
 from schedopt.sia import (
     Cluster,
     Config,
@@ -132,7 +132,10 @@ def test_the_direct_route_is_the_model_route_field_by_field() -> None:
         _same_arrays(m.to_arrays(), ref.to_arrays())
         assert (m.name, m.structure, m.sense, m.num_cols, m.num_rows) == (
             ref.name, ref.structure, ref.sense, ref.num_cols, ref.num_rows)
-        got = direct.classify(prob, m.__dict__["_direct"][2], m.to_arrays())
+        rows = m.__dict__["_direct"][2]
+        names = direct._Labels(prob, rows)
+        assert [names.row(r) for r in range(ref.num_rows)] == [_row_label(ref, r) for r in range(ref.num_rows)]
+        got = direct.classify(prob, rows, m.to_arrays())
         st = direct.structure(m)
         try:
             d, want = detect(ref), analyze(ref)

@@ -307,7 +307,15 @@ def detect_arrays(arr: ModelArrays, row_label: Callable[[int], str], col_label: 
 
 def presolve(model: LinearModel, d: Detected) -> MckpStructure:
     """Remove fixed columns, drop columns that can never help, group the rest contiguously (ELL weights)."""
-    arr = model.to_arrays()
+    return presolve_arrays(model.to_arrays(), d, lambda r: _row_label(model, r))
+
+
+def presolve_arrays(arr: ModelArrays, d: Detected, row_label: Callable[[int], str]) -> MckpStructure:
+    """:func:`presolve` on a model's array form ``arr`` and its classification ``d`` (from :func:`detect`, or built
+    by a problem that knows its model's structure by construction: ``schedopt.sia.direct``), with ``row_label``
+    (row index -> label) naming the knapsack rows and the rows of an infeasible model's reason."""
+    n = arr.num_cols
+    sign = 1.0 if arr.maximize else -1.0
     A = arr.A
     K = int(d.knap_rows.size)
     kpos = np.full(A.shape[0], -1, dtype=np.int64)
@@ -315,19 +323,7 @@ def presolve(model: LinearModel, d: Detected) -> MckpStructure:
     km = kpos[d.row_of]
     on = km >= 0
     er, ec, ew = km[on], A.indices[on].astype(np.int64), A.data[on]
-    labels = [_row_label(model, r) for r in d.knap_rows.tolist()]
-    return presolve_arrays(arr, d, er, ec, ew, labels, lambda r: _row_label(model, r))
-
-
-def presolve_arrays(arr: ModelArrays, d: Detected, er: np.ndarray, ec: np.ndarray, ew: np.ndarray,
-                    labels: list[str], row_label: Callable[[int], str]) -> MckpStructure:
-    """:func:`presolve` on a model's array form ``arr`` and its classification ``d``, given the knapsack rows'
-    nonzeros (``er``: position among ``d.knap_rows``, ``ec``: column (int64), ``ew``: weight, in CSR order), the
-    knapsack rows' labels and ``row_label`` (row index -> label, for the reasons of an infeasible model). A problem
-    that knows its model's structure by construction (``schedopt.sia.direct``) gives these without the model."""
-    n = arr.num_cols
-    sign = 1.0 if arr.maximize else -1.0
-    K = int(d.knap_rows.size)
+    labels = [row_label(r) for r in d.knap_rows.tolist()]
     capfull = arr.row_upper[d.knap_rows].astype(np.float64)
     infeasible = d.infeasible
     fixed1 = d.lower >= 0.5

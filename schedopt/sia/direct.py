@@ -190,8 +190,8 @@ def formulation(problem: SiaRound, cache: SiaBuildCache | None = None) -> Formul
 
 
 class _Labels:
-    """The row and column labels of a Sia model (``<family>[<row label>]``, ``x[<job id>@<configuration>]``), from
-    the pair table, as :func:`schedopt.mckp.detect` names them in its reasons."""
+    """The row labels of a Sia model (``<family>[<row label>]``), from the pair table, as the model names its rows
+    (``ConstraintFamily.label_of``) for :func:`schedopt.mckp.presolve_arrays`' knapsack labels and reasons."""
 
     def __init__(self, problem: SiaRound, rows: FamilyRows) -> None:
         self.problem, self.rows = problem, rows
@@ -209,10 +209,6 @@ class _Labels:
         if k < rows.forced_cols.size:
             return f"forced_config[{pt.job_ids[int(pt.job[rows.forced_cols[k]])]}]"
         return f"row {r}"
-
-    def col(self, j: int) -> str:
-        pt = self.problem.valid_pairs()
-        return f"x[{pt.job_ids[int(pt.job[j])]}@{self.problem.configs.labels[int(pt.config[j])]}]"
 
 
 def classify(problem: SiaRound, rows: FamilyRows, arrays: ModelArrays) -> Detected | None:
@@ -285,15 +281,7 @@ def structure(model: DirectModel) -> MckpStructure | None:
     d = classify(problem, rows, arrays)
     if d is None:
         return None
-    A = arrays.A
-    K = int(d.knap_rows.size)
-    kpos = np.full(A.shape[0], -1, dtype=np.int64)
-    kpos[d.knap_rows] = np.arange(K)
-    km = kpos[d.row_of]
-    on = km >= 0
-    labels = _Labels(problem, rows)
-    st = presolve_arrays(arrays, d, km[on], A.indices[on].astype(np.int64), A.data[on],
-                         [labels.row(r) for r in d.knap_rows.tolist()], labels.row)
+    st = presolve_arrays(arrays, d, _Labels(problem, rows).row)
     if st.infeasible is not None:  # the model route names it (and proves it) the same way: leave it there
         return None
     st.stats["detect_seconds"] = time.perf_counter() - t0
