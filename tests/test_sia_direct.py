@@ -243,3 +243,16 @@ def test_the_auxiliary_change_form_and_special_gpu_rows_take_the_model_route() -
     _same_result(sol.result, ref)  # type: ignore[arg-type]
     assert analyze(f.model).gub_rows.tolist() == [2]  # the GPU row (after the two jobs' rows) is the group
     assert list(sol.allocation.values()).count(Config(1, 8, "a10")) == 1
+
+
+def test_the_race_backend_solves_the_direct_model() -> None:
+    """The mckp backend's race (HiGHS on the whole model, in its thread) takes the direct model as it is: HiGHS
+    reads its array form; the answer is the built model's."""
+    prob = generate_instance(128, seed=0, load="heavy").problem()
+    kw: dict[str, Any] = {"mip_rel_gap": 1e-9, "race_delay": 0.0, "search_nodes": 0, "residual_table": False}
+    ref = schedopt.solve(build_formulation(copy.deepcopy(prob)), **kw)
+    sol = prob.solve(**kw)
+    assert sol.result is not None and sol.result.stats["race_started"]
+    # (which side proves it first is the machine's business: the proven optimum is the same within the gap)
+    assert sol.termination.reason is ref.termination.reason is schedopt.TerminationReason.OPTIMAL
+    assert math.isclose(sol.result.objective, ref.objective, rel_tol=1e-8)
