@@ -50,7 +50,7 @@ def default_backend(model: LinearModel | Formulation[Any] | Structure) -> str:
     """The backend schedopt picks (the one place that decides): the structure-exploiting ``mckp`` solver when the
     model (or formulation, or the structure itself) is tagged :attr:`Structure.MCKP <schedopt.problem.Structure.MCKP>`
     and that backend is installed, HiGHS otherwise."""
-    from .backends import available_backends
+    from .backends import registered_backends
 
     if isinstance(model, Structure):
         structure = model
@@ -60,8 +60,10 @@ def default_backend(model: LinearModel | Formulation[Any] | Structure) -> str:
         structure = _structure_of(model)
     else:
         raise InputError("model", type(model).__name__, "must be a schedopt.LinearModel, a Formulation or a Structure")
-    if structure is Structure.MCKP and "mckp" in available_backends():
-        return "mckp"
+    if structure is Structure.MCKP:
+        b = registered_backends().get("mckp")  # (what "mckp" in available_backends() says, without the others)
+        if b is not None and b.available()[0]:
+            return "mckp"
     return "highs"
 
 

@@ -10,9 +10,11 @@ Phases (exclusive time: a phase's time excludes the phases nested in it):
 * ``estimator``: :func:`schedopt.sim.jobs.goodput_estimate` (the online estimator's refits);
 * ``policy view``: the policy's own view of the round (``SiaPolicy.problem``'s job list and goodput rows,
   ``PolluxPolicy.objective``);
-* ``model build``: building the optimization model (``schedopt.sia.build.build_formulation``, Gavel's LP,
+* ``model build``: building the optimization model (``schedopt.sia.build.build_formulation``, or for the Sia round
+  its array form, ``schedopt.sia.direct.formulation``; Gavel's LP,
   Pollux-exact's model);
-* ``solve``: :func:`schedopt.solve` (backend included); ``solve: structure``: mckp's structure analysis inside it;
+* ``solve``: :func:`schedopt.solve` (backend included); ``solve: structure``: mckp's structure analysis inside it
+  (for the Sia round, ``schedopt.sia.direct.prepare`` builds it from the families just before);
 * ``search``: Pollux's genetic search (``_Search.run``);
 * ``decode``: the allocation from the solution (``SiaSolution.decode``);
 * ``policy (other)``: the rest of ``decide``;
@@ -102,6 +104,7 @@ def patch(rec: Recorder, policy: Any) -> list[tuple[Any, str, Any]]:
     """Wrap the phase functions; returns what to restore."""
     import schedopt.backends.mckp as bm
     import schedopt.sia.build as sb
+    import schedopt.sia.direct as sd
     import schedopt.sia.problem as sp_
     import schedopt.sim.engine as eng
     from schedopt.sim.jobs import JobState
@@ -131,7 +134,9 @@ def patch(rec: Recorder, policy: Any) -> list[tuple[Any, str, Any]]:
     put(eng, "_from_nodes", "placement")
     put(JobState, "advance", "advance")
     put(sb, "build_formulation", "model build")
+    put(sd, "formulation", "model build")  # the Sia round's direct route: the array form from the pair table
     put(bm, "analyze", "solve: structure")
+    put(sd, "prepare", "solve: structure")  # ... and its mckp structure, built from the families
     put(sp_.SiaSolution, "decode", "decode")
     ss = sys.modules["schedopt.solve"]  # the module (the package's `solve` attribute is the function)
     orig_solve = ss.solve

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,9 +17,21 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import StructureError
-from ..model import LinearModel
+from ..model import LinearModel, ModelArrays
 
-__all__ = ["MAX_KNAPSACK_ROWS", "TOL", "Detected", "MckpStructure", "analyze", "detect", "detect_structure", "presolve"]
+__all__ = [
+    "MAX_KNAPSACK_ROWS",
+    "TOL",
+    "Detected",
+    "MckpStructure",
+    "analyze",
+    "detect",
+    "detect_arrays",
+    "detect_structure",
+    "presolve",
+    "presolve_arrays",
+    "remember",
+]
 
 #: the largest number of knapsack rows the family admits (the dual has one price per row)
 MAX_KNAPSACK_ROWS = 64
@@ -164,13 +177,20 @@ def detect(model: LinearModel) -> Detected:
         raise StructureError(
             f"column {_col_label(model, j)} is continuous (block {b.name!r}); the mckp family needs every column binary"
         )
+    return detect_arrays(arr, lambda r: _row_label(model, r), lambda j: _col_label(model, j))
+
+
+def detect_arrays(arr: ModelArrays, row_label: Callable[[int], str], col_label: Callable[[int], str]) -> Detected:
+    """:func:`detect` on a model's array form ``arr`` whose columns are all integer, with ``row_label`` /
+    ``col_label`` (index -> label) naming the rows and columns in the reasons and errors."""
+    n = arr.num_cols
     lo = arr.col_lower.copy()
     up = arr.col_upper.copy()
     bad = (lo < -TOL) | (up > 1 + TOL)
     if bad.any():
         j = int(np.flatnonzero(bad)[0])
         raise StructureError(
-            f"column {_col_label(model, j)} is integer with bounds [{lo[j]:g}, {up[j]:g}]; the mckp family needs binaries"
+            f"column {col_label(j)} is integer with bounds [{lo[j]:g}, {up[j]:g}]; the mckp family needs binaries"
         )
     A = arr.A
     rl, ru = arr.row_lower, arr.row_upper
@@ -180,7 +200,7 @@ def detect(model: LinearModel) -> Detected:
     # empty rows: satisfied or infeasible
     empty = np.flatnonzero((nnz == 0) & ((rl > TOL) | (ru < -TOL)))
     if empty.size:
-        infeasible = f"row {_row_label(model, int(empty[0]))} has no columns and bounds [{rl[empty[0]]:g}, {ru[empty[0]]:g}]"
+        infeasible = f"row {row_label(int(empty[0]))} has no columns and bounds [{rl[empty[0]]:g}, {ru[empty[0]]:g}]"
     # single-column rows are bounds on a binary
     single = np.flatnonzero(nnz == 1)
     if single.size:
@@ -194,10 +214,10 @@ def detect(model: LinearModel) -> Detected:
         np.minimum.at(up, j, np.where(ok1, 1.0, 0.0))
         none = np.flatnonzero(~ok0 & ~ok1)
         if none.size and infeasible is None:
-            infeasible = f"row {_row_label(model, int(single[none[0]]))} admits neither 0 nor 1 for its binary column"
+            infeasible = f"row {row_label(int(single[none[0]]))} admits neither 0 nor 1 for its binary column"
     clash = np.flatnonzero(lo > up)
     if clash.size and infeasible is None:
-        infeasible = f"column {_col_label(model, int(clash[0]))} is forced to 1 and to 0 (bounds and single-column rows)"
+        infeasible = f"column {col_label(int(clash[0]))} is forced to 1 and to 0 (bounds and single-column rows)"
     multi = np.flatnonzero(nnz >= 2)
     gub_rows = np.zeros(0, dtype=np.int64)
     knap_rows = np.zeros(0, dtype=np.int64)
@@ -214,8 +234,8 @@ def detect(model: LinearModel) -> Detected:
             s, e = A.indptr[r], A.indptr[r + 1]
             k = int(np.argmin(A.data[s:e]))
             raise StructureError(
-                f"row {_row_label(model, r)} has a negative coefficient ({A.data[s + k]:g} on column "
-                f"{_col_label(model, int(A.indices[s + k]))}); knapsack rows need nonnegative coefficients"
+                f"row {row_label(r)} has a negative coefficient ({A.data[s + k]:g} on column "
+                f"{col_label(int(A.indices[s + k]))}); knapsack rows need nonnegative coefficients"
             )
         l_, u_ = rl[multi], ru[multi]
         covering = np.flatnonzero(l_ > TOL * np.maximum(1.0, np.abs(l_)))
@@ -223,7 +243,7 @@ def detect(model: LinearModel) -> Detected:
             r = int(multi[covering[0]])
             kind = "an equality row" if ru[r] == rl[r] else "a covering row (lower bound > 0)"
             raise StructureError(
-                f"row {_row_label(model, r)} is {kind} with bounds [{rl[r]:g}, {ru[r]:g}]; the mckp family allows only "
+                f"row {row_label(r)} is {kind} with bounds [{rl[r]:g}, {ru[r]:g}]; the mckp family allows only "
                 "<= rows with nonnegative coefficients (at-most-one rows and knapsack rows)"
             )
         finite = np.isfinite(u_)
@@ -234,7 +254,7 @@ def detect(model: LinearModel) -> Detected:
             below = np.flatnonzero(u_ < -TOL)
             if below.size:
                 r = int(multi[below[0]])
-                infeasible = f"row {_row_label(model, r)} needs a nonnegative sum <= {ru[r]:g}"
+                infeasible = f"row {row_label(r)} needs a nonnegative sum <= {ru[r]:g}"
         ratio = np.where(rmax > 0, u_ / np.where(rmax > 0, rmax, 1.0), np.inf)
         eligible = (~redundant) & (rmin == rmax) & (rmax > 0) & (ratio >= 1 - TOL) & (ratio < 2 - TOL)
         elig_rows = multi[eligible]
@@ -265,8 +285,8 @@ def detect(model: LinearModel) -> Detected:
             assert first_clash is not None
             c0, r1, r2 = first_clash
             overlap_note = (
-                f"column {_col_label(model, c0)} lies in two at-most-one rows ({_row_label(model, r1)} and "
-                f"{_row_label(model, r2)}); overlapping at-most-one rows are kept as knapsack rows"
+                f"column {col_label(c0)} lies in two at-most-one rows ({row_label(r1)} and "
+                f"{row_label(r2)}); overlapping at-most-one rows are kept as knapsack rows"
             )
         else:
             gub_rows = elig_rows
@@ -287,7 +307,13 @@ def detect(model: LinearModel) -> Detected:
 
 def presolve(model: LinearModel, d: Detected) -> MckpStructure:
     """Remove fixed columns, drop columns that can never help, group the rest contiguously (ELL weights)."""
-    arr = model.to_arrays()
+    return presolve_arrays(model.to_arrays(), d, lambda r: _row_label(model, r))
+
+
+def presolve_arrays(arr: ModelArrays, d: Detected, row_label: Callable[[int], str]) -> MckpStructure:
+    """:func:`presolve` on a model's array form ``arr`` and its classification ``d`` (from :func:`detect`, or built
+    by a problem that knows its model's structure by construction: ``schedopt.sia.direct``), with ``row_label``
+    (row index -> label) naming the knapsack rows and the rows of an infeasible model's reason."""
     n = arr.num_cols
     sign = 1.0 if arr.maximize else -1.0
     A = arr.A
@@ -297,8 +323,8 @@ def presolve(model: LinearModel, d: Detected) -> MckpStructure:
     km = kpos[d.row_of]
     on = km >= 0
     er, ec, ew = km[on], A.indices[on].astype(np.int64), A.data[on]
+    labels = [row_label(r) for r in d.knap_rows.tolist()]
     capfull = arr.row_upper[d.knap_rows].astype(np.float64)
-    labels = [_row_label(model, r) for r in d.knap_rows.tolist()]
     infeasible = d.infeasible
     fixed1 = d.lower >= 0.5
     fixed0 = d.upper < 0.5
@@ -310,7 +336,7 @@ def presolve(model: LinearModel, d: Detected) -> MckpStructure:
         c = np.bincount(fg)
         if c.max() > 1:
             g = int(np.argmax(c))
-            infeasible = f"row {_row_label(model, int(d.gub_rows[g]))} has {int(c[g])} forced columns but allows one"
+            infeasible = f"row {row_label(int(d.gub_rows[g]))} has {int(c[g])} forced columns but allows one"
     use: np.ndarray
     if K and forced.size:
         use = np.bincount(er, weights=ew * fixed1[ec], minlength=K)[:K]
@@ -433,3 +459,11 @@ def analyze(model: LinearModel) -> MckpStructure:
     _CACHE[model] = (arr, st)
     return st
 
+
+
+def remember(model: LinearModel, st: MckpStructure) -> None:
+    """Record ``st`` as :func:`analyze`'s answer for ``model`` in its present state (until the model changes): for
+    a problem that builds the presolved structure of its own model directly (``schedopt.sia.direct``), so that the
+    ``mckp`` backend skips the detection. ``st`` must be exactly what :func:`analyze` would give
+    (``tests/test_sia_direct.py`` compares them field by field)."""
+    _CACHE[model] = (model.to_arrays(), st)

@@ -18,6 +18,7 @@ The formulation's typed inverse map is the :class:`~schedopt.sia.pairs.PairTable
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -29,7 +30,8 @@ from .pairs import PairTable, ValidMemo
 from .round import SiaRound
 from .spec import is_pow2, virtual_bins
 
-__all__ = ["SiaBuildCache", "build_formulation", "change_terms", "objective_coefficients", "virtual_rows"]
+__all__ = ["FamilyRows", "SiaBuildCache", "build_formulation", "change_terms", "family_rows", "linear_objective",
+           "objective_coefficients", "virtual_rows"]
 
 
 def _indptr(rows: np.ndarray, n: int) -> np.ndarray:
@@ -216,6 +218,56 @@ def virtual_rows(problem: SiaRound) -> tuple[sp.csr_matrix, np.ndarray, list[str
     return A, np.asarray(upper, dtype=np.float64), labels
 
 
+@dataclass(frozen=True, eq=False)
+class FamilyRows:
+    """The four constraint families of the Sia model over the ``x`` columns, as the canonical CSR matrices the
+    model keeps (:func:`family_rows`): ``one`` (jobs x pairs, upper 1), ``gpu`` (types x pairs, upper
+    ``gpu_upper``), ``virtual`` (upper ``virtual_upper``, row labels ``virtual_labels``) and ``forced`` (one row
+    per forced pair, column ``forced_cols``, lower 1)."""
+
+    one: sp.csr_matrix
+    gpu: sp.csr_matrix
+    gpu_upper: np.ndarray
+    virtual: sp.csr_matrix
+    virtual_upper: np.ndarray
+    virtual_labels: list[str]
+    forced: sp.csr_matrix
+    forced_cols: np.ndarray
+
+
+def family_rows(problem: SiaRound) -> FamilyRows:
+    """The constraint families of ``problem``'s model (one matrix each, built straight from (data, indices,
+    index pointers): the pairs are sorted by job, so one_config_per_job's row pointers are a cumsum of the pairs
+    per job, and gpu_capacity's rows come from a stable sort by GPU type; int32 indices, what scipy keeps for them
+    anyway: the model takes such a canonical CSR as is). :func:`build_formulation` adds them to the model,
+    :mod:`schedopt.sia.direct` stacks them into the model's array form without the model."""
+    pt = problem.valid_pairs()
+    cfg = problem.configs
+    J, P, T = len(problem.jobs), len(pt), len(problem.cluster.type_names)
+    col = np.arange(P, dtype=np.int32)
+    A1 = _csr(np.ones(P), col, _indptr(pt.job, J), (J, P))
+    gpus = cfg.n_gpus[pt.config].astype(np.float64)
+    tix = cfg.type_index[pt.config]
+    by_type = np.argsort(tix, kind="stable")
+    A2 = _csr(gpus[by_type], by_type.astype(np.int32), _indptr(tix, T), (T, P))
+    A3, up3, lab3 = virtual_rows(problem)
+    fcols = np.flatnonzero(pt.forced)
+    A4 = _csr(np.ones(fcols.size), fcols.astype(np.int32), np.arange(fcols.size + 1, dtype=np.int32),
+              (int(fcols.size), P))
+    return FamilyRows(A1, A2, problem.available.astype(np.float64), A3, up3, lab3, A4, fcols)
+
+
+def linear_objective(problem: SiaRound) -> tuple[np.ndarray, float, str]:
+    """(coefficient per ``x`` column, constant, sense) of the model's objective without the auxiliary change
+    variables: :func:`objective_coefficients` plus, with a change penalty, its linear form
+    (:func:`change_terms`)."""
+    coef, const, sense = objective_coefficients(problem)
+    if problem.settings.change_penalty > 0:
+        delta, cconst = change_terms(problem)
+        return coef + delta, const + cconst, sense
+    return coef, const, sense
+
+
 def build_formulation(problem: SiaRound, cache: SiaBuildCache | None = None) -> Formulation[PairTable]:
     """The configuration ILP (see the module docstring). ``model.build_seconds`` covers pruning, normalisation
     and assembly; goodput-model evaluation is ``formulation.inverse.goodput_seconds``. ``cache``: a
@@ -224,9 +276,9 @@ def build_formulation(problem: SiaRound, cache: SiaBuildCache | None = None) -> 
     t0 = time.perf_counter()
     cfg = problem.configs
     settings = problem.settings
-    J, P, T = len(problem.jobs), len(pt), len(problem.cluster.type_names)
-    coef, const, sense = objective_coefficients(problem)
+    P = len(pt)
     auxiliary = settings.change_penalty > 0 and settings.change_form == "auxiliary"
+    coef, const, sense = objective_coefficients(problem) if auxiliary else linear_objective(problem)
     m = LinearModel("sia", sense=sense)
     if cache is not None:
         labels = cache.labels(pt, cfg)
@@ -236,35 +288,18 @@ def build_formulation(problem: SiaRound, cache: SiaBuildCache | None = None) -> 
         labels = ids[pt.job] + "@" + cfg.labels[pt.config] if P else np.zeros(0, dtype=object)
         label_list = labels.tolist()
     m.add_variables("x", P, kind="binary", labels=label_list)
-    # the families are CSR matrices over x built straight from (data, indices, indptr): the pairs are sorted by
-    # job, so one_config_per_job's row pointers are a cumsum of the pairs per job, and gpu_capacity's rows come
-    # from a stable sort by GPU type.
-    # (int32 indices: what scipy keeps for them anyway, given directly; the model takes such a canonical CSR as is)
-    col = np.arange(P, dtype=np.int32)
-    A1 = _csr(np.ones(P), col, _indptr(pt.job, J), (J, P))
-    m._add_constraints_owned("one_config_per_job", A1, upper=1.0, labels=list(pt.job_ids))
-    gpus = cfg.n_gpus[pt.config].astype(np.float64)
-    tix = cfg.type_index[pt.config]
-    by_type = np.argsort(tix, kind="stable")
-    A2 = _csr(gpus[by_type], by_type.astype(np.int32), _indptr(tix, T), (T, P))
-    m._add_constraints_owned("gpu_capacity", A2, upper=problem.available.astype(np.float64),
-                             labels=problem.cluster.type_names)
-    A3, up3, lab3 = virtual_rows(problem)
-    m._add_constraints_owned("virtual_node_capacity", A3, upper=up3, labels=lab3)
-    fcols = np.flatnonzero(pt.forced)
-    A4 = _csr(np.ones(fcols.size), fcols.astype(np.int32), np.arange(fcols.size + 1, dtype=np.int32),
-              (int(fcols.size), P))
-    m._add_constraints_owned("forced_config", A4, lower=1.0, labels=[pt.job_ids[i] for i in pt.job[fcols].tolist()])
-    objective = {"x": coef}
-    if settings.change_penalty > 0 and not auxiliary:
-        delta, cconst = change_terms(problem)
-        objective = {"x": coef + delta}
-        const += cconst
-    elif auxiliary:
+    rows = family_rows(problem)
+    m._add_constraints_owned("one_config_per_job", rows.one, upper=1.0, labels=list(pt.job_ids))
+    m._add_constraints_owned("gpu_capacity", rows.gpu, upper=rows.gpu_upper, labels=problem.cluster.type_names)
+    m._add_constraints_owned("virtual_node_capacity", rows.virtual, upper=rows.virtual_upper,
+                             labels=rows.virtual_labels)
+    m._add_constraints_owned("forced_config", rows.forced, lower=1.0,
+                             labels=[pt.job_ids[i] for i in pt.job[rows.forced_cols].tolist()])
+    if auxiliary:
         t_coef, cconst = _add_change_auxiliaries(m, problem, pt, labels)
-        objective = {"x": coef, "t": t_coef}
-        const += cconst
-    m.set_objective(objective, constant=const)
+        m.set_objective({"x": coef, "t": t_coef}, constant=const + cconst)
+    else:
+        m.set_objective({"x": coef}, constant=const)
     structure = Structure.GENERAL if auxiliary else Structure.MCKP
     m.structure = structure
     m.build_seconds = pt.seconds + (time.perf_counter() - t0)

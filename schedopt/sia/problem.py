@@ -29,6 +29,7 @@ from ..model import LinearModel
 from ..problem import Answer, Formulation, SolveOptions, Violation, to_jsonable
 from ..results import SolveResult, Termination
 from . import build as _build
+from . import direct as _direct
 from .configs import ConfigTable, generate_configs
 from .evaluate import goodput_of_pairs
 from .pairs import JobArrays, PairTable, job_arrays, prune, restart_factors, valid_sub
@@ -186,7 +187,8 @@ class SiaProblem:
 
     @cached_property
     def _formulation(self) -> Formulation[PairTable]:
-        return _build.build_formulation(self, self.build_cache)
+        # the model's array form straight from the pair table; the named model is built when first asked for
+        return _direct.formulation(self, self.build_cache)
 
     def build(self) -> LinearModel:
         """The configuration ILP (a fresh build; :meth:`formulation` gives it with its inverse map).
@@ -245,6 +247,12 @@ class SiaProblem:
 
         self.check_forced()
         form = self.formulation()
+        if isinstance(form.model, _direct.DirectModel):
+            if backend is None:
+                backend = options.backend if options is not None and options.backend is not None \
+                    else default_backend_for(form)
+            if backend == "mckp":
+                _direct.prepare(form.model)  # the mckp backend takes the structure built from the pair table
         res = solve(form, backend, options=options, **params)
         sol = SiaSolution.decode(self, form, res)
         if place and res.has_solution:
@@ -301,7 +309,9 @@ class SiaSolution(Answer):
     def chosen_columns(self) -> np.ndarray:
         self.require_solution()
         assert self.result is not None
-        x = self.result.values["x"]
+        model = self.result.model
+        # (a model built on demand holds the one block x: its values are the whole vector, read without a build)
+        x = self.result.x if isinstance(model, _direct.DirectModel) and not model.built else self.result.values["x"]
         frac = (x > 1e-6) & (x < 1 - 1e-6)
         if frac.any():
             raise SolveFailedError(f"{self.backend}: non-integral x in the returned solution ({int(frac.sum())} columns)",

@@ -1,0 +1,302 @@
+"""The Sia round straight to the ``mckp`` solver: the model's array form and its presolved structure, built from the
+pair table without the :class:`~schedopt.LinearModel` (built on demand).
+
+The Sia model (``schedopt.sia.build``) is a multiple-choice knapsack by construction: one ``x`` binary per valid
+(job, configuration) pair, at most one per job, GPU rows per type. Without the change auxiliaries (the default),
+:func:`formulation` gives the :class:`~schedopt.problem.Formulation` of :func:`~schedopt.sia.build.build_formulation`
+whose model is a :class:`DirectModel`: its array form (what every backend reads first, ``model.to_arrays()``) is
+stacked straight from the constraint families (:func:`~schedopt.sia.build.family_rows`), and the named model (blocks,
+families, labels) is built by :func:`~schedopt.sia.build.build_formulation` the first time anything else is asked of
+it (``solution.model.blocks``, an export, a backend that reads labels). :func:`prepare` classifies the rows from the
+families (the at-most-one rows are the jobs' rows; the knapsack rows the GPU and virtual-node rows that can bind)
+instead of :func:`schedopt.mckp.detect` reading them back from the matrix, presolves them with
+:func:`schedopt.mckp.presolve_arrays` and hands the structure to the ``mckp`` backend
+(:func:`schedopt.mckp.structure.remember`). Where a round is outside what this route covers (a coefficient the
+model would refuse or drop, a GPU row that is itself an at-most-one row, a single-column GPU row that fixes a
+column, a proof of infeasibility), the model route runs instead: the answer is the same either way
+(``tests/test_sia_direct.py`` compares the arrays, the classification, the presolved structure and the solves of
+both routes on random rounds).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..model import INF, MAX_MAGNITUDE, TINY_COEFFICIENT, LinearModel, ModelArrays, VarKind, _clean_csr_copy, _stack_csr
+from ..problem import Formulation, Structure
+from .build import FamilyRows, SiaBuildCache, _csr, build_formulation, family_rows, linear_objective
+from .pairs import PairTable
+from .round import SiaRound
+
+if TYPE_CHECKING:
+    from ..mckp.structure import Detected, MckpStructure
+
+__all__ = ["DirectModel", "formulation", "model_arrays", "prepare"]
+
+_INT32_MAX = int(np.iinfo(np.int32).max)
+_LOCK = threading.RLock()  # one build of a DirectModel at a time (the race backend may ask from its thread)
+
+
+class DirectModel(LinearModel):
+    """A Sia round's :class:`~schedopt.LinearModel` whose array form is known before the model is built: ``name``,
+    ``structure``, ``sense``, ``num_cols``, ``num_rows``, ``build_seconds`` and :meth:`to_arrays` answer at once;
+    any other use (blocks, families, labels, a change) first builds the model with
+    :func:`~schedopt.sia.build.build_formulation`, after which it is that model (its array form the same arrays,
+    value for value). A pickle or copy of it is a plain :class:`~schedopt.LinearModel`."""
+
+    def __init__(self, problem: SiaRound, cache: SiaBuildCache | None, rows: FamilyRows, arrays: ModelArrays,
+                 build_seconds: float) -> None:
+        # (no LinearModel.__init__: the fields it sets come from the built model, on demand)
+        d = self.__dict__
+        d["_direct"] = (problem, cache, rows)
+        d["name"] = "sia"
+        d["_structure"] = Structure.MCKP
+        d["_sense"] = "maximize" if arrays.maximize else "minimize"
+        d["num_cols"] = arrays.num_cols
+        d["num_rows"] = arrays.num_rows
+        d["build_seconds"] = build_seconds
+        d["_cache"] = arrays
+
+    @property
+    def built(self) -> bool:
+        """Whether the named model has been built (the first use beyond the array form builds it)."""
+        return "_direct" not in self.__dict__
+
+    def build_now(self) -> None:
+        """Build the named model now (what any use beyond the array form does first)."""
+        with _LOCK:
+            d = self.__dict__
+            got = d.get("_direct")
+            if got is None:
+                return
+            problem, cache, _ = got
+            m = build_formulation(problem, cache).model
+            keep = {"build_seconds": d["build_seconds"], "_cache": d["_cache"]}
+            d.update(m.__dict__)
+            d.update(keep)  # the arrays already handed out (the same values: tests/test_sia_direct.py)
+            del d["_direct"]
+
+    def __getattr__(self, name: str) -> Any:
+        # only for attributes the instance does not hold yet: build the model, then answer from it
+        if name.startswith("__") or "_direct" not in self.__dict__:
+            raise AttributeError(name)
+        self.build_now()
+        return getattr(self, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self.build_now()
+        super().__setattr__(name, value)
+
+    def __delattr__(self, name: str) -> None:
+        self.build_now()
+        super().__delattr__(name)
+
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+        self.build_now()
+        return (_plain_model, (dict(self.__dict__),))
+
+
+def _plain_model(state: dict[str, Any]) -> LinearModel:
+    """A :class:`~schedopt.LinearModel` holding ``state`` (a built :class:`DirectModel`'s, unpickled or copied)."""
+    m = LinearModel.__new__(LinearModel)
+    m.__dict__.update(state)
+    return m
+
+
+def _clean(values: np.ndarray) -> bool:
+    """Whether the model keeps ``values`` as they are: finite, below ``MAX_MAGNITUDE``, no nonzero below
+    ``TINY_COEFFICIENT`` (a NaN fails the first test)."""
+    a = np.abs(values)
+    return bool((a < MAX_MAGNITUDE).all()) and not bool(((a < TINY_COEFFICIENT) & (a != 0)).any())
+
+
+def model_arrays(problem: SiaRound) -> tuple[ModelArrays, FamilyRows] | None:
+    """The array form of ``problem``'s model without the change auxiliaries (``build_formulation(problem).model
+    .to_arrays()``, array for array) and its constraint families, without building the model; ``None`` when the
+    model would refuse, drop or copy something (a non-finite, huge or tiny objective coefficient, a repeated column
+    label, a family matrix it would not keep as it is): the model route then runs and says why."""
+    pt = problem.valid_pairs()
+    P = len(pt)
+    c, const, sense = linear_objective(problem)
+    if c.dtype != np.float64 or c.shape != (P,) or not _clean(c):
+        return None
+    const = float(const)
+    if not (math.isfinite(const) and abs(const) < MAX_MAGNITUDE):
+        return None
+    if P and len({str(j) for j in pt.job_ids}) != len(pt.job_ids):  # the column labels would repeat
+        return None
+    rows = family_rows(problem)
+    mats = [rows.one, rows.gpu, rows.virtual, rows.forced]
+    # the model keeps each family's matrix as it is when it is a canonical float64 / int32 CSR with clean data:
+    # the jobs' and the forced rows' (ones) and the GPU rows' (GPU counts) are, by construction, when scipy kept
+    # their int32 indices; the virtual-node rows are checked as the model checks them
+    if any(type(M) is not sp.csr_matrix or M.indices.dtype != np.int32 or M.indptr.dtype != np.int32 for M in mats) \
+            or (rows.virtual.shape[0] and _clean_csr_copy(rows.virtual, P, rows.virtual) is not rows.virtual):
+        return None
+    J, T, V, F = (int(M.shape[0]) for M in mats)
+    lo, up = LinearModel._scalar_column_bounds(0.0, INF, VarKind.BINARY, P) or (None, None)
+    if lo is None or up is None:
+        return None
+    arrays = ModelArrays(
+        c=c.copy(),
+        A=_stacked(mats, P),
+        row_lower=np.concatenate((np.full(J + T + V, -INF), np.full(F, 1.0))),
+        row_upper=np.concatenate((np.full(J, 1.0), rows.gpu_upper, rows.virtual_upper, np.full(F, INF))),
+        col_lower=lo,
+        col_upper=up,
+        integrality=np.full(P, 1, dtype=np.uint8),
+        maximize=sense == "maximize",
+        constant=const,
+    )
+    return arrays, rows
+
+
+def _stacked(mats: list[sp.csr_matrix], n: int) -> sp.csr_matrix:
+    """The model's stacked matrix of the families ``mats`` (``LinearModel.to_arrays``: ``_stack_csr``, the same
+    data, indices and index pointers), built from its arrays as :func:`schedopt.sia.build._csr` builds a
+    family (without scipy's index-type search and format check)."""
+    if sum(int(M.indptr[-1]) for M in mats) > _INT32_MAX or n > _INT32_MAX:
+        return _stack_csr(mats, n)
+    parts, offset = [], 0
+    for M in mats:
+        parts.append(M.indptr[:-1] + np.int32(offset))
+        offset += int(M.indptr[-1])
+    parts.append(np.array([offset], dtype=np.int32))
+    return _csr(np.concatenate([M.data for M in mats]), np.concatenate([M.indices for M in mats]),
+                np.concatenate(parts), (sum(int(M.shape[0]) for M in mats), n))
+
+
+def formulation(problem: SiaRound, cache: SiaBuildCache | None = None) -> Formulation[PairTable]:
+    """:func:`~schedopt.sia.build.build_formulation` with its model a :class:`DirectModel` (built on demand) where
+    the round is in this route's reach (no change auxiliaries, :func:`model_arrays` answers); the built model
+    otherwise."""
+    s = problem.settings
+    if s.change_penalty > 0 and s.change_form == "auxiliary":
+        return build_formulation(problem, cache)
+    pt = problem.valid_pairs()
+    t0 = time.perf_counter()
+    got = model_arrays(problem)
+    if got is None:
+        return build_formulation(problem, cache)
+    arrays, rows = got
+    model = DirectModel(problem, cache, rows, arrays, pt.seconds + (time.perf_counter() - t0))
+    return Formulation(model=model, inverse=pt, structure=Structure.MCKP, problem="sia")
+
+
+class _Labels:
+    """The row labels of a Sia model (``<family>[<row label>]``), from the pair table, as the model names its rows
+    (``ConstraintFamily.label_of``) for :func:`schedopt.mckp.presolve_arrays`' knapsack labels and reasons."""
+
+    def __init__(self, problem: SiaRound, rows: FamilyRows) -> None:
+        self.problem, self.rows = problem, rows
+
+    def row(self, r: int) -> str:
+        pt, rows = self.problem.valid_pairs(), self.rows
+        J, T, V = rows.one.shape[0], rows.gpu.shape[0], rows.virtual.shape[0]
+        if r < J:
+            return f"one_config_per_job[{pt.job_ids[r]}]"
+        if r < J + T:
+            return f"gpu_capacity[{self.problem.cluster.type_names[r - J]}]"
+        if r < J + T + V:
+            return f"virtual_node_capacity[{rows.virtual_labels[r - J - T]}]"
+        k = r - J - T - V
+        if k < rows.forced_cols.size:
+            return f"forced_config[{pt.job_ids[int(pt.job[rows.forced_cols[k]])]}]"
+        return f"row {r}"
+
+
+def classify(problem: SiaRound, rows: FamilyRows, arrays: ModelArrays) -> Detected | None:
+    """:func:`schedopt.mckp.detect` of the model from its families: the at-most-one rows are the rows of the jobs
+    with two pairs or more (in job order), the knapsack rows the GPU and virtual-node rows with two columns or
+    more whose columns can exceed the capacity, the columns fixed to 1 the forced pairs. ``None`` where detect would
+    decide otherwise or more (a knapsack-candidate row that is itself an at-most-one row, a single-column capacity
+    row that fixes its column, an infeasible row, more than ``MAX_KNAPSACK_ROWS`` knapsack rows)."""
+    from ..mckp.structure import MAX_KNAPSACK_ROWS, TOL, Detected
+
+    A = arrays.A
+    J, T, V = rows.one.shape[0], rows.gpu.shape[0], rows.virtual.shape[0]
+    P = arrays.num_cols
+    nnz = A.indptr[1:] - A.indptr[:-1]
+    # the capacity rows (GPU types, virtual nodes): J .. J+T+V-1
+    cap_lo, cap_hi = J, J + T + V
+    cn = nnz[cap_lo:cap_hi]
+    u = arrays.row_upper[cap_lo:cap_hi]
+    if (u < -TOL).any():  # an empty or any capacity row below 0 proves infeasibility (detect names it)
+        return None
+    ptr = A.indptr[cap_lo : cap_hi + 1]
+    dc = A.data[ptr[0] : ptr[-1]]  # the capacity rows' entries (contiguous rows: reduceat over their starts)
+    single = np.flatnonzero(cn == 1)
+    if single.size:
+        a = dc[ptr[single] - ptr[0]]
+        # detect fixes the column to 0 when 1 does not fit: left to the model route (rare)
+        if not (u[single] >= a - TOL * np.maximum(1.0, np.abs(a))).all():
+            return None
+    knap = np.flatnonzero(cn >= 2)
+    if knap.size:
+        nonempty = np.flatnonzero(cn > 0)
+        starts = ptr[nonempty] - ptr[0]
+        pm = np.searchsorted(nonempty, knap)  # each multi row's segment among the nonempty rows
+        tot = np.add.reduceat(dc, starts)[pm]
+        rmin = np.minimum.reduceat(dc, starts)[pm]
+        rmax = np.maximum.reduceat(dc, starts)[pm]
+        um = u[knap]
+        redundant = ~np.isfinite(um) | (tot <= um + TOL)
+        ratio = np.where(rmax > 0, um / np.where(rmax > 0, rmax, 1.0), np.inf)
+        eligible = (~redundant) & (rmin == rmax) & (rmax > 0) & (ratio >= 1 - TOL) & (ratio < 2 - TOL)
+        if eligible.any() or (rmin < 0).any():
+            return None
+        knap = knap[~redundant]
+    if knap.size > MAX_KNAPSACK_ROWS:
+        return None
+    pt = problem.valid_pairs()
+    counts = nnz[:J]
+    gub_rows = np.flatnonzero(counts >= 2)
+    gidx = np.full(J, -1, dtype=np.int64)
+    gidx[gub_rows] = np.arange(gub_rows.size)
+    col_gub = gidx[pt.job] if P else np.full(0, -1, dtype=np.int64)
+    lower = arrays.col_lower.copy()
+    lower[rows.forced_cols] = 1.0
+    return Detected(lower, arrays.col_upper.copy(), col_gub, gub_rows.astype(np.int64),
+                    (knap + cap_lo).astype(np.int64), None, np.repeat(np.arange(A.shape[0]), nnz))
+
+
+def structure(model: DirectModel) -> MckpStructure | None:
+    """The presolved :class:`~schedopt.mckp.MckpStructure` of an unbuilt :class:`DirectModel` (what
+    :func:`schedopt.mckp.analyze` gives for the built model, field for field), or ``None`` where the model route
+    must decide (see :func:`classify`)."""
+    from ..mckp.structure import presolve_arrays
+
+    got = model.__dict__.get("_direct")
+    if got is None:
+        return None
+    problem, _, rows = got
+    t0 = time.perf_counter()
+    arrays = model.to_arrays()
+    d = classify(problem, rows, arrays)
+    if d is None:
+        return None
+    st = presolve_arrays(arrays, d, _Labels(problem, rows).row)
+    if st.infeasible is not None:  # the model route names it (and proves it) the same way: leave it there
+        return None
+    st.stats["detect_seconds"] = time.perf_counter() - t0
+    return st
+
+
+def prepare(model: LinearModel) -> bool:
+    """Hand the directly built structure of an unbuilt :class:`DirectModel` to :func:`schedopt.mckp.analyze` (so
+    the ``mckp`` backend skips the detection); whether it did."""
+    if not isinstance(model, DirectModel) or model.built:
+        return False
+    st = structure(model)
+    if st is None:
+        return False
+    from ..mckp.structure import remember
+
+    remember(model, st)
+    return True
