@@ -50,21 +50,24 @@ class ColumnSet:
         whole = idx is None
         idx = np.arange(st.n) if idx is None else idx
         self.idx = idx
-        g = st.group[idx]
         if whole and idx.size and int(st.counts.min()) > 0:
-            # every column, no empty group: the group starts are the structure's own (what the search below finds)
+            # every column, no empty group: the group starts are the structure's own (what the search below finds),
+            # and the columns' arrays are the structure's own (read only: the same values as copies of them)
             starts, counts = st.starts.astype(np.int64), st.counts.astype(np.int64)
+            self.gid = st.group[starts]
+            self.v, self.ri, self.wt = st.value, st.ri, st.wt
         else:
+            g = st.group[idx]
             if idx.size:
                 newg = np.concatenate(([True], g[1:] != g[:-1]))
                 starts = np.flatnonzero(newg)
             else:
                 starts = np.zeros(0, dtype=np.int64)
             counts = np.diff(np.concatenate((starts, [idx.size]))).astype(np.int64)
-        self.gid = g[starts]
+            self.gid = g[starts]
+            self.v = st.value[idx]
+            self.ri, self.wt = st.ri[idx], st.wt[idx]
         self.starts, self.counts = starts, counts
-        self.v = st.value[idx]
-        self.ri, self.wt = st.ri[idx], st.wt[idx]
         self.K = st.K
         Gs = starts.size
         M = int(counts.max(initial=0))
@@ -116,10 +119,12 @@ _LP_HIGHS = threading.local()
 
 
 def _lp_highs() -> Any:
-    """This thread's HiGHS instance for :meth:`LagrangianDual.solve_lp`, options set once, its model cleared: a new
+    """This thread's HiGHS instance for :meth:`LagrangianDual.solve_lp`, options set once: a new
     ``highspy.Highs()`` with its options cost about 0.1 ms a round, as much as the LP's own simplex on a 64-GPU
-    Sia round (``passModel`` replaces the model whole, so every solve starts from the same state: the same answers,
-    checked on the 764 round models of a saturn/1 run)."""
+    Sia round. ``passModel`` replaces the model whole and clears the solver's status, solution, basis and info of
+    the previous one, so every solve starts from the same state without a ``clearModel`` first (which cost about
+    30 us a round more; the same answers, checked on the 764 and 689 round models of the saturn/1 runs of both job
+    models by ``tools/bench_mckp_rounds.py``)."""
     h = getattr(_LP_HIGHS, "h", None)
     if h is None:
         import highspy
@@ -130,9 +135,16 @@ def _lp_highs() -> Any:
         h.setOptionValue("presolve", "off")
         h.setOptionValue("simplex_strategy", 4)
         _LP_HIGHS.h = h
-    else:
-        h.clearModel()
+        _LP_HIGHS.opts = {"simplex_strategy": 4}
     return h
+
+
+def _lp_option(h: Any, name: str, value: Any) -> None:
+    """Set an option of :func:`_lp_highs`'s instance unless it holds that value already (a few us a call)."""
+    opts = _LP_HIGHS.opts
+    if opts.get(name) != value:
+        h.setOptionValue(name, value)
+        opts[name] = value
 
 
 class _Master:
@@ -399,16 +411,17 @@ class LagrangianDual:
         start = np.concatenate([[0], np.cumsum(keep.sum(axis=1))]).astype(np.int32)
         index = rows[keep].astype(np.int32)
         h = _lp_highs()
-        h.setOptionValue("simplex_strategy", 1 if singleton_bounds else 4)
-        h.setOptionValue("time_limit", max(self.time_left(), 1e-3) if math.isfinite(self.deadline) else inf)
+        _lp_option(h, "simplex_strategy", 1 if singleton_bounds else 4)
+        _lp_option(h, "time_limit", max(self.time_left(), 1e-3) if math.isfinite(self.deadline) else inf)
         # the LP's arrays passed directly (a HighsLp built attribute by attribute cost about 30-40 us more): columns
         # (costs, bounds 0..inf), rows (-inf..mult, -inf..cap), the column-wise matrix, every column continuous
         h.passModel(n, R + K, int(index.size), int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMaximize),
                     0.0, st.value[idx], np.zeros(n), col_up, np.full(R + K, -inf),
                     np.concatenate([gub_up, st.cap]), start[:-1], index, vals[keep], np.zeros(n, dtype=np.int32))
         h.run()
-        self.lp_status = h.modelStatusToString(h.getModelStatus())
-        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        status = h.getModelStatus()
+        self.lp_status = h.modelStatusToString(status)
+        if status != highspy.HighsModelStatus.kOptimal:
             return None
         sol = h.getSolution()
         y = np.maximum(np.asarray(sol.col_value, dtype=np.float64), 0.0)

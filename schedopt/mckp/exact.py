@@ -157,15 +157,27 @@ class ResidualClosure:
         if search:  # the search or the table only: a proof, or nothing (the caller then goes on with the sub-solver)
             found: tuple[np.ndarray, float, int] | None = None
             how = ""
-            plan = self.table_plan(res_cols, og, mult[og], cap) if self.use_table else None
+            plan: tuple[np.ndarray, np.ndarray, np.ndarray, int] | None = None
+            planned = False
             if self.search_nodes > 0 and self.lam is not None and int(mult[og].sum()) <= SEARCH_MAX_MEMBERS and \
                     search_tree_log10(ast.group[res_cols], og, mult[og], none_alive[og]) <= SEARCH_MAX_LOG10_TREE:
-                # a short search when the table can take over (most searches end within 100 nodes)
-                budget = self.search_nodes if plan is None else min(self.search_nodes, SEARCH_NODES_BEFORE_TABLE)
-                found = self.search(res_cols, ub, og, lo_rows, mult[og], cap, const, y_inc[res_cols], budget)
+                # a short search when the table can take over (most searches end within 100 nodes). The table's
+                # plan is made only when that short search gives up: a search that ends within the short budget
+                # ends the same way under the long one (the budget only stops it), so the plan is not needed first
+                short = min(self.search_nodes, SEARCH_NODES_BEFORE_TABLE)
+                found = self.search(res_cols, ub, og, lo_rows, mult[og], cap, const, y_inc[res_cols], short)
+                if found is None:
+                    plan = self.table_plan(res_cols, og, mult[og], cap) if self.use_table else None
+                    planned = True
+                    if plan is None and self.search_nodes > short:  # no table to take over: the whole budget
+                        found = self.search(res_cols, ub, og, lo_rows, mult[og], cap, const, y_inc[res_cols],
+                                            self.search_nodes)
                 how = "search"
-            if found is None and plan is not None:
-                found, how = self.table(res_cols, og, mult[og], const, plan), "table"
+            if found is None and self.use_table:
+                if not planned:
+                    plan = self.table_plan(res_cols, og, mult[og], cap)
+                if plan is not None:
+                    found, how = self.table(res_cols, og, mult[og], const, plan), "table"
             if found is None:
                 return RestrictedSolve(None, None, int(res_cols.size), fixed)
             ys, bound, nodes = found

@@ -126,21 +126,31 @@ class GreedyRepair:
             usage = self.st.usage_of(choice)
         return self.improve(choice)
 
+    @cached_property
+    def _captol(self) -> np.ndarray:
+        """The capacity tolerance per row (``TOL`` relative, at least ``TOL``)."""
+        return TOL * np.maximum(1.0, self.st.cap)
+
     def improve(self, choice: np.ndarray) -> np.ndarray:
         """Greedy upgrades with the capacity left (each accepted batch keeps every row within capacity)."""
         st = self.st
         choice = choice.copy()
         K = self.K
         cap = st.cap
-        captol = TOL * np.maximum(1.0, cap)
-        usage = self.st.usage_of(choice)
-        Wcur = np.zeros((self.G, K + 1))
+        captol = self._captol
         on = np.flatnonzero(choice >= 0)
-        Wcur[on, :K] = self._dense_of(choice[on])
-        vcur = np.where(choice >= 0, self.v[np.maximum(choice, 0)], 0.0)
+        cur = choice[on]
+        usage = st.usage(cur)  # st.usage_of(choice): the same columns in the same order
+        dense = self._dense if K else None
+        Wcur = np.zeros((self.G, K))
+        if dense is not None:
+            Wcur[on] = dense[cur]
+        vcur = np.zeros(self.G)
+        vcur[on] = self.v[cur]
+        group, v = st.group, self.v
         mark = np.zeros(self.n, dtype=bool)
         mark[self.pool.idx] = True
-        mark[choice[choice >= 0]] = True
+        mark[cur] = True
         cand = np.flatnonzero(mark)
         vtol = self._vtol
         dense_fit = bool(K) and self._dense_fit()
@@ -149,57 +159,59 @@ class GreedyRepair:
         for _ in range(100):
             if not cand.size or self.time_left() <= 0:
                 break
-            gc = st.group[cand]
-            gain = self.v[cand] - vcur[gc]
-            keep = gain > vtol[cand]
+            gc = group[cand]
+            gain = v[cand] - vcur[gc]
+            keep = np.flatnonzero(gain > vtol[cand])
             cand, gc, gain = cand[keep], gc[keep], gain[keep]
             slack = np.maximum(cap - usage, 0.0)
             D = None
-            if K:
+            if dense is not None:
+                room = slack + captol
                 if dense_fit:
                     # the same test on the dense weight changes (see _dense_fit), kept for the scores below
-                    D = self._dense_of(cand) - Wcur[gc, :K]
-                    fit = (D <= slack + captol).all(axis=1)
+                    D = dense[cand] - Wcur[gc]
+                    fit = np.flatnonzero((D <= room).all(axis=1))
                     D = D[fit]
                 else:
-                    slack_pad = np.concatenate((slack + captol, [np.inf]))
+                    slack_pad = np.concatenate((room, [np.inf]))
                     ri, wt = st.ri[cand], st.wt[cand]
-                    fit = np.all(wt - Wcur[gc[:, None], ri] <= slack_pad[ri], axis=1)
+                    Wpad = np.concatenate((Wcur[gc], np.zeros((gc.size, 1))), axis=1)
+                    fit = np.flatnonzero(np.all(wt - np.take_along_axis(Wpad, ri, axis=1) <= slack_pad[ri], axis=1))
                 cand, gc, gain = cand[fit], gc[fit], gain[fit]
             if not cand.size:
                 break
-            if K:
+            if dense is not None:
                 if D is None:
-                    D = self._dense_of(cand) - Wcur[gc, :K]
+                    D = dense[cand] - Wcur[gc]
                 Dp = np.maximum(D, 0.0)
                 use = (Dp / np.maximum(slack, captol)).sum(axis=1)
+                score = gain / (use + 1e-12)
             else:
                 Dp = np.zeros((cand.size, 0))
-                use = np.zeros(cand.size)
-            score = gain / (use + 1e-12)
+                score = gain / (np.zeros(cand.size) + 1e-12)
             o = np.lexsort((-score, gc))
-            firsts = o[np.concatenate(([True], gc[o][1:] != gc[o][:-1]))]
+            go = gc[o]
+            firsts = o[np.concatenate(([True], go[1:] != go[:-1]))]
             o2 = firsts[np.argsort(-score[firsts], kind="stable")]
-            if K:
+            if dense is not None:
                 inc = np.cumsum(Dp[o2], axis=0)
-                bad = np.any(inc > slack + captol, axis=1)
-                p = max(int(np.argmax(bad)) if bad.any() else o2.size, 1)
+                bad = np.flatnonzero(np.any(inc > room, axis=1))
+                p = max(int(bad[0]) if bad.size else o2.size, 1)
             else:
                 p = o2.size
-            take = cand[o2[:p]]
-            gt = st.group[take]
+            took = o2[:p]
+            take = cand[took]
+            gt = group[take]
             choice[gt] = take
-            vcur[gt] = self.v[take]
-            if K:
-                Wcur[gt, :K] = self._dense_of(take)
-            usage = self.st.usage_of(choice)
-            if not K:
+            vcur[gt] = v[take]
+            if dense is None:
                 break
-            rest = np.ones(cand.size, dtype=bool)
-            rest[o2[:p]] = False
+            Wcur[gt] = dense[take]
+            usage = st.usage_of(choice)
             # the sorted union (what np.unique of the concatenation gives), by marks: cheaper on these small arrays
             mark[:] = False
-            mark[cand[rest]] = True
+            mark[cand] = True
+            mark[take] = False
             # the pool's columns of the groups just upgraded (the set columns_of_groups(st, sort(gt), pool) gives)
             gmark = np.zeros(self.G, dtype=bool)
             gmark[gt] = True
