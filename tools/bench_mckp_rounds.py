@@ -167,7 +167,11 @@ def main() -> int:
         if a.cpu_only:
             print(" ".join(f"{p:.6f}" for p in passes))
         return 1 if bad else 0
-    ab(a.path, [tuple(s.split("=", 1)) for s in a.checkout], a.runs, a.repeat)  # type: ignore[misc]
+    checkouts = []
+    for spec in a.checkout:
+        name, _, root = spec.partition("=")
+        checkouts.append((name, root))
+    ab(a.path, checkouts, a.runs, a.repeat)
     return 0
 
 

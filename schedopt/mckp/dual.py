@@ -60,7 +60,7 @@ class ColumnSet:
             g = st.group[idx]
             if idx.size:
                 newg = np.concatenate(([True], g[1:] != g[:-1]))
-                starts = np.flatnonzero(newg)
+                starts = newg.nonzero()[0]
             else:
                 starts = np.zeros(0, dtype=np.int64)
             counts = np.diff(np.concatenate((starts, [idx.size]))).astype(np.int64)
@@ -109,7 +109,7 @@ class ColumnSet:
         for j in range(1, self.ri.shape[1]):
             rc -= lam_pad[self.ri[:, j]] * self.wt[:, j]
         gmax = np.maximum.reduceat(rc, self.starts)
-        hit = np.flatnonzero(rc >= np.repeat(gmax, self.counts))
+        hit = (rc >= np.repeat(gmax, self.counts)).nonzero()[0]
         gl = np.repeat(np.arange(self.starts.size), self.counts)[hit]
         first = hit[np.concatenate(([True], gl[1:] != gl[:-1]))]
         return gmax, self.idx[first]
@@ -283,7 +283,7 @@ class LagrangianDual:
         if not st.n:
             return OracleAnswer(lam, float(lam @ st.cap), st.cap.copy(), np.zeros(0, np.int64)), rc, np.zeros(0)
         gmax = np.maximum.reduceat(rc, st.starts)
-        hit = np.flatnonzero(rc >= gmax[st.group])
+        hit = (rc >= gmax[st.group]).nonzero()[0]
         gh = st.group[hit]
         first = hit[np.concatenate(([True], gh[1:] != gh[:-1]))]
         pos = gmax > 0
@@ -292,8 +292,9 @@ class LagrangianDual:
             L = float(lam @ st.cap + gmax[pos].sum())
             s = st.cap - st.usage(first[pos])
         else:
-            L = float(lam @ st.cap + gmax[pos] @ self.mult[pos])
-            s = st.cap - st.usage(first[pos], self.mult[pos])
+            mu = self.mult[pos]
+            L = float(lam @ st.cap + gmax[pos] @ mu)
+            s = st.cap - st.usage(first[pos], mu)
         return OracleAnswer(lam, L, s, choice), rc, gmax
 
     def lam_max(self) -> np.ndarray:
@@ -312,7 +313,7 @@ class LagrangianDual:
         rc_hi = self.v - st.priced(np.concatenate((hi, [0.0])))
         lbg = np.maximum(np.maximum.reduceat(rc_hi, st.starts), 0.0)
         tol = 1e-9 * (np.abs(self.v) + 1.0)
-        return np.flatnonzero(ub >= lbg[st.group] - tol)
+        return (ub >= lbg[st.group] - tol).nonzero()[0]
 
     def kelley(self, cs: ColumnSet, master: _Master, best: OracleAnswer, tol: float, max_it: int,
                 stop_gap: float, cap: np.ndarray | None = None) -> tuple[OracleAnswer, float, int]:
@@ -368,7 +369,7 @@ class LagrangianDual:
         within a small tolerance of its best reduced value there (complementary slackness: an LP optimum uses no
         other column at optimal prices), a much smaller LP. A start for the repair only (never a bound)."""
         tol = 1e-7 * (1.0 + np.abs(self.v))
-        idx = np.flatnonzero(rc >= np.maximum(gmax, 0.0)[self.st.group] - tol)
+        idx = (rc >= np.maximum(gmax, 0.0)[self.st.group] - tol).nonzero()[0]
         out = self.solve_lp(idx, singleton_bounds=True)
         if out is None:
             return None
@@ -398,7 +399,7 @@ class LagrangianDual:
             per = np.bincount(grp, minlength=G)
             one = per[grp] == 1
             col_up[one] = mult[grp[one]]
-            kept = np.flatnonzero(per >= 2)  # the classes that keep their row, renumbered 0..R-1
+            kept = (per >= 2).nonzero()[0]  # the classes that keep their row, renumbered 0..R-1
             row_of = np.full(G, -1, dtype=np.int64)
             row_of[kept] = np.arange(kept.size)
             R, gub_up = int(kept.size), mult[kept]
