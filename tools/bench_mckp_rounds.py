@@ -14,7 +14,12 @@ before the run, its outcome (termination, choice, bound, the stats that decide t
 ``--check`` it compares each outcome with the captured one field by field (choice vector, objective, bound,
 termination, the phases that ran) and exits 1 on any difference. ``ab`` runs ``replay`` in fresh processes of
 each checkout alternately (``--runs`` each; the checkout first on ``PYTHONPATH``) and prints the medians of the
-CPU per pass and their ratio.
+CPU per pass and their ratio. ``interleave`` loads a before checkout's ``schedopt/mckp`` beside this one's in one
+process and solves every round with both, alternately (the same machine load for both: the quietest comparison on
+a shared machine), compares their answers with each other and, with ``--out``, appends a row to the record:
+
+    PYTHONPATH=$PWD python tools/bench_mckp_rounds.py interleave /tmp/rounds.pkl --before /work/wt/before \
+        --repeat 5 --label sia-measured --out benchmarks/mckp_rounds.csv
 """
 
 from __future__ import annotations
@@ -126,6 +131,86 @@ def replay(path: Path, repeat: int, check: bool, quiet: bool = False) -> tuple[l
     return passes, bad
 
 
+def _load_before(root: Path) -> Any:
+    """``root``'s ``schedopt/mckp`` loaded as the package ``schedopt.mckp_before`` beside this process's
+    ``schedopt.mckp`` (its relative imports of the rest of ``schedopt`` resolve to this process's modules)."""
+    import importlib.util
+
+    pkg = root / "schedopt" / "mckp"
+    spec = importlib.util.spec_from_file_location("schedopt.mckp_before", pkg / "__init__.py",
+                                                  submodule_search_locations=[str(pkg)])
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["schedopt.mckp_before"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _commit(root: Path) -> str:
+    out = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    return (out.stdout.strip() or "?") + ("+" if dirty else "")
+
+
+def _record(out: Path, row: dict[str, Any]) -> None:
+    """Append ``row`` to the CSV ``out`` (its header written when the file is new)."""
+    import csv
+
+    new = not out.exists()
+    with open(out, "a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(row))
+        if new:
+            w.writeheader()
+        w.writerow(row)
+
+
+def interleave(path: Path, before: Path, repeat: int, out: Path | None = None, label: str = "") -> int:
+    """Every captured round solved by ``before``'s mckp and by this checkout's, alternately (which goes first
+    alternates too), in one process: the CPU of each summed over the rounds (the same machine load for both), and
+    the answers compared with each other; returns the number of rounds whose answers differ."""
+    import schedopt
+    from schedopt.mckp import MckpSolver
+
+    old = _load_before(before)
+    rounds = load(path)
+    tot = {"before": 0.0, "after": 0.0}
+    bad = 0
+    for rep in range(repeat):
+        for i, (blob, _want) in enumerate(rounds):
+            got = {}
+            order = [("before", old.MckpSolver), ("after", MckpSolver)]
+            if (i + rep) % 2:
+                order.reverse()
+            for name, cls in order:
+                st, kw, model, sub = pickle.loads(blob)
+                if name == "before":
+                    kw["options"] = old.MckpOptions(**{f: getattr(kw["options"], f) for f in old.MckpOptions.known()})
+                c0 = time.process_time()
+                res = cls(st, sub_solve=schedopt.solve if sub else None, model=model, **kw).run()
+                tot[name] += time.process_time() - c0
+                got[name] = _summary(res)
+            if rep == 0:
+                d = _differences(got["before"], got["after"])
+                if d:
+                    bad += 1
+                    print(f"round {i}: " + "; ".join(d[:6]), file=sys.stderr)
+    b, a = tot["before"] / repeat, tot["after"] / repeat
+    print(f"{len(rounds)} solves x {repeat}, interleaved in one process: CPU per pass before {b:.3f} s, after {a:.3f} s, "
+          f"ratio after/before {a / b:.3f}; {bad} rounds differ")
+    if out is not None:
+        import platform
+
+        import numpy as np
+
+        _record(out, {"date": time.strftime("%Y-%m-%d"), "label": label, "rounds": len(rounds), "repeat": repeat,
+                      "before_commit": _commit(before), "after_commit": _commit(Path.cwd()),
+                      "cpu_before_s": round(b, 4), "cpu_after_s": round(a, 4), "ratio": round(a / b, 4),
+                      "rounds_differ": bad, "load_1min": round(os.getloadavg()[0], 2), "cpus": os.cpu_count(),
+                      "python": platform.python_version(), "numpy": np.__version__, "machine": platform.machine()})
+    return bad
+
+
 def ab(path: Path, checkouts: list[tuple[str, str]], runs: int, repeat: int) -> None:
     got: dict[str, list[float]] = {name: [] for name, _ in checkouts}
     for r in range(runs):
@@ -154,6 +239,12 @@ def main() -> int:
     r.add_argument("--repeat", type=int, default=1)
     r.add_argument("--check", action="store_true", help="compare every answer with the captured one")
     r.add_argument("--cpu-only", action="store_true", help="print only the CPU seconds of each pass")
+    i = sub.add_parser("interleave", help="each round by a before checkout's mckp and this one's, alternately")
+    i.add_argument("path", type=Path)
+    i.add_argument("--before", type=Path, required=True, help="the root of the before checkout")
+    i.add_argument("--repeat", type=int, default=3)
+    i.add_argument("--out", type=Path, default=None, help="append one row to this CSV (benchmarks/mckp_rounds.csv)")
+    i.add_argument("--label", default="", help="the row's label (which capture: the job model)")
     b = sub.add_parser("ab", help="replay in fresh processes of each checkout, alternately")
     b.add_argument("path", type=Path)
     b.add_argument("--checkout", action="append", required=True, help="NAME=PATH (a repository root)")
@@ -162,6 +253,8 @@ def main() -> int:
     a = ap.parse_args()
     if a.cmd == "capture":
         return capture(a.path, a.job_model)
+    if a.cmd == "interleave":
+        return 1 if interleave(a.path, a.before, a.repeat, a.out, a.label) else 0
     if a.cmd == "replay":
         passes, bad = replay(a.path, a.repeat, a.check, quiet=a.cpu_only)
         if a.cpu_only:

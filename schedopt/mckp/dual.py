@@ -79,8 +79,8 @@ class ColumnSet:
         Gs = starts.size
         M = int(counts.max(initial=0))
         if True:
-            gl = np.repeat(np.arange(Gs), counts)
-            slot = np.arange(idx.size) - np.repeat(starts, counts)
+            gl = np.arange(Gs).repeat(counts)
+            slot = np.arange(idx.size) - starts.repeat(counts)
             m = self.ri.shape[1]
             self.vp = np.full((Gs, M), -np.inf)
             self.vp[gl, slot] = self.v
@@ -109,8 +109,8 @@ class ColumnSet:
         for j in range(1, self.ri.shape[1]):
             rc -= lam_pad[self.ri[:, j]] * self.wt[:, j]
         gmax = np.maximum.reduceat(rc, self.starts)
-        hit = (rc >= np.repeat(gmax, self.counts)).nonzero()[0]
-        gl = np.repeat(np.arange(self.starts.size), self.counts)[hit]
+        hit = (rc >= gmax.repeat(self.counts)).nonzero()[0]
+        gl = np.arange(self.starts.size).repeat(self.counts)[hit]
         first = hit[np.concatenate(([True], gl[1:] != gl[:-1]))]
         return gmax, self.idx[first]
 
@@ -207,7 +207,7 @@ def columns_of_groups(st: MckpStructure, gs: np.ndarray, pool: ColumnSet | None 
         base_idx = None
     else:
         p = pool
-        loc = np.minimum(np.searchsorted(p.gid, gs), max(p.gid.size - 1, 0))
+        loc = np.minimum(p.gid.searchsorted(gs), max(p.gid.size - 1, 0))
         here = p.gid[loc] == gs if p.gid.size else np.zeros(gs.size, dtype=bool)
         starts = p.starts[loc]
         cnt = np.where(here, p.counts[loc], 0)
@@ -215,7 +215,7 @@ def columns_of_groups(st: MckpStructure, gs: np.ndarray, pool: ColumnSet | None 
     tot = int(cnt.sum())
     if tot == 0:
         return np.zeros(0, dtype=np.int64)
-    out = np.repeat(starts - np.cumsum(cnt) + cnt, cnt) + np.arange(tot)
+    out = (starts - cnt.cumsum() + cnt).repeat(cnt) + np.arange(tot)
     return out if base_idx is None else base_idx[out]
 
 
@@ -409,7 +409,7 @@ class LagrangianDual:
             rows = np.concatenate([grp[:, None], G + st.ri[idx]], axis=1)
         vals = np.concatenate([np.ones((n, 1)), st.wt[idx]], axis=1)
         keep = (rows >= 0) & (rows < R + K)  # the ELL padding (row K) is no row, nor a class without its row
-        start = np.concatenate([[0], np.cumsum(keep.sum(axis=1))]).astype(np.int32)
+        start = np.concatenate([[0], keep.sum(axis=1).cumsum()]).astype(np.int32)
         index = rows[keep].astype(np.int32)
         h = _lp_highs()
         _lp_option(h, "simplex_strategy", 1 if singleton_bounds else 4)

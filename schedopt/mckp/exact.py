@@ -68,7 +68,7 @@ def search_tree_log10(groups: np.ndarray, og: np.ndarray, members: np.ndarray, n
     """log10 of the number of leaves of :meth:`ResidualClosure.search`'s tree before pruning: class ``og[o]`` with
     ``members[o]`` members and ``c`` choices (its residual columns ``groups == og[o]``, plus nothing when
     ``none_ok[o]``) gives its members one of ``C(members + c - 1, c - 1)`` multisets."""
-    c = np.bincount(np.searchsorted(og, groups), minlength=og.size) + none_ok.astype(np.int64)
+    c = np.bincount(og.searchsorted(groups), minlength=og.size) + none_ok.astype(np.int64)
     m = members.astype(np.float64)
     c = np.maximum(c, 1).astype(np.float64)
     ln = sum(math.lgamma(a + b) - math.lgamma(a + 1) - math.lgamma(b) for a, b in zip(m.tolist(), c.tolist()))
@@ -222,7 +222,7 @@ class ResidualClosure:
         if not rows.size:
             return None  # no capacity binds the residual: the search (or the sub-solver) takes it
         Dr = np.rint(D[:, rows]).astype(np.int64)
-        gi = np.searchsorted(og, ast.group[res_cols])
+        gi = og.searchsorted(ast.group[res_cols])
         heaviest = np.zeros((og.size, rows.size), dtype=np.int64)
         np.maximum.at(heaviest, gi, Dr)
         lim = np.maximum(np.minimum(np.floor(cap[rows] + 1e-9).astype(np.int64), members.astype(np.int64) @ heaviest), 0)
@@ -299,7 +299,7 @@ class ResidualClosure:
         lam = self.lam
         assert lam is not None
         K = ast.K
-        gi = np.searchsorted(og, ast.group[res_cols])
+        gi = og.searchsorted(ast.group[res_cols])
         bestg = self.bestg[og]
         R = const + float(up_rows @ bestg) + float(lam @ cap)
         D = ast.dense(res_cols) if K else np.zeros((res_cols.size, 0))
@@ -310,7 +310,7 @@ class ResidualClosure:
         # (sorted by class first)
         dl, vl, Dl, ubl = self.delta[res_cols].tolist(), ast.value[res_cols].tolist(), D.tolist(), ub.tolist()
         ol = order.tolist()
-        ends = np.searchsorted(gi[order], np.arange(og.size), side="right").tolist()
+        ends = gi[order].searchsorted(np.arange(og.size), side="right").tolist()
         upl, lol, bgl = up_rows.tolist(), lo_rows.tolist(), bestg.tolist()
         at = 0
         for o in range(og.size):
@@ -363,7 +363,7 @@ class ResidualClosure:
         agg = self.agg
         form = self.form
         m = res_cols.size
-        gi = np.searchsorted(og, ast.group[res_cols])
+        gi = og.searchsorted(ast.group[res_cols])
         sub = LinearModel("mckp_residual", sense="maximize")
         if form == "integer":
             binary = bool(np.all(ub <= 1))
@@ -380,13 +380,13 @@ class ResidualClosure:
             is_open[og] = True
             mem = is_open[agg.cls].nonzero()[0]
             mem = mem[np.lexsort((agg.rank[mem], agg.cls[mem]))]
-            mpos = np.searchsorted(og, agg.cls[mem])  # open-class position of each member
+            mpos = og.searchsorted(agg.cls[mem])  # open-class position of each member
             rcnt = np.bincount(gi, minlength=og.size)
-            rstart = np.concatenate(([0], np.cumsum(rcnt)[:-1]))
+            rstart = np.concatenate(([0], rcnt.cumsum()[:-1]))
             mcnt = rcnt[mpos]
             tot = int(mcnt.sum())
-            var_mem = np.repeat(np.arange(mem.size), mcnt)
-            var_rc = np.repeat(rstart[mpos] - np.cumsum(mcnt) + mcnt, mcnt) + np.arange(tot)
+            var_mem = np.arange(mem.size).repeat(mcnt)
+            var_rc = (rstart[mpos] - mcnt.cumsum() + mcnt).repeat(mcnt) + np.arange(tot)
             sub.add_variables("x", tot, kind="binary")
             none_ok = lo_rows < up_rows - 0.5  # some member may choose nothing
             A1 = sp.csr_matrix((np.ones(tot), (var_mem, np.arange(tot))), shape=(mem.size, tot))
@@ -410,7 +410,7 @@ class ResidualClosure:
             W = ast.weights_csr(res_cols)[:, var_rc]
             val = ast.value[res_cols][var_rc]
             # warm start: the members of a class take the incumbent's counts in column order
-            before = np.cumsum(ws) - ws - np.concatenate(([0], np.cumsum(ws)))[rstart][gi]
+            before = ws.cumsum() - ws - np.concatenate(([0], ws.cumsum()))[rstart][gi]
             rk = agg.rank[mem][var_mem]
             start = ((rk >= before[var_rc]) & (rk < before[var_rc] + ws[var_rc])).astype(np.float64)
         if ast.K:

@@ -134,7 +134,7 @@ class GreedyRepair:
                 cur = choice[gs]
                 Dcur = st.dense(cur)
             cc = columns_of_groups(self.st, gs, self.pool)
-            gi = np.searchsorted(gs, st.group[cc])
+            gi = gs.searchsorted(st.group[cc])
             f = (dense_pad[cc, k] if dense_pad is not None else self._weight_on(cc, k)) < Dcur[gi, k] - captol[k]
             cc, gi = cc[f], gi[f]
             cand_g = np.concatenate((gi, np.arange(gs.size)))
@@ -152,11 +152,11 @@ class GreedyRepair:
             score = ((vcur - valt) + D @ lam_o) / (-D[:, k])
             o = np.lexsort((score, cand_g))
             firsts = o[np.concatenate(([True], cand_g[o][1:] != cand_g[o][:-1]))]
-            o2 = firsts[np.argsort(score[firsts], kind="stable")]
-            freed = np.cumsum(-D[o2, k])
-            p = int(np.searchsorted(freed, over[k] - captol[k])) + 1
+            o2 = firsts[score[firsts].argsort(kind="stable")]
+            freed = (-D[o2, k]).cumsum()
+            p = int(freed.searchsorted(over[k] - captol[k])) + 1
             if not pure:
-                inc = np.cumsum(np.maximum(D[o2], 0.0), axis=0)
+                inc = np.maximum(D[o2], 0.0).cumsum(axis=0)
                 bad = _rows_any(inc > slack + captol)
                 if bad.any():
                     p = min(p, max(1, int(np.argmax(bad))))
@@ -231,9 +231,9 @@ class GreedyRepair:
             o = np.lexsort((-score, gc))
             go = gc[o]
             firsts = o[np.concatenate(([True], go[1:] != go[:-1]))]
-            o2 = firsts[np.argsort(-score[firsts], kind="stable")]
+            o2 = firsts[(-score[firsts]).argsort(kind="stable")]
             if dense is not None:
-                inc = np.cumsum(Dp[o2], axis=0)
+                inc = Dp[o2].cumsum(axis=0)
                 bad = _rows_any(inc > room).nonzero()[0]
                 p = max(int(bad[0]) if bad.size else o2.size, 1)
             else:
@@ -278,7 +278,7 @@ def _unique_inverse(keys: np.ndarray) -> np.ndarray:
     new[:1] = True
     np.not_equal(aux[1:], aux[:-1], out=new[1:])
     inv = np.empty(aux.size, dtype=np.intp)
-    inv[perm] = np.cumsum(new) - 1
+    inv[perm] = new.cumsum() - 1
     return inv
 
 
@@ -310,10 +310,10 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
     tgt_cols = (delta <= gam).nonzero()[0]
     tgt_g = np.concatenate((a.group[tgt_cols], (bestg <= gam).nonzero()[0]))
     tgt_o = np.concatenate((tgt_cols, np.full(tgt_g.size - tgt_cols.size, -1)))
-    o = np.argsort(tgt_g, kind="stable")
+    o = tgt_g.argsort(kind="stable")
     tgt_g, tgt_o = tgt_g[o], tgt_o[o]
     tcnt = np.bincount(tgt_g, minlength=a.G)
-    tstart = np.concatenate(([0], np.cumsum(tcnt)[:-1]))
+    tstart = np.concatenate(([0], tcnt.cumsum()[:-1]))
     done = 0
     for _ in range(max_rounds):
         if time.perf_counter() > deadline or (stop is not None and stop()) or float(a.value @ y) >= target:
@@ -328,9 +328,9 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
         tot = int(rep.sum())
         if not tot:
             break
-        ti = np.repeat(tstart[src_g] - np.cumsum(rep) + rep, rep) + np.arange(tot)
-        ms = np.repeat(src_o, rep)
-        mn = np.repeat(np.minimum(src_n, kmax), rep)
+        ti = (tstart[src_g] - rep.cumsum() + rep).repeat(rep) + np.arange(tot)
+        ms = src_o.repeat(rep)
+        mn = np.minimum(src_n, kmax).repeat(rep)
         mt = tgt_o[ti]
         ok = ms != mt
         ms, mn, mt = ms[ok], mn[ok], mt[ok]
@@ -342,7 +342,7 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
         else:
             inv = np.zeros(gain.size, dtype=np.int64)
         # copies: a move whose source is used n times can be made min(n, kmax) times
-        cp = np.repeat(np.arange(gain.size), mn)
+        cp = np.arange(gain.size).repeat(mn)
         order = cp[np.lexsort((-gain[cp], inv[cp]))]
         si = inv[order]
         first = np.concatenate(([True], si[1:] != si[:-1]))
@@ -352,7 +352,7 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
         T = int(si.max()) + 1 if si.size else 0
         cg = np.full((T, kmax + 1), -np.inf)
         cg[:, 0] = 0.0
-        csum = np.cumsum(gain[order])
+        csum = gain[order].cumsum()
         start = np.maximum.accumulate(np.where(rank == 0, np.arange(si.size), 0))
         cg[si, rank + 1] = csum - csum[start] + gain[order][start]
         Dt = np.zeros((T, K))
@@ -371,7 +371,7 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
         room = float(brg[P].max()) + float(lam @ np.maximum(slack, 0.0)) + gtol
         Bq = (brg > -room).nonzero()[0]
         q1 = np.concatenate((Bq, [-1]))
-        qa = np.repeat(q1, q1.size)
+        qa = q1.repeat(q1.size)
         qgrid = np.empty((q1.size, q1.size), dtype=q1.dtype)  # np.tile(q1, q1.size)
         qgrid[:] = q1
         qb = qgrid.ravel()
@@ -404,7 +404,7 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
         if not fit.any():
             break
         cand = fit.ravel().nonzero()[0]
-        cand = cand[np.argsort(-tgain.ravel()[cand], kind="stable")]
+        cand = cand[(-tgain.ravel()[cand]).argsort(kind="stable")]
         # apply the best exchange, then every further candidate that still fits and still gains (checked on the
         # counts themselves: members available, capacities, true value)
         applied = 0
