@@ -50,21 +50,24 @@ class ColumnSet:
         whole = idx is None
         idx = np.arange(st.n) if idx is None else idx
         self.idx = idx
-        g = st.group[idx]
         if whole and idx.size and int(st.counts.min()) > 0:
-            # every column, no empty group: the group starts are the structure's own (what the search below finds)
+            # every column, no empty group: the group starts are the structure's own (what the search below finds),
+            # and the columns' arrays are the structure's own (read only: the same values as copies of them)
             starts, counts = st.starts.astype(np.int64), st.counts.astype(np.int64)
+            self.gid = st.group[starts]
+            self.v, self.ri, self.wt = st.value, st.ri, st.wt
         else:
+            g = st.group[idx]
             if idx.size:
                 newg = np.concatenate(([True], g[1:] != g[:-1]))
-                starts = np.flatnonzero(newg)
+                starts = newg.nonzero()[0]
             else:
                 starts = np.zeros(0, dtype=np.int64)
             counts = np.diff(np.concatenate((starts, [idx.size]))).astype(np.int64)
-        self.gid = g[starts]
+            self.gid = g[starts]
+            self.v = st.value[idx]
+            self.ri, self.wt = st.ri[idx], st.wt[idx]
         self.starts, self.counts = starts, counts
-        self.v = st.value[idx]
-        self.ri, self.wt = st.ri[idx], st.wt[idx]
         self.K = st.K
         Gs = starts.size
         M = int(counts.max(initial=0))
@@ -76,8 +79,8 @@ class ColumnSet:
         Gs = starts.size
         M = int(counts.max(initial=0))
         if True:
-            gl = np.repeat(np.arange(Gs), counts)
-            slot = np.arange(idx.size) - np.repeat(starts, counts)
+            gl = np.arange(Gs).repeat(counts)
+            slot = np.arange(idx.size) - starts.repeat(counts)
             m = self.ri.shape[1]
             self.vp = np.full((Gs, M), -np.inf)
             self.vp[gl, slot] = self.v
@@ -106,8 +109,8 @@ class ColumnSet:
         for j in range(1, self.ri.shape[1]):
             rc -= lam_pad[self.ri[:, j]] * self.wt[:, j]
         gmax = np.maximum.reduceat(rc, self.starts)
-        hit = np.flatnonzero(rc >= np.repeat(gmax, self.counts))
-        gl = np.repeat(np.arange(self.starts.size), self.counts)[hit]
+        hit = (rc >= gmax.repeat(self.counts)).nonzero()[0]
+        gl = np.arange(self.starts.size).repeat(self.counts)[hit]
         first = hit[np.concatenate(([True], gl[1:] != gl[:-1]))]
         return gmax, self.idx[first]
 
@@ -116,10 +119,12 @@ _LP_HIGHS = threading.local()
 
 
 def _lp_highs() -> Any:
-    """This thread's HiGHS instance for :meth:`LagrangianDual.solve_lp`, options set once, its model cleared: a new
+    """This thread's HiGHS instance for :meth:`LagrangianDual.solve_lp`, options set once: a new
     ``highspy.Highs()`` with its options cost about 0.1 ms a round, as much as the LP's own simplex on a 64-GPU
-    Sia round (``passModel`` replaces the model whole, so every solve starts from the same state: the same answers,
-    checked on the 764 round models of a saturn/1 run)."""
+    Sia round. ``passModel`` replaces the model whole and clears the solver's status, solution, basis and info of
+    the previous one, so every solve starts from the same state without a ``clearModel`` first (which cost about
+    30 us a round more; the same answers, checked on the 764 and 689 round models of the saturn/1 runs of both job
+    models by ``tools/bench_mckp_rounds.py``)."""
     h = getattr(_LP_HIGHS, "h", None)
     if h is None:
         import highspy
@@ -130,9 +135,16 @@ def _lp_highs() -> Any:
         h.setOptionValue("presolve", "off")
         h.setOptionValue("simplex_strategy", 4)
         _LP_HIGHS.h = h
-    else:
-        h.clearModel()
+        _LP_HIGHS.opts = {"simplex_strategy": 4}
     return h
+
+
+def _lp_option(h: Any, name: str, value: Any) -> None:
+    """Set an option of :func:`_lp_highs`'s instance unless it holds that value already (a few us a call)."""
+    opts = _LP_HIGHS.opts
+    if opts.get(name) != value:
+        h.setOptionValue(name, value)
+        opts[name] = value
 
 
 class _Master:
@@ -195,7 +207,7 @@ def columns_of_groups(st: MckpStructure, gs: np.ndarray, pool: ColumnSet | None 
         base_idx = None
     else:
         p = pool
-        loc = np.minimum(np.searchsorted(p.gid, gs), max(p.gid.size - 1, 0))
+        loc = np.minimum(p.gid.searchsorted(gs), max(p.gid.size - 1, 0))
         here = p.gid[loc] == gs if p.gid.size else np.zeros(gs.size, dtype=bool)
         starts = p.starts[loc]
         cnt = np.where(here, p.counts[loc], 0)
@@ -203,7 +215,7 @@ def columns_of_groups(st: MckpStructure, gs: np.ndarray, pool: ColumnSet | None 
     tot = int(cnt.sum())
     if tot == 0:
         return np.zeros(0, dtype=np.int64)
-    out = np.repeat(starts - np.cumsum(cnt) + cnt, cnt) + np.arange(tot)
+    out = (starts - cnt.cumsum() + cnt).repeat(cnt) + np.arange(tot)
     return out if base_idx is None else base_idx[out]
 
 
@@ -271,7 +283,7 @@ class LagrangianDual:
         if not st.n:
             return OracleAnswer(lam, float(lam @ st.cap), st.cap.copy(), np.zeros(0, np.int64)), rc, np.zeros(0)
         gmax = np.maximum.reduceat(rc, st.starts)
-        hit = np.flatnonzero(rc >= gmax[st.group])
+        hit = (rc >= gmax[st.group]).nonzero()[0]
         gh = st.group[hit]
         first = hit[np.concatenate(([True], gh[1:] != gh[:-1]))]
         pos = gmax > 0
@@ -280,8 +292,9 @@ class LagrangianDual:
             L = float(lam @ st.cap + gmax[pos].sum())
             s = st.cap - st.usage(first[pos])
         else:
-            L = float(lam @ st.cap + gmax[pos] @ self.mult[pos])
-            s = st.cap - st.usage(first[pos], self.mult[pos])
+            mu = self.mult[pos]
+            L = float(lam @ st.cap + gmax[pos] @ mu)
+            s = st.cap - st.usage(first[pos], mu)
         return OracleAnswer(lam, L, s, choice), rc, gmax
 
     def lam_max(self) -> np.ndarray:
@@ -300,7 +313,7 @@ class LagrangianDual:
         rc_hi = self.v - st.priced(np.concatenate((hi, [0.0])))
         lbg = np.maximum(np.maximum.reduceat(rc_hi, st.starts), 0.0)
         tol = 1e-9 * (np.abs(self.v) + 1.0)
-        return np.flatnonzero(ub >= lbg[st.group] - tol)
+        return (ub >= lbg[st.group] - tol).nonzero()[0]
 
     def kelley(self, cs: ColumnSet, master: _Master, best: OracleAnswer, tol: float, max_it: int,
                 stop_gap: float, cap: np.ndarray | None = None) -> tuple[OracleAnswer, float, int]:
@@ -356,7 +369,7 @@ class LagrangianDual:
         within a small tolerance of its best reduced value there (complementary slackness: an LP optimum uses no
         other column at optimal prices), a much smaller LP. A start for the repair only (never a bound)."""
         tol = 1e-7 * (1.0 + np.abs(self.v))
-        idx = np.flatnonzero(rc >= np.maximum(gmax, 0.0)[self.st.group] - tol)
+        idx = (rc >= np.maximum(gmax, 0.0)[self.st.group] - tol).nonzero()[0]
         out = self.solve_lp(idx, singleton_bounds=True)
         if out is None:
             return None
@@ -386,7 +399,7 @@ class LagrangianDual:
             per = np.bincount(grp, minlength=G)
             one = per[grp] == 1
             col_up[one] = mult[grp[one]]
-            kept = np.flatnonzero(per >= 2)  # the classes that keep their row, renumbered 0..R-1
+            kept = (per >= 2).nonzero()[0]  # the classes that keep their row, renumbered 0..R-1
             row_of = np.full(G, -1, dtype=np.int64)
             row_of[kept] = np.arange(kept.size)
             R, gub_up = int(kept.size), mult[kept]
@@ -396,19 +409,20 @@ class LagrangianDual:
             rows = np.concatenate([grp[:, None], G + st.ri[idx]], axis=1)
         vals = np.concatenate([np.ones((n, 1)), st.wt[idx]], axis=1)
         keep = (rows >= 0) & (rows < R + K)  # the ELL padding (row K) is no row, nor a class without its row
-        start = np.concatenate([[0], np.cumsum(keep.sum(axis=1))]).astype(np.int32)
+        start = np.concatenate([[0], keep.sum(axis=1).cumsum()]).astype(np.int32)
         index = rows[keep].astype(np.int32)
         h = _lp_highs()
-        h.setOptionValue("simplex_strategy", 1 if singleton_bounds else 4)
-        h.setOptionValue("time_limit", max(self.time_left(), 1e-3) if math.isfinite(self.deadline) else inf)
+        _lp_option(h, "simplex_strategy", 1 if singleton_bounds else 4)
+        _lp_option(h, "time_limit", max(self.time_left(), 1e-3) if math.isfinite(self.deadline) else inf)
         # the LP's arrays passed directly (a HighsLp built attribute by attribute cost about 30-40 us more): columns
         # (costs, bounds 0..inf), rows (-inf..mult, -inf..cap), the column-wise matrix, every column continuous
         h.passModel(n, R + K, int(index.size), int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMaximize),
                     0.0, st.value[idx], np.zeros(n), col_up, np.full(R + K, -inf),
                     np.concatenate([gub_up, st.cap]), start[:-1], index, vals[keep], np.zeros(n, dtype=np.int32))
         h.run()
-        self.lp_status = h.modelStatusToString(h.getModelStatus())
-        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        status = h.getModelStatus()
+        self.lp_status = h.modelStatusToString(status)
+        if status != highspy.HighsModelStatus.kOptimal:
             return None
         sol = h.getSolution()
         y = np.maximum(np.asarray(sol.col_value, dtype=np.float64), 0.0)

@@ -68,7 +68,7 @@ def search_tree_log10(groups: np.ndarray, og: np.ndarray, members: np.ndarray, n
     """log10 of the number of leaves of :meth:`ResidualClosure.search`'s tree before pruning: class ``og[o]`` with
     ``members[o]`` members and ``c`` choices (its residual columns ``groups == og[o]``, plus nothing when
     ``none_ok[o]``) gives its members one of ``C(members + c - 1, c - 1)`` multisets."""
-    c = np.bincount(np.searchsorted(og, groups), minlength=og.size) + none_ok.astype(np.int64)
+    c = np.bincount(og.searchsorted(groups), minlength=og.size) + none_ok.astype(np.int64)
     m = members.astype(np.float64)
     c = np.maximum(c, 1).astype(np.float64)
     ln = sum(math.lgamma(a + b) - math.lgamma(a + 1) - math.lgamma(b) for a, b in zip(m.tolist(), c.tolist()))
@@ -137,7 +137,7 @@ class ResidualClosure:
         none_alive = (bestg <= tau) | (none_inc > 0)
         n_alive = np.add.reduceat(alive.astype(np.int64), ast.starts)
         open_g = (n_alive + none_alive) >= 2
-        res_cols = np.flatnonzero(alive & open_g[ast.group])
+        res_cols = (alive & open_g[ast.group]).nonzero()[0]
         fixed = int(ast.n - alive.sum())
         if res_cols.size == 0:
             return RestrictedSolve(None, None, 0, fixed)
@@ -147,25 +147,15 @@ class ResidualClosure:
                         np.floor(gam / np.where(d > 0, d, 1.0)).astype(np.int64) if d.size else 0)
         ub = np.where(d > 0, ub, mult[ast.group[res_cols]])
         ub = np.maximum(ub, y_inc[res_cols])
-        og = np.flatnonzero(open_g)
+        og = open_g.nonzero()[0]
         none_max = np.where(bestg[og] > 0, np.floor(gam / np.where(bestg[og] > 0, bestg[og], 1.0)), mult[og])
         none_max = np.where(none_alive[og], np.maximum(none_max, none_inc[og]), 0)
         lo_rows = np.maximum(mult[og] - none_max, 0).astype(np.float64)
-        cap = ast.cap - ast.usage(np.flatnonzero(y_fixed), y_fixed[y_fixed > 0])
+        cap = ast.cap - ast.usage(y_fixed.nonzero()[0], y_fixed[y_fixed > 0])
         const = float(ast.value @ y_fixed) + ast.const
         del agg
         if search:  # the search or the table only: a proof, or nothing (the caller then goes on with the sub-solver)
-            found: tuple[np.ndarray, float, int] | None = None
-            how = ""
-            plan = self.table_plan(res_cols, og, mult[og], cap) if self.use_table else None
-            if self.search_nodes > 0 and self.lam is not None and int(mult[og].sum()) <= SEARCH_MAX_MEMBERS and \
-                    search_tree_log10(ast.group[res_cols], og, mult[og], none_alive[og]) <= SEARCH_MAX_LOG10_TREE:
-                # a short search when the table can take over (most searches end within 100 nodes)
-                budget = self.search_nodes if plan is None else min(self.search_nodes, SEARCH_NODES_BEFORE_TABLE)
-                found = self.search(res_cols, ub, og, lo_rows, mult[og], cap, const, y_inc[res_cols], budget)
-                how = "search"
-            if found is None and plan is not None:
-                found, how = self.table(res_cols, og, mult[og], const, plan), "table"
+            found, how = self.prove(res_cols, ub, og, lo_rows, mult[og], cap, const, y_inc[res_cols], none_alive[og])
             if found is None:
                 return RestrictedSolve(None, None, int(res_cols.size), fixed)
             ys, bound, nodes = found
@@ -181,6 +171,40 @@ class ResidualClosure:
             counts[res_cols] = y
         return RestrictedSolve(r, counts, int(res_cols.size), fixed)
 
+    def prove(self, res_cols: np.ndarray, ub: np.ndarray, og: np.ndarray, lo_rows: np.ndarray, members: np.ndarray,
+              cap: np.ndarray, const: float, ws: np.ndarray, none_alive: np.ndarray
+              ) -> tuple[tuple[np.ndarray, float, int] | None, str]:
+        """The residual problem of :meth:`residual` (classes ``og`` with ``members``, ``none_alive`` per class) by
+        :meth:`search` (on at most ``SEARCH_MAX_MEMBERS`` members and ``SEARCH_MAX_LOG10_TREE``), then by
+        :meth:`table` when the search cannot run or gives up: ((counts per residual column, proven bound, nodes or
+        cells), "search" or "table"), or (None, ...) when neither proves it.
+
+        The search gets ``SEARCH_NODES_BEFORE_TABLE`` nodes when the table can take the residual after it, the
+        whole ``search_nodes`` otherwise. The table's plan (:meth:`table_plan`) is made only when that short search
+        gives up (or cannot run): a search that ends within the short budget ends the same way under the long one
+        (the budget only stops it), so on the simulator's rounds, where nearly every search ends within a hundred
+        nodes, the plan is not made at all; without a plan the search runs again with the whole budget."""
+        found: tuple[np.ndarray, float, int] | None = None
+        how = ""
+        plan: tuple[np.ndarray, np.ndarray, np.ndarray, int] | None = None
+        planned = False
+        if self.search_nodes > 0 and self.lam is not None and int(members.sum()) <= SEARCH_MAX_MEMBERS and \
+                search_tree_log10(self.agg.st.group[res_cols], og, members, none_alive) <= SEARCH_MAX_LOG10_TREE:
+            short = min(self.search_nodes, SEARCH_NODES_BEFORE_TABLE)
+            found = self.search(res_cols, ub, og, lo_rows, members, cap, const, ws, short)
+            if found is None:
+                plan = self.table_plan(res_cols, og, members, cap) if self.use_table else None
+                planned = True
+                if plan is None and self.search_nodes > short:  # no table to take over: the whole budget
+                    found = self.search(res_cols, ub, og, lo_rows, members, cap, const, ws, self.search_nodes)
+            how = "search"
+        if found is None and self.use_table:
+            if not planned:
+                plan = self.table_plan(res_cols, og, members, cap)
+            if plan is not None:
+                found, how = self.table(res_cols, og, members, const, plan), "table"
+        return found, how
+
     def table_plan(self, res_cols: np.ndarray, og: np.ndarray, members: np.ndarray, cap: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
         """What :meth:`table` needs (the integer weights on the rows the residual uses, each row's limit, the
@@ -194,11 +218,11 @@ class ResidualClosure:
         D = ast.dense(res_cols) if K else np.zeros((m, 0))
         if not np.array_equal(D, np.rint(D)):
             return None
-        rows = np.flatnonzero(D.max(axis=0, initial=0.0) > 0) if K else np.zeros(0, dtype=np.int64)
+        rows = (D.max(axis=0, initial=0.0) > 0).nonzero()[0] if K else np.zeros(0, dtype=np.int64)
         if not rows.size:
             return None  # no capacity binds the residual: the search (or the sub-solver) takes it
         Dr = np.rint(D[:, rows]).astype(np.int64)
-        gi = np.searchsorted(og, ast.group[res_cols])
+        gi = og.searchsorted(ast.group[res_cols])
         heaviest = np.zeros((og.size, rows.size), dtype=np.int64)
         np.maximum.at(heaviest, gi, Dr)
         lim = np.maximum(np.minimum(np.floor(cap[rows] + 1e-9).astype(np.int64), members.astype(np.int64) @ heaviest), 0)
@@ -229,7 +253,7 @@ class ResidualClosure:
         val = ast.value[res_cols]
         f = np.zeros(shape)
         picks: list[np.ndarray] = []
-        cols_of = [np.flatnonzero(gi == o).tolist() for o in range(og.size)]
+        cols_of = [(gi == o).nonzero()[0].tolist() for o in range(og.size)]
         Drl, liml, vall = Dr.tolist(), lim.tolist(), val.tolist()
         for o in range(og.size):
             # the options that fit alone, each with its source and destination slices (the same for every member)
@@ -275,7 +299,7 @@ class ResidualClosure:
         lam = self.lam
         assert lam is not None
         K = ast.K
-        gi = np.searchsorted(og, ast.group[res_cols])
+        gi = og.searchsorted(ast.group[res_cols])
         bestg = self.bestg[og]
         R = const + float(up_rows @ bestg) + float(lam @ cap)
         D = ast.dense(res_cols) if K else np.zeros((res_cols.size, 0))
@@ -286,7 +310,7 @@ class ResidualClosure:
         # (sorted by class first)
         dl, vl, Dl, ubl = self.delta[res_cols].tolist(), ast.value[res_cols].tolist(), D.tolist(), ub.tolist()
         ol = order.tolist()
-        ends = np.searchsorted(gi[order], np.arange(og.size), side="right").tolist()
+        ends = gi[order].searchsorted(np.arange(og.size), side="right").tolist()
         upl, lol, bgl = up_rows.tolist(), lo_rows.tolist(), bestg.tolist()
         at = 0
         for o in range(og.size):
@@ -339,7 +363,7 @@ class ResidualClosure:
         agg = self.agg
         form = self.form
         m = res_cols.size
-        gi = np.searchsorted(og, ast.group[res_cols])
+        gi = og.searchsorted(ast.group[res_cols])
         sub = LinearModel("mckp_residual", sense="maximize")
         if form == "integer":
             binary = bool(np.all(ub <= 1))
@@ -354,39 +378,39 @@ class ResidualClosure:
         else:
             is_open = np.zeros(ast.G, dtype=bool)
             is_open[og] = True
-            mem = np.flatnonzero(is_open[agg.cls])
+            mem = is_open[agg.cls].nonzero()[0]
             mem = mem[np.lexsort((agg.rank[mem], agg.cls[mem]))]
-            mpos = np.searchsorted(og, agg.cls[mem])  # open-class position of each member
+            mpos = og.searchsorted(agg.cls[mem])  # open-class position of each member
             rcnt = np.bincount(gi, minlength=og.size)
-            rstart = np.concatenate(([0], np.cumsum(rcnt)[:-1]))
+            rstart = np.concatenate(([0], rcnt.cumsum()[:-1]))
             mcnt = rcnt[mpos]
             tot = int(mcnt.sum())
-            var_mem = np.repeat(np.arange(mem.size), mcnt)
-            var_rc = np.repeat(rstart[mpos] - np.cumsum(mcnt) + mcnt, mcnt) + np.arange(tot)
+            var_mem = np.arange(mem.size).repeat(mcnt)
+            var_rc = (rstart[mpos] - mcnt.cumsum() + mcnt).repeat(mcnt) + np.arange(tot)
             sub.add_variables("x", tot, kind="binary")
             none_ok = lo_rows < up_rows - 0.5  # some member may choose nothing
             A1 = sp.csr_matrix((np.ones(tot), (var_mem, np.arange(tot))), shape=(mem.size, tot))
             sub.add_constraints("one_option", {"x": A1}, lower=np.where(none_ok[mpos], -np.inf, 1.0), upper=1.0)
-            part = np.flatnonzero(none_ok & (lo_rows > 0))
+            part = (none_ok & (lo_rows > 0)).nonzero()[0]
             if part.size:
                 ppos = np.full(og.size, -1, dtype=np.int64)
                 ppos[part] = np.arange(part.size)
                 on = ppos[gi[var_rc]] >= 0
-                Ac = sp.csr_matrix((np.ones(int(on.sum())), (ppos[gi[var_rc]][on], np.flatnonzero(on))),
+                Ac = sp.csr_matrix((np.ones(int(on.sum())), (ppos[gi[var_rc]][on], on.nonzero()[0])),
                                    shape=(part.size, tot))
                 sub.add_constraints("class_count", {"x": Ac}, lower=lo_rows[part])
-            lim = np.flatnonzero(ub < up_rows[gi])
+            lim = (ub < up_rows[gi]).nonzero()[0]
             if lim.size:
                 lpos = np.full(m, -1, dtype=np.int64)
                 lpos[lim] = np.arange(lim.size)
                 on = lpos[var_rc] >= 0
-                Ao = sp.csr_matrix((np.ones(int(on.sum())), (lpos[var_rc][on], np.flatnonzero(on))),
+                Ao = sp.csr_matrix((np.ones(int(on.sum())), (lpos[var_rc][on], on.nonzero()[0])),
                                    shape=(lim.size, tot))
                 sub.add_constraints("option_count", {"x": Ao}, upper=ub[lim].astype(np.float64))
             W = ast.weights_csr(res_cols)[:, var_rc]
             val = ast.value[res_cols][var_rc]
             # warm start: the members of a class take the incumbent's counts in column order
-            before = np.cumsum(ws) - ws - np.concatenate(([0], np.cumsum(ws)))[rstart][gi]
+            before = ws.cumsum() - ws - np.concatenate(([0], ws.cumsum()))[rstart][gi]
             rk = agg.rank[mem][var_mem]
             start = ((rk >= before[var_rc]) & (rk < before[var_rc] + ws[var_rc])).astype(np.float64)
         if ast.K:

@@ -17,6 +17,29 @@ from .structure import MAX_KNAPSACK_ROWS, TOL, MckpStructure
 __all__ = ["GreedyRepair", "kick_search", "local_search"]
 
 
+def _rows_all(b: np.ndarray) -> np.ndarray:
+    """``b.all(axis=1)`` of a 2-d boolean array; column by column when it has a few columns (the knapsack rows:
+    about 1 us against 3-4 us a call on these small arrays; the same values)."""
+    m = b.shape[1]
+    if not 1 <= m <= 8:
+        return np.asarray(b.all(axis=1))
+    out = b[:, 0].copy()
+    for j in range(1, m):
+        out &= b[:, j]
+    return out
+
+
+def _rows_any(b: np.ndarray) -> np.ndarray:
+    """``b.any(axis=1)`` of a 2-d boolean array, column by column as :func:`_rows_all`."""
+    m = b.shape[1]
+    if not 1 <= m <= 8:
+        return np.asarray(b.any(axis=1))
+    out = b[:, 0].copy()
+    for j in range(1, m):
+        out |= b[:, j]
+    return out
+
+
 class GreedyRepair:
     """Makes a group choice feasible (:meth:`GreedyRepair.repair`) and improves it greedily (:meth:`GreedyRepair.improve`) on ``st``.
 
@@ -47,10 +70,18 @@ class GreedyRepair:
         return self._fit_dense
 
     @cached_property
+    def _dense_pad(self) -> np.ndarray:
+        """The dense weights of every column and a last row of zeros (index -1: the empty option, as ``st.dense``
+        gives it), built once per repairer: :meth:`improve` and :meth:`repair` asked ``st.dense`` for the same
+        columns several times a call (the same values: a column's dense row depends on its own weights only)."""
+        out = np.zeros((self.n + 1, self.K))
+        out[:-1] = self.st.dense(np.arange(self.n))
+        return out
+
+    @cached_property
     def _dense(self) -> np.ndarray:
-        """The dense weights of every column (built once per repairer: :meth:`improve` asked ``st.dense`` for the
-        same columns 3-4 times a call; the same values, since a column's dense row depends on its own weights only)."""
-        return self.st.dense(np.arange(self.n))
+        """The dense weights of every column (:attr:`_dense_pad` without its last row)."""
+        return self._dense_pad[:-1]
 
     @cached_property
     def _vtol(self) -> np.ndarray:
@@ -81,8 +112,11 @@ class GreedyRepair:
         if K == 0:
             return self.improve(choice)
         cap = st.cap
-        captol = TOL * np.maximum(1.0, cap)
+        captol = self._captol
         usage = self.st.usage_of(choice)
+        # with no column listing a row twice, a column's weight on row k is its dense weight there (the one entry
+        # on row k, or none: 0), and the dense rows are read from the repairer's table (-1: the zero row)
+        dense_pad = self._dense_pad if self._dense_fit() else None
         for it in range(200):
             over = usage - cap
             viol = over > captol
@@ -90,21 +124,26 @@ class GreedyRepair:
                 break
             pure = it >= 8  # after a few rounds only moves that raise no row at all
             k = int(np.argmax(np.where(viol, over / np.maximum(cap, 1.0), -np.inf)))
-            chosen = np.flatnonzero(choice >= 0)
-            gs = chosen[self._weight_on(choice[chosen], k) > 0]
-            cur = choice[gs]
-            Dcur = st.dense(cur)
+            chosen = (choice >= 0).nonzero()[0]
+            if dense_pad is not None:
+                gs = chosen[dense_pad[choice[chosen], k] > 0]
+                cur = choice[gs]
+                Dcur = dense_pad[cur]
+            else:
+                gs = chosen[self._weight_on(choice[chosen], k) > 0]
+                cur = choice[gs]
+                Dcur = st.dense(cur)
             cc = columns_of_groups(self.st, gs, self.pool)
-            gi = np.searchsorted(gs, st.group[cc])
-            f = self._weight_on(cc, k) < Dcur[gi, k] - captol[k]
+            gi = gs.searchsorted(st.group[cc])
+            f = (dense_pad[cc, k] if dense_pad is not None else self._weight_on(cc, k)) < Dcur[gi, k] - captol[k]
             cc, gi = cc[f], gi[f]
             cand_g = np.concatenate((gi, np.arange(gs.size)))
             cand_c = np.concatenate((cc, np.full(gs.size, -1)))
-            D = st.dense(cand_c) - Dcur[cand_g]
+            D = (dense_pad[cand_c] if dense_pad is not None else st.dense(cand_c)) - Dcur[cand_g]
             slack = np.maximum(cap - usage, 0.0)
             lim = np.where(viol | pure, 0.0, slack) + captol
             other = np.delete(np.arange(K), k)
-            ok = np.all(D[:, other] <= lim[other], axis=1) if other.size else np.ones(D.shape[0], dtype=bool)
+            ok = _rows_all(D[:, other] <= lim[other]) if other.size else np.ones(D.shape[0], dtype=bool)
             cand_g, cand_c, D = cand_g[ok], cand_c[ok], D[ok]
             vcur = self.v[cur[cand_g]]
             valt = np.where(cand_c >= 0, self.v[np.maximum(cand_c, 0)], 0.0)
@@ -113,12 +152,12 @@ class GreedyRepair:
             score = ((vcur - valt) + D @ lam_o) / (-D[:, k])
             o = np.lexsort((score, cand_g))
             firsts = o[np.concatenate(([True], cand_g[o][1:] != cand_g[o][:-1]))]
-            o2 = firsts[np.argsort(score[firsts], kind="stable")]
-            freed = np.cumsum(-D[o2, k])
-            p = int(np.searchsorted(freed, over[k] - captol[k])) + 1
+            o2 = firsts[score[firsts].argsort(kind="stable")]
+            freed = (-D[o2, k]).cumsum()
+            p = int(freed.searchsorted(over[k] - captol[k])) + 1
             if not pure:
-                inc = np.cumsum(np.maximum(D[o2], 0.0), axis=0)
-                bad = np.any(inc > slack + captol, axis=1)
+                inc = np.maximum(D[o2], 0.0).cumsum(axis=0)
+                bad = _rows_any(inc > slack + captol)
                 if bad.any():
                     p = min(p, max(1, int(np.argmax(bad))))
             take = o2[:p]
@@ -126,22 +165,32 @@ class GreedyRepair:
             usage = self.st.usage_of(choice)
         return self.improve(choice)
 
+    @cached_property
+    def _captol(self) -> np.ndarray:
+        """The capacity tolerance per row (``TOL`` relative, at least ``TOL``)."""
+        return TOL * np.maximum(1.0, self.st.cap)
+
     def improve(self, choice: np.ndarray) -> np.ndarray:
         """Greedy upgrades with the capacity left (each accepted batch keeps every row within capacity)."""
         st = self.st
         choice = choice.copy()
         K = self.K
         cap = st.cap
-        captol = TOL * np.maximum(1.0, cap)
-        usage = self.st.usage_of(choice)
-        Wcur = np.zeros((self.G, K + 1))
-        on = np.flatnonzero(choice >= 0)
-        Wcur[on, :K] = self._dense_of(choice[on])
-        vcur = np.where(choice >= 0, self.v[np.maximum(choice, 0)], 0.0)
+        captol = self._captol
+        on = (choice >= 0).nonzero()[0]
+        cur = choice[on]
+        usage = st.usage(cur)  # st.usage_of(choice): the same columns in the same order
+        dense = self._dense if K else None
+        Wcur = np.zeros((self.G, K))
+        if dense is not None:
+            Wcur[on] = dense[cur]
+        vcur = np.zeros(self.G)
+        vcur[on] = self.v[cur]
+        group, v = st.group, self.v
         mark = np.zeros(self.n, dtype=bool)
         mark[self.pool.idx] = True
-        mark[choice[choice >= 0]] = True
-        cand = np.flatnonzero(mark)
+        mark[cur] = True
+        cand = mark.nonzero()[0]
         vtol = self._vtol
         dense_fit = bool(K) and self._dense_fit()
         pidx = self.pool.idx
@@ -149,68 +198,75 @@ class GreedyRepair:
         for _ in range(100):
             if not cand.size or self.time_left() <= 0:
                 break
-            gc = st.group[cand]
-            gain = self.v[cand] - vcur[gc]
-            keep = gain > vtol[cand]
+            gc = group[cand]
+            gain = v[cand] - vcur[gc]
+            keep = (gain > vtol[cand]).nonzero()[0]
             cand, gc, gain = cand[keep], gc[keep], gain[keep]
             slack = np.maximum(cap - usage, 0.0)
             D = None
-            if K:
+            if dense is not None:
+                room = slack + captol
                 if dense_fit:
                     # the same test on the dense weight changes (see _dense_fit), kept for the scores below
-                    D = self._dense_of(cand) - Wcur[gc, :K]
-                    fit = (D <= slack + captol).all(axis=1)
+                    D = dense[cand] - Wcur[gc]
+                    fit = _rows_all(D <= room).nonzero()[0]
                     D = D[fit]
                 else:
-                    slack_pad = np.concatenate((slack + captol, [np.inf]))
+                    slack_pad = np.concatenate((room, [np.inf]))
                     ri, wt = st.ri[cand], st.wt[cand]
-                    fit = np.all(wt - Wcur[gc[:, None], ri] <= slack_pad[ri], axis=1)
+                    Wpad = np.concatenate((Wcur[gc], np.zeros((gc.size, 1))), axis=1)
+                    fit = _rows_all(wt - np.take_along_axis(Wpad, ri, axis=1) <= slack_pad[ri]).nonzero()[0]
                 cand, gc, gain = cand[fit], gc[fit], gain[fit]
             if not cand.size:
                 break
-            if K:
+            if dense is not None:
                 if D is None:
-                    D = self._dense_of(cand) - Wcur[gc, :K]
+                    D = dense[cand] - Wcur[gc]
                 Dp = np.maximum(D, 0.0)
                 use = (Dp / np.maximum(slack, captol)).sum(axis=1)
+                score = gain / (use + 1e-12)
             else:
                 Dp = np.zeros((cand.size, 0))
-                use = np.zeros(cand.size)
-            score = gain / (use + 1e-12)
+                score = gain / (np.zeros(cand.size) + 1e-12)
             o = np.lexsort((-score, gc))
-            firsts = o[np.concatenate(([True], gc[o][1:] != gc[o][:-1]))]
-            o2 = firsts[np.argsort(-score[firsts], kind="stable")]
-            if K:
-                inc = np.cumsum(Dp[o2], axis=0)
-                bad = np.any(inc > slack + captol, axis=1)
-                p = max(int(np.argmax(bad)) if bad.any() else o2.size, 1)
+            go = gc[o]
+            firsts = o[np.concatenate(([True], go[1:] != go[:-1]))]
+            o2 = firsts[(-score[firsts]).argsort(kind="stable")]
+            if dense is not None:
+                inc = Dp[o2].cumsum(axis=0)
+                bad = _rows_any(inc > room).nonzero()[0]
+                p = max(int(bad[0]) if bad.size else o2.size, 1)
             else:
                 p = o2.size
-            take = cand[o2[:p]]
-            gt = st.group[take]
+            took = o2[:p]
+            take = cand[took]
+            gt = group[take]
             choice[gt] = take
-            vcur[gt] = self.v[take]
-            if K:
-                Wcur[gt, :K] = self._dense_of(take)
-            usage = self.st.usage_of(choice)
-            if not K:
+            vcur[gt] = v[take]
+            if dense is None:
                 break
-            rest = np.ones(cand.size, dtype=bool)
-            rest[o2[:p]] = False
+            Wcur[gt] = dense[take]
+            usage = st.usage_of(choice)
             # the sorted union (what np.unique of the concatenation gives), by marks: cheaper on these small arrays
             mark[:] = False
-            mark[cand[rest]] = True
+            mark[cand] = True
+            mark[take] = False
             # the pool's columns of the groups just upgraded (the set columns_of_groups(st, sort(gt), pool) gives)
             gmark = np.zeros(self.G, dtype=bool)
             gmark[gt] = True
             mark[pidx[gmark[pgroup]]] = True
-            cand = np.flatnonzero(mark)
+            cand = mark.nonzero()[0]
         return choice
 
 
 #: a fixed generic vector: ``D @ _KEY`` is a scalar key per weight-change vector (a collision only merges groups of
 #: moves in the local search, whose exchanges are checked on the counts before they are applied)
 _KEY = np.random.default_rng(12345).uniform(1.0, 2.0, MAX_KNAPSACK_ROWS)
+
+
+#: :func:`local_search` checks every count and class of a candidate exchange, as before the checks were narrowed to
+#: what its moves touch (the general path: tests compare the two)
+_FULL_EXCHANGE_CHECKS = False
 
 
 def _unique_inverse(keys: np.ndarray) -> np.ndarray:
@@ -222,7 +278,7 @@ def _unique_inverse(keys: np.ndarray) -> np.ndarray:
     new[:1] = True
     np.not_equal(aux[1:], aux[:-1], out=new[1:])
     inv = np.empty(aux.size, dtype=np.intp)
-    inv[perm] = np.cumsum(new) - 1
+    inv[perm] = new.cumsum() - 1
     return inv
 
 
@@ -243,26 +299,28 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
     the value reaches ``target`` (the caller's bound less its gap: nothing left to prove)."""
     K = a.K
     mult = a.mult if a.mult is not None else np.ones(a.G, dtype=np.int64)
-    y = y.astype(np.int64).copy()
+    y = y.astype(np.int64)  # a copy
     vpad = np.concatenate((a.value, [0.0]))
     Dpad = np.vstack([a.dense(np.arange(a.n)), np.zeros((1, K))])
     cap = a.cap
     tol = TOL * np.maximum(1.0, cap)
+    captop = cap + tol
+    DpT = Dpad[:-1].T
     gtol = 1e-12 * max(1.0, float(np.abs(a.value).sum()))
-    tgt_cols = np.flatnonzero(delta <= gam)
-    tgt_g = np.concatenate((a.group[tgt_cols], np.flatnonzero(bestg <= gam)))
+    tgt_cols = (delta <= gam).nonzero()[0]
+    tgt_g = np.concatenate((a.group[tgt_cols], (bestg <= gam).nonzero()[0]))
     tgt_o = np.concatenate((tgt_cols, np.full(tgt_g.size - tgt_cols.size, -1)))
-    o = np.argsort(tgt_g, kind="stable")
+    o = tgt_g.argsort(kind="stable")
     tgt_g, tgt_o = tgt_g[o], tgt_o[o]
     tcnt = np.bincount(tgt_g, minlength=a.G)
-    tstart = np.concatenate(([0], np.cumsum(tcnt)[:-1]))
+    tstart = np.concatenate(([0], tcnt.cumsum()[:-1]))
     done = 0
     for _ in range(max_rounds):
         if time.perf_counter() > deadline or (stop is not None and stop()) or float(a.value @ y) >= target:
             break
-        used = np.flatnonzero(y > 0)
+        used = (y > 0).nonzero()[0]
         none_cnt = mult - (np.add.reduceat(y, a.starts) if a.n else 0)
-        ng = np.flatnonzero(none_cnt > 0)
+        ng = (none_cnt > 0).nonzero()[0]
         src_g = np.concatenate((a.group[used], ng))
         src_o = np.concatenate((used, np.full(ng.size, -1)))
         src_n = np.concatenate((y[used], none_cnt[ng]))
@@ -270,9 +328,9 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
         tot = int(rep.sum())
         if not tot:
             break
-        ti = np.repeat(tstart[src_g] - np.cumsum(rep) + rep, rep) + np.arange(tot)
-        ms = np.repeat(src_o, rep)
-        mn = np.repeat(np.minimum(src_n, kmax), rep)
+        ti = (tstart[src_g] - rep.cumsum() + rep).repeat(rep) + np.arange(tot)
+        ms = src_o.repeat(rep)
+        mn = np.minimum(src_n, kmax).repeat(rep)
         mt = tgt_o[ti]
         ok = ms != mt
         ms, mn, mt = ms[ok], mn[ok], mt[ok]
@@ -284,7 +342,7 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
         else:
             inv = np.zeros(gain.size, dtype=np.int64)
         # copies: a move whose source is used n times can be made min(n, kmax) times
-        cp = np.repeat(np.arange(gain.size), mn)
+        cp = np.arange(gain.size).repeat(mn)
         order = cp[np.lexsort((-gain[cp], inv[cp]))]
         si = inv[order]
         first = np.concatenate(([True], si[1:] != si[:-1]))
@@ -294,7 +352,7 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
         T = int(si.max()) + 1 if si.size else 0
         cg = np.full((T, kmax + 1), -np.inf)
         cg[:, 0] = 0.0
-        csum = np.cumsum(gain[order])
+        csum = gain[order].cumsum()
         start = np.maximum.accumulate(np.where(rank == 0, np.arange(si.size), 0))
         cg[si, rank + 1] = csum - csum[start] + gain[order][start]
         Dt = np.zeros((T, K))
@@ -307,13 +365,13 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
         # the sum of the reduced gains plus lam . (total weight change) <= lam . slack, so a partner's reduced
         # loss must stay below the best reduced gain plus lam . slack.
         brg = bg - bD @ lam
-        P = np.flatnonzero((bg > gtol) | (brg > gtol))
+        P = ((bg > gtol) | (brg > gtol)).nonzero()[0]
         if not P.size:
             break
         room = float(brg[P].max()) + float(lam @ np.maximum(slack, 0.0)) + gtol
-        Bq = np.flatnonzero(brg > -room)
+        Bq = (brg > -room).nonzero()[0]
         q1 = np.concatenate((Bq, [-1]))
-        qa = np.repeat(q1, q1.size)
+        qa = q1.repeat(q1.size)
         qgrid = np.empty((q1.size, q1.size), dtype=q1.dtype)  # np.tile(q1, q1.size)
         qgrid[:] = q1
         qb = qgrid.ravel()
@@ -338,42 +396,61 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
         qa, qb, qg, qD = qa[live], qb[live], qg[live], qD[live]
         tgain = bg[P][:, None] + qg[None, :]
         fit = tgain > gtol
+        bDP = bD[P]
         for k in range(K):  # row by row: much faster than an (P x Q x K) temporary and all(axis=2)
-            fit &= bD[P, k][:, None] + qD[:, k][None, :] <= slack[k]
+            fit &= bDP[:, k][:, None] + qD[:, k][None, :] <= slack[k]
         tp = bt[P][:, None]
         fit &= (tp != bt_pad[qa][None, :]) & (tp != bt_pad[qb][None, :])
         if not fit.any():
             break
-        cand = np.flatnonzero(fit.ravel())
-        cand = cand[np.argsort(-tgain.ravel()[cand], kind="stable")]
+        cand = fit.ravel().nonzero()[0]
+        cand = cand[(-tgain.ravel()[cand]).argsort(kind="stable")]
         # apply the best exchange, then every further candidate that still fits and still gains (checked on the
         # counts themselves: members available, capacities, true value)
         applied = 0
         val = float(a.value @ y)
         # each bundle's moves as plain lists (source, target; -1: nothing), built once per round: a bundle takes
         # part in many candidate exchanges, and scalar updates beat np.subtract.at / np.add.at on 1-2 moves
-        moves: dict[int, tuple[list[int], list[int]]] = {}
+        # (and whether one of its moves adds a member to a class: from nothing to an option)
+        moves: dict[int, tuple[list[int], list[int], bool]] = {}
+        # the counts are valid (no negative count, no class over its members) at the start of the round, and stay
+        # so (only valid counts are taken): a count can then go negative only where a move takes a member away, and
+        # a class can exceed its members only when a move adds one, so only those are checked (the same answers as
+        # checking every count and class; counts that are not valid get the whole checks)
+        valid = not _FULL_EXCHANGE_CHECKS and bool(none_cnt.min(initial=0) >= 0) and bool(y.min(initial=0) >= 0)
+        Pl, qal, qbl = P.tolist(), qa.tolist(), qb.tolist()
         for flat in cand[:64].tolist():
-            i, j = divmod(flat, qa.size)
+            i, j = divmod(flat, len(qal))
             yy = y.copy()
-            for b in (int(P[i]), int(qa[j]), int(qb[j])):
+            grows = False
+            taken: list[int] = []
+            for b in (Pl[i], qal[j], qbl[j]):
                 if b < 0:
                     continue
                 mb = moves.get(b)
                 if mb is None:
                     mv = order[si == bt[b]][: bk[b]]
-                    mb = moves[b] = (ms[mv].tolist(), mt[mv].tolist())
+                    src, dst = ms[mv].tolist(), mt[mv].tolist()
+                    mb = moves[b] = (src, dst, any(c < 0 <= d for c, d in zip(src, dst)))
                 for c in mb[0]:
                     if c >= 0:
                         yy[c] -= 1
+                        taken.append(c)
                 for c in mb[1]:
                     if c >= 0:
                         yy[c] += 1
-            if yy.min(initial=0) < 0:
-                continue
-            if a.n and np.any(np.add.reduceat(yy, a.starts) > mult):
-                continue
-            if np.any(Dpad[:-1].T @ yy > cap + tol):
+                grows = grows or mb[2]
+            if valid:
+                if any(yy[c] < 0 for c in taken):
+                    continue
+                if grows and a.n and (np.add.reduceat(yy, a.starts) > mult).any():
+                    continue
+            else:
+                if yy.min(initial=0) < 0:
+                    continue
+                if a.n and np.any(np.add.reduceat(yy, a.starts) > mult):
+                    continue
+            if (DpT @ yy > captop).any():
                 continue
             v2 = float(a.value @ yy)
             if v2 <= val + gtol:
@@ -401,7 +478,7 @@ def kick_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.ndar
     cap = a.cap
     tol = TOL * np.maximum(1.0, cap)
     gtol = 1e-12 * max(1.0, float(np.abs(a.value).sum()))
-    tgt = np.flatnonzero(delta <= gam)
+    tgt = (delta <= gam).nonzero()[0]
     y = y.astype(np.int64).copy()
     val = float(a.value @ y)
     wins = 0

@@ -217,8 +217,12 @@ class MckpSolver:
 
     def adopt(self, choice: np.ndarray) -> bool:
         """Take ``choice`` as the incumbent when it fits and is better; returns whether it was taken."""
-        if self.st.fits(choice) and self.st.value_of(choice) > self.LB:
-            self.choice, self.LB = choice, self.st.value_of(choice)
+        return self.st.fits(choice) and self._take(choice, self.st.value_of(choice))
+
+    def _take(self, choice: np.ndarray, value: float) -> bool:
+        """:meth:`adopt` of a choice known to fit, with its value ``st.value_of(choice)``."""
+        if value > self.LB:
+            self.choice, self.LB = choice, value
             return True
         return False
 
@@ -280,7 +284,7 @@ class MckpSolver:
         else:
             inpool = np.zeros(ast.n, dtype=bool)
             inpool[self.dual_pool.idx] = True
-            pool = ColumnSet(st, np.flatnonzero(inpool[agg.col_map]))
+            pool = ColumnSet(st, inpool[agg.col_map].nonzero()[0])
         self.repairer = GreedyRepair(st, pool, self.deadline)
         if self.stopped:
             self.repairer.deadline = -math.inf
@@ -296,8 +300,9 @@ class MckpSolver:
                 self.stats["lp_rounding_objective"] = self.sign * self.LB
         if not self.within(self.UB, self.LB):
             ch = self.repairer.repair(agg.expand(self.dual.best.choice), self.dual.lam)
-            self.stats["lagrangian_repair_objective"] = self.sign * st.value_of(ch)
-            if not self.adopt(ch) and st.fits(ch):
+            value = st.value_of(ch)
+            self.stats["lagrangian_repair_objective"] = self.sign * value
+            if st.fits(ch) and not self._take(ch, value):
                 self._second_start = ch  # the local search may reach further from it (see second_start)
         if self.warm_start is not None:
             ch = self._warm_choice(self.warm_start)
@@ -325,7 +330,7 @@ class MckpSolver:
         if ws.shape != (st.n_cols,) or not np.all(np.isfinite(ws)):
             return None
         # columns the presolve removed (forced ones, ones that never help) are left out: dropping them never hurts
-        on = np.flatnonzero(ws > 0.5)
+        on = (ws > 0.5).nonzero()[0]
         pos = np.full(st.n_cols, -1, dtype=np.int64)
         pos[st.cols] = np.arange(st.n)
         p = pos[on]
