@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from . import __version__
-from .backends.isolate import set_in_child_default
 from .cli_support import (
     EXIT_BACKEND,
     EXIT_CODES,
@@ -591,7 +590,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     _configure_logging(bool(getattr(args, "verbose", False)))
     # Ctrl-C must stop a long `schedopt solve` on scipy / pyomo too, which have no cancel hook: their solves run in a
     # child process Ctrl-C kills (+23-67 ms per solve). Not for bench, whose timings it would distort.
-    in_child = set_in_child_default(True) if command == "solve" else None
+    in_child = None
+    if command == "solve":  # (the backends are imported here: `simulate` needs none to start)
+        from .backends.isolate import set_in_child_default
+
+        in_child = set_in_child_default(True)
     try:
         return int(args.func(args))
     except KeyboardInterrupt:

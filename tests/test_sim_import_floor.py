@@ -1,4 +1,5 @@
-"""Issue 42, the everyday run's imports: the measured job model's triangulation loads ``scipy.spatial._qhull``
+"""Issue 42, the everyday run's imports: ``import schedopt`` and ``import schedopt.cli`` import no scipy (the
+backends and ``scipy.sparse`` on first use); the measured job model's triangulation loads ``scipy.spatial._qhull``
 without ``scipy/spatial/__init__.py`` and ``scipy/linalg/__init__.py`` (schedopt.scipy_parts ``skip_init``), and
 answers as scipy's public ``LinearNDInterpolator``; a later ``import scipy.spatial`` gets the same compiled module."""
 
@@ -81,3 +82,32 @@ def test_with_other_threads_the_packages_import_as_usual() -> None:
     )
     assert "imagenet (0.5728058785200119, 0.2037096744855245)" in out
     assert "spatial True True" in out
+
+
+def test_import_schedopt_and_its_command_line_import_no_scipy_until_a_model_is_built() -> None:
+    """In a fresh process: ``import schedopt`` and ``import schedopt.cli`` load neither scipy (``scipy.sparse``) nor
+    the backends; the lazy public names resolve to their modules' objects; building a model imports
+    ``scipy.sparse``, after which the model's ``sp`` is the module itself, and its matrix is scipy's CSR."""
+    out = _fresh(
+        "import sys",
+        "import schedopt, schedopt.cli",
+        "print('after import', sorted(m for m in sys.modules if m.startswith('scipy') or m == 'schedopt.backends'))",
+        "from schedopt.backends import get_backend",
+        "from schedopt.infeasibility import explain_infeasibility",
+        "print('names', schedopt.get_backend is get_backend, schedopt.explain_infeasibility is explain_infeasibility,",
+        "      'get_backend' in dir(schedopt))",
+        "import schedopt.model as M",
+        "m = schedopt.LinearModel('k', sense='maximize')",
+        "m.add_variables('x', 2, kind='binary')",
+        "m.add_constraints('cap', {'x': [[1.0, 1.0]]}, upper=1.0)",
+        "import scipy.sparse",
+        "print('built', M.sp is scipy.sparse, type(m.family_rows('cap')[0]).__name__, m.family_rows('cap')[0].sum())",
+        "try:",
+        "    schedopt.no_such_name",
+        "except AttributeError as e:",
+        "    print('missing', e)",
+    )
+    assert "after import []" in out
+    assert "names True True True" in out
+    assert "built True csr_matrix 2.0" in out
+    assert "missing module 'schedopt' has no attribute 'no_such_name'" in out
