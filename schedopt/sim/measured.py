@@ -25,12 +25,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from importlib import resources
+from itertools import pairwise
 from typing import Any, cast
 
 import numpy as np
 
 from ..errors import InputError
 from ..scipy_parts import load_extension
+from .interp import interp
 
 __all__ = ["MeasuredProfile", "fit_errors", "lookup", "lookup_shape", "measured_types", "normalize_placement",
            "profile", "step_time"]
@@ -60,6 +62,7 @@ class MeasuredProfile:
     points: np.ndarray  # (k, 3): nodes, replicas, local batch
     values: np.ndarray  # (k, 2): step, sync
     _nd: Any = field(default=None, repr=False)
+    _lists: dict[str, tuple[list[float], list[float], list[float]] | None] = field(default_factory=dict, repr=False)
 
     def measured(self, placement: Sequence[int]) -> bool:
         """Whether this placement (after normalisation) was measured."""
@@ -68,11 +71,20 @@ class MeasuredProfile:
     def lookup(self, placement: Sequence[int], local_bsz: float) -> tuple[float, float] | None:
         """(step time, sync time) at ``placement`` and ``local_bsz``, or ``None`` outside the measurements."""
         p = normalize_placement(placement)
-        rows = self.placements.get(_key(p))
+        key = _key(p)
+        rows = self.placements.get(key)
         if rows is not None:
             b, st, sy = rows
             if not b[0] <= local_bsz <= b[-1]:
                 return None
+            got = self._lists.get(key)
+            if got is None:  # the placement's rows as lists, where its batches increase (profile()'s always do)
+                bl = b.tolist()
+                got = self._lists[key] = (bl, st.tolist(), sy.tolist()) if all(
+                    x < y for x, y in pairwise(bl)) else None
+            if got is not None:
+                bl, stl, syl = got
+                return interp(local_bsz, bl, stl), interp(local_bsz, bl, syl)  # np.interp's floats
             return float(np.interp(local_bsz, b, st)), float(np.interp(local_bsz, b, sy))
         return self.lookup_shape(len(p), sum(p), local_bsz)
 
