@@ -438,7 +438,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                        description="Write a seeded generated instance.")
     from .problem import problem_names
 
-    g.add_argument("problem", metavar="PROBLEM", help=", ".join(problem_names()))
+    # the problems' names are read from the entry points (a scan of every installed distribution): only where this
+    # parser can show them, not when main() parses an optional package's subcommand (`schedopt simulate`)
+    g.add_argument("problem", metavar="PROBLEM",
+                   help="the problem" if command in _PLUGIN_COMMANDS else ", ".join(problem_names()))
     g.add_argument("--seed", type=seed_int, default=0,
                    help="the generator's seed (0 <= seed < 2**32): it draws the instance's jobs (and their sizes and profiles); the same "
                         "seed and parameters give the same file")

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 _SKIPPED = ("scipy.spatial", "scipy.linalg", "scipy.special", "scipy.interpolate", "scipy.optimize")
@@ -111,3 +113,27 @@ def test_import_schedopt_and_its_command_line_import_no_scipy_until_a_model_is_b
     assert "names True True True" in out
     assert "built True csr_matrix 2.0" in out
     assert "missing module 'schedopt' has no attribute 'no_such_name'" in out
+
+
+def test_the_simulate_parser_reads_no_problem_entry_points(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``build_parser("simulate")`` (what ``schedopt simulate`` parses with) does not scan the installed
+    distributions for the problems' entry points (the ``generate`` subcommand's help lists them, which that parse
+    never shows); the full parser and ``generate``'s still list every problem."""
+    import importlib.metadata as md
+
+    from schedopt.cli import build_parser
+
+    groups: list[object] = []
+    scan = md.entry_points
+
+    def counted(*args: object, **kwargs: object) -> object:
+        groups.append(kwargs.get("group"))
+        return scan(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(md, "entry_points", counted)
+    build_parser("simulate")
+    assert "schedopt.problems" not in groups
+    for command in (None, "generate"):
+        gen = build_parser(command)._subparsers._group_actions[0].choices["generate"]  # type: ignore[union-attr]
+        assert "sia, synergy" in gen.format_help()
+    assert "schedopt.problems" in groups
