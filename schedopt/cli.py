@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from . import __version__
-from .backends.isolate import set_in_child_default
 from .cli_support import (
     EXIT_BACKEND,
     EXIT_CODES,
@@ -439,7 +438,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                        description="Write a seeded generated instance.")
     from .problem import problem_names
 
-    g.add_argument("problem", metavar="PROBLEM", help=", ".join(problem_names()))
+    # the problems' names are read from the entry points (a scan of every installed distribution): only where this
+    # parser can show them, not when main() parses an optional package's subcommand (`schedopt simulate`)
+    g.add_argument("problem", metavar="PROBLEM",
+                   help="the problem" if command in _PLUGIN_COMMANDS else ", ".join(problem_names()))
     g.add_argument("--seed", type=seed_int, default=0,
                    help="the generator's seed (0 <= seed < 2**32): it draws the instance's jobs (and their sizes and profiles); the same "
                         "seed and parameters give the same file")
@@ -591,7 +593,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     _configure_logging(bool(getattr(args, "verbose", False)))
     # Ctrl-C must stop a long `schedopt solve` on scipy / pyomo too, which have no cancel hook: their solves run in a
     # child process Ctrl-C kills (+23-67 ms per solve). Not for bench, whose timings it would distort.
-    in_child = set_in_child_default(True) if command == "solve" else None
+    in_child = None
+    if command == "solve":  # (the backends are imported here: `simulate` needs none to start)
+        from .backends.isolate import set_in_child_default
+
+        in_child = set_in_child_default(True)
     try:
         return int(args.func(args))
     except KeyboardInterrupt:

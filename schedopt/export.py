@@ -14,13 +14,17 @@ from __future__ import annotations
 import os
 import re
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from .errors import InputError
-from .model import MODEL_IO, BlockParts, FamilyParts, LinearModel, ModelParts
+from .model import MODEL_IO, BlockParts, FamilyParts, LazyModule, LinearModel, ModelParts
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+else:
+    sp = LazyModule("scipy.sparse", globals(), "sp")  # imported on first use (issue 42)
 
 __all__ = ["BlockParts", "FamilyParts", "ModelParts", "from_linopy", "linopy_parts", "read_model", "read_model_parts",
            "rest_point", "to_highs", "to_linopy", "to_pyomo", "write_lp", "write_mps"]

@@ -11,19 +11,51 @@ scipy.sparse arrays, and :meth:`LinearModel.to_arrays` assembles the ``scipy.opt
 
 from __future__ import annotations
 
+import importlib
 import math
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from .errors import InputError
 from .structure import Structure
+
+
+class LazyModule:
+    """A module imported on its first attribute access, which then takes this placeholder's place in ``namespace``.
+
+    Issue 42: ``import schedopt`` does not import ``scipy.sparse`` (about 0.15-0.2 s of CPU) until a model is built
+    or read; the model and its exporters name it ``sp`` through this placeholder.
+
+    Parameters
+    ----------
+    module : str
+        The module's absolute name, e.g. ``"scipy.sparse"``.
+    namespace : dict
+        The globals of the module holding the placeholder.
+    name : str
+        The placeholder's name there: after the first access that name is the module itself.
+    """
+
+    def __init__(self, module: str, namespace: dict[str, Any], name: str) -> None:
+        self._module, self._namespace, self._name = module, namespace, name
+
+    def __getattr__(self, attr: str) -> Any:
+        mod = importlib.import_module(self._module)
+        if self._namespace.get(self._name) is self:
+            self._namespace[self._name] = mod
+        return getattr(mod, attr)
+
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+else:
+    sp = LazyModule("scipy.sparse", globals(), "sp")
 
 __all__ = ["MODEL_IO", "BlockParts", "ConstraintFamily", "FamilyParts", "LinearModel", "ModelArrays", "ModelParts",
            "VarBlock", "VarKind"]

@@ -348,36 +348,39 @@ def best_point(params: ThroughputParams, nodes: int, replicas: int, init_batch: 
         res = goodput(params, nodes, replicas, init_batch=init_batch, max_batch=max_batch, grad_sqr=grad_sqr,
                       grad_var=grad_var, local_bsz_range=local_bsz_range, accumulation=True)
         return bool(res.feasible), int(res.local_bsz), int(res.accum_steps)
-    scale, xput, valid, invalid, b, s = _point_table(params, nodes, replicas, float(init_batch), float(max_batch),
-                                                     float(lo), float(hi))
-    # _pick's search on this one point, element for element the same IEEE operations (_efficiency's
-    # ``var + sqr * scale`` and ``(var + sqr) / denom``, its where-branch when a denominator is not positive)
-    sqr, var = float(grad_sqr), float(grad_var)
-    denom = var + sqr * scale
-    if denom.min() > 0:
-        eff = (var + sqr) / denom
-    else:
-        pos = denom > 0
-        eff = np.where(pos, (var + sqr) / np.where(pos, denom, 1.0), 1.0 / scale)
-    gp = xput * eff
-    gp[invalid] = -np.inf
-    k = int(gp.argmax())
-    if not valid[k]:
+    scale, xput, smin, b, s = _point_table(params, nodes, replicas, float(init_batch), float(max_batch), float(lo),
+                                           float(hi))
+    if not b:  # no valid candidate: _pick's argmax lands on an invalid one
         return False, 0, 0
+    # _pick's search on this one point over its valid candidates (the invalid ones are -inf there, never the first
+    # maximum), element for element the same IEEE operations: _efficiency's ``var + sqr * scale`` and
+    # ``(var + sqr) / denom``, its where-branch when a denominator is not positive (which gives the other elements
+    # the same values). Every denominator is positive exactly when ``var > 0`` or ``sqr * min(scale) > 0``
+    # (``sqr, var >= 0`` and ``scale > 0``: ``var + sqr * scale`` is ``var`` plus a non-negative product, or that
+    # product alone, which rounding keeps monotone in ``scale``)
+    sqr, var = float(grad_sqr), float(grad_var)
+    if var > 0 or sqr * smin > 0:
+        gp = xput * ((var + sqr) / (var + sqr * scale))
+    else:
+        denom = var + sqr * scale
+        pos = denom > 0
+        gp = xput * np.where(pos, (var + sqr) / np.where(pos, denom, 1.0), 1.0 / scale)
+    k = int(gp.argmax())
     return True, int(b[k]), int(s[k])
 
 
 @lru_cache(maxsize=8192)
 def _point_table(params: ThroughputParams, nodes: int, replicas: int, B0: float, Bmax: float, lo: float,
                  hi: float) -> tuple[Any, ...]:
-    """:func:`best_point`'s view of :func:`_point_candidates`: the candidates' ``scale = B / B0`` (as
-    :func:`_efficiency` divides), throughput, validity and its complement as flat arrays, and their local batches
-    and accumulation steps as lists (kept per process)."""
+    """:func:`best_point`'s view of :func:`_point_candidates`, its valid candidates only, in order: their
+    ``scale = B / B0`` (as :func:`_efficiency` divides) and throughput as flat read-only arrays, the smallest scale
+    (0.0 when none is valid), and their local batches and accumulation steps as lists (kept per process)."""
     real_B, b, s, valid, xput = _point_candidates(params, nodes, replicas, B0, Bmax, lo, hi)
-    arrays = ((real_B / B0).ravel(), xput.ravel(), valid.ravel(), ~valid.ravel())
-    for a in arrays:
+    v = valid.ravel()
+    scale, xp = (real_B / B0).ravel()[v], xput.ravel()[v]
+    for a in (scale, xp):
         a.setflags(write=False)
-    return (*arrays, b.ravel().tolist(), s.ravel().tolist())
+    return scale, xp, float(scale.min()) if scale.size else 0.0, b.ravel()[v].tolist(), s.ravel()[v].tolist()
 
 
 def bootstrap(xput_b_1gpu: Any, xput_a_1gpu: Any, xput_a: Any, *args: Any, **kwargs: Any) -> np.ndarray:

@@ -26,8 +26,9 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
+from functools import cache, cached_property, lru_cache
 from importlib import resources
+from itertools import pairwise
 from types import MappingProxyType
 from typing import Any
 
@@ -37,6 +38,7 @@ from ..errors import InputError
 from ..goodput import GoodputEstimator, JobGoodputModel, ThroughputParams
 from ..goodput._goodput import best_point
 from ..sia import Config
+from .interp import interp
 from .measured import lookup_shape
 from .measured import step_time as measured_step_time
 
@@ -94,8 +96,21 @@ class Application:
         """(grad_sqr, grad_var) during ``epoch`` at global batch ``batch``: linear in the batch between the
         profiled sizes (as the Pollux simulator's ``get_grad_stats``), clamped at the ends."""
         e = min(max(int(epoch), 0), self.epochs - 1)
-        b = self.batches
-        return (float(np.interp(batch, b, self.grad_sqr[e])), float(np.interp(batch, b, self.grad_var[e])))
+        lists = self._lists
+        if lists is None:
+            b = self.batches
+            return (float(np.interp(batch, b, self.grad_sqr[e])), float(np.interp(batch, b, self.grad_var[e])))
+        bl, sqr, var = lists
+        return interp(batch, bl, sqr[e]), interp(batch, bl, var[e])  # np.interp's floats (schedopt.sim.interp)
+
+    @cached_property
+    def _lists(self) -> tuple[list[float], list[list[float]], list[list[float]]] | None:
+        """The tables as lists of floats for :func:`schedopt.sim.interp.interp` (None where the profiled batches are
+        not strictly increasing: ``np.interp`` then)."""
+        b = self.batches.tolist()
+        if self.batches.ndim != 1 or not b or any(x >= y for x, y in pairwise(b)):
+            return None
+        return b, self.grad_sqr.tolist(), self.grad_var.tolist()
 
 
 @cache

@@ -25,12 +25,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from importlib import resources
-from typing import Any
+from itertools import pairwise
+from typing import Any, cast
 
 import numpy as np
 
 from ..errors import InputError
 from ..scipy_parts import load_extension
+from .interp import interp
 
 __all__ = ["MeasuredProfile", "fit_errors", "lookup", "lookup_shape", "measured_types", "normalize_placement",
            "profile", "step_time"]
@@ -60,6 +62,7 @@ class MeasuredProfile:
     points: np.ndarray  # (k, 3): nodes, replicas, local batch
     values: np.ndarray  # (k, 2): step, sync
     _nd: Any = field(default=None, repr=False)
+    _lists: dict[str, tuple[list[float], list[float], list[float]] | None] = field(default_factory=dict, repr=False)
 
     def measured(self, placement: Sequence[int]) -> bool:
         """Whether this placement (after normalisation) was measured."""
@@ -68,11 +71,20 @@ class MeasuredProfile:
     def lookup(self, placement: Sequence[int], local_bsz: float) -> tuple[float, float] | None:
         """(step time, sync time) at ``placement`` and ``local_bsz``, or ``None`` outside the measurements."""
         p = normalize_placement(placement)
-        rows = self.placements.get(_key(p))
+        key = _key(p)
+        rows = self.placements.get(key)
         if rows is not None:
             b, st, sy = rows
             if not b[0] <= local_bsz <= b[-1]:
                 return None
+            got = self._lists.get(key)
+            if got is None:  # the placement's rows as lists, where its batches increase (profile()'s always do)
+                bl = b.tolist()
+                got = self._lists[key] = (bl, st.tolist(), sy.tolist()) if all(
+                    x < y for x, y in pairwise(bl)) else None
+            if got is not None:
+                bl, stl, syl = got
+                return interp(local_bsz, bl, stl), interp(local_bsz, bl, syl)  # np.interp's floats
             return float(np.interp(local_bsz, b, st)), float(np.interp(local_bsz, b, sy))
         return self.lookup_shape(len(p), sum(p), local_bsz)
 
@@ -104,11 +116,9 @@ class _Interpolator:
         self.nd: Any = None
         self.x: np.ndarray | None = None
         if self.free.size >= 2:
-            from scipy.spatial import QhullError
-
             try:
                 self.nd = _linear_nd_interpolator()(points[:, self.free], values)
-            except QhullError:  # degenerate in the varying coordinates too: nothing to interpolate in
+            except _qhull_error():  # degenerate in the varying coordinates too: nothing to interpolate in
                 self.nd = None
         elif self.free.size == 1:
             x = points[:, self.free[0]]
@@ -129,16 +139,41 @@ class _Interpolator:
 
 
 @cache
-def _linear_nd_interpolator() -> Any:
-    """scipy's ``LinearNDInterpolator`` class, from its compiled module (``scipy.interpolate._interpnd``) loaded
-    without ``scipy/interpolate/__init__.py``, which imports ``scipy.optimize`` (about 0.2 s of CPU a simulation
-    otherwise never spends; :func:`schedopt.scipy_parts.load_extension`); the normal import on any problem."""
+def _interpnd() -> Any:
+    """scipy's compiled ``scipy.interpolate._interpnd``, loaded without ``scipy/interpolate/__init__.py``, which
+    imports ``scipy.optimize`` (about 0.2 s of CPU a simulation otherwise never spends), nor
+    ``scipy/spatial/__init__.py`` and ``scipy/linalg/__init__.py`` for the triangulation's ``scipy.spatial._qhull``
+    (about 0.1 s more: ``scipy.linalg``, ``scipy.special``, the rotations; :func:`schedopt.scipy_parts.load_extension`);
+    None on any problem (another scipy's layout: the callers take the public names)."""
     try:
-        return load_extension("interpolate", "_interpnd").LinearNDInterpolator
-    except Exception:  # another scipy's layout: the public name
-        from scipy.interpolate import LinearNDInterpolator
+        return load_extension("interpolate", "_interpnd", skip_init=("spatial", "linalg"))
+    except Exception:
+        return None
 
-        return LinearNDInterpolator
+
+@cache
+def _linear_nd_interpolator() -> Any:
+    """scipy's ``LinearNDInterpolator`` class, from its compiled module (:func:`_interpnd`); the normal import
+    on any problem."""
+    mod = _interpnd()
+    if mod is not None and hasattr(mod, "LinearNDInterpolator"):
+        return mod.LinearNDInterpolator
+    from scipy.interpolate import LinearNDInterpolator
+
+    return LinearNDInterpolator
+
+
+@cache
+def _qhull_error() -> type[Exception]:
+    """``scipy.spatial.QhullError``, the triangulation's error: taken from the module the compiled interpolator
+    uses (:func:`_interpnd`), so that ``scipy.spatial``'s ``__init__.py`` need not run; the public name otherwise."""
+    mod = _interpnd()
+    err = getattr(getattr(mod, "qhull", None), "QhullError", None)
+    if isinstance(err, type) and issubclass(err, Exception):
+        return err
+    from scipy.spatial import QhullError
+
+    return cast(type[Exception], QhullError)
 
 
 @cache
