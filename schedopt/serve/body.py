@@ -218,7 +218,9 @@ def encode_json(doc: Any, finite: bool = False) -> bytes:
     has checked that every float of ``doc`` is finite where it was made (the answer to a decision request), and
     orjson, when used, writes it (it would write a NaN as null, unseen); otherwise, and for whatever orjson does not
     write as Python's json does (an integer beyond 64 bits, a key that is not a string, a type of its own), Python's
-    json writes it."""
+    json writes it. A plan's job entry left as its :class:`~schedopt.live.plan.JobPlan`
+    (:meth:`schedopt.live.Plan.entries_document`) is written as :meth:`~schedopt.live.plan.JobPlan.to_dict`'s
+    document by both (orjson writes a dataclass as its fields, in order)."""
     if finite and _orjson is not None:
         try:
             out: bytes = _orjson.dumps(doc)

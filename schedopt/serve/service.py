@@ -25,7 +25,10 @@ one. A decision request carrying ``since``, the ``plan_id`` of the plan the clie
 ``plan_delta`` (:func:`schedopt.live.plan.plan_delta`: the plan's own fields, the job entries that changed, the
 order of the jobs when it changed) in place of the whole ``plan``, when ``since`` names the plan answered or the
 one before it; any other ``since`` (a plan of an earlier start, of another service, one too old) gets the whole
-plan, never a delta against a plan this process does not hold.
+plan, never a delta against a plan this process does not hold. The service keeps the plans themselves
+(:class:`~schedopt.live.Plan`), finds the changed entries from them (:func:`schedopt.live.plan.plan_changes`) and
+writes the answer from the :class:`~schedopt.live.plan.JobPlan` objects (:func:`schedopt.serve.body.encode_json`):
+no document is made for each job each round; the state file holds the plan's document.
 
 Idempotency: asking again for a decision at the same ``now`` with no event batch applied in between returns the
 last plan (``repeated: true``) without running the policy again, so a retried request cannot advance the session
