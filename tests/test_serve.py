@@ -255,6 +255,33 @@ def test_fuzz_every_endpoint(svc: ServiceProcess) -> None:
         assert c.decide(now=now + 60.0)["status"] == "ok"
 
 
+_REQUEST_KEYS = ("now", "deadline_s", "known_round", "since", "seq")
+
+
+@pytest.mark.slow
+def test_a_service_without_orjson_refuses_bodies_alike(svc: ServiceProcess, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A service kept to Python's json (SCHEDOPT_JSON=stdlib, as without orjson installed) answers every malformed
+    body of the fuzz (not JSON, not an object, bad UTF-8, a duplicate key, NaN, too deep, too large, a request key
+    of the wrong type) with the same status, field and message as the module's service, which reads with orjson."""
+    pytest.importorskip("orjson")
+    monkeypatch.setenv("SCHEDOPT_JSON", "stdlib")
+    plain = ServiceProcess(tmp_path, tmp_path / "state.json", _init(tmp_path / "init.json", "tiresias"),
+                           extra=("--max-body", "65536"))
+    answers = []
+    with plain:
+        for sp in (svc, plain):
+            # the refusals that do not depend on the session's state (no event, no time order)
+            cases = [c for c in session_cases(sp.token, 65536, 1e6) if not c.may_accept and c.field is not None
+                     and c.path == "/v1/decide" and "size limit" not in c.label
+                     and c.field.split(".")[0].split("[")[0] in ("body", "Content-Type", *_REQUEST_KEYS)
+                     and "events" not in c.field and "order" not in c.label and "before" not in c.label]
+            answers.append([(c.label, run_http_case(sp.port, c, timeout=10.0, schema=SCHEMA)) for c in cases])
+    fast, slow = ([(label, o.status, o.detail) for label, o in a] for a in answers)
+    assert len(fast) > 30 and all(status == "named" for _, status, _ in fast)
+    assert fast == slow
+
+
 # --------------------------------------------------------------------- busy, deadline, SIGTERM, restart
 
 
@@ -387,11 +414,14 @@ def _in_process(wl: Workload, policy: str) -> ReplayExecutor:
     return ex
 
 
-def test_replay_prefix_through_the_service_with_kills(tmp_path: Path) -> None:
+def test_replay_prefix_through_the_service_with_kills(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The first 6 jobs of saturn/1 under tiresias: through the service, SIGKILLed mid-replay after the save of
     the round it had just answered was lost, started again from its older state file (the client sends the lost
     round again), every round's plan equals the in-process session's (uninterrupted), and so do the job records.
-    (Killed between two requests and while a decision is asked, and more often: the slow test.)"""
+    (Killed between two requests and while a decision is asked, and more often: the slow test.) The service here
+    is kept to Python's json (``SCHEDOPT_JSON=stdlib``: as without orjson installed, bodies, journal and answers);
+    the module's other services read and write with orjson."""
+    monkeypatch.setenv("SCHEDOPT_JSON", "stdlib")
     wl = Workload("prefix", load_workload("saturn/1").jobs[:6])
     ex, ref = _replay_through_service(tmp_path, wl, "tiresias", {20: "lost save"},
                                       lambda: _in_process(wl, "tiresias"))

@@ -6,6 +6,7 @@ back as Python's ``json`` writes them."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
@@ -116,10 +117,10 @@ def test_random_documents_read_alike() -> None:
             return [value(depth + 1) for _ in range(rng.randint(0, 6))]
         return {rng.choice(["a", "b", "c:d", "e", str(k)]): value(depth + 1) for k in range(rng.randint(0, 5))}
 
-    for _ in range(300):
+    for _ in range(150):
         doc = {"root": value(0)}
-        for ascii_only in (True, False):
-            raw = json.dumps(doc, ensure_ascii=ascii_only).encode("utf-8")
+        for ascii_only, compact in itertools.product((True, False), (True, False)):
+            raw = json.dumps(doc, ensure_ascii=ascii_only, separators=(",", ":") if compact else None).encode()
             assert _same(raw) == json.loads(raw)
         dup = json.dumps(doc).encode()[:-1] + b', "root": 1}'  # the same key again at the top
         assert _same(dup)[3].endswith("duplicate key in a JSON object")
@@ -173,7 +174,16 @@ def test_answers_written_by_orjson_read_as_pythons() -> None:
         Plan(1.0, 0, "sia", {}, math.nan).to_dict()
 
 
-def test_fits_is_a_walk_of_containers_only() -> None:
-    raw = json.dumps({"ids": [f"j:{k}" for k in range(1000)], "x": list(range(1000))}).encode()
-    assert body._orjson_fits(orjson.loads(raw), raw)
-    assert not body._orjson_fits({"a": 1}, b'{"a": 1, "a": 1}')
+def test_the_two_proofs_of_orjsons_document() -> None:
+    """A compact body is proved by writing it back; any other by the walk of its containers; each refuses what
+    Python's json reads otherwise."""
+    doc: dict[str, Any] = {"ids": [f"j:{k}" for k in range(1000)], "x": list(range(1000)), "f": [0.25, -1.5, 123.456]}
+    compact = json.dumps(doc, separators=(",", ":")).encode()
+    spaced = json.dumps(doc).encode()
+    assert body._written_back(orjson.loads(compact), compact) and not body._written_back(orjson.loads(spaced), spaced)
+    assert body._orjson_fits(orjson.loads(spaced), spaced)
+    doc["f"].append(1e-7)  # Python writes 1e-07, orjson 1e-7: not written back alike, the walk proves it
+    compact = json.dumps(doc, separators=(",", ":")).encode()
+    assert not body._written_back(orjson.loads(compact), compact) and body._orjson_fits(orjson.loads(compact), compact)
+    for raw in (b'{"a":1,"a":1}', b'{"big":99999999999999999999999}', b'{"a":[1,{"b":2,"b":2}]}'):
+        assert not body._written_back(orjson.loads(raw), raw) and not body._orjson_fits(orjson.loads(raw), raw), raw

@@ -125,6 +125,16 @@ class ServiceCpu:
             time.sleep(0.002)
 
 
+def _protocol(code: Path | None) -> tuple[bool, bool]:
+    """Whether the service of the checkout ``code`` (None: this one) reads progress reports in columns and answers
+    plans as deltas (``since``): a baseline that does is asked so, as this one is; an older one event by event,
+    for the whole plan."""
+    if code is None:
+        return True, True
+    plan = code / "schedopt" / "live" / "plan.py"
+    return (code / "schedopt" / "serve" / "columns.py").exists(), plan.exists() and "def plan_delta" in plan.read_text()
+
+
 def _pct(xs: list[float], q: float) -> float:
     return round(float(np.percentile(np.array(xs) * 1e3, q)), 2)
 
@@ -160,13 +170,15 @@ def measure(policy: str, gpus: int, rounds: int, warmup: int, workdir: Path, lab
                                 "round_duration": s.round_duration}))
     service: list[tuple[float, float]] = []
     extra: tuple[str, ...] = ("--max-body", str(256 * 2**20))
-    if code is None:
+    if code is None or "--snapshot-every" in (code / "schedopt" / "serve" / "cli.py").read_text():
         extra += ("--snapshot-every", str(snapshot_every))
     sp = ServiceProcess(workdir, workdir / "state.json", init, extra=extra, code=code)
     with sp:
         with sp.client(timeout=600.0) as c, sp.client(timeout=600.0) as probe:
-            # an older service (--baseline): event by event, the whole plan every time
-            remote = ServiceSession(c, columns=2 if code is None else 0, delta=code is None)
+            # an older service (--baseline): what it reads (progress in columns, plans as deltas) or event by event,
+            # the whole plan every time
+            columns, delta = _protocol(code)
+            remote = ServiceSession(c, columns=2 if columns else 0, delta=delta)
             sx = ServiceReplay(remote, wl, Session(cluster_preset(f"sia-{gpus}"), make_policy(policy)))
             sx.run(warmup)
             assert sp.proc is not None
@@ -229,7 +241,8 @@ def measure(policy: str, gpus: int, rounds: int, warmup: int, workdir: Path, lab
             "http_p50_ms": _pct(http, 50), "http_p99_ms": _pct(http, 99), "plan_kb": round(plan_kb, 1),
             "answer_kb": round(answer_kb, 1),
             "note": f"{label + '; ' if label else ''}warmup {warmup}; same decisions both ways: {same}; "
-                    + (f"snapshot every {snapshot_every}; " if code is None else f"service from {code}; ")
+                    + f"snapshot every {snapshot_every}; " + ("" if code is None else f"service from {code}; ")
+                    + ("" if columns else "events one by one; ") + ("" if delta else "whole plans; ")
                     + ("" if cpu.precise else "service CPU in 10 ms ticks; ")
                     + ("" if same_request else "overhead against the in-process decision (no cpu_seconds); ")
                     + f"shared 2-core machine (load {Path('/proc/loadavg').read_text().split()[0]})"}

@@ -7,7 +7,8 @@ parser, about 4x faster than Python's ``json`` on a 1 MB batch of 4,096 progress
 first, and its document is taken when it is surely the one Python's ``json`` would give (:func:`_orjson_fits`):
 every container seen, no key given twice (the pairs counted against the colons of the text), no integer read as a
 float (orjson reads one beyond 64 bits so), no ``\\u`` escape, nested less than :data:`ORJSON_DEPTH` deep.
-Anything else -- a body orjson refuses (NaN, Infinity, a number too large for a float, bad UTF-8, a lone
+When orjson writes its document back as the body, byte for byte (compact JSON, as
+:class:`~schedopt.live.client.ServiceClient` sends it), that alone says so. Anything else -- a body orjson refuses (NaN, Infinity, a number too large for a float, bad UTF-8, a lone
 surrogate, a syntax error) or one it may read otherwise -- is read again by Python's ``json`` with the checks of
 this module, whose refusal names the field and the position exactly as without orjson: orjson's own messages are
 never shown. ``SCHEDOPT_JSON=stdlib`` in the environment, or :func:`use_orjson` (False), keeps to Python's
@@ -63,12 +64,14 @@ async def read_limited(chunks: AsyncIterator[bytes], content_length: str | None,
             raise InputError("Content-Length", content_length, "must be an integer") from None
         if declared > limit:
             raise TooLarge(limit, declared)
-    buf = bytearray()
+    parts: list[bytes] = []
+    seen = 0
     async for chunk in chunks:
-        buf += chunk
-        if len(buf) > limit:
-            raise TooLarge(limit, len(buf))
-    return bytes(buf)
+        parts.append(chunk)
+        seen += len(chunk)
+        if seen > limit:
+            raise TooLarge(limit, seen)
+    return parts[0] if len(parts) == 1 else b"".join(parts)  # (one copy of a large body, not two)
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -165,6 +168,18 @@ def _orjson_fits(doc: Any, raw: bytes) -> bool:
     return pairs == raw.count(b":") - colons
 
 
+def _written_back(doc: dict[str, Any], raw: bytes) -> bool:
+    """Whether orjson writes ``doc`` back as ``raw`` byte for byte (compact JSON, as the client sends it): then the
+    text holds exactly the document's pairs (no key twice), every integer literal is one orjson read as an integer
+    (one it read as a float is written with a fraction or an exponent), and Python's json reads the same document
+    (~0.5 ms for 300 KB, where :func:`_orjson_fits` walks it in ~1.2 ms)."""
+    assert _orjson is not None
+    try:
+        return bool(_orjson.dumps(doc) == raw.strip(b" \t\n\r"))
+    except Exception:  # nested deeper than its writer goes: the walk says
+        return False
+
+
 def parse_json(raw: bytes) -> dict[str, Any]:
     """The body as a JSON object; anything else an InputError naming ``body`` (or the path of a bad number)."""
     if _orjson is not None and b"\\u" not in raw:
@@ -172,7 +187,7 @@ def parse_json(raw: bytes) -> dict[str, Any]:
             fast = _orjson.loads(raw)
         except Exception:  # refused (or nested too deeply for it): Python's json says what is wrong
             fast = None
-        if type(fast) is dict and _orjson_fits(fast, raw):
+        if type(fast) is dict and (_written_back(fast, raw) or _orjson_fits(fast, raw)):
             return fast
     if not raw.strip():
         raise InputError("body", "", "must be a JSON object, got an empty body")
@@ -203,7 +218,9 @@ def encode_json(doc: Any, finite: bool = False) -> bytes:
     has checked that every float of ``doc`` is finite where it was made (the answer to a decision request), and
     orjson, when used, writes it (it would write a NaN as null, unseen); otherwise, and for whatever orjson does not
     write as Python's json does (an integer beyond 64 bits, a key that is not a string, a type of its own), Python's
-    json writes it."""
+    json writes it. A plan's job entry left as its :class:`~schedopt.live.plan.JobPlan`
+    (:meth:`schedopt.live.Plan.entries_document`) is written as :meth:`~schedopt.live.plan.JobPlan.to_dict`'s
+    document by both (orjson writes a dataclass as its fields, in order)."""
     if finite and _orjson is not None:
         try:
             out: bytes = _orjson.dumps(doc)
