@@ -11,7 +11,7 @@ it (``solution.model.blocks``, an export, a backend that reads labels). :func:`p
 families (the at-most-one rows are the jobs' rows; the knapsack rows the GPU and virtual-node rows that can bind)
 instead of :func:`schedopt.mckp.detect` reading them back from the matrix, presolves them with
 :func:`schedopt.mckp.presolve_arrays` and hands the structure to the ``mckp`` backend
-(:func:`schedopt.mckp.structure.remember`). Where a round is outside what this route covers (a coefficient the
+(:func:`schedopt.mckp.remember`). Where a round is outside what this route covers (a coefficient the
 model would refuse or drop, a GPU row that is itself an at-most-one row, a single-column GPU row that fixes a
 column, a proof of infeasibility), the model route runs instead: the answer is the same either way
 (``tests/test_sia_direct.py`` compares the arrays, the classification, the presolved structure and the solves of
@@ -37,7 +37,7 @@ from .round import SiaRound
 if TYPE_CHECKING:
     from ..mckp.structure import Detected, MckpStructure
 
-__all__ = ["DirectModel", "formulation", "model_arrays", "prepare"]
+__all__ = ["DirectModel", "classify", "formulation", "model_arrays", "prepare", "structure"]
 
 _INT32_MAX = int(np.iinfo(np.int32).max)
 _LOCK = threading.RLock()  # one build of a DirectModel at a time (the race backend may ask from its thread)
@@ -45,7 +45,7 @@ _LOCK = threading.RLock()  # one build of a DirectModel at a time (the race back
 
 class DirectModel(LinearModel):
     """A Sia round's :class:`~schedopt.LinearModel` whose array form is known before the model is built: ``name``,
-    ``structure``, ``sense``, ``num_cols``, ``num_rows``, ``build_seconds`` and :meth:`to_arrays` answer at once;
+    ``structure``, ``sense``, ``num_cols``, ``num_rows``, ``build_seconds`` and ``to_arrays()`` answer at once;
     any other use (blocks, families, labels, a change) first builds the model with
     :func:`~schedopt.sia.build.build_formulation`, after which it is that model (its array form the same arrays,
     value for value). A pickle or copy of it is a plain :class:`~schedopt.LinearModel`."""
@@ -159,7 +159,7 @@ def model_arrays(problem: SiaRound) -> tuple[ModelArrays, FamilyRows] | None:
 
 def _stacked(mats: list[sp.csr_matrix], n: int) -> sp.csr_matrix:
     """The model's stacked matrix of the families ``mats`` (``LinearModel.to_arrays``: ``_stack_csr``, the same
-    data, indices and index pointers), built from its arrays as :func:`schedopt.sia.build._csr` builds a
+    data, indices and index pointers), built from its arrays as ``schedopt.sia.build._csr`` builds a
     family (without scipy's index-type search and format check)."""
     if sum(int(M.indptr[-1]) for M in mats) > _INT32_MAX or n > _INT32_MAX:
         return _stack_csr(mats, n)
