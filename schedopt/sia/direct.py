@@ -278,14 +278,125 @@ def structure(model: DirectModel) -> MckpStructure | None:
     problem, _, rows = got
     t0 = time.perf_counter()
     arrays = model.to_arrays()
-    d = classify(problem, rows, arrays)
-    if d is None:
-        return None
-    st = presolve_arrays(arrays, d, _Labels(problem, rows).row)
-    if st.infeasible is not None:  # the model route names it (and proves it) the same way: leave it there
+    if rows.virtual.shape[0] == 0:
+        st = _gpu_rows_structure(problem, rows, arrays)
+    else:
+        d = classify(problem, rows, arrays)
+        st = None if d is None else presolve_arrays(arrays, d, _Labels(problem, rows).row)
+    if st is None or st.infeasible is not None:  # the model route names it (and proves it) the same way
         return None
     st.stats["detect_seconds"] = time.perf_counter() - t0
     return st
+
+
+def _gpu_rows_structure(problem: SiaRound, rows: FamilyRows, arrays: ModelArrays) -> MckpStructure | None:
+    """:func:`classify` and :func:`schedopt.mckp.presolve_arrays` in one pass for a model without virtual-node
+    rows (every type's nodes a power of two), column by column: each column lies in one capacity row, its GPU type's,
+    with its GPU count as weight (so the knapsack weights are one slot per column). The same structure, field for
+    field (``tests/test_sia_direct.py`` compares the two paths); ``None`` where :func:`classify` answers ``None``,
+    or where the presolve proves the round infeasible (the model route names why)."""
+    from ..mckp.structure import MAX_KNAPSACK_ROWS, TOL, MckpStructure
+
+    n = arrays.num_cols
+    J = rows.one.shape[0]
+    gp, u = rows.gpu, rows.gpu_upper
+    if (u < -TOL).any():
+        return None
+    cn = gp.indptr[1:] - gp.indptr[:-1]
+    # detect: the GPU rows' classes (one column: a bound, left to the model route when it fixes the column to 0)
+    knap_t = np.flatnonzero(cn >= 2)
+    nonempty = np.flatnonzero(cn)
+    if nonempty.size:
+        s = gp.indptr[:-1][nonempty]
+        tot = np.add.reduceat(gp.data, s)
+        rmin = np.minimum.reduceat(gp.data, s)
+        rmax = np.maximum.reduceat(gp.data, s)
+        un = u[nonempty]
+        single = cn[nonempty] == 1
+        if (single & ~(un >= rmax - TOL * np.maximum(1.0, np.abs(rmax)))).any():
+            return None
+        multi = ~single
+        redundant = ~np.isfinite(un) | (tot <= un + TOL)
+        ratio = np.where(rmax > 0, un / np.where(rmax > 0, rmax, 1.0), np.inf)
+        eligible = multi & ~redundant & (rmin == rmax) & (rmax > 0) & (ratio >= 1 - TOL) & (ratio < 2 - TOL)
+        if eligible.any() or (multi & (rmin < 0)).any():
+            return None
+        knap_t = nonempty[multi & ~redundant]
+    K = int(knap_t.size)
+    if K > MAX_KNAPSACK_ROWS:
+        return None
+    pt = problem.valid_pairs()
+    per_job = rows.one.indptr[1:] - rows.one.indptr[:-1]
+    gub_rows = np.flatnonzero(per_job >= 2)
+    G = int(gub_rows.size)
+    gidx = np.full(J, -1, dtype=np.int64)
+    gidx[gub_rows] = np.arange(G)
+    col_gub = gidx[pt.job]
+    kpos = np.full(len(u), -1, dtype=np.int64)
+    kpos[knap_t] = np.arange(K)
+    col_k = kpos[rows.pair_type]  # each column's knapsack row (-1: its GPU row never binds)
+    w = rows.pair_gpus
+    # presolve
+    capfull = u[knap_t]
+    forced = rows.forced_cols
+    fg = col_gub[forced]
+    fg = fg[fg >= 0]
+    if fg.size and np.bincount(fg).max() > 1:
+        return None  # two forced columns in one group: infeasible
+    if K and forced.size:
+        fk = col_k[forced]
+        on = fk >= 0
+        use = np.bincount(fk[on], weights=w[forced][on], minlength=K)[:K]
+        cap = capfull - use
+        if (cap < -TOL * np.maximum(1.0, np.abs(capfull))).any():
+            return None  # the forced columns exceed a capacity: infeasible
+    else:
+        cap = capfull.copy()
+    cap = np.maximum(cap, 0.0)
+    c = arrays.c
+    sign = 1.0 if arrays.maximize else -1.0
+    val = sign * c
+    const = sign * (arrays.constant + float(c[forced].sum()))
+    keep = val > 0
+    if forced.size:
+        keep[forced] = False
+    if fg.size:
+        in_fixed = np.zeros(max(G, 1), dtype=bool)
+        in_fixed[fg] = True
+        keep &= ~((col_gub >= 0) & in_fixed[np.maximum(col_gub, 0)])
+    n_nonpos = int(np.count_nonzero(val <= 0))
+    inK = np.flatnonzero(col_k >= 0)
+    if inK.size:  # a column that does not fit alone can never be chosen
+        ck = cap[col_k[inK]]
+        keep[inK[w[inK] > ck + TOL * np.maximum(1.0, ck)]] = False
+    cols = np.flatnonzero(keep)
+    gkey = col_gub[cols]
+    free = gkey < 0
+    gkey[free] = G + np.arange(int(free.sum()))
+    if gkey.size and (gkey[1:] < gkey[:-1]).any():
+        order = np.argsort(gkey, kind="stable")
+        cols, gkey = cols[order], gkey[order]
+    if cols.size:
+        newg = np.concatenate(([True], gkey[1:] != gkey[:-1]))
+        starts = np.flatnonzero(newg)
+        group = np.cumsum(newg) - 1
+    else:
+        starts = np.zeros(0, dtype=np.int64)
+        group = np.zeros(0, dtype=np.int64)
+    counts = (np.concatenate((starts[1:], [cols.size])) - starts).astype(np.int64)
+    kc = col_k[cols]
+    inc = kc >= 0
+    names = problem.cluster.type_names
+    return MckpStructure(
+        maximize=arrays.maximize, n_cols=n, gub_rows=gub_rows, knap_rows=knap_t + J,
+        knap_labels=[f"gpu_capacity[{names[t]}]" for t in knap_t.tolist()], forced=forced, cols=cols,
+        group=np.asarray(group, dtype=np.int64), starts=np.asarray(starts, dtype=np.int64), counts=counts,
+        value=val[cols], ri=np.where(inc, kc, K).reshape(-1, 1), wt=np.where(inc, w[cols], 0.0).reshape(-1, 1),
+        cap=cap, const=const, infeasible=None,
+        stats={"columns": n, "columns_forced": int(forced.size), "columns_presolved": int(cols.size),
+               "columns_dropped_nonpositive": n_nonpos, "groups": int(starts.size), "knapsack_rows": K,
+               "gub_rows": G},
+    )
 
 
 def prepare(model: LinearModel) -> bool:
