@@ -295,7 +295,7 @@ def _gpu_rows_structure(problem: SiaRound, rows: FamilyRows, arrays: ModelArrays
     with its GPU count as weight (so the knapsack weights are one slot per column). The same structure, field for
     field (``tests/test_sia_direct.py`` compares the two paths); ``None`` where :func:`classify` answers ``None``,
     or where the presolve proves the round infeasible (the model route names why)."""
-    from ..mckp.structure import MAX_KNAPSACK_ROWS, TOL, MckpStructure
+    from ..mckp.structure import MAX_KNAPSACK_ROWS, TOL, MckpStructure, group_columns
 
     n = arrays.num_cols
     J = rows.one.shape[0]
@@ -369,28 +369,14 @@ def _gpu_rows_structure(problem: SiaRound, rows: FamilyRows, arrays: ModelArrays
     if inK.size:  # a column that does not fit alone can never be chosen
         ck = cap[col_k[inK]]
         keep[inK[w[inK] > ck + TOL * np.maximum(1.0, ck)]] = False
-    cols = np.flatnonzero(keep)
-    gkey = col_gub[cols]
-    free = gkey < 0
-    gkey[free] = G + np.arange(int(free.sum()))
-    if gkey.size and (gkey[1:] < gkey[:-1]).any():
-        order = np.argsort(gkey, kind="stable")
-        cols, gkey = cols[order], gkey[order]
-    if cols.size:
-        newg = np.concatenate(([True], gkey[1:] != gkey[:-1]))
-        starts = np.flatnonzero(newg)
-        group = np.cumsum(newg) - 1
-    else:
-        starts = np.zeros(0, dtype=np.int64)
-        group = np.zeros(0, dtype=np.int64)
-    counts = (np.concatenate((starts[1:], [cols.size])) - starts).astype(np.int64)
+    cols, group, starts, counts = group_columns(keep, col_gub, G)
     kc = col_k[cols]
     inc = kc >= 0
     names = problem.cluster.type_names
     return MckpStructure(
         maximize=arrays.maximize, n_cols=n, gub_rows=gub_rows, knap_rows=knap_t + J,
         knap_labels=[f"gpu_capacity[{names[t]}]" for t in knap_t.tolist()], forced=forced, cols=cols,
-        group=np.asarray(group, dtype=np.int64), starts=np.asarray(starts, dtype=np.int64), counts=counts,
+        group=group, starts=starts, counts=counts,
         value=val[cols], ri=np.where(inc, kc, K).reshape(-1, 1), wt=np.where(inc, w[cols], 0.0).reshape(-1, 1),
         cap=cap, const=const, infeasible=None,
         stats={"columns": n, "columns_forced": int(forced.size), "columns_presolved": int(cols.size),
