@@ -38,6 +38,7 @@ CLUSTERS = (
     Cluster((GpuType("t4", 4, 3), GpuType("a100", 8, 2), GpuType("v6", 6, 2))),
     Cluster((GpuType("k80", 12, 2), GpuType("p100", 2, 3))),
     Cluster((GpuType("a10", 8, 1),)),
+    Cluster((GpuType("t4", 4, 2), GpuType("p100", 2, 2))),
 )
 
 
@@ -77,11 +78,11 @@ def _round(rng: np.random.Generator, cluster: Cluster, settings: SiaSettings | N
 
 
 def _rounds(count: int, seed: int) -> list[SiaProblem]:
-    """Random rounds on the three clusters, with the settings that change the model (change penalty, the
+    """Random rounds on the four clusters, with the settings that change the model (change penalty, the
     published coefficient rounding), and generated 64- and 128-GPU rounds (normal and heavy load)."""
     rng = np.random.default_rng(seed)
     variants = (None, SiaSettings(change_penalty=0.25), SiaSettings(coef_decimals=2, coef_clip=3000.0))
-    out = [_round(rng, CLUSTERS[k % 3], variants[(k // 3) % 3]) for k in range(count)]
+    out = [_round(rng, CLUSTERS[k % 4], variants[(k // 4) % 3]) for k in range(count)]
     for k in range(max(count // 8, 1)):
         s = variants[k % 3]
         out.append(generate_instance(64 * (1 + k % 2), seed=seed + k, load=("normal", "heavy")[k % 2],
@@ -153,6 +154,31 @@ def test_the_direct_route_is_the_model_route_field_by_field() -> None:
         _same_structure(st, want)
         assert not m.built
     assert direct_rounds > 50
+
+
+def test_the_gpu_rows_fast_path_is_the_general_one() -> None:
+    """Without virtual-node rows the structure is built in one pass (``_gpu_rows_structure``); it is, field for
+    field, what the classification and ``presolve_arrays`` give (forced jobs, single-column and never-binding GPU
+    rows, change penalty, rounded coefficients), and declines where they do."""
+    from schedopt.mckp.structure import presolve_arrays
+
+    both = 0
+    for prob in _rounds(96, seed=23):
+        m = direct.formulation(prob).model
+        assert isinstance(m, direct.DirectModel)
+        rows = m.__dict__["_direct"][2]
+        if rows.virtual.shape[0]:
+            continue
+        fast = direct._gpu_rows_structure(prob, rows, m.to_arrays())
+        d = direct.classify(prob, rows, m.to_arrays())
+        general = None if d is None else presolve_arrays(m.to_arrays(), d, direct._Labels(prob, rows).row)
+        if general is not None and general.infeasible is not None:
+            general = None
+        assert (fast is None) == (general is None)
+        if fast is not None and general is not None:
+            both += 1
+            _same_structure(fast, general)
+    assert both > 40
 
 
 def _same_result(a: schedopt.SolveResult, b: schedopt.SolveResult) -> None:

@@ -10,7 +10,9 @@ The family (detected from the :class:`~schedopt.LinearModel` itself)::
 The package, step by step (``formulations/mckp.md`` has the mathematics):
 
 * :mod:`~schedopt.mckp.structure`: :func:`analyze` (detection and presolve into an :class:`MckpStructure`, a
-  maximisation; :class:`~schedopt.errors.StructureError` names the row or column outside the family);
+  maximisation; :class:`~schedopt.errors.StructureError` names the row or column outside the family; the same steps
+  on a model's array form, :func:`detect_arrays` and :func:`presolve_arrays`, and :func:`remember` for a problem
+  that builds its structure directly, ``schedopt.sia.direct``);
 * :mod:`~schedopt.mckp.aggregate`: :func:`aggregate` (identical groups collapsed into classes);
 * :mod:`~schedopt.mckp.dual`: :class:`LagrangianDual` (the prices from one LP solve of the relaxation up to
   ``LP_DUAL_COLUMNS`` columns, Kelley's method with Wentges smoothing above; the LP's optimal counts for the repair);
@@ -36,7 +38,19 @@ from .dual import LP_DUAL_COLUMNS, ColumnSet, DualResult, LagrangianDual, Oracle
 from .exact import ResidualClosure, RestrictedSolve, default_residual_backend
 from .heuristics import GreedyRepair, kick_search, local_search
 from .solver import MckpOptions, MckpOutcome, MckpSolver
-from .structure import MAX_KNAPSACK_ROWS, TOL, Detected, MckpStructure, analyze, detect, detect_structure, presolve
+from .structure import (
+    MAX_KNAPSACK_ROWS,
+    TOL,
+    Detected,
+    MckpStructure,
+    analyze,
+    detect,
+    detect_arrays,
+    detect_structure,
+    presolve,
+    presolve_arrays,
+    remember,
+)
 
 __all__ = [
     "LP_DUAL_COLUMNS",
@@ -60,10 +74,13 @@ __all__ = [
     "columns_of_groups",
     "default_residual_backend",
     "detect",
+    "detect_arrays",
     "detect_structure",
     "kick_search",
     "local_search",
     "presolve",
+    "presolve_arrays",
+    "remember",
     "solve_structure",
 ]
 

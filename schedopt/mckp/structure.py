@@ -28,6 +28,7 @@ __all__ = [
     "detect",
     "detect_arrays",
     "detect_structure",
+    "group_columns",
     "presolve",
     "presolve_arrays",
     "remember",
@@ -305,6 +306,30 @@ def detect_arrays(arr: ModelArrays, row_label: Callable[[int], str], col_label: 
     return Detected(lo, up, col_gub, gub_rows, knap_rows, infeasible, row_of)
 
 
+def group_columns(keep: np.ndarray, col_gub: np.ndarray, n_gub: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                                              np.ndarray]:
+    """The kept columns (``keep``: a mask over the model's columns) grouped contiguously: ``(cols, group, starts,
+    counts)``, the columns of one at-most-one row (``col_gub``: its index per column, -1 none, ``n_gub`` of them)
+    together in row order, each other column a group of its own after them, columns in model order within a group
+    (as :class:`MckpStructure` holds them)."""
+    cols = np.flatnonzero(keep)
+    gkey = col_gub[cols]  # (a copy: fancy indexing)
+    free = gkey < 0
+    gkey[free] = n_gub + np.arange(int(free.sum()))
+    if gkey.size and (gkey[1:] < gkey[:-1]).any():
+        order = np.argsort(gkey, kind="stable")
+        cols, gkey = cols[order], gkey[order]
+    if cols.size:
+        newg = np.concatenate(([True], gkey[1:] != gkey[:-1]))
+        starts = np.flatnonzero(newg)
+        group = np.cumsum(newg) - 1
+    else:
+        starts = np.zeros(0, dtype=np.int64)
+        group = np.zeros(0, dtype=np.int64)
+    counts = (np.concatenate((starts[1:], [cols.size])) - starts).astype(np.int64)  # np.diff of the bounds
+    return cols, np.asarray(group, dtype=np.int64), np.asarray(starts, dtype=np.int64), counts
+
+
 def presolve(model: LinearModel, d: Detected) -> MckpStructure:
     """Remove fixed columns, drop columns that can never help, group the rest contiguously (ELL weights)."""
     return presolve_arrays(model.to_arrays(), d, lambda r: _row_label(model, r))
@@ -361,21 +386,7 @@ def presolve_arrays(arr: ModelArrays, d: Detected, row_label: Callable[[int], st
         # a column that does not fit alone can never be chosen
         tb = ew > cap[er] + TOL * np.maximum(1.0, cap[er])
         keep[ec[tb]] = False
-    cols = np.flatnonzero(keep)
-    gkey = d.col_gub[cols].copy()
-    free = gkey < 0
-    gkey[free] = d.gub_rows.size + np.arange(int(free.sum()))
-    if gkey.size and (gkey[1:] < gkey[:-1]).any():
-        order = np.argsort(gkey, kind="stable")
-        cols, gkey = cols[order], gkey[order]
-    if cols.size:
-        newg = np.concatenate(([True], gkey[1:] != gkey[:-1]))
-        starts = np.flatnonzero(newg)
-        group = np.cumsum(newg) - 1
-    else:
-        starts = np.zeros(0, dtype=np.int64)
-        group = np.zeros(0, dtype=np.int64)
-    counts = (np.concatenate((starts[1:], [cols.size])) - starts).astype(np.int64)  # np.diff of the bounds
+    cols, group, starts, counts = group_columns(keep, d.col_gub, int(d.gub_rows.size))
     # ELL weights of the kept columns
     pos = np.full(n, -1, dtype=np.int64)
     pos[cols] = np.arange(cols.size)
@@ -406,8 +417,8 @@ def presolve_arrays(arr: ModelArrays, d: Detected, row_label: Callable[[int], st
         knap_labels=labels,
         forced=forced,
         cols=cols,
-        group=np.asarray(group, dtype=np.int64),
-        starts=np.asarray(starts, dtype=np.int64),
+        group=group,
+        starts=starts,
         counts=counts,
         value=val[cols],
         ri=ri,

@@ -223,7 +223,8 @@ class FamilyRows:
     """The four constraint families of the Sia model over the ``x`` columns, as the canonical CSR matrices the
     model keeps (:func:`family_rows`): ``one`` (jobs x pairs, upper 1), ``gpu`` (types x pairs, upper
     ``gpu_upper``), ``virtual`` (upper ``virtual_upper``, row labels ``virtual_labels``) and ``forced`` (one row
-    per forced pair, column ``forced_cols``, lower 1)."""
+    per forced pair, column ``forced_cols``, lower 1); ``pair_type`` / ``pair_gpus``: each column's GPU type and
+    GPU count."""
 
     one: sp.csr_matrix
     gpu: sp.csr_matrix
@@ -233,6 +234,9 @@ class FamilyRows:
     virtual_labels: list[str]
     forced: sp.csr_matrix
     forced_cols: np.ndarray
+    #: per pair: its GPU type's position and its GPU count (float64): the gpu_capacity row and weight of its column
+    pair_type: np.ndarray
+    pair_gpus: np.ndarray
 
 
 def family_rows(problem: SiaRound) -> FamilyRows:
@@ -254,7 +258,7 @@ def family_rows(problem: SiaRound) -> FamilyRows:
     fcols = np.flatnonzero(pt.forced)
     A4 = _csr(np.ones(fcols.size), fcols.astype(np.int32), np.arange(fcols.size + 1, dtype=np.int32),
               (int(fcols.size), P))
-    return FamilyRows(A1, A2, problem.available.astype(np.float64), A3, up3, lab3, A4, fcols)
+    return FamilyRows(A1, A2, problem.available.astype(np.float64), A3, up3, lab3, A4, fcols, tix, gpus)
 
 
 def linear_objective(problem: SiaRound) -> tuple[np.ndarray, float, str]:

@@ -11,7 +11,7 @@ it (``solution.model.blocks``, an export, a backend that reads labels). :func:`p
 families (the at-most-one rows are the jobs' rows; the knapsack rows the GPU and virtual-node rows that can bind)
 instead of :func:`schedopt.mckp.detect` reading them back from the matrix, presolves them with
 :func:`schedopt.mckp.presolve_arrays` and hands the structure to the ``mckp`` backend
-(:func:`schedopt.mckp.structure.remember`). Where a round is outside what this route covers (a coefficient the
+(:func:`schedopt.mckp.remember`). Where a round is outside what this route covers (a coefficient the
 model would refuse or drop, a GPU row that is itself an at-most-one row, a single-column GPU row that fixes a
 column, a proof of infeasibility), the model route runs instead: the answer is the same either way
 (``tests/test_sia_direct.py`` compares the arrays, the classification, the presolved structure and the solves of
@@ -37,7 +37,7 @@ from .round import SiaRound
 if TYPE_CHECKING:
     from ..mckp.structure import Detected, MckpStructure
 
-__all__ = ["DirectModel", "formulation", "model_arrays", "prepare"]
+__all__ = ["DirectModel", "classify", "formulation", "model_arrays", "prepare", "structure"]
 
 _INT32_MAX = int(np.iinfo(np.int32).max)
 _LOCK = threading.RLock()  # one build of a DirectModel at a time (the race backend may ask from its thread)
@@ -45,7 +45,7 @@ _LOCK = threading.RLock()  # one build of a DirectModel at a time (the race back
 
 class DirectModel(LinearModel):
     """A Sia round's :class:`~schedopt.LinearModel` whose array form is known before the model is built: ``name``,
-    ``structure``, ``sense``, ``num_cols``, ``num_rows``, ``build_seconds`` and :meth:`to_arrays` answer at once;
+    ``structure``, ``sense``, ``num_cols``, ``num_rows``, ``build_seconds`` and ``to_arrays()`` answer at once;
     any other use (blocks, families, labels, a change) first builds the model with
     :func:`~schedopt.sia.build.build_formulation`, after which it is that model (its array form the same arrays,
     value for value). A pickle or copy of it is a plain :class:`~schedopt.LinearModel`."""
@@ -159,7 +159,7 @@ def model_arrays(problem: SiaRound) -> tuple[ModelArrays, FamilyRows] | None:
 
 def _stacked(mats: list[sp.csr_matrix], n: int) -> sp.csr_matrix:
     """The model's stacked matrix of the families ``mats`` (``LinearModel.to_arrays``: ``_stack_csr``, the same
-    data, indices and index pointers), built from its arrays as :func:`schedopt.sia.build._csr` builds a
+    data, indices and index pointers), built from its arrays as ``schedopt.sia.build._csr`` builds a
     family (without scipy's index-type search and format check)."""
     if sum(int(M.indptr[-1]) for M in mats) > _INT32_MAX or n > _INT32_MAX:
         return _stack_csr(mats, n)
@@ -278,14 +278,111 @@ def structure(model: DirectModel) -> MckpStructure | None:
     problem, _, rows = got
     t0 = time.perf_counter()
     arrays = model.to_arrays()
-    d = classify(problem, rows, arrays)
-    if d is None:
-        return None
-    st = presolve_arrays(arrays, d, _Labels(problem, rows).row)
-    if st.infeasible is not None:  # the model route names it (and proves it) the same way: leave it there
+    if rows.virtual.shape[0] == 0:
+        st = _gpu_rows_structure(problem, rows, arrays)
+    else:
+        d = classify(problem, rows, arrays)
+        st = None if d is None else presolve_arrays(arrays, d, _Labels(problem, rows).row)
+    if st is None or st.infeasible is not None:  # the model route names it (and proves it) the same way
         return None
     st.stats["detect_seconds"] = time.perf_counter() - t0
     return st
+
+
+def _gpu_rows_structure(problem: SiaRound, rows: FamilyRows, arrays: ModelArrays) -> MckpStructure | None:
+    """:func:`classify` and :func:`schedopt.mckp.presolve_arrays` in one pass for a model without virtual-node
+    rows (every type's nodes a power of two), column by column: each column lies in one capacity row, its GPU type's,
+    with its GPU count as weight (so the knapsack weights are one slot per column). The same structure, field for
+    field (``tests/test_sia_direct.py`` compares the two paths); ``None`` where :func:`classify` answers ``None``,
+    or where the presolve proves the round infeasible (the model route names why)."""
+    from ..mckp.structure import MAX_KNAPSACK_ROWS, TOL, MckpStructure, group_columns
+
+    n = arrays.num_cols
+    J = rows.one.shape[0]
+    gp, u = rows.gpu, rows.gpu_upper
+    if (u < -TOL).any():
+        return None
+    cn = gp.indptr[1:] - gp.indptr[:-1]
+    # detect: the GPU rows' classes (one column: a bound, left to the model route when it fixes the column to 0)
+    knap_t = np.flatnonzero(cn >= 2)
+    nonempty = np.flatnonzero(cn)
+    if nonempty.size:
+        s = gp.indptr[:-1][nonempty]
+        tot = np.add.reduceat(gp.data, s)
+        rmin = np.minimum.reduceat(gp.data, s)
+        rmax = np.maximum.reduceat(gp.data, s)
+        un = u[nonempty]
+        single = cn[nonempty] == 1
+        if (single & ~(un >= rmax - TOL * np.maximum(1.0, np.abs(rmax)))).any():
+            return None
+        multi = ~single
+        redundant = ~np.isfinite(un) | (tot <= un + TOL)
+        ratio = np.where(rmax > 0, un / np.where(rmax > 0, rmax, 1.0), np.inf)
+        eligible = multi & ~redundant & (rmin == rmax) & (rmax > 0) & (ratio >= 1 - TOL) & (ratio < 2 - TOL)
+        if eligible.any() or (multi & (rmin < 0)).any():
+            return None
+        knap_t = nonempty[multi & ~redundant]
+    K = int(knap_t.size)
+    if K > MAX_KNAPSACK_ROWS:
+        return None
+    pt = problem.valid_pairs()
+    per_job = rows.one.indptr[1:] - rows.one.indptr[:-1]
+    gub_rows = np.flatnonzero(per_job >= 2)
+    G = int(gub_rows.size)
+    gidx = np.full(J, -1, dtype=np.int64)
+    gidx[gub_rows] = np.arange(G)
+    col_gub = gidx[pt.job]
+    kpos = np.full(len(u), -1, dtype=np.int64)
+    kpos[knap_t] = np.arange(K)
+    col_k = kpos[rows.pair_type]  # each column's knapsack row (-1: its GPU row never binds)
+    w = rows.pair_gpus
+    # presolve
+    capfull = u[knap_t]
+    forced = rows.forced_cols
+    fg = col_gub[forced]
+    fg = fg[fg >= 0]
+    if fg.size and np.bincount(fg).max() > 1:
+        return None  # two forced columns in one group: infeasible
+    if K and forced.size:
+        fk = col_k[forced]
+        on = fk >= 0
+        use = np.bincount(fk[on], weights=w[forced][on], minlength=K)[:K]
+        cap = capfull - use
+        if (cap < -TOL * np.maximum(1.0, np.abs(capfull))).any():
+            return None  # the forced columns exceed a capacity: infeasible
+    else:
+        cap = capfull.copy()
+    cap = np.maximum(cap, 0.0)
+    c = arrays.c
+    sign = 1.0 if arrays.maximize else -1.0
+    val = sign * c
+    const = sign * (arrays.constant + float(c[forced].sum()))
+    keep = val > 0
+    if forced.size:
+        keep[forced] = False
+    if fg.size:
+        in_fixed = np.zeros(max(G, 1), dtype=bool)
+        in_fixed[fg] = True
+        keep &= ~((col_gub >= 0) & in_fixed[np.maximum(col_gub, 0)])
+    n_nonpos = int(np.count_nonzero(val <= 0))
+    inK = np.flatnonzero(col_k >= 0)
+    if inK.size:  # a column that does not fit alone can never be chosen
+        ck = cap[col_k[inK]]
+        keep[inK[w[inK] > ck + TOL * np.maximum(1.0, ck)]] = False
+    cols, group, starts, counts = group_columns(keep, col_gub, G)
+    kc = col_k[cols]
+    inc = kc >= 0
+    names = problem.cluster.type_names
+    return MckpStructure(
+        maximize=arrays.maximize, n_cols=n, gub_rows=gub_rows, knap_rows=knap_t + J,
+        knap_labels=[f"gpu_capacity[{names[t]}]" for t in knap_t.tolist()], forced=forced, cols=cols,
+        group=group, starts=starts, counts=counts,
+        value=val[cols], ri=np.where(inc, kc, K).reshape(-1, 1), wt=np.where(inc, w[cols], 0.0).reshape(-1, 1),
+        cap=cap, const=const, infeasible=None,
+        stats={"columns": n, "columns_forced": int(forced.size), "columns_presolved": int(cols.size),
+               "columns_dropped_nonpositive": n_nonpos, "groups": int(starts.size), "knapsack_rows": K,
+               "gub_rows": G},
+    )
 
 
 def prepare(model: LinearModel) -> bool:
