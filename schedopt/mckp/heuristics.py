@@ -274,6 +274,31 @@ _KEY = np.random.default_rng(12345).uniform(1.0, 2.0, MAX_KNAPSACK_ROWS)
 _FULL_EXCHANGE_CHECKS = False
 
 
+def _partner_pairs(Bq: np.ndarray, bt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The partner pairs ``(qa, qb)`` of :func:`local_search` (bundles ``Bq``, sorted, of groups ``bt[Bq]``; -1: no
+    bundle), in this order: two bundles of different groups (``qa < qb``, row by row), then one bundle alone
+    ``(-1, b)``, then none ``(-1, -1)``. These are the pairs of ``[Bq, -1] x [Bq, -1]`` with ``qa < qb`` or both -1,
+    of different groups or ``qb = -1``, in the grid's row order, without building the grid."""
+    iu, ju = _upper_pairs(Bq.size)
+    pa, pb = Bq[iu], Bq[ju]
+    diff = (bt[pa] != bt[pb]).nonzero()[0]
+    none = np.full(Bq.size + 1, -1, dtype=Bq.dtype)
+    return np.concatenate((pa[diff], none)), np.concatenate((pb[diff], Bq, none[:1]))
+
+
+_UPPER_PAIRS: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _upper_pairs(m: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.triu_indices(m, 1)``: the pairs ``i < j`` of ``range(m)`` row by row, kept for ``m <= 256``."""
+    got = _UPPER_PAIRS.get(m)
+    if got is None:
+        got = np.triu_indices(m, 1)
+        if m <= 256:
+            _UPPER_PAIRS[m] = got
+    return got
+
+
 def _unique_inverse(keys: np.ndarray) -> np.ndarray:
     """``np.unique(keys, return_inverse=True)[1]`` for a 1-d float array without NaN (the index of every key among
     the sorted distinct keys), without np.unique's overhead (these arrays have tens to hundreds of entries)."""
@@ -375,14 +400,8 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
             break
         room = float(brg[P].max()) + float(lam @ np.maximum(slack, 0.0)) + gtol
         Bq = (brg > -room).nonzero()[0]
-        q1 = np.concatenate((Bq, [-1]))
-        qa = q1.repeat(q1.size)
-        qgrid = np.empty((q1.size, q1.size), dtype=q1.dtype)  # np.tile(q1, q1.size)
-        qgrid[:] = q1
-        qb = qgrid.ravel()
+        qa, qb = _partner_pairs(Bq, bt)
         bt_pad = np.concatenate((bt, [-1]))
-        okq = ((qa < qb) | ((qa == -1) & (qb == -1))) & ((bt_pad[qa] != bt_pad[qb]) | (qb == -1))
-        qa, qb = qa[okq], qb[okq]
         bg_pad = np.concatenate((bg, [0.0]))
         bD_pad = np.concatenate((bD, np.zeros((1, K))))
         qg = bg_pad[qa] + bg_pad[qb]
