@@ -94,6 +94,12 @@ class GreedyRepair:
         return TOL * np.maximum(1.0, np.abs(self.v))
 
     @cached_property
+    def _pool_all(self) -> bool:
+        """Whether the pool is every column, in order (``pool.idx`` is ``arange(n)``)."""
+        idx = self.pool.idx
+        return bool(idx.size == self.n and np.array_equal(idx, np.arange(self.n)))
+
+    @cached_property
     def _pool_group(self) -> np.ndarray:
         """The group of every pool column."""
         return self.st.group[self.pool.idx]
@@ -193,9 +199,12 @@ class GreedyRepair:
         vcur[on] = self.v[cur]
         group, v = st.group, self.v
         mark = np.zeros(self.n, dtype=bool)
-        mark[self.pool.idx] = True
-        mark[cur] = True
-        cand = mark.nonzero()[0]
+        if self._pool_all:  # every column is a candidate (what the marks give)
+            cand = self.pool.idx
+        else:
+            mark[self.pool.idx] = True
+            mark[cur] = True
+            cand = mark.nonzero()[0]
         vtol = self._vtol
         dense_fit = bool(K) and self._dense_fit()
         pidx = self.pool.idx
