@@ -2,7 +2,8 @@
 jobs): each shortcut taken for speed computes exactly what the general code beside it computes (ties decide which
 optimum is chosen, so "the same" means bit-identical), and the whole solve still proves the brute-force optimum.
 
-* the column-wise row tests of the heuristics against numpy's ``all`` / ``any`` along the rows;
+* the column-wise row tests of the heuristics against numpy's ``all`` / ``any`` along the rows, the local search's
+  partner pairs against the whole grid they were taken from;
 * :func:`~schedopt.mckp.local_search` with its narrowed exchange checks against the full checks;
 * :meth:`~schedopt.mckp.ResidualClosure.prove` (the table's plan made only when the short search gives up) against
   the order it replaced (the plan first, the search's budget from it);
@@ -23,7 +24,7 @@ import scipy.sparse as sp
 import schedopt
 from schedopt.mckp import LagrangianDual, MckpSolver, ResidualClosure, aggregate, analyze, exact, heuristics
 from schedopt.mckp import dual as dual_mod
-from schedopt.mckp.heuristics import _rows_all, _rows_any
+from schedopt.mckp.heuristics import _partner_pairs, _rows_all, _rows_any
 from schedopt.problem import Structure
 from schedopt.results import TerminationReason
 
@@ -73,6 +74,23 @@ def test_row_tests_equal_numpy() -> None:
             assert got.dtype == want.dtype and np.array_equal(got, want)
     b = np.array([[True, True, False], [True, True, True]])
     assert _rows_all(b).tolist() == [False, True] and _rows_any(~b).tolist() == [True, False]
+
+
+def test_partner_pairs_equal_the_grid() -> None:
+    """The pairs taken from the whole grid of ``[Bq, -1]`` (as before), against :func:`_partner_pairs`."""
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        nb = int(rng.integers(0, 30))
+        bt = rng.integers(0, max(1, nb // 3 + 1), size=nb)
+        Bq = np.flatnonzero(rng.random(nb) < rng.uniform(0.0, 1.0))
+        q1 = np.concatenate((Bq, [-1]))
+        qa = np.repeat(q1, q1.size)
+        qb = np.tile(q1, q1.size)
+        bt_pad = np.concatenate((bt, [-1]))
+        ok = ((qa < qb) | ((qa == -1) & (qb == -1))) & ((bt_pad[qa] != bt_pad[qb]) | (qb == -1))
+        got = _partner_pairs(Bq, bt)
+        for g, w in zip(got, (qa[ok], qb[ok])):
+            assert g.dtype == w.dtype and np.array_equal(g, w)
 
 
 def _local_search_inputs(seed: int, dup: int) -> tuple:

@@ -146,10 +146,13 @@ def _load_before(root: Path) -> Any:
     return mod
 
 
-def _commit(root: Path) -> str:
+def _commit(root: Path, record: Path | None = None) -> str:
+    """``root``'s commit, with a ``+`` when tracked files differ from it (the record being written aside)."""
     out = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout.strip()
+    changed = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                             capture_output=True, text=True).stdout.splitlines()
+    skip = record.resolve() if record is not None else None
+    dirty = [ln for ln in changed if skip is None or (root / ln[3:]).resolve() != skip]
     return (out.stdout.strip() or "?") + ("+" if dirty else "")
 
 
@@ -204,7 +207,7 @@ def interleave(path: Path, before: Path, repeat: int, out: Path | None = None, l
         import numpy as np
 
         _record(out, {"date": time.strftime("%Y-%m-%d"), "label": label, "rounds": len(rounds), "repeat": repeat,
-                      "before_commit": _commit(before), "after_commit": _commit(Path.cwd()),
+                      "before_commit": _commit(before), "after_commit": _commit(Path.cwd(), out),
                       "cpu_before_s": round(b, 4), "cpu_after_s": round(a, 4), "ratio": round(a / b, 4),
                       "rounds_differ": bad, "load_1min": round(os.getloadavg()[0], 2), "cpus": os.cpu_count(),
                       "python": platform.python_version(), "numpy": np.__version__, "machine": platform.machine()})

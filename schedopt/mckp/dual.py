@@ -25,6 +25,10 @@ from .structure import MckpStructure
 
 __all__ = ["LP_DUAL_COLUMNS", "STALL_ITERATIONS", "ColumnSet", "DualResult", "LagrangianDual", "OracleAnswer", "columns_of_groups"]
 
+#: constant one-element arrays for the run-start masks and offsets (a list there costs a conversion a call)
+_TRUE = np.ones(1, dtype=bool)
+_ZERO = np.zeros(1, dtype=np.int64)
+
 #: Kelley's loop stops after this many iterations without progress (see :meth:`LagrangianDual.kelley`)
 STALL_ITERATIONS = 20
 
@@ -59,7 +63,7 @@ class ColumnSet:
         else:
             g = st.group[idx]
             if idx.size:
-                newg = np.concatenate(([True], g[1:] != g[:-1]))
+                newg = np.concatenate((_TRUE, g[1:] != g[:-1]))
                 starts = newg.nonzero()[0]
             else:
                 starts = np.zeros(0, dtype=np.int64)
@@ -111,7 +115,7 @@ class ColumnSet:
         gmax = np.maximum.reduceat(rc, self.starts)
         hit = (rc >= gmax.repeat(self.counts)).nonzero()[0]
         gl = np.arange(self.starts.size).repeat(self.counts)[hit]
-        first = hit[np.concatenate(([True], gl[1:] != gl[:-1]))]
+        first = hit[np.concatenate((_TRUE, gl[1:] != gl[:-1]))]
         return gmax, self.idx[first]
 
 
@@ -285,7 +289,7 @@ class LagrangianDual:
         gmax = np.maximum.reduceat(rc, st.starts)
         hit = (rc >= gmax[st.group]).nonzero()[0]
         gh = st.group[hit]
-        first = hit[np.concatenate(([True], gh[1:] != gh[:-1]))]
+        first = hit[np.concatenate((_TRUE, gh[1:] != gh[:-1]))]
         pos = gmax > 0
         choice = np.where(pos, first, -1)
         if self.mult is None:
@@ -394,7 +398,10 @@ class LagrangianDual:
         mult = np.ones(G) if self.mult is None else self.mult.astype(np.float64)
         inf = highspy.kHighsInf
         col_up = np.full(n, inf)
-        grp = st.group[idx]
+        # every column (idx is sorted, so then it is arange(n)): the structure's own arrays, not copies of them
+        whole = n == st.n
+        grp = st.group if whole else st.group[idx]
+        ri, wt = (st.ri, st.wt) if whole else (st.ri[idx], st.wt[idx])
         if singleton_bounds and n:
             per = np.bincount(grp, minlength=G)
             one = per[grp] == 1
@@ -403,13 +410,13 @@ class LagrangianDual:
             row_of = np.full(G, -1, dtype=np.int64)
             row_of[kept] = np.arange(kept.size)
             R, gub_up = int(kept.size), mult[kept]
-            rows = np.concatenate([row_of[grp][:, None], R + st.ri[idx]], axis=1)
+            rows = np.concatenate([row_of[grp][:, None], R + ri], axis=1)
         else:
             R, gub_up = G, mult
-            rows = np.concatenate([grp[:, None], G + st.ri[idx]], axis=1)
-        vals = np.concatenate([np.ones((n, 1)), st.wt[idx]], axis=1)
+            rows = np.concatenate([grp[:, None], G + ri], axis=1)
+        vals = np.concatenate([np.ones((n, 1)), wt], axis=1)
         keep = (rows >= 0) & (rows < R + K)  # the ELL padding (row K) is no row, nor a class without its row
-        start = np.concatenate([[0], keep.sum(axis=1).cumsum()]).astype(np.int32)
+        start = np.concatenate([_ZERO, keep.sum(axis=1).cumsum()]).astype(np.int32)
         index = rows[keep].astype(np.int32)
         h = _lp_highs()
         _lp_option(h, "simplex_strategy", 1 if singleton_bounds else 4)
@@ -417,7 +424,7 @@ class LagrangianDual:
         # the LP's arrays passed directly (a HighsLp built attribute by attribute cost about 30-40 us more): columns
         # (costs, bounds 0..inf), rows (-inf..mult, -inf..cap), the column-wise matrix, every column continuous
         h.passModel(n, R + K, int(index.size), int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMaximize),
-                    0.0, st.value[idx], np.zeros(n), col_up, np.full(R + K, -inf),
+                    0.0, st.value if whole else st.value[idx], np.zeros(n), col_up, np.full(R + K, -inf),
                     np.concatenate([gub_up, st.cap]), start[:-1], index, vals[keep], np.zeros(n, dtype=np.int32))
         h.run()
         status = h.getModelStatus()

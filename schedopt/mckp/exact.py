@@ -23,6 +23,7 @@ import scipy.sparse as sp
 from ..model import LinearModel
 from ..results import SolveResult
 from .aggregate import Aggregate
+from .dual import _ZERO
 
 __all__ = ["ResidualClosure", "RestrictedSolve", "default_residual_backend"]
 
@@ -382,7 +383,7 @@ class ResidualClosure:
             mem = mem[np.lexsort((agg.rank[mem], agg.cls[mem]))]
             mpos = og.searchsorted(agg.cls[mem])  # open-class position of each member
             rcnt = np.bincount(gi, minlength=og.size)
-            rstart = np.concatenate(([0], rcnt.cumsum()[:-1]))
+            rstart = np.concatenate((_ZERO, rcnt.cumsum()[:-1]))
             mcnt = rcnt[mpos]
             tot = int(mcnt.sum())
             var_mem = np.arange(mem.size).repeat(mcnt)
@@ -410,7 +411,7 @@ class ResidualClosure:
             W = ast.weights_csr(res_cols)[:, var_rc]
             val = ast.value[res_cols][var_rc]
             # warm start: the members of a class take the incumbent's counts in column order
-            before = ws.cumsum() - ws - np.concatenate(([0], ws.cumsum()))[rstart][gi]
+            before = ws.cumsum() - ws - np.concatenate((_ZERO, ws.cumsum()))[rstart][gi]
             rk = agg.rank[mem][var_mem]
             start = ((rk >= before[var_rc]) & (rk < before[var_rc] + ws[var_rc])).astype(np.float64)
         if ast.K:

@@ -11,7 +11,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .dual import ColumnSet, columns_of_groups
+from .dual import _TRUE, _ZERO, ColumnSet, columns_of_groups
 from .structure import MAX_KNAPSACK_ROWS, TOL, MckpStructure
 
 __all__ = ["GreedyRepair", "kick_search", "local_search"]
@@ -84,9 +84,20 @@ class GreedyRepair:
         return self._dense_pad[:-1]
 
     @cached_property
+    def _others(self) -> list[np.ndarray]:
+        """Per knapsack row ``k``, the other rows (``np.delete(np.arange(K), k)``)."""
+        return [np.delete(np.arange(self.K), k) for k in range(self.K)]
+
+    @cached_property
     def _vtol(self) -> np.ndarray:
         """:meth:`improve`'s gain tolerance per column (the same values as computed per candidate)."""
         return TOL * np.maximum(1.0, np.abs(self.v))
+
+    @cached_property
+    def _pool_all(self) -> bool:
+        """Whether the pool is every column, in order (``pool.idx`` is ``arange(n)``)."""
+        idx = self.pool.idx
+        return bool(idx.size == self.n and np.array_equal(idx, np.arange(self.n)))
 
     @cached_property
     def _pool_group(self) -> np.ndarray:
@@ -142,7 +153,7 @@ class GreedyRepair:
             D = (dense_pad[cand_c] if dense_pad is not None else st.dense(cand_c)) - Dcur[cand_g]
             slack = np.maximum(cap - usage, 0.0)
             lim = np.where(viol | pure, 0.0, slack) + captol
-            other = np.delete(np.arange(K), k)
+            other = self._others[k]
             ok = _rows_all(D[:, other] <= lim[other]) if other.size else np.ones(D.shape[0], dtype=bool)
             cand_g, cand_c, D = cand_g[ok], cand_c[ok], D[ok]
             vcur = self.v[cur[cand_g]]
@@ -151,7 +162,7 @@ class GreedyRepair:
             lam_o[k] = 0.0
             score = ((vcur - valt) + D @ lam_o) / (-D[:, k])
             o = np.lexsort((score, cand_g))
-            firsts = o[np.concatenate(([True], cand_g[o][1:] != cand_g[o][:-1]))]
+            firsts = o[np.concatenate((_TRUE, cand_g[o][1:] != cand_g[o][:-1]))]
             o2 = firsts[score[firsts].argsort(kind="stable")]
             freed = (-D[o2, k]).cumsum()
             p = int(freed.searchsorted(over[k] - captol[k])) + 1
@@ -188,9 +199,12 @@ class GreedyRepair:
         vcur[on] = self.v[cur]
         group, v = st.group, self.v
         mark = np.zeros(self.n, dtype=bool)
-        mark[self.pool.idx] = True
-        mark[cur] = True
-        cand = mark.nonzero()[0]
+        if self._pool_all:  # every column is a candidate (what the marks give)
+            cand = self.pool.idx
+        else:
+            mark[self.pool.idx] = True
+            mark[cur] = True
+            cand = mark.nonzero()[0]
         vtol = self._vtol
         dense_fit = bool(K) and self._dense_fit()
         pidx = self.pool.idx
@@ -230,7 +244,7 @@ class GreedyRepair:
                 score = gain / (np.zeros(cand.size) + 1e-12)
             o = np.lexsort((-score, gc))
             go = gc[o]
-            firsts = o[np.concatenate(([True], go[1:] != go[:-1]))]
+            firsts = o[np.concatenate((_TRUE, go[1:] != go[:-1]))]
             o2 = firsts[(-score[firsts]).argsort(kind="stable")]
             if dense is not None:
                 inc = Dp[o2].cumsum(axis=0)
@@ -269,6 +283,31 @@ _KEY = np.random.default_rng(12345).uniform(1.0, 2.0, MAX_KNAPSACK_ROWS)
 _FULL_EXCHANGE_CHECKS = False
 
 
+def _partner_pairs(Bq: np.ndarray, bt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The partner pairs ``(qa, qb)`` of :func:`local_search` (bundles ``Bq``, sorted, of groups ``bt[Bq]``; -1: no
+    bundle), in this order: two bundles of different groups (``qa < qb``, row by row), then one bundle alone
+    ``(-1, b)``, then none ``(-1, -1)``. These are the pairs of ``[Bq, -1] x [Bq, -1]`` with ``qa < qb`` or both -1,
+    of different groups or ``qb = -1``, in the grid's row order, without building the grid."""
+    iu, ju = _upper_pairs(Bq.size)
+    pa, pb = Bq[iu], Bq[ju]
+    diff = (bt[pa] != bt[pb]).nonzero()[0]
+    none = np.full(Bq.size + 1, -1, dtype=Bq.dtype)
+    return np.concatenate((pa[diff], none)), np.concatenate((pb[diff], Bq, none[:1]))
+
+
+_UPPER_PAIRS: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _upper_pairs(m: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.triu_indices(m, 1)``: the pairs ``i < j`` of ``range(m)`` row by row, kept for ``m <= 256``."""
+    got = _UPPER_PAIRS.get(m)
+    if got is None:
+        got = np.triu_indices(m, 1)
+        if m <= 256:
+            _UPPER_PAIRS[m] = got
+    return got
+
+
 def _unique_inverse(keys: np.ndarray) -> np.ndarray:
     """``np.unique(keys, return_inverse=True)[1]`` for a 1-d float array without NaN (the index of every key among
     the sorted distinct keys), without np.unique's overhead (these arrays have tens to hundreds of entries)."""
@@ -301,7 +340,7 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
     mult = a.mult if a.mult is not None else np.ones(a.G, dtype=np.int64)
     y = y.astype(np.int64)  # a copy
     vpad = np.concatenate((a.value, [0.0]))
-    Dpad = np.vstack([a.dense(np.arange(a.n)), np.zeros((1, K))])
+    Dpad = np.concatenate((a.dense(np.arange(a.n)), np.zeros((1, K))))
     cap = a.cap
     tol = TOL * np.maximum(1.0, cap)
     captop = cap + tol
@@ -313,7 +352,7 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
     o = tgt_g.argsort(kind="stable")
     tgt_g, tgt_o = tgt_g[o], tgt_o[o]
     tcnt = np.bincount(tgt_g, minlength=a.G)
-    tstart = np.concatenate(([0], tcnt.cumsum()[:-1]))
+    tstart = np.concatenate((_ZERO, tcnt.cumsum()[:-1]))
     done = 0
     for _ in range(max_rounds):
         if time.perf_counter() > deadline or (stop is not None and stop()) or float(a.value @ y) >= target:
@@ -345,7 +384,7 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
         cp = np.arange(gain.size).repeat(mn)
         order = cp[np.lexsort((-gain[cp], inv[cp]))]
         si = inv[order]
-        first = np.concatenate(([True], si[1:] != si[:-1]))
+        first = np.concatenate((_TRUE, si[1:] != si[:-1]))
         rank = np.arange(si.size) - np.maximum.accumulate(np.where(first, np.arange(si.size), 0))
         top = rank < kmax
         order, si, rank = order[top], si[top], rank[top]
@@ -357,7 +396,7 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
         cg[si, rank + 1] = csum - csum[start] + gain[order][start]
         Dt = np.zeros((T, K))
         Dt[si] = D[order]
-        bt, bk = np.nonzero(np.isfinite(cg[:, 1:]))
+        bt, bk = np.isfinite(cg[:, 1:]).nonzero()
         bk = bk + 1
         bg = cg[bt, bk]
         bD = Dt[bt] * bk[:, None]
@@ -370,16 +409,10 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
             break
         room = float(brg[P].max()) + float(lam @ np.maximum(slack, 0.0)) + gtol
         Bq = (brg > -room).nonzero()[0]
-        q1 = np.concatenate((Bq, [-1]))
-        qa = q1.repeat(q1.size)
-        qgrid = np.empty((q1.size, q1.size), dtype=q1.dtype)  # np.tile(q1, q1.size)
-        qgrid[:] = q1
-        qb = qgrid.ravel()
+        qa, qb = _partner_pairs(Bq, bt)
         bt_pad = np.concatenate((bt, [-1]))
-        okq = ((qa < qb) | ((qa == -1) & (qb == -1))) & ((bt_pad[qa] != bt_pad[qb]) | (qb == -1))
-        qa, qb = qa[okq], qb[okq]
         bg_pad = np.concatenate((bg, [0.0]))
-        bD_pad = np.vstack([bD, np.zeros((1, K))])
+        bD_pad = np.concatenate((bD, np.zeros((1, K))))
         qg = bg_pad[qa] + bg_pad[qb]
         qD = bD_pad[qa] + bD_pad[qb]
         if K and qa.size > 64:
@@ -388,7 +421,7 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
             qinv = _unique_inverse(qD @ _KEY[:K])
             qo = np.lexsort((-qg, qinv))
             qs = qinv[qo]
-            qf = np.concatenate(([True], qs[1:] != qs[:-1]))
+            qf = np.concatenate((_TRUE, qs[1:] != qs[:-1]))
             qr = np.arange(qs.size) - np.maximum.accumulate(np.where(qf, np.arange(qs.size), 0))
             qk = qo[qr < 3]
             qa, qb, qg, qD = qa[qk], qb[qk], qg[qk], qD[qk]
@@ -448,7 +481,7 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
             else:
                 if yy.min(initial=0) < 0:
                     continue
-                if a.n and np.any(np.add.reduceat(yy, a.starts) > mult):
+                if a.n and (np.add.reduceat(yy, a.starts) > mult).any():
                     continue
             if (DpT @ yy > captop).any():
                 continue
