@@ -130,22 +130,28 @@ def test_job_model_still_names_the_bad_field(kw: dict, field: str) -> None:
 # ---------------------------------------------------------------------------------------------- best_point
 
 
+def _assert_best_point_is_goodputs(rng: random.Random, sqr: float, var: float) -> None:
+    """best_point on a random trusted point (random parameters, shape, limits and batches) with these statistics
+    answers as goodput(): (feasible, local batch, accumulation)."""
+    p = _random_params(rng)
+    n = rng.randint(1, 4)
+    r = rng.randint(n, 64)
+    lo = rng.randint(1, 64)
+    hi = rng.choice([lo, rng.randint(lo, 1024)])
+    b0 = float(rng.choice([32, 64, 128, 256]))
+    bmax = b0 * rng.choice([1, 4, 64, 512])
+    res = goodput(p, n, r, init_batch=b0, max_batch=bmax, grad_sqr=sqr, grad_var=var, local_bsz_range=(lo, hi))
+    got = best_point(p, n, r, b0, bmax, sqr, var, (lo, hi))
+    assert got == (bool(res.feasible), int(res.local_bsz), int(res.accum_steps))
+
+
 def test_best_point_is_goodputs_answer() -> None:
     """The simulator's adaptive batch (best_point: the same _search without the checks) equals goodput()'s
     (feasible, local batch, accumulation) on random trusted points, infeasible ones included."""
     rng = random.Random(11)
     for _ in range(400):
-        p = _random_params(rng)
-        n = rng.randint(1, 4)
-        r = rng.randint(n, 64)
-        lo = rng.randint(1, 64)
-        hi = rng.choice([lo, rng.randint(lo, 1024)])
-        b0 = float(rng.choice([32, 64, 128, 256]))
-        bmax = b0 * rng.choice([1, 4, 64, 512])
         sqr, var = rng.choice([0.0, rng.uniform(0, 3)]), rng.uniform(0, 3)
-        res = goodput(p, n, r, init_batch=b0, max_batch=bmax, grad_sqr=sqr, grad_var=var, local_bsz_range=(lo, hi))
-        got = best_point(p, n, r, b0, bmax, sqr, var, (lo, hi))
-        assert got == (bool(res.feasible), int(res.local_bsz), int(res.accum_steps))
+        _assert_best_point_is_goodputs(rng, sqr, var)
 
 
 def test_best_point_takes_the_where_branch_as_goodput_does() -> None:
@@ -154,17 +160,8 @@ def test_best_point_takes_the_where_branch_as_goodput_does() -> None:
     candidates from ``var`` and the smallest scale, answers as goodput() on random trusted points."""
     rng = random.Random(17)
     for _ in range(300):
-        p = _random_params(rng)
-        n = rng.randint(1, 4)
-        r = rng.randint(n, 64)
-        lo = rng.randint(1, 64)
-        hi = rng.choice([lo, rng.randint(lo, 1024)])
-        b0 = float(rng.choice([32, 64, 128, 256]))
-        bmax = b0 * rng.choice([1, 4, 64, 512])
         sqr, var = rng.choice([(0.0, 0.0), (5e-324, 0.0), (1e-310, -0.0), (0.0, 1e-300), (rng.uniform(0, 1), 0.0)])
-        res = goodput(p, n, r, init_batch=b0, max_batch=bmax, grad_sqr=sqr, grad_var=var, local_bsz_range=(lo, hi))
-        got = best_point(p, n, r, b0, bmax, sqr, var, (lo, hi))
-        assert got == (bool(res.feasible), int(res.local_bsz), int(res.accum_steps))
+        _assert_best_point_is_goodputs(rng, sqr, var)
 
 
 def test_best_point_reuses_a_points_candidates_across_gradient_statistics() -> None:

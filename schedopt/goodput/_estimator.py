@@ -27,7 +27,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ._goodput import GoodputResult, JobGoodputModel, bootstrap_params
-from ._throughput import GAMMA_STARTS, NET_PRIOR, PARAM_FLOOR, ThroughputParams, fit_throughput
+from ._throughput import GAMMA_STARTS, NET_PRIOR, PARAM_FLOOR, ThroughputParams, _fit_checked, fit_throughput
 from ._validate import InputError
 
 __all__ = ["EstimateSource", "GoodputEstimator", "Measurement", "profile_params"]
@@ -106,11 +106,16 @@ def _fit_rows(prof: tuple[tuple[float, float], ...], rows: tuple[tuple[int, int,
     function of exactly these arguments, so estimators that hold the same rows on a type (a simulator's jobs of one
     application with the same history on that type, or the same job after a measurement on another type) share
     one fit instead of refitting."""
-    return fit_throughput(
-        [1] * len(prof) + [m[0] for m in rows], [1] * len(prof) + [m[1] for m in rows],
-        [b for b, _ in prof] + [m[2] for m in rows], [s for _, s in prof] + [m[3] for m in rows],
-        [0.0] * len(prof) + [m[4] for m in rows], gamma_starts=starts,
-    )
+    cols = ([1] * len(prof) + [m[0] for m in rows], [1] * len(prof) + [m[1] for m in rows],
+            [b for b, _ in prof] + [m[2] for m in rows], [s for _, s in prof] + [m[3] for m in rows],
+            [0.0] * len(prof) + [m[4] for m in rows])
+    if starts and all(type(g) is float and 1.0 <= g <= 10.0 for g in starts):
+        # the rows were checked as they came in (the profile by _checked_profile, each measurement by observe):
+        # fit_throughput's fit without its checks, on the same float arrays (its conversion, np.asarray(float))
+        n, r, b, step, sync = (np.asarray(c, dtype=float) for c in cols)
+        if bool((sync < step).all()):  # (observe's rule; a profile row's sync is 0 < its step)
+            return _fit_checked(n, r, b, step, sync, list(starts), 1)
+    return fit_throughput(*cols, gamma_starts=starts)
 
 
 def _model_profiles(model: JobGoodputModel, n_points: int = 12) -> dict[str, list[tuple[float, float]]]:

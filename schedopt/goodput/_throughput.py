@@ -402,6 +402,21 @@ def fit_throughput(
     if not starts or any(not 1.0 <= g <= 10.0 for g in starts):
         raise InputError("gamma_starts", gamma_starts, "must be one or more values in [1, 10]")
     n, r, b, step, sync = _check_rows(nodes, replicas, local_bsz, step_time, sync_time)
+    return _fit_checked(n, r, b, step, sync, starts, blas_threads)
+
+
+def _median(v: list[float]) -> float:
+    """``float(np.median(v))`` of a non-empty list of floats without nan: the middle value, or the two middle values'
+    sum halved (``np.mean`` of two: their sum over 2), as numpy computes it."""
+    v = sorted(v)
+    k = len(v) // 2
+    return v[k] if len(v) % 2 else (v[k - 1] + v[k]) / 2
+
+
+def _fit_checked(n: np.ndarray, r: np.ndarray, b: np.ndarray, step: np.ndarray, sync: np.ndarray, starts: list[float],
+                 blas_threads: int | None) -> ThroughputParams:
+    """:func:`fit_throughput` on rows it has checked (1-d float arrays of one length: integral ``1 <= n <= r``,
+    ``b > 0``, ``0 <= sync < step``, all finite) from ``starts`` (gammas in [1, 10])."""
     comp = step - sync
     log_comp, log_step = np.log(comp), np.log(step)
     lo, hi = np.log(PARAM_FLOOR), np.log(1e4)
@@ -428,7 +443,7 @@ def fit_throughput(
                 slope, icpt = np.polyfit(x, t_net[mask], 1)
             else:
                 slope, icpt = 0.0, float(np.mean(t_net[mask]))
-            med = float(np.median(t_net[mask])) + PARAM_FLOOR
+            med = _median(t_net[mask].tolist()) + PARAM_FLOOR
             return max(icpt, 1e-3 * med), max(slope, 1e-4 * med)
 
         a_r, b_r = line(single_multi)
