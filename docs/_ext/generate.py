@@ -41,6 +41,10 @@ RECORDS: dict[str, tuple[str, str, str]] = {
                          "python tools/sim_policy_times.py --policies pollux --label V; python tools/profile_sim.py "
                          "--policy pollux --workload saturn/1 --cluster sia-64 --max-time 6000"),
     "sia_target.csv": ("benchmarks", "The sia policy on saturn/1", "python tools/bench_sia_target.py"),
+    "mckp_rounds.csv": ("benchmarks", "mckp on the everyday run's rounds, before and after, interleaved",
+                        "python tools/bench_mckp_rounds.py capture /tmp/rounds.pkl; PYTHONPATH=$PWD python "
+                        "tools/bench_mckp_rounds.py interleave /tmp/rounds.pkl --before /tmp/before --repeat 5 "
+                        "--label sia-measured --out benchmarks/mckp_rounds.csv"),
     "sim_synergy_speed.csv": ("benchmarks", "Synergy's closed loop, speed", "python tools/sim_synergy_loop.py"),
     "sim_pollux.csv": ("fidelity", "Pollux (OSDI'21): the published simulator's workloads",
                        "python tools/sim_targets.py"),
