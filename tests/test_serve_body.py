@@ -87,7 +87,8 @@ MALFORMED = [
 ]
 
 
-@pytest.mark.parametrize("raw", BODIES + MALFORMED)
+@pytest.mark.parametrize("raw", BODIES + MALFORMED,
+                         ids=[f"valid{k}" for k in range(len(BODIES))] + [f"bad{k}" for k in range(len(MALFORMED))])
 def test_both_routes_read_a_body_alike(raw: bytes) -> None:
     _same(raw)
 

@@ -32,8 +32,9 @@ Columns per (policy, GPUs), all CPU times are user + sys:
   decisions, after the answer; not in the request) and ``snapshot_per_round_ms``, their total over the timed
   rounds: what they add to a round on average;
 * ``plan_kb``: the last plan's document; ``answer_kb``: the answer to a decision request as sent (p50; the client
-  asks for the plan as its changes from the one it holds, ``since``: a service older than that, ``--baseline``,
-  sends the whole plan);
+  asks for the plan as its changes from the one it holds, ``since``; a ``--baseline`` service is asked as its
+  checkout reads: progress in columns and plans as deltas when it has them, else event by event for the whole
+  plan, said in the row's note);
 * the round trip's wall time (client side) and ``http`` = round trip - the decision's own wall time inside the
   service (the answer's ``seconds``). Before each request the service is let finish a snapshot it is writing
   (rounds are a minute apart on a cluster). The machine is shared: wall times are noisy; the CPU columns less so.
