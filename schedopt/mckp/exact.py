@@ -23,7 +23,9 @@ import scipy.sparse as sp
 from ..model import LinearModel
 from ..results import SolveResult
 from .aggregate import Aggregate
-from .dual import _ZERO
+
+#: a one-element int64 zero, prepended to cumulative sums (no list converted a call)
+_ZERO = np.zeros(1, dtype=np.int64)
 
 __all__ = ["ResidualClosure", "RestrictedSolve", "default_residual_backend"]
 

@@ -11,8 +11,12 @@ from functools import cached_property
 
 import numpy as np
 
-from .dual import _TRUE, _ZERO, ColumnSet, columns_of_groups
+from .dual import ColumnSet, columns_of_groups
 from .structure import MAX_KNAPSACK_ROWS, TOL, MckpStructure
+
+#: one-element constants for the run-start masks and offsets (no list converted a call)
+_TRUE = np.ones(1, dtype=bool)
+_ZERO = np.zeros(1, dtype=np.int64)
 
 __all__ = ["GreedyRepair", "kick_search", "local_search"]
 
