@@ -10,8 +10,8 @@ families, labels) is built by :func:`~schedopt.sia.build.build_formulation` the 
 it (``solution.model.blocks``, an export, a backend that reads labels). :func:`prepare` classifies the rows from the
 families (the at-most-one rows are the jobs' rows; the knapsack rows the GPU and virtual-node rows that can bind)
 instead of :func:`schedopt.mckp.detect` reading them back from the matrix, presolves them with
-:func:`schedopt.mckp.presolve_arrays` and hands the structure to the ``mckp`` backend
-(:func:`schedopt.mckp.remember`). Where a round is outside what this route covers (a coefficient the
+:func:`schedopt.mckp.presolve_arrays` (in one pass, column by column, where no GPU type has virtual-node rows) and
+hands the structure to the ``mckp`` backend (:func:`schedopt.mckp.remember`). Where a round is outside what this route covers (a coefficient the
 model would refuse or drop, a GPU row that is itself an at-most-one row, a single-column GPU row that fixes a
 column, a proof of infeasibility), the model route runs instead: the answer is the same either way
 (``tests/test_sia_direct.py`` compares the arrays, the classification, the presolved structure and the solves of
