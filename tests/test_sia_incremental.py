@@ -54,7 +54,7 @@ def _job(k: int, max_prof: int, current: Config | None, age: float, restarts: in
                restart_cost_s=30.0, preemptible=current is None or k % 3 != 0)
 
 
-def _built(problem: SiaProblem) -> LinearModel:
+def built_model(problem: SiaProblem) -> LinearModel:
     """The round's model, built now (a formulation's model is built on demand: ``schedopt.sia.direct``), so that
     the cache's counters are those of this build."""
     m = problem.formulation().model
@@ -68,11 +68,11 @@ def test_a_round_like_the_last_reuses_every_label_and_is_the_same_model() -> Non
     gp = rng.uniform(0.5, 10.0, size=(6, len(CFG)))
     jobs = [_job(k, 4, None, 100.0 * k, 0) for k in range(6)]
     cache = SiaBuildCache()
-    first = _built(_problem(jobs, gp, cache))
+    first = built_model(_problem(jobs, gp, cache))
     assert cache.reused == 0 and cache.formatted == first.num_cols
     # next round: a minute older, same columns
     jobs2 = [dataclasses.replace(j, age_s=j.age_s + 60.0) for j in jobs]
-    again = _built(_problem(jobs2, gp, cache))
+    again = built_model(_problem(jobs2, gp, cache))
     assert cache.formatted == 0 and cache.reused == again.num_cols > 0
     assert_same_model(again, _problem(jobs2, gp, None).formulation().model)
     # a job leaves, one arrives, one grows (more columns), one starts running (changed restart factor only)
@@ -80,7 +80,7 @@ def test_a_round_like_the_last_reuses_every_label_and_is_the_same_model() -> Non
     jobs3 = [jobs2[0], dataclasses.replace(jobs2[1], max_profiled_gpus=16), jobs2[3],
              dataclasses.replace(jobs2[4], current=c, restarts=1), jobs2[5], _job(9, 0, None, 0.0, 0)]
     gp3 = np.vstack([gp[[0, 1, 3, 4, 5]], rng.uniform(0.5, 10.0, size=(1, len(CFG)))])
-    inc = _built(_problem(jobs3, gp3, cache))
+    inc = built_model(_problem(jobs3, gp3, cache))
     assert 0 < cache.reused < inc.num_cols and cache.formatted > 0
     assert_same_model(inc, _problem(jobs3, gp3, None).formulation().model)
 

@@ -19,7 +19,7 @@ from schedopt.errors import InputError
 from schedopt.goodput import JobGoodputModel, ThroughputParams, goodput_matrix
 from schedopt.sia import Cluster, Config, GpuType, Job, SiaBuildCache, SiaProblem, generate_configs
 from schedopt.sia.pairs import ValidMemo, prune
-from tests.test_sia_incremental import assert_same_model
+from tests.test_sia_incremental import assert_same_model, built_model
 
 CLUSTER = Cluster((GpuType("t4", 4, 3), GpuType("a100", 8, 2), GpuType("v6", 6, 2)))
 CFG = generate_configs(CLUSTER, 64)
@@ -132,15 +132,15 @@ def test_a_round_with_the_previous_pair_table_reuses_the_labels_whole() -> None:
     gp = np.random.default_rng(1).uniform(0.5, 10.0, size=(4, len(CFG)))
     jobs = [_job(k, 4, age=10.0 * k) for k in range(4)]
     cache = SiaBuildCache()
-    m1 = _problem(jobs, gp, cache).formulation().model
+    m1 = built_model(_problem(jobs, gp, cache))
     older = [dataclasses.replace(j, age_s=j.age_s + 60.0) for j in jobs]
-    m2 = _problem(older, gp, cache).formulation().model
+    m2 = built_model(_problem(older, gp, cache))
     assert cache.formatted == 0 and cache.reused == m2.num_cols
     assert m1.column_names() == m2.column_names()
     assert_same_model(m2, _problem(older, gp, None).formulation().model)
     # the same jobs under other ids: the same columns, new labels
     renamed = [dataclasses.replace(j, id=f"k{i}") for i, j in enumerate(older)]
-    m3 = _problem(renamed, gp, cache).formulation().model
+    m3 = built_model(_problem(renamed, gp, cache))
     assert cache.formatted == m3.num_cols
     assert_same_model(m3, _problem(renamed, gp, None).formulation().model)
     assert all(n.startswith("k") for n in m3.blocks["x"].labels[0])  # type: ignore[index]
