@@ -350,7 +350,7 @@ def _as_matrix(name: str, value: Any) -> sp.csr_matrix:
     return sp.csr_matrix(arr)
 
 
-def _clean_csr_copy(value: Any, num_cols: int, owned: Any = None) -> sp.csr_matrix | None:
+def clean_csr_copy(value: Any, num_cols: int, owned: Any = None) -> sp.csr_matrix | None:
     """The direct path of a family's coefficients: for a ``scipy.sparse.csr_matrix`` with float64 data and int32
     indices in canonical form (sorted, no duplicates: what the problem builders hand over) whose data is finite,
     below :data:`MAX_MAGNITUDE` and holds no tiny nonzero, and with at most ``num_cols`` columns, the CSR copy the
@@ -380,7 +380,7 @@ def _clean_csr_copy(value: Any, num_cols: int, owned: Any = None) -> sp.csr_matr
 _INT32_MAX = int(np.iinfo(np.int32).max)
 
 
-def _stack_csr(mats: list[sp.csr_matrix], n: int) -> sp.csr_matrix:
+def stack_csr(mats: list[sp.csr_matrix], n: int) -> sp.csr_matrix:
     """``scipy.sparse.vstack(mats, format="csr")`` for CSR blocks of ``n`` columns: the same arrays (data, indices
     and index pointers concatenated, each block's pointers shifted by the entries before it) and the same final
     construction. Blocks with int32 indices take that direct path (vstack's own index type then is int32 too);
@@ -637,7 +637,7 @@ class LinearModel:
             A = sp.csr_matrix((v, (r, cidx)), shape=(m, self.num_cols))
         else:
             # (getattr: a model unpickled from a version without _owned has none)
-            A = _clean_csr_copy(coeffs, self.num_cols, getattr(self, "_owned", None))
+            A = clean_csr_copy(coeffs, self.num_cols, getattr(self, "_owned", None))
             if A is not None:
                 if A.shape[0] > MAX_SIZE or self.num_rows + A.shape[0] > MAX_SIZE:
                     raise InputError(f"constraints[{family}].coeffs", A.shape,
@@ -761,7 +761,7 @@ class LinearModel:
                 A if A.shape[1] == n else sp.csr_matrix((A.data, A.indices, A.indptr), shape=(A.shape[0], n))
                 for A in self._rows
             ]
-            A = _stack_csr(mats, n)
+            A = stack_csr(mats, n)
             rl = np.concatenate(self._row_lower)
             ru = np.concatenate(self._row_upper)
         else:

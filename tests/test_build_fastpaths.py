@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from schedopt.backends import get_backend
 from schedopt.backends.base import Backend
 from schedopt.errors import InputError
-from schedopt.model import LinearModel, _stack_csr
+from schedopt.model import LinearModel, stack_csr
 from schedopt.results import solution_violation
 from schedopt.sia import Cluster, Config, GpuType, Job, SiaProblem, generate_configs
 from schedopt.sia.build import objective_coefficients
@@ -218,7 +218,7 @@ def test_stacking_is_vstack(seed: int, shapes: list[int], cols: int) -> None:
     rng = np.random.default_rng(seed)
     mats = [_random_csr(rng, r, cols) for r in shapes]
     want = sp.vstack(mats, format="csr")
-    got = _stack_csr(mats, cols)
+    got = stack_csr(mats, cols)
     assert type(got) is type(want) and got.shape == want.shape
     for k in ("data", "indices", "indptr"):
         assert getattr(got, k).dtype == getattr(want, k).dtype
@@ -227,7 +227,7 @@ def test_stacking_is_vstack(seed: int, shapes: list[int], cols: int) -> None:
     wide = [M.copy() for M in mats]
     for M in wide:
         M.indices, M.indptr = M.indices.astype(np.int64), M.indptr.astype(np.int64)
-    assert (_stack_csr(wide, cols) != sp.vstack(wide, format="csr")).nnz == 0
+    assert (stack_csr(wide, cols) != sp.vstack(wide, format="csr")).nnz == 0
 
 
 # ---------------------------------------------------------------- the Sia model

@@ -1,5 +1,5 @@
 """Issue 42: the estimator's refit (``_fit_rows``) fits its checked rows without ``fit_throughput``'s input checks
-(``_fit_checked``), and returns ``fit_throughput``'s parameters exactly; what it cannot vouch for still goes
+(``fit_checked``), and returns ``fit_throughput``'s parameters exactly; what it cannot vouch for still goes
 through ``fit_throughput``, which raises as before."""
 
 from __future__ import annotations

@@ -145,12 +145,12 @@ def test_the_policy_builds_each_round_incrementally_and_exactly() -> None:
 
 
 def test_the_builders_matrices_are_scipys_own_construction() -> None:
-    """The families' matrices the builder makes without scipy's checks (``build._csr``) are, attribute for
+    """The families' matrices the builder makes without scipy's checks (``build.canonical_csr``) are, attribute for
     attribute, what ``scipy.sparse.csr_matrix((data, indices, indptr), shape=...)`` makes of the same arrays, and pass
     scipy's full format check: with running, forced (non-preemptible) and new jobs, and with none."""
     from schedopt.sia import build
 
-    assert build._CSR_DIRECT  # this scipy's matrices hold what _csr sets (else every matrix is scipy's own)
+    assert build._CSR_DIRECT  # this scipy's matrices hold what canonical_csr sets (else every matrix is scipy's own)
     rng = np.random.default_rng(3)
     gp = rng.uniform(0.5, 10.0, size=(7, len(CFG)))
     running = [CFG[int(np.flatnonzero((CFG.n_gpus == 2) & (CFG.type_index == t))[0])] for t in (0, 1, 2)]

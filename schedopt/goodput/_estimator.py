@@ -27,7 +27,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ._goodput import GoodputResult, JobGoodputModel, bootstrap_params
-from ._throughput import GAMMA_STARTS, NET_PRIOR, PARAM_FLOOR, ThroughputParams, _fit_checked, fit_throughput
+from ._throughput import GAMMA_STARTS, NET_PRIOR, PARAM_FLOOR, ThroughputParams, fit_checked, fit_throughput
 from ._validate import InputError
 
 __all__ = ["EstimateSource", "GoodputEstimator", "Measurement", "profile_params"]
@@ -114,7 +114,7 @@ def _fit_rows(prof: tuple[tuple[float, float], ...], rows: tuple[tuple[int, int,
         # fit_throughput's fit without its checks, on the same float arrays (its conversion, np.asarray(float))
         n, r, b, step, sync = (np.asarray(c, dtype=float) for c in cols)
         if bool((sync < step).all()):  # (observe's rule; a profile row's sync is 0 < its step)
-            return _fit_checked(n, r, b, step, sync, list(starts), 1)
+            return fit_checked(n, r, b, step, sync, list(starts), 1)
     return fit_throughput(*cols, gamma_starts=starts)
 
 

@@ -402,7 +402,7 @@ def fit_throughput(
     if not starts or any(not 1.0 <= g <= 10.0 for g in starts):
         raise InputError("gamma_starts", gamma_starts, "must be one or more values in [1, 10]")
     n, r, b, step, sync = _check_rows(nodes, replicas, local_bsz, step_time, sync_time)
-    return _fit_checked(n, r, b, step, sync, starts, blas_threads)
+    return fit_checked(n, r, b, step, sync, starts, blas_threads)
 
 
 def _median(v: list[float]) -> float:
@@ -413,7 +413,7 @@ def _median(v: list[float]) -> float:
     return v[k] if len(v) % 2 else (v[k - 1] + v[k]) / 2
 
 
-def _fit_checked(n: np.ndarray, r: np.ndarray, b: np.ndarray, step: np.ndarray, sync: np.ndarray, starts: list[float],
+def fit_checked(n: np.ndarray, r: np.ndarray, b: np.ndarray, step: np.ndarray, sync: np.ndarray, starts: list[float],
                  blas_threads: int | None) -> ThroughputParams:
     """:func:`fit_throughput` on rows it has checked (1-d float arrays of one length: integral ``1 <= n <= r``,
     ``b > 0``, ``0 <= sync < step``, all finite) from ``starts`` (gammas in [1, 10])."""

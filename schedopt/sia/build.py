@@ -44,7 +44,7 @@ def _indptr(rows: np.ndarray, n: int) -> np.ndarray:
 
 def _csr_attributes() -> tuple[bool, object]:
     """Whether a ``scipy.sparse.csr_matrix`` built from (data, indices, index pointers) holds exactly its shape,
-    ``maxprint`` and the three arrays (what :func:`_csr` sets), and the ``maxprint`` such a matrix gets."""
+    ``maxprint`` and the three arrays (what :func:`canonical_csr` sets), and the ``maxprint`` such a matrix gets."""
     probe = sp.csr_matrix((np.zeros(1), np.zeros(1, dtype=np.int32), np.array([0, 1], dtype=np.int32)), shape=(1, 1))
     return set(vars(probe)) == {"_shape", "maxprint", "data", "indices", "indptr"}, vars(probe).get("maxprint")
 
@@ -53,7 +53,7 @@ _CSR_DIRECT, _CSR_MAXPRINT = _csr_attributes()
 _INT32_MAX = int(np.iinfo(np.int32).max)
 
 
-def _csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, shape: tuple[int, int]) -> sp.csr_matrix:
+def canonical_csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, shape: tuple[int, int]) -> sp.csr_matrix:
     """``scipy.sparse.csr_matrix((data, indices, indptr), shape=shape)`` for arrays this builder made in canonical
     form: float64 ``data``, int32 ``indices`` (sorted within each row, below ``shape[1]``) and int32 ``indptr``
     (``shape[0] + 1`` pointers ending at ``data.size``). scipy's construction would keep these very arrays; its
@@ -71,7 +71,7 @@ def _csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, shape: tuple
 def _no_rows(n: int) -> sp.csr_matrix:
     """``scipy.sparse.csr_matrix((0, n))`` from its three arrays (the same float64 data, int32 indices and index
     pointers)."""
-    return _csr(np.zeros(0), np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int32), (0, n))
+    return canonical_csr(np.zeros(0), np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int32), (0, n))
 
 
 class SiaBuildCache:
@@ -249,14 +249,14 @@ def family_rows(problem: SiaRound) -> FamilyRows:
     cfg = problem.configs
     J, P, T = len(problem.jobs), len(pt), len(problem.cluster.type_names)
     col = np.arange(P, dtype=np.int32)
-    A1 = _csr(np.ones(P), col, _indptr(pt.job, J), (J, P))
+    A1 = canonical_csr(np.ones(P), col, _indptr(pt.job, J), (J, P))
     gpus = cfg.n_gpus[pt.config].astype(np.float64)
     tix = cfg.type_index[pt.config]
     by_type = np.argsort(tix, kind="stable")
-    A2 = _csr(gpus[by_type], by_type.astype(np.int32), _indptr(tix, T), (T, P))
+    A2 = canonical_csr(gpus[by_type], by_type.astype(np.int32), _indptr(tix, T), (T, P))
     A3, up3, lab3 = virtual_rows(problem)
     fcols = np.flatnonzero(pt.forced)
-    A4 = _csr(np.ones(fcols.size), fcols.astype(np.int32), np.arange(fcols.size + 1, dtype=np.int32),
+    A4 = canonical_csr(np.ones(fcols.size), fcols.astype(np.int32), np.arange(fcols.size + 1, dtype=np.int32),
               (int(fcols.size), P))
     return FamilyRows(A1, A2, problem.available.astype(np.float64), A3, up3, lab3, A4, fcols, tix, gpus)
 

@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..model import INF, MAX_MAGNITUDE, TINY_COEFFICIENT, LinearModel, ModelArrays, VarKind, _clean_csr_copy, _stack_csr
+from ..model import INF, MAX_MAGNITUDE, TINY_COEFFICIENT, LinearModel, ModelArrays, VarKind, clean_csr_copy, stack_csr
 from ..problem import Formulation, Structure
-from .build import FamilyRows, SiaBuildCache, _csr, build_formulation, family_rows, linear_objective
+from .build import FamilyRows, SiaBuildCache, build_formulation, canonical_csr, family_rows, linear_objective
 from .pairs import PairTable
 from .round import SiaRound
 
@@ -137,7 +137,7 @@ def model_arrays(problem: SiaRound) -> tuple[ModelArrays, FamilyRows] | None:
     # the jobs' and the forced rows' (ones) and the GPU rows' (GPU counts) are, by construction, when scipy kept
     # their int32 indices; the virtual-node rows are checked as the model checks them
     if any(type(M) is not sp.csr_matrix or M.indices.dtype != np.int32 or M.indptr.dtype != np.int32 for M in mats) \
-            or (rows.virtual.shape[0] and _clean_csr_copy(rows.virtual, P, rows.virtual) is not rows.virtual):
+            or (rows.virtual.shape[0] and clean_csr_copy(rows.virtual, P, rows.virtual) is not rows.virtual):
         return None
     J, T, V, F = (int(M.shape[0]) for M in mats)
     lo, up = LinearModel._scalar_column_bounds(0.0, INF, VarKind.BINARY, P) or (None, None)
@@ -158,17 +158,17 @@ def model_arrays(problem: SiaRound) -> tuple[ModelArrays, FamilyRows] | None:
 
 
 def _stacked(mats: list[sp.csr_matrix], n: int) -> sp.csr_matrix:
-    """The model's stacked matrix of the families ``mats`` (``LinearModel.to_arrays``: ``_stack_csr``, the same
-    data, indices and index pointers), built from its arrays as ``schedopt.sia.build._csr`` builds a
+    """The model's stacked matrix of the families ``mats`` (``LinearModel.to_arrays``: ``stack_csr``, the same
+    data, indices and index pointers), built from its arrays as ``schedopt.sia.build.canonical_csr`` builds a
     family (without scipy's index-type search and format check)."""
     if sum(int(M.indptr[-1]) for M in mats) > _INT32_MAX or n > _INT32_MAX:
-        return _stack_csr(mats, n)
+        return stack_csr(mats, n)
     parts, offset = [], 0
     for M in mats:
         parts.append(M.indptr[:-1] + np.int32(offset))
         offset += int(M.indptr[-1])
     parts.append(np.array([offset], dtype=np.int32))
-    return _csr(np.concatenate([M.data for M in mats]), np.concatenate([M.indices for M in mats]),
+    return canonical_csr(np.concatenate([M.data for M in mats]), np.concatenate([M.indices for M in mats]),
                 np.concatenate(parts), (sum(int(M.shape[0]) for M in mats), n))
 
 
