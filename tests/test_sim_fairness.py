@@ -191,10 +191,10 @@ def test_the_lone_runs_candidate_rates_equal_a_placed_jobs_bit_for_bit(model: st
     models takes the placement route itself."""
     from schedopt.goodput import blas_threads
     from schedopt.sim.fairness import _candidate_rates
-    from schedopt.sim.jobs import _adaptive_batch, job_model
+    from schedopt.sim.jobs import adaptive_batch, job_model
 
     with blas_threads(1):  # the measured tables' triangulations, as in a simulation
-        n = _compare_candidate_rates(job_model(model), _candidate_rates, _adaptive_batch)
+        n = _compare_candidate_rates(job_model(model), _candidate_rates, adaptive_batch)
     assert n > 250
 
 

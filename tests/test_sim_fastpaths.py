@@ -221,8 +221,8 @@ def _old_rate(jm, app: str, t: str, placement: tuple[int, ...], local_bsz: int, 
 
 
 def test_true_rate_and_adaptive_batch_are_the_checked_computations() -> None:
-    """jobs._true_rate (kept per application, placement, batch and epoch) equals the rate computed through the
-    public checked functions, and jobs._adaptive_batch equals goodput()'s choice, on random shapes of every
+    """jobs.true_rate (kept per application, placement, batch and epoch) equals the rate computed through the
+    public checked functions, and jobs.adaptive_batch equals goodput()'s choice, on random shapes of every
     application under the fitted and the measured job models."""
     from schedopt.sim import jobs
 
@@ -236,14 +236,14 @@ def test_true_rate_and_adaptive_batch_are_the_checked_computations() -> None:
                 placement = tuple(rng.choice([1, 2, 4]) for _ in range(nodes))
                 lo, hi = jobs.local_limits(app, t, jm)
                 b, s, e = rng.randint(lo, hi), rng.randint(0, 2), rng.randrange(a.epochs)
-                assert jobs._true_rate(jm, app, t, placement, b, s, e) == _old_rate(jm, app, t, placement, b, s, e)
+                assert jobs.true_rate(jm, app, t, placement, b, s, e) == _old_rate(jm, app, t, placement, b, s, e)
                 stats = float(rng.randint(32, 4096))
                 m = jm.truth(app)
                 sqr, var = a.grad_stats(stats, e)
                 res = goodput(m.params[t], nodes, sum(placement), init_batch=m.init_batch, max_batch=m.max_batch,
                               grad_sqr=sqr, grad_var=var, local_bsz_range=(lo, hi), accumulation=True)
                 want = (int(res.local_bsz), int(res.accum_steps)) if bool(res.feasible) else (lo, 0)
-                assert jobs._adaptive_batch(app, t, jm, nodes, sum(placement), e, stats) == want
+                assert jobs.adaptive_batch(app, t, jm, nodes, sum(placement), e, stats) == want
 
 
 def test_measured_mean_row_is_numpys_mean_on_every_shipped_row_group() -> None:

@@ -35,7 +35,7 @@ import numpy as np
 from ..errors import InputError
 from ..goodput import blas_threads
 from ..sia import Config
-from .jobs import JobModel, JobState, _adaptive_batch, _max_gpus, _true_rate
+from .jobs import JobModel, JobState, adaptive_batch, flexible_max_gpus, true_rate
 from .jobs import job_model as get_job_model
 from .metrics import SUMMARY_COLUMNS, SimResult
 
@@ -125,8 +125,8 @@ def _candidate_rates(jm: JobModel, app: str, job_id: str, adaptive: bool, reques
         for g in cands:
             shape = _shape(g, per_node)
             cur_batch = g * local_bsz * (accum + 1) if local_bsz else init
-            local_bsz, accum = _adaptive_batch(app, gpu_type, jm, len(shape), g, epoch, float(cur_batch))
-            rates[g] = _true_rate(jm, app, gpu_type, shape, local_bsz, accum, epoch)
+            local_bsz, accum = adaptive_batch(app, gpu_type, jm, len(shape), g, epoch, float(cur_batch))
+            rates[g] = true_rate(jm, app, gpu_type, shape, local_bsz, accum, epoch)
         return rates
     j = _held_job(jm, app, job_id, adaptive, requested_gpus, batch_size, held, held_type, local_bsz, accum, epoch)
     return _rates_by_placement(j, cands, per_node, gpu_type)
@@ -210,7 +210,7 @@ def _lone_run(j: JobState, gpu_type: str, gpus_per_node: int, gpus: int, round_s
 def _lone_adaptive(j: JobState, gpu_type: str, per_node: int, gpus: int, R: float) -> float:
     """:func:`_lone_run` of a fresh adaptive data-parallel job (``j``), operation for operation, with the job's state
     in local variables: the same candidate rates (:func:`_candidate_rates`), the same choice, the same restart and
-    batch choice (:func:`_adaptive_batch`, :func:`JobState.rebatch`'s adaptive branch), the same float updates of
+    batch choice (:func:`adaptive_batch`, :func:`JobState.rebatch`'s adaptive branch), the same float updates of
     :meth:`JobState.advance` in the same order (time, progress, epoch; its records of GPU-seconds, segments and
     observed configurations, on which the finish time does not depend, are left out). A fairness summary runs a few
     hundred lone runs of about 80 rounds each; the engine's route re-derives the job's kind, cap, shape and
@@ -230,7 +230,7 @@ def _lone_adaptive(j: JobState, gpu_type: str, per_node: int, gpus: int, R: floa
     t = 0.0
     for _ in range(_MAX_ROUNDS):
         # _best_count(j, min(gpus, j.max_gpus), per_node, gpu_type)
-        cap = min(gpus, _max_gpus(jm, app, max_profiled, None))
+        cap = min(gpus, flexible_max_gpus(jm, app, max_profiled, None))
         if cap <= 1:
             want = 1
         else:
@@ -246,7 +246,7 @@ def _lone_adaptive(j: JobState, gpu_type: str, per_node: int, gpus: int, R: floa
             max_profiled = max(max_profiled, want)
             cur = want * local_bsz * (accum + 1) if local_bsz else init  # rebatch's batch on the new GPUs
             g, shape = want, _shape(want, per_node)
-            local_bsz, accum = _adaptive_batch(app, gpu_type, jm, len(shape), g, epoch, float(cur))
+            local_bsz, accum = adaptive_batch(app, gpu_type, jm, len(shape), g, epoch, float(cur))
             rate = None
         # j.advance(t, R)
         tt, left = t, R
@@ -256,7 +256,7 @@ def _lone_adaptive(j: JobState, gpu_type: str, per_node: int, gpus: int, R: floa
         left -= d
         while left > 0:
             if rate is None:
-                rate = _true_rate(jm, app, gpu_type, shape, local_bsz, accum, epoch)
+                rate = true_rate(jm, app, gpu_type, shape, local_bsz, accum, epoch)
             if rate <= 0:  # (JobState.share is 1 alone)
                 break
             need = (prog_at[epoch] - progress) / rate
@@ -271,7 +271,7 @@ def _lone_adaptive(j: JobState, gpu_type: str, per_node: int, gpus: int, R: floa
             if epoch >= epochs:
                 return float(tt)
             cur = g * local_bsz * (accum + 1) if local_bsz else init
-            local_bsz, accum = _adaptive_batch(app, gpu_type, jm, len(shape), g, epoch, float(cur))
+            local_bsz, accum = adaptive_batch(app, gpu_type, jm, len(shape), g, epoch, float(cur))
             rate = None
         t += R
     return math.inf

@@ -261,7 +261,7 @@ def local_limits(app: str, gpu_type: str, jm: JobModel) -> tuple[int, int]:
 
 
 @lru_cache(maxsize=200_000)
-def _adaptive_batch(app: str, gpu_type: str, jm: JobModel, nodes: int, replicas: int, epoch: int,
+def adaptive_batch(app: str, gpu_type: str, jm: JobModel, nodes: int, replicas: int, epoch: int,
                     stats_batch: float) -> tuple[int, int]:
     """(local batch, accumulation steps) maximising goodput with the gradient statistics of ``epoch`` at
     ``stats_batch`` (Pollux's ``update_local_bsz`` with the job's current gradient parameters)."""
@@ -301,7 +301,7 @@ def _grad_stats(jm: JobModel, app: str, batch: float, epoch: int) -> tuple[float
 
 
 @lru_cache(maxsize=65536)
-def _max_gpus(jm: JobModel, app: str, max_profiled: int, strong_cap: int | None) -> int:
+def flexible_max_gpus(jm: JobModel, app: str, max_profiled: int, strong_cap: int | None) -> int:
     """:attr:`JobState.max_gpus` of a job that is not rigid (``strong_cap``: its requested GPUs when it scales
     strongly, else ``None``): a function of these alone, kept per process (the engine asks for every job every
     round)."""
@@ -316,7 +316,7 @@ def _max_gpus(jm: JobModel, app: str, max_profiled: int, strong_cap: int | None)
 
 
 @lru_cache(maxsize=200_000)
-def _true_rate(jm: JobModel, app: str, gpu_type: str, placement: tuple[int, ...], local_bsz: int, accum: int,
+def true_rate(jm: JobModel, app: str, gpu_type: str, placement: tuple[int, ...], local_bsz: int, accum: int,
                epoch: int) -> float:
     """:meth:`JobState.rate` of a job of ``app`` holding ``placement`` (GPUs per node, in the job's node order) of
     ``gpu_type`` at (``local_bsz``, ``accum``) in ``epoch``: a function of these alone, kept per process (a job
@@ -412,7 +412,7 @@ class JobState:
         rs = self.rigid_shape
         if rs is not None:
             return rs[0]
-        return _max_gpus(self.jm, self.app, self.max_profiled, self.requested_gpus if self.kind == "strong" else None)
+        return flexible_max_gpus(self.jm, self.app, self.max_profiled, self.requested_gpus if self.kind == "strong" else None)
 
     @property
     def batch(self) -> int:
@@ -443,14 +443,14 @@ class JobState:
             self.local_bsz, self.accum = rigid_batch(self.app, t, self.jm, r, self.batch_size)
         else:
             cur = self.batch if self.local_bsz else self.jm.truth(self.app).init_batch
-            self.local_bsz, self.accum = _adaptive_batch(self.app, t, self.jm, n, r, self.epoch, float(cur))
+            self.local_bsz, self.accum = adaptive_batch(self.app, t, self.jm, n, r, self.epoch, float(cur))
 
     def rate(self) -> float:
         """True progress per second now: ``gain / iteration time`` (Pollux's simulated goodput), divided by the
         job model's slowdown."""
         if self._rate is None:
             assert self.config is not None
-            self._rate = _true_rate(self.jm, self.app, self.config.gpu_type, tuple(self.nodes.values()),
+            self._rate = true_rate(self.jm, self.app, self.config.gpu_type, tuple(self.nodes.values()),
                                     self.local_bsz, self.accum, self.epoch)
         return self._rate
 
