@@ -81,3 +81,14 @@ def test_sia_problem_satisfies_the_round_protocol_that_build_and_check_read() ->
     src = (Path(__file__).parents[1] / "schedopt" / "sia" / "build.py").read_text() + \
         (Path(__file__).parents[1] / "schedopt" / "sia" / "check.py").read_text()
     assert "SiaProblem" not in src
+
+
+def test_no_module_of_the_package_imports_another_modules_underscored_names() -> None:
+    """The rule above, over the whole package: a name another module needs is a public name of its module."""
+    found = []
+    for p in sorted(PKG.rglob("*.py")):
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("schedopt")):
+                found += [f"{p.relative_to(PKG)}: {a.name} from {node.module}" for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not found, found
