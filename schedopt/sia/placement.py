@@ -772,9 +772,30 @@ def _keep_all(grid: _Grid, cluster: Cluster, prev_slots: Mapping[JobId, list[Slo
             gl.append(gs)
             sl.append(s)
         kept.add(jid)
-    arrays = []
+    arrays: list[tuple[str, list[int], Any, Any, Any]] = []
     for t, (rows, sl) in cells.items():
         occ = grid.occ[t]
+        if len(rows) <= _FEW_CELLS // 8:  # a few slots: the cells checked in Python (the same answer as below)
+            width = occ.shape[1]
+            sizes: Sequence[int] | None = None if cluster.uniform else cluster[t].sizes
+            held: set[int] = set()
+            ks: list[int] = []
+            xs: list[int] = []
+            owners: list[int] = []
+            for row, gs, owner in zip(rows, gpus[t], sl):
+                cap = width if sizes is None else sizes[row]
+                for x in gs:
+                    cell = row * width + x
+                    if x < 0 or x >= cap or cell in held:  # out of its node, or a GPU held twice
+                        _as_int64(gpus[t])  # (what the arrays below raise first for a GPU beyond int64)
+                        return None
+                    held.add(cell)
+                    ks.append(row)
+                    xs.append(x)
+                    owners.append(owner)
+            arrays.append((t, rows, np.array(ks, dtype=np.int64), np.array(xs, dtype=np.int64),
+                           np.array(owners, dtype=np.int64)))
+            continue
         lens = np.fromiter(map(len, gpus[t]), np.int64, len(rows))
         g = np.fromiter(chain.from_iterable(gpus[t]), np.int64, int(lens.sum()))
         k = np.repeat(np.array(rows, dtype=np.int64), lens)
@@ -788,6 +809,12 @@ def _keep_all(grid: _Grid, cluster: Cluster, prev_slots: Mapping[JobId, list[Slo
         grid.occ[t][k, g] = owner
         grid._touch(t, rows)
     return kept
+
+
+def _as_int64(gpus: list[tuple[int, ...]]) -> None:
+    """Raise the OverflowError ``np.fromiter(..., np.int64)`` raises for a GPU index beyond int64 (the arrays'
+    route meets it before any other check)."""
+    np.fromiter(chain.from_iterable(gpus), np.int64)
 
 
 def place(
