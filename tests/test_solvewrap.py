@@ -21,6 +21,7 @@ import scipy.sparse as sp
 import schedopt
 from schedopt.errors import ResultInvariantError
 from schedopt.interrupt import run_interruptible
+from schedopt.model import ModelArrays
 from schedopt.params import SolveParams
 from schedopt.results import Limit, SolveResult, Timings, solution_violation
 
@@ -120,18 +121,6 @@ def _violation_unshortened(a: Any, x: np.ndarray, tol: float = 1e-6) -> str | No
     return None
 
 
-@dataclasses.dataclass
-class _Arrays:
-    num_cols: int
-    num_rows: int
-    A: sp.csr_matrix
-    row_lower: np.ndarray
-    row_upper: np.ndarray
-    col_lower: np.ndarray
-    col_upper: np.ndarray
-    integrality: np.ndarray
-
-
 def test_solution_violation_shortcuts_random() -> None:
     """Random columns (integer or not, bounds finite or not) and points on, near and past their bounds and
     integers: the same answer as the unshortened checks, message for message, at several tolerances."""
@@ -146,7 +135,7 @@ def test_solution_violation_shortcuts_random() -> None:
         base = np.where(np.isfinite(lo), lo, np.where(np.isfinite(hi), hi, 0.0)) + rng.integers(0, 3, size=n)
         eps = rng.choice([0.0, 1e-7, -1e-7, 2e-6, -2e-6, 1e-5, 3e-5, 0.4, 0.6, -1.0, 1e3], size=n)
         x = base + eps * rng.choice([1.0, 1e3], size=n)
-        arrays = _Arrays(n, 0, sp.csr_matrix((0, n)), np.zeros(0), np.zeros(0), lo, hi, integ)
+        arrays = ModelArrays(np.zeros(n), sp.csr_matrix((0, n)), np.zeros(0), np.zeros(0), lo, hi, integ, False, 0.0)
         for tol in (1e-6, 0.0, 1e-3, 0.5, 0.7, -1e-9):
             got = solution_violation(arrays, x, tol)
             assert got == _violation_unshortened(arrays, x, tol), (lo, hi, integ, x, tol)
