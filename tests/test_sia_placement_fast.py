@@ -150,3 +150,22 @@ def test_place_on_damaged_previous_with_and_without_the_python_paths(seed: int,
     monkeypatch.setattr(placement_module, "_FEW_CELLS", -1)
     monkeypatch.setattr(placement_module, "_FEW_JOBS", -1)
     assert got == _outcome(cluster, allocation, prev_arg, pinned, rigid)
+
+
+def test_aligned_blocks_hand_checked_and_kept_read_only() -> None:
+    """The aligned blocks of a node, kept per (GPUs per node, size) for every grid: a 6-GPU node is the virtual
+    nodes 4 + 2, so its 2-blocks start at 0 and 2 (in the 4) and 4 (the 2); its 4-block at 0; no 8-block."""
+    from schedopt.sia.placement import _aligned_blocks
+
+    def lists(R: int, s: int) -> list[list[int]]:
+        return [a.tolist() for a in _aligned_blocks(R, s)]
+
+    assert lists(6, 2) == [[0, 2, 4], [0, 0, 4], [4, 4, 2]]
+    assert lists(6, 4) == [[0], [0], [4]]
+    assert lists(6, 8) == [[], [], []]
+    assert lists(7, 1) == [[0, 1, 2, 3, 4, 5, 6], [0, 0, 0, 0, 4, 4, 6], [4, 4, 4, 4, 2, 2, 1]]
+    assert lists(8, 4) == [[0, 4], [0, 0], [8, 8]]
+    kept = _aligned_blocks(6, 2)
+    assert _aligned_blocks(6, 2) is kept and not any(a.flags.writeable for a in kept)
+    with pytest.raises(ValueError):
+        kept[0][0] = 1  # shared by every grid: no caller may change them

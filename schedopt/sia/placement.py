@@ -151,6 +151,37 @@ class _EvictCosts:
                     tab[n] = self._row(s, row)
 
 
+_ALIGNED: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def _aligned_blocks(R: int, s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The aligned blocks of size ``s`` in a node of ``R`` GPUs: (start, start of its virtual node, virtual node
+    size), read-only arrays kept per ``(R, s)`` (every grid of every round asked for them anew)."""
+    kept = _ALIGNED.get((R, s))
+    if kept is not None:
+        return kept
+    starts, bstart, bsize = [], [], []
+    off = 0
+    for b in virtual_bins(R):
+        if b >= s:
+            st = off + np.arange(0, b, s)
+            starts.append(st)
+            bstart.append(np.full(st.size, off))
+            bsize.append(np.full(st.size, b))
+        off += b
+
+    def cat(parts: list[np.ndarray]) -> np.ndarray:
+        a = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        a.setflags(write=False)
+        return a
+
+    got = (cat(starts), cat(bstart), cat(bsize))
+    if len(_ALIGNED) > 256:
+        _ALIGNED.clear()
+    _ALIGNED[(R, s)] = got
+    return got
+
+
 class _Grid:
     """Occupancy per GPU type: an (nodes x gpus_per_node) array of job slot numbers (-1: free; :data:`_ABSENT`: a
     GPU a smaller node does not have, so its aligned blocks are the ones within its own GPUs)."""
@@ -188,19 +219,10 @@ class _Grid:
     def blocks(self, t: str, s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Aligned blocks of size s within a node: (start, start of its virtual node, virtual node size)."""
         key = (t, s)
-        if key not in self._blocks:
-            starts, bstart, bsize = [], [], []
-            off = 0
-            for b in virtual_bins(self.cluster[t].gpus_per_node):
-                if b >= s:
-                    st = off + np.arange(0, b, s)
-                    starts.append(st)
-                    bstart.append(np.full(st.size, off))
-                    bsize.append(np.full(st.size, b))
-                off += b
-            cat = (lambda a: np.concatenate(a) if a else np.zeros(0, np.int64))  # noqa: E731
-            self._blocks[key] = (cat(starts), cat(bstart), cat(bsize))
-        return self._blocks[key]
+        got = self._blocks.get(key)
+        if got is None:
+            got = self._blocks[key] = _aligned_blocks(self.cluster[t].gpus_per_node, s)
+        return got
 
     def scores(self, t: str, s: int) -> np.ndarray:
         """(nodes x blocks of size ``s``) best-fit scores of type ``t``: the free GPUs of the block's virtual node
