@@ -10,7 +10,6 @@ A core module: it imports no backend and no solver.
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -106,7 +105,10 @@ class SolveParams:
 
     def for_call(self, *, warm_start: np.ndarray | None, sub_solve: Callable[..., SolveResult] | None) -> SolveParams:
         """A copy carrying one call's warm start and sub-solve (the parameters are already checked: not again)."""
-        out = copy.copy(self)
-        object.__setattr__(out, "warm_start", warm_start)
-        object.__setattr__(out, "sub_solve", sub_solve)
+        # the fields copied as copy.copy does for a plain instance (its __dict__), without copy's reduce protocol
+        out = object.__new__(type(self))
+        d = out.__dict__
+        d.update(self.__dict__)
+        d["warm_start"] = warm_start
+        d["sub_solve"] = sub_solve
         return out

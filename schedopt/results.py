@@ -121,14 +121,14 @@ class Timings:
 
     def replace(self, **changes: float) -> Timings:
         """A copy with the given phases set."""
-        return dataclasses.replace(self, **changes)
+        # the constructor with every phase (what dataclasses.replace does, without its field walk: a solve makes
+        # two of these copies); an unknown phase is the constructor's TypeError, as before
+        return type(self)(**{**self.as_dict(), **changes})
 
     def add(self, **extra: float) -> Timings:
         """A copy with the given seconds added to their phases (a NaN build counts as 0)."""
         cur = self.as_dict()
-        return dataclasses.replace(
-            self, **{k: (0.0 if math.isnan(cur[k]) else cur[k]) + float(v) for k, v in extra.items()}
-        )
+        return type(self)(**{**cur, **{k: (0.0 if math.isnan(cur[k]) else cur[k]) + float(v) for k, v in extra.items()}})
 
     def as_dict(self) -> dict[str, float]:
         return {"build": self.build, "handoff": self.handoff, "solve": self.solve, "decode": self.decode}
@@ -177,18 +177,24 @@ def solution_violation(arrays: Any, x: np.ndarray, tol: float = FEASIBILITY_TOLE
                 return (f"row {i} has activity {act[i]:.10g} outside [{arrays.row_lower[i]:.10g}, "
                         f"{arrays.row_upper[i]:.10g}] (by {over[i] * mag[i]:.3g}, {over[i]:.3g} of its magnitude)")
     integ = arrays.integrality == 1
-    scale = np.maximum(1.0, ax)
-    allowed = np.where(integ, np.minimum(tol * scale, 0.5), tol * scale)
-    over = np.maximum(arrays.col_lower - x, x - arrays.col_upper) - allowed
-    j = int(np.argmax(over)) if over.size else 0
-    if over.size and over[j] > 0:
-        return (f"column {j} = {x[j]:.17g} outside its bounds [{arrays.col_lower[j]:.17g}, "
-                f"{arrays.col_upper[j]:.17g}]")
+    past = np.maximum(arrays.col_lower - x, x - arrays.col_upper)
+    # every column's allowance is at least tol when 0 <= tol <= 0.5 (tol * max(1, |x|), or that capped at 0.5 for an
+    # integer column): no column past its bounds by more than tol is no violation, and the allowances are not needed
+    if past.size and not (0 <= tol <= 0.5 and past.max() <= tol):
+        scale = np.maximum(1.0, ax)
+        allowed = np.where(integ, np.minimum(tol * scale, 0.5), tol * scale)
+        over = past - allowed
+        j = int(np.argmax(over))
+        if over[j] > 0:
+            return (f"column {j} = {x[j]:.17g} outside its bounds [{arrays.col_lower[j]:.17g}, "
+                    f"{arrays.col_upper[j]:.17g}]")
     if integ.any():
-        frac = np.where(integ, np.abs(x - np.round(x)), 0.0)
-        j = int(np.argmax(frac))
-        if frac[j] > _INTEGRALITY_TOLERANCE:
-            return f"integer column {j} = {x[j]:.10g} is fractional"
+        frac = np.abs(x - np.round(x))
+        if frac.max() > _INTEGRALITY_TOLERANCE:  # (a continuous column's fraction is no violation: looked at again)
+            frac = np.where(integ, frac, 0.0)
+            j = int(np.argmax(frac))
+            if frac[j] > _INTEGRALITY_TOLERANCE:
+                return f"integer column {j} = {x[j]:.10g} is fractional"
     return None
 
 
@@ -224,6 +230,11 @@ class SolveResult:
     params: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self._check(copy_x=True)
+
+    def _check(self, *, copy_x: bool) -> None:
+        """The invariants (the class docstring); ``copy_x``: take the private read-only copy of ``_x`` (off only
+        for :meth:`replace` keeping the checked copy of the result it was made from)."""
         t = self.termination
         if not isinstance(t, Termination):
             raise ResultInvariantError(f"SolveResult.termination={t!r}: must be a Termination")
@@ -235,9 +246,10 @@ class SolveResult:
         if not holds and self._x is not None:
             raise ResultInvariantError(f"{self.backend}: {t} cannot hold a solution")
         if self._x is not None:
-            x = np.array(self._x, dtype=np.float64)  # a private, read-only copy
-            x.setflags(write=False)
-            object.__setattr__(self, "_x", x)
+            if copy_x:
+                x = np.array(self._x, dtype=np.float64)  # a private, read-only copy
+                x.setflags(write=False)
+                object.__setattr__(self, "_x", x)
             if not math.isfinite(self._objective):
                 raise ResultInvariantError(f"{self.backend}: {t} with a non-finite objective {self._objective!r}")
         maximize = self.model.maximize if self.model is not None else None
@@ -325,11 +337,24 @@ class SolveResult:
 
     def replace(self, **changes: Any) -> SolveResult:
         """A changed copy, checked like a new one (``res.replace(backend="cvxpy-glpk")``)."""
-        return dataclasses.replace(self, **changes)
+        if type(self) is not SolveResult:  # a subclass may check more in its own __post_init__
+            return dataclasses.replace(self, **changes)
+        unknown = [k for k in changes if k not in _RESULT_FIELDS]
+        if unknown:
+            raise TypeError(f"SolveResult.replace() got an unexpected keyword argument {unknown[0]!r}")
+        # every field copied and the changed ones set, then the same checks as a new result (dataclasses.replace,
+        # without its field walk: a solve makes one of these copies); an unchanged solution keeps its private
+        # read-only copy instead of being copied again
+        out = object.__new__(SolveResult)
+        d = out.__dict__
+        d.update(self.__dict__)
+        d.update(changes)
+        out._check(copy_x="_x" in changes)
+        return out
 
     def with_timings(self, **changes: float) -> SolveResult:
         """A copy with the given timing phases set (``res.with_timings(build=0.02)``)."""
-        return dataclasses.replace(self, timings=self.timings.replace(**changes))
+        return self.replace(timings=self.timings.replace(**changes))
 
     # ------------------------------------------------------------ accessors
     @property
@@ -432,3 +457,6 @@ class SolveResult:
 
     def __repr__(self) -> str:
         return f"<SolveResult {self.summary()}>"
+
+
+_RESULT_FIELDS = frozenset(f.name for f in dataclasses.fields(SolveResult))

@@ -101,6 +101,8 @@ _UNSET: Any = object()  # no configuration given for a previous job (Placement.c
 _NO_FIT = np.iinfo(np.int64).max  # a block's best-fit score where it does not fit
 #: the slot number of the GPUs a node smaller than its type's nominal size does not have (never free, never moved)
 _ABSENT = np.iinfo(np.int64).max - 1
+#: :meth:`_Grid.slots_by_job` reads a GPU type of at most this many GPUs in Python (faster than its arrays there)
+_FEW_CELLS = 1024
 
 
 class _EvictCosts:
@@ -149,6 +151,37 @@ class _EvictCosts:
                     tab[n] = self._row(s, row)
 
 
+_ALIGNED: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def _aligned_blocks(R: int, s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The aligned blocks of size ``s`` in a node of ``R`` GPUs: (start, start of its virtual node, virtual node
+    size), read-only arrays kept per ``(R, s)`` (every grid of every round asked for them anew)."""
+    kept = _ALIGNED.get((R, s))
+    if kept is not None:
+        return kept
+    starts, bstart, bsize = [], [], []
+    off = 0
+    for b in virtual_bins(R):
+        if b >= s:
+            st = off + np.arange(0, b, s)
+            starts.append(st)
+            bstart.append(np.full(st.size, off))
+            bsize.append(np.full(st.size, b))
+        off += b
+
+    def cat(parts: list[np.ndarray]) -> np.ndarray:
+        a = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        a.setflags(write=False)
+        return a
+
+    got = (cat(starts), cat(bstart), cat(bsize))
+    if len(_ALIGNED) > 256:
+        _ALIGNED.clear()
+    _ALIGNED[(R, s)] = got
+    return got
+
+
 class _Grid:
     """Occupancy per GPU type: an (nodes x gpus_per_node) array of job slot numbers (-1: free; :data:`_ABSENT`: a
     GPU a smaller node does not have, so its aligned blocks are the ones within its own GPUs)."""
@@ -186,19 +219,10 @@ class _Grid:
     def blocks(self, t: str, s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Aligned blocks of size s within a node: (start, start of its virtual node, virtual node size)."""
         key = (t, s)
-        if key not in self._blocks:
-            starts, bstart, bsize = [], [], []
-            off = 0
-            for b in virtual_bins(self.cluster[t].gpus_per_node):
-                if b >= s:
-                    st = off + np.arange(0, b, s)
-                    starts.append(st)
-                    bstart.append(np.full(st.size, off))
-                    bsize.append(np.full(st.size, b))
-                off += b
-            cat = (lambda a: np.concatenate(a) if a else np.zeros(0, np.int64))  # noqa: E731
-            self._blocks[key] = (cat(starts), cat(bstart), cat(bsize))
-        return self._blocks[key]
+        got = self._blocks.get(key)
+        if got is None:
+            got = self._blocks[key] = _aligned_blocks(self.cluster[t].gpus_per_node, s)
+        return got
 
     def scores(self, t: str, s: int) -> np.ndarray:
         """(nodes x blocks of size ``s``) best-fit scores of type ``t``: the free GPUs of the block's virtual node
@@ -340,10 +364,29 @@ class _Grid:
         self._touch(t, np.flatnonzero(mask.any(axis=1)).tolist())
 
     def slots_by_job(self) -> dict[int, list[Slot]]:
+        """Job slot -> its ``(node id, GPUs)``: per GPU type in the grid's order, slots ascending, one per node by
+        node index, GPUs ascending (a type of at most :data:`_FEW_CELLS` GPUs read in Python, a larger one as
+        arrays: the same answer, tests/test_sia_placement_fast.py)."""
         out: dict[int, list[Slot]] = {}
         for t, occ in self.occ.items():
-            nodes, gpus = np.nonzero((occ >= 0) & (occ != _ABSENT))
             ids = self.ids[t]
+            if occ.size <= _FEW_CELLS:
+                per: dict[int, list[Slot]] = {}
+                for k, row in enumerate(occ.tolist()):
+                    node: dict[int, list[int]] = {}
+                    for x, v in enumerate(row):
+                        if v >= 0 and v != _ABSENT:
+                            got = node.get(v)
+                            if got is None:
+                                node[v] = [x]
+                            else:
+                                got.append(x)
+                    for v, xs in node.items():
+                        per.setdefault(v, []).append((ids[k], tuple(xs)))
+                for v in sorted(per):
+                    out.setdefault(v, []).extend(per[v])
+                continue
+            nodes, gpus = np.nonzero((occ >= 0) & (occ != _ABSENT))
             if not nodes.size:
                 continue
             who = occ[nodes, gpus]
@@ -600,6 +643,63 @@ def _kept_slots(cluster: Cluster, jobs: list[tuple[JobId, Config]], prev_slots: 
         pc = prev_conf.get(jid)
         if not prev_slots.get(jid) or (pc is not c and pc != c):
             return None
+    if len(jobs) <= _FEW_JOBS:
+        return _kept_slots_few(cluster, jobs, prev_slots, nodes_of)
+    return _kept_slots_arrays(cluster, jobs, prev_slots, nodes_of)
+
+
+#: up to this many jobs, :func:`_kept_slots` checks the GPUs in Python (a 64-GPU round's few jobs: about 15 us
+#: instead of the arrays' 50); above, as arrays (tests/test_sia_placement_fast.py compares the two)
+_FEW_JOBS = 48
+
+
+def _kept_slots_few(cluster: Cluster, jobs: list[tuple[JobId, Config]], prev_slots: Mapping[JobId, list[Slot]],
+                    nodes_of: Mapping[str, tuple[str, int]]) -> dict[JobId, list[Slot]] | None:
+    """:func:`_kept_slots_arrays` in Python, cell by cell (the same answer: ``None`` in the same cases, the same
+    slots otherwise), for a call whose jobs all keep their configuration."""
+    if not jobs:
+        return None  # (no slot: the arrays' answer)
+    by_name = {t.name: t for t in cluster.gpu_types}
+    held: set[tuple[str, int, int]] = set()
+    odd: list[bool] = []
+    for jid, c in jobs:
+        t = by_name.get(c.gpu_type)
+        if t is None:
+            return None
+        name, sizes = t.name, t.sizes
+        bad = False
+        count = 0
+        last_k = last_x = -1  # the job's previous slot's node and previous cell (node, GPU)
+        last_cell_k = -1
+        for node, gs in prev_slots[jid]:
+            tk = nodes_of.get(node)
+            if tk is None or tk[0] != name:
+                return None
+            k = tk[1]
+            if not gs or (last_k >= 0 and k <= last_k):
+                bad = True  # an empty slot, or nodes not increasing
+            last_k = k
+            size = sizes[k]
+            for x in gs:
+                if x < 0 or x >= size:
+                    return None
+                cell = (name, k, x)
+                if cell in held:
+                    return None  # a GPU held twice
+                held.add(cell)
+                if last_cell_k >= 0 and (k < last_cell_k or (k == last_cell_k and x <= last_x)):
+                    bad = True  # cells not increasing
+                last_cell_k, last_x = k, x
+                count += 1
+        if not count:
+            return None  # a job whose slots hold no GPU
+        odd.append(bad)
+    return _kept_out(cluster, jobs, prev_slots, nodes_of, odd)
+
+
+def _kept_slots_arrays(cluster: Cluster, jobs: list[tuple[JobId, Config]], prev_slots: Mapping[JobId, list[Slot]],
+                       nodes_of: Mapping[str, tuple[str, int]]) -> dict[JobId, list[Slot]] | None:
+    """:func:`_kept_slots`' checks as arrays, for a call whose jobs all keep their configuration."""
     types = cluster.gpu_types
     tpos = {t.name: i for i, t in enumerate(types)}
     first = np.cumsum([0] + [t.nodes for t in types])  # a node's number across types: first[type] + index
@@ -639,8 +739,15 @@ def _kept_slots(cluster: Cluster, jobs: list[tuple[JobId, Config]], prev_slots: 
     odd[sj[1:][same & (slot_node[1:] <= slot_node[:-1])]] = True
     same = cj[1:] == cj[:-1]
     odd[cj[1:][same & (cell[1:] <= cell[:-1])]] = True
+    return _kept_out(cluster, jobs, prev_slots, nodes_of, odd.tolist())
+
+
+def _kept_out(cluster: Cluster, jobs: list[tuple[JobId, Config]], prev_slots: Mapping[JobId, list[Slot]],
+              nodes_of: Mapping[str, tuple[str, int]], odd: list[bool]) -> dict[JobId, list[Slot]]:
+    """:func:`_kept_slots`' answer: each job's previous slots, as they are where they are in the grid's order
+    (``odd`` False), else sorted and merged per node."""
     out: dict[JobId, list[Slot]] = {}
-    for (jid, c), bad in zip(jobs, odd.tolist()):
+    for (jid, c), bad in zip(jobs, odd):
         slots = prev_slots[jid]
         if not bad:
             out[jid] = slots if all(type(gs) is tuple for _, gs in slots) else [(n, tuple(gs)) for n, gs in slots]
@@ -687,9 +794,30 @@ def _keep_all(grid: _Grid, cluster: Cluster, prev_slots: Mapping[JobId, list[Slo
             gl.append(gs)
             sl.append(s)
         kept.add(jid)
-    arrays = []
+    arrays: list[tuple[str, list[int], Any, Any, Any]] = []
     for t, (rows, sl) in cells.items():
         occ = grid.occ[t]
+        if len(rows) <= _FEW_CELLS // 8:  # a few slots: the cells checked in Python (the same answer as below)
+            width = occ.shape[1]
+            sizes: Sequence[int] | None = None if cluster.uniform else cluster[t].sizes
+            held: set[int] = set()
+            ks: list[int] = []
+            xs: list[int] = []
+            owners: list[int] = []
+            for row, gs, owner in zip(rows, gpus[t], sl):
+                cap = width if sizes is None else sizes[row]
+                for x in gs:
+                    cell = row * width + x
+                    if x < 0 or x >= cap or cell in held:  # out of its node, or a GPU held twice
+                        _as_int64(gpus[t])  # (what the arrays below raise first for a GPU beyond int64)
+                        return None
+                    held.add(cell)
+                    ks.append(row)
+                    xs.append(x)
+                    owners.append(owner)
+            arrays.append((t, rows, np.array(ks, dtype=np.int64), np.array(xs, dtype=np.int64),
+                           np.array(owners, dtype=np.int64)))
+            continue
         lens = np.fromiter(map(len, gpus[t]), np.int64, len(rows))
         g = np.fromiter(chain.from_iterable(gpus[t]), np.int64, int(lens.sum()))
         k = np.repeat(np.array(rows, dtype=np.int64), lens)
@@ -703,6 +831,12 @@ def _keep_all(grid: _Grid, cluster: Cluster, prev_slots: Mapping[JobId, list[Slo
         grid.occ[t][k, g] = owner
         grid._touch(t, rows)
     return kept
+
+
+def _as_int64(gpus: list[tuple[int, ...]]) -> None:
+    """Raise the OverflowError ``np.fromiter(..., np.int64)`` raises for a GPU index beyond int64 (the arrays'
+    route meets it before any other check)."""
+    np.fromiter(chain.from_iterable(gpus), np.int64)
 
 
 def place(
