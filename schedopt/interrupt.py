@@ -24,7 +24,9 @@ class StopScope:
     the outer solve's stop and every nested solve's (a CP-SAT residual inside mckp, ...)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        # reentrant: the SIGINT handler runs cancel() in the main thread, possibly between two bytecodes of this
+        # very scope's push or pop there (a nested in-place solve), which hold the lock; a plain Lock would hang
+        self._lock = threading.RLock()
         self._stops: list[Callable[[], None]] = []
         self.cancelled = False
 

@@ -200,3 +200,25 @@ def test_mckp_solve_interrupted_by_sigint() -> None:
     assert res.objective == 7.0 and res.bound >= 9.0
     again = schedopt.solve(m, backend="mckp")
     assert again.objective == 9.0 and again.termination.limit is None
+
+
+def test_a_cancel_from_the_thread_inside_push_or_pop_does_not_hang() -> None:
+    """A SIGINT's handler runs ``cancel()`` in the main thread between two bytecodes, possibly while that thread is
+    inside ``push`` or ``pop`` of the same scope (a nested in-place solve), holding its lock: the cancel must go
+    through (it hung on a plain ``threading.Lock``). Run in a daemon thread so that a regression fails, not hangs."""
+    import threading
+
+    from schedopt.interrupt import StopScope
+
+    scope, called, done = StopScope(), [], threading.Event()
+
+    def inside_push() -> None:
+        scope.push(lambda: called.append("outer"))
+        with scope._lock:  # as push / pop hold it when the handler interrupts them
+            scope.cancel()
+        done.set()
+
+    t = threading.Thread(target=inside_push, daemon=True)
+    t.start()
+    t.join(5.0)
+    assert done.is_set() and scope.cancelled and called == ["outer"]
