@@ -167,17 +167,19 @@ def _plan(s: Session) -> Any:
     return {k: v for k, v in d.items() if k not in ("policy_cpu_seconds", "policy_seconds")}
 
 
-@pytest.mark.parametrize("checked", [True, False])
-def test_columns_applied_at_once_equal_the_events_one_by_one(checked: bool) -> None:
+@pytest.mark.parametrize("checked", ["pairs", "objects", False])
+def test_columns_applied_at_once_equal_the_events_one_by_one(checked: str | bool) -> None:
     one, cols = _running(), _running()
     assert _doc(one) == _doc(cols)
     reports = _reports()
     for e in reports:
         one.apply(e)
-    if checked:  # the service's route: the document checked in columns, applied with no event a row
+    if checked:  # the service's route: the document checked in columns, applied with no event a row (the
+        # measurements as the (key, (step, sync)) pairs the columns give, or as Measurement objects made from them)
         c = progress_batch.__globals__["progress_columns"](event_documents(reports)[0], "events[0]")
         assert isinstance(c, ProgressColumns) and len(c) == len(reports)
-        cols.apply_progress(c.time, c.job_id, progress=c.progress, epoch=c.epoch, measurements=c.measurements,
+        ms = {"measured": c.measured} if checked == "pairs" else {"measurements": c.measurements}
+        cols.apply_progress(c.time, c.job_id, progress=c.progress, epoch=c.epoch, **ms,
                             local_batch=c.local_batch, accumulation=c.accumulation,
                             attained_gpu_seconds=c.attained_gpu_seconds, grad_sqr=c.grad_sqr, grad_var=c.grad_var,
                             checked=True)
@@ -210,6 +212,12 @@ def test_columns_are_all_or_none_and_name_the_column_and_row() -> None:
     with pytest.raises(InputError) as ei:
         s.apply_progress(70.0, ["j0", "j1"], measurements=[[], [Measurement("h100", 1, 1, 64, 0.1, 0.0)]])
     assert (ei.value.field, ei.value.value) == ("measurements[1][0].gpu_type", "h100")
+    with pytest.raises(InputError) as ei:  # the same in the pairs of rows already checked
+        s.apply_progress(70.0, ["j0", "j1"], measured=[[], [(("h100", 1, 1, 64), (0.1, 0.0))]], checked=True)
+    assert (ei.value.field, ei.value.value) == ("measurements[1][0].gpu_type", "h100")
+    with pytest.raises(InputError) as ei:  # pairs only for rows already checked
+        s.apply_progress(70.0, ["j0", "j1"], measured=[[], []])
+    assert ei.value.field == "measured"
     with pytest.raises(InputError) as ei:
         s.apply_progress(70.0, ["j0", "j1"], epoch=[1])
     assert ei.value.field == "epoch"
@@ -223,7 +231,7 @@ def test_columns_are_all_or_none_and_name_the_column_and_row() -> None:
 
 
 def test_the_measurements_column_checked_at_once_agrees_with_one_by_one() -> None:
-    from schedopt.serve.columns import _measurements_at_once
+    from schedopt.serve.columns import _measurements_at_once, measurement_of_pair
     from schedopt.serve.events import measurement_of
     base = BASE["measurements"][0]
     cases = [{**base, k: v} for k in base for v in VALUES] + [{k: x for k, x in base.items() if k != key}
@@ -238,7 +246,8 @@ def test_the_measurements_column_checked_at_once_agrees_with_one_by_one() -> Non
         took += 1
         assert None not in one, m  # nothing accepted at once that one by one refuses
         assert [len(r) for r in at_once] == [2, 0, 0, 1]
-        got = [*at_once[0], *at_once[3]]
+        assert all(type(p) is tuple for r in at_once for p in r)  # (key, (step, sync)) pairs, no object made
+        got = [measurement_of_pair(p) for p in (*at_once[0], *at_once[3])]
         assert got == one and [tuple(map(type, vars(x).values())) for x in got] == [
             tuple(map(type, vars(x).values())) for x in one], m
     want = sum(1 for m in cases if type(m) is dict and measurement_of(m) is not None)

@@ -1,0 +1,87 @@
+"""What the session keeps between rounds, against what it stands for (issue 38: sia at 2,048 GPUs under 10 ms of
+service overhead): a plan entry equal to the last plan's is that object (reused), and the plans are the ones made
+with fresh objects, document for document; :func:`~schedopt.live.plan.plan_changes` by identity finds what the
+full comparison finds; the summary and the layout, kept until the placement or the cluster changes, equal the ones
+of a session restored from the document (nothing kept), across jobs finishing and nodes going down, drained and
+back up."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from schedopt.live import NodeDown, NodeDrained, NodeUp, Plan, ReplayExecutor, Session
+from schedopt.live import session as session_module
+from schedopt.live.plan import plan_changes
+from schedopt.live.state import JobFinished
+from schedopt.sim import Workload, WorkloadJob, cluster_preset, load_workload
+
+
+def _burst(n: int) -> Workload:
+    """n jobs of saturn/1, all at t = 0: more jobs than GPUs (started, queued, preempted, moved)."""
+    base = load_workload("saturn/1").jobs
+    return Workload("burst", tuple(WorkloadJob(f"{b.name}-{k}", 0.0, b.application, b.num_replicas, b.batch_size)
+                                   for k, b in ((k, base[k % len(base)]) for k in range(n))))
+
+
+def _doc(p: Plan) -> dict[str, Any]:
+    return {k: v for k, v in p.to_dict().items() if k not in ("policy_seconds", "policy_cpu_seconds")}
+
+
+def _run(check: bool) -> list[Plan]:
+    """sia on sia-64 with 120 jobs at once, 14 rounds with a node down, drained, up, and a job finished between
+    them; ``check``: each round, the summary and the layout against a session restored from the document."""
+    s = Session(cluster_preset("sia-64"), "sia")
+    ex = ReplayExecutor(s, _burst(120))
+    plans: list[Plan] = []
+
+    def rounds(k: int) -> None:
+        for _ in range(k):
+            plans.extend(ex.run(1))
+            if check:
+                fresh = Session.from_document(s.to_document())
+                assert s.summary() == fresh.summary()
+                assert s.layout() == fresh.layout()
+
+    rounds(4)
+    busy = sorted({n for slots in s.where.values() for n, _ in slots})
+    t = s.time or 0.0
+    s.apply(NodeDown(t, busy[0]))  # its jobs lose their placement in place (the kept summary must not stay)
+    if check:
+        assert s.summary() == Session.from_document(s.to_document()).summary()
+    rounds(3)
+    s.apply(NodeDrained(s.time or 0.0, busy[1]))
+    rounds(3)
+    running = next(j for j, slots in s.where.items() if slots)
+    s.apply(JobFinished(s.time or 0.0, running))
+    if check:
+        assert s.summary() == Session.from_document(s.to_document()).summary()
+    s.apply(NodeUp(s.time or 0.0, busy[0]))
+    s.apply(NodeUp(s.time or 0.0, busy[1]))
+    rounds(4)
+    return plans
+
+
+def test_reused_entries_give_the_plans_of_fresh_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    with monkeypatch.context() as m:  # the reference: every entry a new object, as before the reuse
+        m.setattr(session_module, "_same_plan", lambda a, b: False)
+        m.setattr(session_module, "mark_reused", lambda new, old: None)  # (nothing reused: no plan so marked)
+        fresh = _run(check=False)
+    kept = _run(check=True)
+    assert len(kept) == len(fresh) == 14
+    assert [_doc(p) for p in kept] == [_doc(p) for p in fresh]  # document for document
+    reused = 0
+    for (a, b), (fa, fb) in zip(itertools.pairwise(kept), itertools.pairwise(fresh)):
+        assert not any(fa.jobs.get(j) is p for j, p in fb.jobs.items())  # the reference made new objects
+        for j, p in b.jobs.items():  # reused exactly when equal to the last plan's entry
+            q = a.jobs.get(j)
+            assert (q is p) == (q is not None and vars(q) == vars(p)), j
+            reused += q is p
+        # plan_changes by identity (the session's marked plans) = the full comparison (copies, no mark)
+        got, order = plan_changes(a, b)
+        want, want_order = plan_changes(Plan.from_dict(a.to_dict()), Plan.from_dict(b.to_dict()))
+        assert [p.to_dict() for p in got] == [p.to_dict() for p in want] and order == want_order
+        assert [p.to_dict() for p in got] == [p.to_dict() for p in plan_changes(fa, fb)[0]]
+    assert reused > 500 and sum(len(p.jobs) for p in kept) - reused > 300  # both kinds of entry, many
