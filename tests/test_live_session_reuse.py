@@ -85,3 +85,48 @@ def test_reused_entries_give_the_plans_of_fresh_ones(monkeypatch: pytest.MonkeyP
         assert [p.to_dict() for p in got] == [p.to_dict() for p in want] and order == want_order
         assert [p.to_dict() for p in got] == [p.to_dict() for p in plan_changes(fa, fb)[0]]
     assert reused > 500 and sum(len(p.jobs) for p in kept) - reused > 300  # both kinds of entry, many
+
+
+def test_the_state_document_is_written_as_before() -> None:
+    """encode_document (no check for circular references) writes the session's document byte for byte as
+    json.dumps with the check; a NaN is still refused (ValueError), a container inside itself too; the jobs' fields
+    in the document are their attributes."""
+    import json
+    import math
+
+    from schedopt.live.persist import encode_document
+    from schedopt.live.session import _JOB_FIELDS
+
+    s = Session(cluster_preset("sia-64"), "sia")
+    ReplayExecutor(s, _burst(80)).run(3)
+    doc = s.to_document()
+    assert encode_document(doc) == json.dumps(doc, allow_nan=False, separators=(",", ":"))
+    assert json.loads(encode_document(doc)) == json.loads(json.dumps(doc))
+    jobs = [*s.jobs.values(), *s.pending]
+    assert len(doc["jobs"]) == len(jobs) == 80
+    assert all({k: d[k] for k in _JOB_FIELDS} == {k: getattr(j, k) for k in _JOB_FIELDS}
+               for d, j in zip(doc["jobs"], jobs))
+    for bad in (math.nan, math.inf, -math.inf):
+        with pytest.raises(ValueError, match="not JSON compliant"):
+            encode_document({**doc, "time": bad})
+    loop: list[Any] = []
+    loop.append(loop)
+    with pytest.raises((ValueError, RecursionError)):
+        encode_document({"a": loop})
+
+
+def test_the_largest_gpu_type_is_counted_again_when_the_cluster_changes() -> None:
+    """A rigid job asking more healthy GPUs than any GPU type has is refused; the count (kept per cluster state)
+    follows a node's GPUs failing and coming back."""
+    from schedopt.errors import InputError
+    from schedopt.live import ClusterState, JobSubmitted, LiveJob, NodeState, NodeUpdated
+
+    s = Session(ClusterState((NodeState("a", "t4", 8), NodeState("b", "t4", 8))), "tiresias")
+    s.apply(JobSubmitted(0.0, LiveJob("j1", "cifar10", 0.0, requested_gpus=16, kind="rigid")))
+    s.apply(NodeUpdated(1.0, NodeState("b", "t4", 8, failed_gpus=(3,))))
+    with pytest.raises(InputError) as ei:
+        s.apply(JobSubmitted(1.0, LiveJob("j2", "cifar10", 1.0, requested_gpus=16, kind="rigid")))
+    assert (ei.value.field, ei.value.value) == ("job[j2].requested_gpus", 16) and "largest: 15" in ei.value.message
+    s.apply(NodeUpdated(2.0, NodeState("b", "t4", 8)))
+    s.apply(JobSubmitted(2.0, LiveJob("j2", "cifar10", 2.0, requested_gpus=16, kind="rigid")))
+    assert [j.id for j in s.pending] == ["j1", "j2"]
