@@ -326,3 +326,18 @@ def test_names_passed_once_are_remembered_and_bad_ones_never(monkeypatch: pytest
     with pytest.raises(InputError) as e:  # a bad id among known ones still named with its row
         progress_batch(doc, "events[0]")
     assert e.value.field == "events[0].job_id[1]"
+
+
+def test_an_integer_column_is_checked_as_value_by_value() -> None:
+    """columns._ints (min and max of the integers) against the check of each value: null or an int (not a bool)
+    in [low, high], at the edges, with huge integers, bools, floats and nulls."""
+    import random
+
+    from schedopt.serve.columns import _ints
+    rng = random.Random(3)
+    pool: list[Any] = [None, 0, 1, -1, 2**20, 2**20 + 1, 2**31, 2**1100, -(2**1100), True, False, 1.0, "1", 7]
+    for _ in range(3000):
+        col = [rng.choice(pool) for _ in range(rng.randrange(0, 5))]
+        low, high = rng.choice([(0, 2**20), (1, 2**31), (-5, 5)])
+        want = all(v is None or (type(v) is int and low <= v <= high) for v in col)
+        assert _ints(col, low, high) is want, (col, low, high)
