@@ -130,3 +130,28 @@ def test_the_largest_gpu_type_is_counted_again_when_the_cluster_changes() -> Non
     s.apply(NodeUpdated(2.0, NodeState("b", "t4", 8)))
     s.apply(JobSubmitted(2.0, LiveJob("j2", "cifar10", 2.0, requested_gpus=16, kind="rigid")))
     assert [j.id for j in s.pending] == ["j1", "j2"]
+
+
+def test_measurements_reported_again_keep_the_fit_and_new_ones_refit() -> None:
+    """A job reporting the measurements it reported before (as every round) keeps its observations (no refit); a
+    changed value, a new configuration or a sync time of -0.0 after 0.0 is taken in and refitted."""
+    from schedopt.live import ClusterState, JobProgress, JobSubmitted, LiveJob, Measurement, NodeState
+
+    def session() -> Session:
+        s = Session(ClusterState((NodeState("a", "t4", 8),)), "sia")
+        s.apply(JobSubmitted(0.0, LiveJob("j", "cifar10", 0.0)))
+        return s
+
+    m1, m2 = Measurement("t4", 1, 1, 64, 0.1, 0.0), Measurement("t4", 1, 2, 64, 0.12, 0.01)
+    reports = [(m1, m2), (m1, m2), (Measurement("t4", 1, 1, 64, 0.11, 0.0), m2), (m1, m2),
+               (Measurement("t4", 1, 1, 64, 0.1, -0.0), m2), (m1, Measurement("t4", 1, 4, 64, 0.2, 0.02))]
+    s = session()
+    j = s.pending[0]
+    refits = []
+    for k, ms in enumerate(reports):
+        before = j.observations
+        s.apply(JobProgress(1.0 + k, "j", 0.01 * k, 0, ms))
+        refits.append(j.observations is not before)
+        assert j.observations == tuple(sorted(j.measured.items()))
+        assert [str(j.measured[m.key][1]) for m in ms] == [str(m.sync_time) for m in ms]
+    assert refits == [True, False, True, True, True, True] and j.max_profiled == 4

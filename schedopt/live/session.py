@@ -377,16 +377,21 @@ class Session:
         if measurements:  # as _measure, one by one (the GPU types checked before)
             measured = j.measured
             most = j.max_profiled
+            changed = False
             for key, times in measurements:
+                old = measured.get(key)
+                if old is None or old != times or (times[1] == 0.0 and str(old[1]) != str(times[1])):  # (-0.0)
+                    changed = True
                 measured[key] = times
                 if key[2] > most:  # (the measurement's GPUs)
                     most = key[2]
             j.max_profiled = most
-            j.seen = tuple(sorted(measured))
-            j.observations = None
-            if j.estimator == "bootstrap" and j.rigid_shape is None:
-                with blas_threads(1):  # refit now, off the decision's path (the fit is kept: the decision finds it)
-                    self._estimate(j)
+            if changed:  # (the same values reported again, as a job does every round: the same fit, kept)
+                j.seen = tuple(sorted(measured))
+                j.observations = None
+                if j.estimator == "bootstrap" and j.rigid_shape is None:
+                    with blas_threads(1):  # refit now, off the decision's path (the fit is kept: the decision
+                        self._estimate(j)  # finds it)
         if progress is not None:
             j.frac = progress
         if attained is not None:
