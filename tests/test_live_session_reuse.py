@@ -14,7 +14,7 @@ import pytest
 
 from schedopt.live import NodeDown, NodeDrained, NodeUp, Plan, ReplayExecutor, Session
 from schedopt.live import session as session_module
-from schedopt.live.plan import plan_changes
+from schedopt.live.plan import mark_reused, plan_changes
 from schedopt.live.state import JobFinished
 from schedopt.sim import Workload, WorkloadJob, cluster_preset, load_workload
 
@@ -67,7 +67,7 @@ def _run(check: bool) -> list[Plan]:
 def test_reused_entries_give_the_plans_of_fresh_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     with monkeypatch.context() as m:  # the reference: every entry a new object, as before the reuse
         m.setattr(session_module, "_same_plan", lambda a, b: False)
-        m.setattr(session_module, "mark_reused", lambda new, old: None)  # (nothing reused: no plan so marked)
+        m.setattr(session_module, "mark_reused", lambda *a: None)  # (nothing reused: no plan so marked)
         fresh = _run(check=False)
     kept = _run(check=True)
     assert len(kept) == len(fresh) == 14
@@ -83,6 +83,9 @@ def test_reused_entries_give_the_plans_of_fresh_ones(monkeypatch: pytest.MonkeyP
         got, order = plan_changes(a, b)
         want, want_order = plan_changes(Plan.from_dict(a.to_dict()), Plan.from_dict(b.to_dict()))
         assert [p.to_dict() for p in got] == [p.to_dict() for p in want] and order == want_order
+        again = Plan(b.time, b.round_index, b.policy, b.jobs)  # marked without the list: by identity, entry by entry
+        mark_reused(again, a)
+        assert plan_changes(a, again) == (got, order)
         assert [p.to_dict() for p in got] == [p.to_dict() for p in plan_changes(fa, fb)[0]]
     assert reused > 500 and sum(len(p.jobs) for p in kept) - reused > 300  # both kinds of entry, many
 

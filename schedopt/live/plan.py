@@ -171,9 +171,11 @@ def plan_changes(old: Plan, new: Plan) -> tuple[list[JobPlan], list[str] | None]
     is ``plan_delta(old.to_dict(), new.to_dict())`` (the entries as objects): no document is made for a job that
     did not change."""
     prev = old.jobs
-    ref = new.__dict__.get(_REUSED)
-    if ref is not None and ref() is old:  # every entry equal to old's is old's object (mark_reused)
-        changed = [p for jid, p in new.jobs.items() if prev.get(jid) is not p]
+    mark = new.__dict__.get(_REUSED)
+    if mark is not None and mark[0]() is old:  # every entry equal to old's is old's object (mark_reused)
+        jobs = new.jobs
+        changed = [jobs[jid] for jid in mark[1]] if mark[1] is not None else [
+            p for jid, p in jobs.items() if prev.get(jid) is not p]
     else:
         changed = [p for jid, p in new.jobs.items()
                    if (q := prev.get(jid)) is not p and (q is None or vars(q) != vars(p))]
@@ -184,11 +186,12 @@ def plan_changes(old: Plan, new: Plan) -> tuple[list[JobPlan], list[str] | None]
 _REUSED = "_entries_of"
 
 
-def mark_reused(new: Plan, old: Plan) -> None:
+def mark_reused(new: Plan, old: Plan, changed: list[str] | None = None) -> None:
     """Note on ``new`` that each of its entries equal to ``old``'s entry of that job IS that object (the maker of
     ``new`` reused them: :class:`schedopt.live.Session` does): :func:`plan_changes` from ``old`` then compares by
-    identity alone. Only a weak reference to ``old`` is kept (no chain of plans held alive)."""
-    object.__setattr__(new, _REUSED, weakref.ref(old))
+    identity alone, or takes ``changed`` (the ids of ``new``'s entries that are not ``old``'s objects, in ``new``'s
+    order) as they are. Only a weak reference to ``old`` is kept (no chain of plans held alive)."""
+    object.__setattr__(new, _REUSED, (weakref.ref(old), changed))
 
 
 class PlanDocuments:

@@ -689,15 +689,18 @@ class Session:
             self._views = {j: v for j, v in self._views.items() if j in live}
         self.time, self.round_index, self._dirty = now, k, False
         last = self.plan
+        changed: list[str] = []
         if last is not None:  # an entry equal to the last plan's is that object (fewer objects; found by identity)
             held = last.jobs
             for jid, p in jobs.items():
                 q = held.get(jid)
                 if q is not None and _same_plan(q, p):
                     jobs[jid] = q
+                else:
+                    changed.append(jid)
         self.plan = Plan(now, k, self.policy_name, jobs, dt_wall, dt_cpu, info)
         if last is not None:
-            mark_reused(self.plan, last)
+            mark_reused(self.plan, last, changed)
         return self.plan
 
     def _sync_nodes(self, lay: _Layout) -> None:
