@@ -158,3 +158,33 @@ def test_measurements_reported_again_keep_the_fit_and_new_ones_refit() -> None:
         assert j.observations == tuple(sorted(j.measured.items()))
         assert [str(j.measured[m.key][1]) for m in ms] == [str(m.sync_time) for m in ms]
     assert refits == [True, False, True, True, True, True] and j.max_profiled == 4
+
+
+def test_a_job_id_is_taken_once_whatever_holds_the_job() -> None:
+    """A submission with the id of a pending job (kept in a set while pending is only appended to), an admitted
+    one, a closed one, or a pending one of a restored session is refused naming job.id; other ids go in."""
+    from schedopt.errors import InputError
+    from schedopt.live import ClusterState, JobSubmitted, LiveJob, NodeState
+
+    def submit(s: Session, jid: str, t: float = 0.0) -> None:
+        s.apply(JobSubmitted(t, LiveJob(jid, "cifar10", t)))
+
+    def refused(s: Session, jid: str, t: float = 0.0) -> None:
+        with pytest.raises(InputError) as ei:
+            submit(s, jid, t)
+        assert (ei.value.field, ei.value.value) == ("job.id", jid)
+
+    s = Session(ClusterState((NodeState("a", "t4", 4),)), "tiresias")
+    for k in range(5):
+        submit(s, f"j{k}")
+    refused(s, "j3")
+    s.decide(60.0)  # admitted: pending is another list now
+    submit(s, "late", 61.0)
+    refused(s, "j0", 61.0)
+    refused(s, "late", 61.0)
+    s.apply(JobFinished(62.0, "j1"))
+    refused(s, "j1", 62.0)
+    r = Session.from_document(s.to_document())
+    refused(r, "late", 62.0)
+    submit(r, "new", 62.0)
+    assert [j.id for j in r.pending] == ["late", "new"]

@@ -236,6 +236,7 @@ class Session:
         self._layout_cache: tuple[tuple[Any, ...], _Layout] | None = None
         self._used: tuple[dict[str, Slots], int] | None = None  # (where, the GPUs it holds): for summary()
         self._largest: tuple[ClusterState, int] | None = None  # (cluster state, _largest_type())
+        self._pending_memo: tuple[list[LiveJobState], int, set[str]] | None = None  # (pending, its length, ids)
         self._new_rejects: list[str] = []
         #: per job id (Session.view): (the job, its job model, (estimator, observations, epoch, reported
         #: statistics), the estimate made from them, the job's last view, the most GPUs it had run on then)
@@ -279,7 +280,7 @@ class Session:
 
     def _submit(self, job: LiveJob) -> None:
         jid = job.id
-        if jid in self.jobs or jid in self.closed or any(p.id == jid for p in self.pending):
+        if jid in self.jobs or jid in self.closed or jid in self._pending_ids():
             raise InputError("job.id", jid, "is the id of a job the session has already")
         app = job.application
         if job.profile is not None:
@@ -319,7 +320,19 @@ class Session:
             self.where[jid], self.configs[jid] = slots, c
             j.nodes = {n: len(g) for n, g in slots}
             j.rebatch()  # the batch its profile gives there (until the job reports its own)
+        ids = self._pending_ids()
         self.pending.append(j)
+        ids.add(jid)
+        self._pending_memo = (self.pending, len(self.pending), ids)
+
+    def _pending_ids(self) -> set[str]:
+        """The ids of the pending jobs (kept while ``pending`` is the same list of the same length: it is only
+        appended to, by :meth:`_submit`, or replaced; a batch of 4,096 submissions looked through it 4,096 times)."""
+        memo = self._pending_memo
+        p = self.pending
+        if memo is None or memo[0] is not p or memo[1] != len(p):
+            memo = self._pending_memo = (p, len(p), {j.id for j in p})
+        return memo[2]
 
     def _largest_type(self) -> int:
         """The healthy GPUs of the GPU type that has the most (kept per cluster state: a batch of 4,096 submissions
