@@ -167,17 +167,19 @@ def _plan(s: Session) -> Any:
     return {k: v for k, v in d.items() if k not in ("policy_cpu_seconds", "policy_seconds")}
 
 
-@pytest.mark.parametrize("checked", [True, False])
-def test_columns_applied_at_once_equal_the_events_one_by_one(checked: bool) -> None:
+@pytest.mark.parametrize("checked", ["pairs", "objects", False])
+def test_columns_applied_at_once_equal_the_events_one_by_one(checked: str | bool) -> None:
     one, cols = _running(), _running()
     assert _doc(one) == _doc(cols)
     reports = _reports()
     for e in reports:
         one.apply(e)
-    if checked:  # the service's route: the document checked in columns, applied with no event a row
+    if checked:  # the service's route: the document checked in columns, applied with no event a row (the
+        # measurements as the (key, (step, sync)) pairs the columns give, or as Measurement objects made from them)
         c = progress_batch.__globals__["progress_columns"](event_documents(reports)[0], "events[0]")
         assert isinstance(c, ProgressColumns) and len(c) == len(reports)
-        cols.apply_progress(c.time, c.job_id, progress=c.progress, epoch=c.epoch, measurements=c.measurements,
+        ms = {"measured": c.measured} if checked == "pairs" else {"measurements": c.measurements}
+        cols.apply_progress(c.time, c.job_id, progress=c.progress, epoch=c.epoch, **ms,
                             local_batch=c.local_batch, accumulation=c.accumulation,
                             attained_gpu_seconds=c.attained_gpu_seconds, grad_sqr=c.grad_sqr, grad_var=c.grad_var,
                             checked=True)
@@ -210,6 +212,12 @@ def test_columns_are_all_or_none_and_name_the_column_and_row() -> None:
     with pytest.raises(InputError) as ei:
         s.apply_progress(70.0, ["j0", "j1"], measurements=[[], [Measurement("h100", 1, 1, 64, 0.1, 0.0)]])
     assert (ei.value.field, ei.value.value) == ("measurements[1][0].gpu_type", "h100")
+    with pytest.raises(InputError) as ei:  # the same in the pairs of rows already checked
+        s.apply_progress(70.0, ["j0", "j1"], measured=[[], [(("h100", 1, 1, 64), (0.1, 0.0))]], checked=True)
+    assert (ei.value.field, ei.value.value) == ("measurements[1][0].gpu_type", "h100")
+    with pytest.raises(InputError) as ei:  # pairs only for rows already checked
+        s.apply_progress(70.0, ["j0", "j1"], measured=[[], []])
+    assert ei.value.field == "measured"
     with pytest.raises(InputError) as ei:
         s.apply_progress(70.0, ["j0", "j1"], epoch=[1])
     assert ei.value.field == "epoch"
@@ -223,7 +231,7 @@ def test_columns_are_all_or_none_and_name_the_column_and_row() -> None:
 
 
 def test_the_measurements_column_checked_at_once_agrees_with_one_by_one() -> None:
-    from schedopt.serve.columns import _measurements_at_once
+    from schedopt.serve.columns import _measurements_at_once, measurement_of_pair
     from schedopt.serve.events import measurement_of
     base = BASE["measurements"][0]
     cases = [{**base, k: v} for k in base for v in VALUES] + [{k: x for k, x in base.items() if k != key}
@@ -238,7 +246,8 @@ def test_the_measurements_column_checked_at_once_agrees_with_one_by_one() -> Non
         took += 1
         assert None not in one, m  # nothing accepted at once that one by one refuses
         assert [len(r) for r in at_once] == [2, 0, 0, 1]
-        got = [*at_once[0], *at_once[3]]
+        assert all(type(p) is tuple for r in at_once for p in r)  # (key, (step, sync)) pairs, no object made
+        got = [measurement_of_pair(p) for p in (*at_once[0], *at_once[3])]
         assert got == one and [tuple(map(type, vars(x).values())) for x in got] == [
             tuple(map(type, vars(x).values())) for x in one], m
     want = sum(1 for m in cases if type(m) is dict and measurement_of(m) is not None)
@@ -317,3 +326,18 @@ def test_names_passed_once_are_remembered_and_bad_ones_never(monkeypatch: pytest
     with pytest.raises(InputError) as e:  # a bad id among known ones still named with its row
         progress_batch(doc, "events[0]")
     assert e.value.field == "events[0].job_id[1]"
+
+
+def test_an_integer_column_is_checked_as_value_by_value() -> None:
+    """columns._ints (min and max of the integers) against the check of each value: null or an int (not a bool)
+    in [low, high], at the edges, with huge integers, bools, floats and nulls."""
+    import random
+
+    from schedopt.serve.columns import _ints
+    rng = random.Random(3)
+    pool: list[Any] = [None, 0, 1, -1, 2**20, 2**20 + 1, 2**31, 2**1100, -(2**1100), True, False, 1.0, "1", 7]
+    for _ in range(3000):
+        col = [rng.choice(pool) for _ in range(rng.randrange(0, 5))]
+        low, high = rng.choice([(0, 2**20), (1, 2**31), (-5, 5)])
+        want = all(v is None or (type(v) is int and low <= v <= high) for v in col)
+        assert _ints(col, low, high) is want, (col, low, high)

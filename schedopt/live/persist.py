@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import InputError
 
-__all__ = ["SCHEMA", "VERSION", "read_document", "remove_temporaries", "same_file", "write_document"]
+__all__ = ["SCHEMA", "VERSION", "encode_document", "read_document", "remove_temporaries", "same_file", "write_document"]
 
 #: The ``schema`` field of a saved session document.
 SCHEMA = "schedopt.live.session"
@@ -61,6 +61,17 @@ def remove_temporaries(path: str | os.PathLike[str]) -> list[str]:
     return out
 
 
+def encode_document(doc: Mapping[str, Any]) -> str:
+    """``doc`` as the compact JSON text :func:`write_document` writes (a non-finite number is a ValueError).
+
+    One ``json.dumps`` (``json.dump`` to a file encodes chunk by chunk: 3x slower on the 5 MB document of 2,048
+    GPUs), without the encoder's check for circular references (a document made of new containers has none; one
+    that had would raise RecursionError instead of ValueError: refused all the same): the same text, about 10%
+    less CPU. orjson is not used here: it writes NaN as null, and proving a 5 MB document free of NaN by reading
+    it back (orjson.loads and a comparison, about 32 ms) costs as much as Python's json writing it (about 40 ms)."""
+    return json.dumps(doc, allow_nan=False, separators=(",", ":"), check_circular=False)
+
+
 def write_document(path: str, doc: Mapping[str, Any]) -> None:
     """``doc`` as JSON at ``path``, atomically: a temporary file beside it (``.<name>.<random>.tmp``, which
     :func:`remove_temporaries` finds should the process die mid-save), flushed and fsynced, renamed over ``path``,
@@ -69,9 +80,7 @@ def write_document(path: str, doc: Mapping[str, Any]) -> None:
         raise InputError("path", path, "must be a file path")
     path = os.fspath(path)
     d, prefix, suffix = _temporary_parts(path)
-    # one json.dumps and one write, before the temporary file exists: json.dump to a file encodes chunk by chunk
-    # (3x slower on the 5 MB document of 2,048 GPUs)
-    text = json.dumps(doc, allow_nan=False, separators=(",", ":"))
+    text = encode_document(doc)
     fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=d)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:

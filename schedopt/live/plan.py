@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -12,7 +13,7 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["Action", "JobPlan", "Plan", "PlanDocuments", "plan_changes", "plan_delta"]
+__all__ = ["Action", "JobPlan", "Plan", "PlanDocuments", "mark_reused", "plan_changes", "plan_delta"]
 
 
 class Action(StrEnum):
@@ -77,6 +78,10 @@ class Plan:
     policy_seconds: float = 0.0
     policy_cpu_seconds: float = 0.0
     info: Mapping[str, Any] = field(default_factory=dict)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The plan's fields for pickle and copy (without the note of :func:`mark_reused`: a weak reference)."""
+        return {k: v for k, v in self.__dict__.items() if k != _REUSED}
 
     def running(self) -> dict[str, JobPlan]:
         """The jobs that hold GPUs under this plan."""
@@ -166,9 +171,27 @@ def plan_changes(old: Plan, new: Plan) -> tuple[list[JobPlan], list[str] | None]
     is ``plan_delta(old.to_dict(), new.to_dict())`` (the entries as objects): no document is made for a job that
     did not change."""
     prev = old.jobs
-    changed = [p for jid, p in new.jobs.items() if (q := prev.get(jid)) is not p and (q is None or vars(q) != vars(p))]
+    mark = new.__dict__.get(_REUSED)
+    if mark is not None and mark[0]() is old:  # every entry equal to old's is old's object (mark_reused)
+        jobs = new.jobs
+        changed = [jobs[jid] for jid in mark[1]] if mark[1] is not None else [
+            p for jid, p in jobs.items() if prev.get(jid) is not p]
+    else:
+        changed = [p for jid, p in new.jobs.items()
+                   if (q := prev.get(jid)) is not p and (q is None or vars(q) != vars(p))]
     ids = list(new.jobs)
     return changed, None if ids == list(prev) else ids
+
+
+_REUSED = "_entries_of"
+
+
+def mark_reused(new: Plan, old: Plan, changed: list[str] | None = None) -> None:
+    """Note on ``new`` that each of its entries equal to ``old``'s entry of that job IS that object (the maker of
+    ``new`` reused them: :class:`schedopt.live.Session` does): :func:`plan_changes` from ``old`` then compares by
+    identity alone, or takes ``changed`` (the ids of ``new``'s entries that are not ``old``'s objects, in ``new``'s
+    order) as they are. Only a weak reference to ``old`` is kept (no chain of plans held alive)."""
+    object.__setattr__(new, _REUSED, (weakref.ref(old), changed))
 
 
 class PlanDocuments:

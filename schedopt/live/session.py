@@ -13,6 +13,7 @@ import dataclasses
 import gc
 import hashlib
 import math
+import operator
 import os
 import pickle
 from collections.abc import Mapping, Sequence
@@ -33,7 +34,7 @@ from ..sim.registry import role_name
 from ..sim.roles import AcceptAll, Admission, Placer, make_admission, make_placer
 from .jobstate import LiveJobState, online_estimate, profile_application, with_reported_stats
 from .persist import SCHEMA, VERSION, read_document, write_document
-from .plan import Action, JobPlan, Plan
+from .plan import Action, JobPlan, Plan, mark_reused
 from .state import (
     ClusterState,
     Event,
@@ -54,6 +55,13 @@ from .state import (
 __all__ = ["Action", "JobPlan", "Plan", "Session"]  # the plan types re-exported from .plan
 
 Slots = list[tuple[str, tuple[int, ...]]]
+#: one measurement as the session keeps it: (``Measurement.key``, (step time, sync time))
+MeasuredPair = tuple[tuple[str, int, int, int], tuple[float, float]]
+
+
+def _pairs(measurements: Sequence[Measurement]) -> list[MeasuredPair]:
+    """The measurements as (key, (step time, sync time)) pairs, in order."""
+    return [(m.key, (m.step_time, m.sync_time)) for m in measurements]
 
 
 # ----------------------------------------------------------------------------------------------------- the layout
@@ -131,6 +139,15 @@ def _job_plan_of(*values: Any) -> JobPlan:
     p.__dict__.update(zip(_PLAN_FIELDS, values))
     return p
 
+
+
+_plan_values = operator.attrgetter(*_PLAN_FIELDS)
+
+
+def _same_plan(a: JobPlan, b: JobPlan) -> bool:
+    """Whether the job entries ``a`` and ``b`` are equal field for field (the dataclass's ``==``, without its
+    type check)."""
+    return a is b or bool(_plan_values(a) == _plan_values(b))
 
 
 def _role(kind: str, obj: object, spec: object) -> str:
@@ -217,6 +234,9 @@ class Session:
         self._events_time = 0.0
         self._dirty = True
         self._layout_cache: tuple[tuple[Any, ...], _Layout] | None = None
+        self._used: tuple[dict[str, Slots], int] | None = None  # (where, the GPUs it holds): for summary()
+        self._largest: tuple[ClusterState, int] | None = None  # (cluster state, _largest_type())
+        self._pending_memo: tuple[list[LiveJobState], int, set[str]] | None = None  # (pending, its length, ids)
         self._new_rejects: list[str] = []
         #: per job id (Session.view): (the job, its job model, (estimator, observations, epoch, reported
         #: statistics), the estimate made from them, the job's last view, the most GPUs it had run on then)
@@ -247,6 +267,7 @@ class Session:
             self._set_node(dataclasses.replace(node, health=health))
         self._events_time = max(self._events_time, event.time)
         self._dirty = True
+        self._used = None  # (the event may have changed the placement in place)
 
     def _job(self, jid: str, who: str) -> LiveJobState:
         j = self.jobs.get(jid)
@@ -259,7 +280,7 @@ class Session:
 
     def _submit(self, job: LiveJob) -> None:
         jid = job.id
-        if jid in self.jobs or jid in self.closed or any(p.id == jid for p in self.pending):
+        if jid in self.jobs or jid in self.closed or jid in self._pending_ids():
             raise InputError("job.id", jid, "is the id of a job the session has already")
         app = job.application
         if job.profile is not None:
@@ -286,8 +307,7 @@ class Session:
         for m in job.measurements:
             self._measure(j, m, f"job[{jid}].measurements")
         rs = j.rigid_shape
-        biggest = max((sum(len(n.healthy_gpus) for n in self.cluster_state.nodes if n.gpu_type == t)
-                       for t in self.cluster_state.gpu_types), default=0)
+        biggest = self._largest_type()
         if rs is not None and rs[0] > biggest:
             raise InputError(f"job[{jid}].requested_gpus", rs[0],
                              f"no GPU type of the cluster has that many GPUs (largest: {biggest})")
@@ -300,7 +320,29 @@ class Session:
             self.where[jid], self.configs[jid] = slots, c
             j.nodes = {n: len(g) for n, g in slots}
             j.rebatch()  # the batch its profile gives there (until the job reports its own)
+        ids = self._pending_ids()
         self.pending.append(j)
+        ids.add(jid)
+        self._pending_memo = (self.pending, len(self.pending), ids)
+
+    def _pending_ids(self) -> set[str]:
+        """The ids of the pending jobs (kept while ``pending`` is the same list of the same length: it is only
+        appended to, by :meth:`_submit`, or replaced; a batch of 4,096 submissions looked through it 4,096 times)."""
+        memo = self._pending_memo
+        p = self.pending
+        if memo is None or memo[0] is not p or memo[1] != len(p):
+            memo = self._pending_memo = (p, len(p), {j.id for j in p})
+        return memo[2]
+
+    def _largest_type(self) -> int:
+        """The healthy GPUs of the GPU type that has the most (kept per cluster state: a batch of 4,096 submissions
+        at 2,048 GPUs counted them 4,096 times, ~2.5 s)."""
+        cs = self.cluster_state
+        memo = self._largest
+        if memo is None or memo[0] is not cs:
+            memo = self._largest = (cs, max((sum(len(n.healthy_gpus) for n in cs.nodes if n.gpu_type == t)
+                                             for t in cs.gpu_types), default=0))
+        return memo[1]
 
     def _check_slots(self, jid: str, placement: Mapping[str, tuple[int, ...]]) -> Slots:
         """A reported placement checked against the cluster and the other jobs' GPUs."""
@@ -337,23 +379,32 @@ class Session:
         for k, m in enumerate(e.measurements):  # checked before anything changes
             if m.gpu_type not in self.cluster_state.gpu_types:
                 raise InputError(f"event.measurements[{k}].gpu_type", m.gpu_type, "names no GPU type of the cluster")
-        self._progress_row(j, e.progress, e.epoch, e.measurements, e.local_batch, e.accumulation,
+        self._progress_row(j, e.progress, e.epoch, _pairs(e.measurements), e.local_batch, e.accumulation,
                            e.attained_gpu_seconds, e.grad_sqr, e.grad_var)
 
     def _progress_row(self, j: LiveJobState, progress: float | None, epoch: int | None,
-                      measurements: Sequence[Measurement], local_batch: int | None, accumulation: int | None,
+                      measurements: Sequence[MeasuredPair], local_batch: int | None, accumulation: int | None,
                       attained: float | None, grad_sqr: float | None, grad_var: float | None) -> None:
-        """One progress report taken into job ``j`` (checked before: it changes the job, it raises nothing)."""
+        """One progress report taken into job ``j`` (checked before: it changes the job, it raises nothing); its
+        measurements as (key, (step time, sync time)) pairs (:func:`_pairs`)."""
         if measurements:  # as _measure, one by one (the GPU types checked before)
             measured = j.measured
-            for m in measurements:
-                measured[m.key] = (m.step_time, m.sync_time)
-                j.max_profiled = max(j.max_profiled, m.gpus)
-            j.seen = tuple(sorted(measured))
-            j.observations = None
-            if j.estimator == "bootstrap" and j.rigid_shape is None:
-                with blas_threads(1):  # refit now, off the decision's path (the fit is kept: the decision finds it)
-                    self._estimate(j)
+            most = j.max_profiled
+            changed = False
+            for key, times in measurements:
+                old = measured.get(key)
+                if old is None or old != times or (times[1] == 0.0 and str(old[1]) != str(times[1])):  # (-0.0)
+                    changed = True
+                measured[key] = times
+                if key[2] > most:  # (the measurement's GPUs)
+                    most = key[2]
+            j.max_profiled = most
+            if changed:  # (the same values reported again, as a job does every round: the same fit, kept)
+                j.seen = tuple(sorted(measured))
+                j.observations = None
+                if j.estimator == "bootstrap" and j.rigid_shape is None:
+                    with blas_threads(1):  # refit now, off the decision's path (the fit is kept: the decision
+                        self._estimate(j)  # finds it)
         if progress is not None:
             j.frac = progress
         if attained is not None:
@@ -377,7 +428,7 @@ class Session:
                        accumulation: Sequence[int | None] | None = None,
                        attained_gpu_seconds: Sequence[float | None] | None = None,
                        grad_sqr: Sequence[float | None] | None = None, grad_var: Sequence[float | None] | None = None,
-                       checked: bool = False) -> None:
+                       checked: bool = False, measured: Sequence[Sequence[MeasuredPair] | None] | None = None) -> None:
         """Take many progress reports in columns: row ``r`` is ``JobProgress(time[r], job_id[r], progress[r], ...)``
         and the session ends as if those events were applied one by one, in row order (a column left None, or None
         in a row, is a field left out of that row's report). All or none: every row is checked before any changes
@@ -396,11 +447,19 @@ class Session:
             True when every value is known to pass ``JobProgress``'s own checks already (as
             :mod:`schedopt.serve.columns` checks its columns, at once): no event object is built. Otherwise each row
             is checked as a ``JobProgress``.
+        measured
+            With ``checked`` only, in place of ``measurements``: each row's measurements as
+            ``(Measurement.key, (step_time, sync_time))`` pairs, no :class:`~schedopt.live.Measurement` object made
+            (:mod:`schedopt.serve.columns` reads them so; the session keeps them in that form).
         """
+        if measured is not None:
+            if not checked or measurements is not None:
+                raise InputError("measured", "…", "is for rows already checked (checked=True), instead of measurements")
+        ms_col: Sequence[Any] | None = measurements if measured is None else measured
         ids = list(job_id)
         n = len(ids)
         cols: dict[str, Sequence[Any] | None] = {
-            "progress": progress, "epoch": epoch, "measurements": measurements, "local_batch": local_batch,
+            "progress": progress, "epoch": epoch, "measurements": ms_col, "local_batch": local_batch,
             "accumulation": accumulation, "attained_gpu_seconds": attained_gpu_seconds, "grad_sqr": grad_sqr,
             "grad_var": grad_var}
         for k, c in cols.items():
@@ -414,6 +473,8 @@ class Session:
                 raise InputError("time", len(times), f"must hold one value a row ({n}, as job_id) or be one number")
         none: list[Any] = [None] * n
         rows = list(zip(times, ids, *(none if c is None else c for c in cols.values())))
+        if checked and measured is None and measurements is not None:  # the Measurement objects as pairs
+            rows = [(*row[:4], _pairs(row[4] or ()), *row[5:]) for row in rows]
         if not checked:
             for r, row in enumerate(rows):
                 try:
@@ -423,8 +484,8 @@ class Session:
                     key, sep, tail = rest.partition("[") if "[" in rest.split(".", 1)[0] else rest.partition(".")
                     raise InputError(f"{key or 'job_id'}[{r}]{sep and (sep if sep == '[' else '.')}{tail}",
                                      exc.value, exc.message) from None
-                rows[r] = (e.time, e.job_id, e.progress, e.epoch, e.measurements, e.local_batch, e.accumulation,
-                           e.attained_gpu_seconds, e.grad_sqr, e.grad_var)
+                rows[r] = (e.time, e.job_id, e.progress, e.epoch, _pairs(e.measurements), e.local_batch,
+                           e.accumulation, e.attained_gpu_seconds, e.grad_sqr, e.grad_var)
         types = self.cluster_state.gpu_types
         jobs = []
         for r, row in enumerate(rows):  # everything checked before anything changes
@@ -433,10 +494,9 @@ class Session:
                 raise InputError(f"time[{r}]", t, f"is before the last decision (t = {self.time:g})")
             j = self.jobs.get(row[1])
             jobs.append(j if j is not None else self._job(row[1], f"job_id[{r}]"))
-            for i, m in enumerate(row[4] or ()):
-                if m.gpu_type not in types:
-                    raise InputError(f"measurements[{r}][{i}].gpu_type", m.gpu_type,
-                                     "names no GPU type of the cluster")
+            for i, (key, _) in enumerate(row[4] or ()):
+                if key[0] not in types:
+                    raise InputError(f"measurements[{r}][{i}].gpu_type", key[0], "names no GPU type of the cluster")
         if not n:
             return
         with blas_threads(1):  # one BLAS limit for the rows' refits
@@ -518,16 +578,19 @@ class Session:
         return v
 
     def layout(self) -> _Layout:
+        cs = self.cluster_state
+        memo = self._layout_cache
+        if memo is not None and memo[0][0] is cs and not memo[0][1]:
+            return memo[1]  # no drained node in this cluster state: the layout is its alone (what jobs hold unread)
         held: dict[str, set[int]] = {}
         for slots in self.where.values():
             for n, gs in slots:
                 held.setdefault(n, set()).update(gs)
-        drained = tuple((n.name, tuple(sorted(held.get(n.name, ())))) for n in self.cluster_state.nodes
-                        if n.health == "drained")
-        key = (self.cluster_state, drained)
-        if self._layout_cache is None or self._layout_cache[0] != key:
-            self._layout_cache = (key, _layout(self.cluster_state, held))
-        return self._layout_cache[1]
+        drained = tuple((n.name, tuple(sorted(held.get(n.name, ())))) for n in cs.nodes if n.health == "drained")
+        key = (cs, drained)
+        lay = _layout(cs, held) if memo is None or memo[0] != key else memo[1]
+        self._layout_cache = (key, lay)  # (an equal cluster state: the same layout, kept under this object)
+        return lay
 
     @property
     def cluster(self) -> Cluster:
@@ -638,7 +701,19 @@ class Session:
             live = {*self.jobs, *(j.id for j in self.pending)}  # forget the views of jobs gone
             self._views = {j: v for j, v in self._views.items() if j in live}
         self.time, self.round_index, self._dirty = now, k, False
+        last = self.plan
+        changed: list[str] = []
+        if last is not None:  # an entry equal to the last plan's is that object (fewer objects; found by identity)
+            held = last.jobs
+            for jid, p in jobs.items():
+                q = held.get(jid)
+                if q is not None and _same_plan(q, p):
+                    jobs[jid] = q
+                else:
+                    changed.append(jid)
         self.plan = Plan(now, k, self.policy_name, jobs, dt_wall, dt_cpu, info)
+        if last is not None:
+            mark_reused(self.plan, last, changed)
         return self.plan
 
     def _sync_nodes(self, lay: _Layout) -> None:
@@ -731,7 +806,15 @@ class Session:
 
     def summary(self) -> dict[str, Any]:
         """Counts for a dashboard: jobs running, queued and pending, GPUs in use and usable."""
-        used = sum(len(g) for s in self.where.values() for _, g in s)
+        memo = self._used
+        if memo is not None and memo[0] is self.where:
+            used = memo[1]
+        else:  # (kept until the placement is replaced, or an event changes it in place: apply forgets it)
+            used = 0
+            for slots in self.where.values():
+                for _, g in slots:
+                    used += len(g)
+            self._used = (self.where, used)
         return {"time": self.time, "round_index": self.round_index, "policy": self.policy_name,
                 "jobs_running": len(self.where), "jobs_queued": len(self.jobs) - len(self.where),
                 "jobs_pending": len(self.pending), "gpus_in_use": used, "gpus_usable": self.cluster.num_gpus,
@@ -745,6 +828,9 @@ _JOB_FIELDS = ("id", "app", "arrival", "requested_gpus", "batch_size", "adaptive
                "live_kind", "frac", "grad")
 
 
+_job_values = operator.attrgetter(*_JOB_FIELDS)
+
+
 def _config(c: Config | None) -> list[Any] | None:
     return None if c is None else [c.n_nodes, c.n_gpus, c.gpu_type]
 
@@ -753,7 +839,7 @@ def _session_document(s: Session) -> dict[str, Any]:
     roles = pickle.dumps((s.policy, s.placer, s.admission), protocol=pickle.HIGHEST_PROTOCOL)
     jobs = []
     for admitted, j in [*((True, j) for j in s.jobs.values()), *((False, j) for j in s.pending)]:
-        d = {k: getattr(j, k) for k in _JOB_FIELDS}
+        d = dict(zip(_JOB_FIELDS, _job_values(j)))
         d["admitted"] = admitted
         d["config"] = _config(j.config)
         d["measured"] = [[*k, *v] for k, v in sorted(j.measured.items())]

@@ -120,7 +120,7 @@ class LiveSession:
                 if type(e) is ProgressColumns:  # checked as JobProgress's fields already; all or none
                     try:
                         self.session.apply_progress(e.time, e.job_id, progress=e.progress, epoch=e.epoch,
-                                                    measurements=e.measurements, local_batch=e.local_batch,
+                                                    measured=e.measured, local_batch=e.local_batch,
                                                     accumulation=e.accumulation,
                                                     attained_gpu_seconds=e.attained_gpu_seconds,
                                                     grad_sqr=e.grad_sqr, grad_var=e.grad_var, checked=True)
