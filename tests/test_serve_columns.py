@@ -341,3 +341,17 @@ def test_an_integer_column_is_checked_as_value_by_value() -> None:
         low, high = rng.choice([(0, 2**20), (1, 2**31), (-5, 5)])
         want = all(v is None or (type(v) is int and low <= v <= high) for v in col)
         assert _ints(col, low, high) is want, (col, low, high)
+
+
+@pytest.mark.parametrize(("first", "second"), [("local_batch", "accumulation"), ("grad_sqr", "grad_var")])
+def test_a_pair_with_nulls_in_other_rows_is_refused_as_the_general_route_does(first: str, second: str) -> None:
+    # the pairs compared by the rows' types (serve.columns._paired): as many nulls in both columns, or the same
+    # rows null, with integers and floats in either (an integer gradient read as a float), against the general route
+    rows = [dict(r) for r in ROWS]
+    one, other = (64, 2) if first == "local_batch" else (3, 0.5)
+    shifted = [(None, other), (one, None), (one, other)]  # one null each, in other rows: refused
+    same = [(None, None), (one, other), (float(one) if first == "grad_sqr" else one, other)]  # accepted
+    for pairs, accepted in ((shifted, False), (same, True), (shifted[::-1], False)):
+        for r, (a, b) in zip(rows, pairs):
+            r[first], r[second] = a, b
+        assert _agree(rows) is accepted, pairs

@@ -20,9 +20,7 @@ these documents (:class:`schedopt.live.ServiceSession` sends a round's progress 
 
 from __future__ import annotations
 
-import itertools
 import math
-import operator
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -291,12 +289,13 @@ def measurement_of_pair(pair: MeasuredPair) -> Measurement:
 
 def _paired(a: list[Any], b: list[Any]) -> bool:
     """Whether each row of the columns ``a`` and ``b`` has both values or neither (in C when neither column has a
-    null, or both have only nulls)."""
+    null, or both have only nulls). Their values checked before: besides nulls, one type in both (integers, or
+    floats), so the rows' types are equal exactly where both or neither is null (about half the CPU of comparing
+    where each is None)."""
     nulls = a.count(None), b.count(None)
     if nulls == (0, 0) or nulls == (len(a), len(b)):
         return True
-    return nulls[0] == nulls[1] and list(map(operator.is_, a, itertools.repeat(None))) == list(
-        map(operator.is_, b, itertools.repeat(None)))
+    return nulls[0] == nulls[1] and list(map(type, a)) == list(map(type, b))
 
 
 def _fast(d: dict[str, Any], n: int) -> ProgressColumns | None:
