@@ -3,8 +3,9 @@ captured solves in a loop (a quiet benchmark of :meth:`schedopt.mckp.MckpSolver.
 
     python tools/bench_mckp_rounds.py capture /tmp/rounds.pkl          # runs the everyday command once, in-process
     python tools/bench_mckp_rounds.py replay /tmp/rounds.pkl --repeat 3 [--check]
-    python tools/bench_mckp_rounds.py ab /tmp/rounds.pkl --checkout before=/work/wt/before --checkout after=. --runs 5
+    python tools/bench_mckp_rounds.py ab /tmp/rounds.pkl --checkout before=BEFORE --checkout after=. --runs 5
 
+(``BEFORE``: a checkout of the commit to compare with, e.g. ``git worktree add BEFORE a7784b5``.)
 ``capture`` runs ``schedopt simulate --cluster sia-64 --workload saturn/1 --policy sia`` (``--job-model`` to pick
 another) through the command line's ``main`` with :class:`~schedopt.mckp.MckpSolver` wrapped: every solve's
 presolved structure, its constructor's arguments (without the sub-solver and the clock) and its model are pickled
@@ -18,7 +19,7 @@ CPU per pass and their ratio. ``interleave`` loads a before checkout's ``schedop
 process and solves every round with both, alternately (the same machine load for both: the quietest comparison on
 a shared machine), compares their answers with each other and, with ``--out``, appends a row to the record:
 
-    PYTHONPATH=$PWD python tools/bench_mckp_rounds.py interleave /tmp/rounds.pkl --before /work/wt/before \
+    PYTHONPATH=$PWD python tools/bench_mckp_rounds.py interleave /tmp/rounds.pkl --before BEFORE \
         --repeat 5 --label sia-measured --out benchmarks/mckp_rounds.csv
 """
 

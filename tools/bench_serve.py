@@ -126,6 +126,15 @@ class ServiceCpu:
             time.sleep(0.002)
 
 
+def _commit(code: Path) -> str:
+    """The commit of the checkout ``code`` (its short hash; a tree that is no git checkout: its folder's name), so
+    that a record names what was measured, not where it lay on the measuring machine."""
+    import subprocess
+
+    got = subprocess.run(["git", "-C", str(code), "rev-parse", "--short=7", "HEAD"], capture_output=True, text=True)
+    return got.stdout.strip() if got.returncode == 0 and got.stdout.strip() else code.name
+
+
 def _protocol(code: Path | None) -> tuple[bool, bool]:
     """Whether the service of the checkout ``code`` (None: this one) reads progress reports in columns and answers
     plans as deltas (``since``): a baseline that does is asked so, as this one is; an older one event by event,
@@ -242,7 +251,7 @@ def measure(policy: str, gpus: int, rounds: int, warmup: int, workdir: Path, lab
             "http_p50_ms": _pct(http, 50), "http_p99_ms": _pct(http, 99), "plan_kb": round(plan_kb, 1),
             "answer_kb": round(answer_kb, 1),
             "note": f"{label + '; ' if label else ''}warmup {warmup}; same decisions both ways: {same}; "
-                    + f"snapshot every {snapshot_every}; " + ("" if code is None else f"service from {code}; ")
+                    + f"snapshot every {snapshot_every}; " + ("" if code is None else f"service from a checkout of {_commit(code)}; ")
                     + ("" if columns else "events one by one; ") + ("" if delta else "whole plans; ")
                     + ("" if cpu.precise else "service CPU in 10 ms ticks; ")
                     + ("" if same_request else "overhead against the in-process decision (no cpu_seconds); ")
