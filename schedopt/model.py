@@ -380,11 +380,15 @@ def clean_csr_copy(value: Any, num_cols: int, owned: Any = None) -> sp.csr_matri
 _INT32_MAX = int(np.iinfo(np.int32).max)
 
 
-def stack_csr(mats: list[sp.csr_matrix], n: int) -> sp.csr_matrix:
+def stack_csr(mats: list[sp.csr_matrix], n: int,
+              build: Callable[[np.ndarray, np.ndarray, np.ndarray, tuple[int, int]], sp.csr_matrix] | None = None
+              ) -> sp.csr_matrix:
     """``scipy.sparse.vstack(mats, format="csr")`` for CSR blocks of ``n`` columns: the same arrays (data, indices
     and index pointers concatenated, each block's pointers shifted by the entries before it) and the same final
     construction. Blocks with int32 indices take that direct path (vstack's own index type then is int32 too);
-    others go through ``vstack``."""
+    others go through ``vstack``. ``build(data, indices, indptr, shape)`` makes the direct path's matrix (default:
+    ``scipy.sparse.csr_matrix``; the Sia round's direct route passes :func:`schedopt.sia.build.canonical_csr`, which
+    skips scipy's checks of arrays it knows canonical)."""
     nnz = sum(int(M.indptr[-1]) for M in mats)
     if nnz > _INT32_MAX or n > _INT32_MAX or any(
         M.indptr.dtype != np.int32 or M.indices.dtype != np.int32 or M.data.size != M.indptr[-1] for M in mats
@@ -398,7 +402,10 @@ def stack_csr(mats: list[sp.csr_matrix], n: int) -> sp.csr_matrix:
         offset += int(M.indptr[-1])
     parts.append(np.array([offset], dtype=np.int32))
     indptr = np.concatenate(parts)
-    return sp.csr_matrix((data, indices, indptr), shape=(sum(M.shape[0] for M in mats), n))
+    shape = (sum(int(M.shape[0]) for M in mats), n)
+    if build is not None:
+        return build(data, indices, indptr, shape)
+    return sp.csr_matrix((data, indices, indptr), shape=shape)
 
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 
 __all__ = ["DirectModel", "classify", "formulation", "model_arrays", "prepare", "structure"]
 
-_INT32_MAX = int(np.iinfo(np.int32).max)
 _LOCK = threading.RLock()  # one build of a DirectModel at a time (the race backend may ask from its thread)
 
 
@@ -145,7 +144,7 @@ def model_arrays(problem: SiaRound) -> tuple[ModelArrays, FamilyRows] | None:
         return None
     arrays = ModelArrays(
         c=c.copy(),
-        A=_stacked(mats, P),
+        A=stack_csr(mats, P, build=canonical_csr),
         row_lower=np.concatenate((np.full(J + T + V, -INF), np.full(F, 1.0))),
         row_upper=np.concatenate((np.full(J, 1.0), rows.gpu_upper, rows.virtual_upper, np.full(F, INF))),
         col_lower=lo,
@@ -155,21 +154,6 @@ def model_arrays(problem: SiaRound) -> tuple[ModelArrays, FamilyRows] | None:
         constant=const,
     )
     return arrays, rows
-
-
-def _stacked(mats: list[sp.csr_matrix], n: int) -> sp.csr_matrix:
-    """The model's stacked matrix of the families ``mats`` (``LinearModel.to_arrays``: ``stack_csr``, the same
-    data, indices and index pointers), built from its arrays as ``schedopt.sia.build.canonical_csr`` builds a
-    family (without scipy's index-type search and format check)."""
-    if sum(int(M.indptr[-1]) for M in mats) > _INT32_MAX or n > _INT32_MAX:
-        return stack_csr(mats, n)
-    parts, offset = [], 0
-    for M in mats:
-        parts.append(M.indptr[:-1] + np.int32(offset))
-        offset += int(M.indptr[-1])
-    parts.append(np.array([offset], dtype=np.int32))
-    return canonical_csr(np.concatenate([M.data for M in mats]), np.concatenate([M.indices for M in mats]),
-                np.concatenate(parts), (sum(int(M.shape[0]) for M in mats), n))
 
 
 def formulation(problem: SiaRound, cache: SiaBuildCache | None = None) -> Formulation[PairTable]:
