@@ -185,14 +185,14 @@ def test_the_readme_is_one_screen_and_starts_with_the_two_commands() -> None:
     lines = (ROOT / "README.md").read_text().splitlines()
     assert len(lines) < 150
     cmds = readme_commands()
-    assert cmds[:4] == ["pip install -e .", "schedopt demo", 'pip install -e ".[test]"', "python -m pytest"]
+    assert cmds[:4] == ["pip install -e .", "schedopt demo", 'pip install -e ".[test]"', "python -m pytest -n 2"]
     assert DOCS_BUILD in cmds
 
 
 def test_every_readme_command_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                    capsys: pytest.CaptureFixture[str]) -> None:
     """``schedopt ...`` commands run in order in one folder (in this process, through ``schedopt.cli.main``) and
-    exit 0 (``explain`` of the infeasible example: 1, as the exit-code rule says); ``pip install`` names only extras pyproject.toml declares; ``python -m pytest`` is this run and the
+    exit 0 (``explain`` of the infeasible example: 1, as the exit-code rule says); ``pip install`` names only extras pyproject.toml declares; ``python -m pytest -n 2`` is this run and the
     docs build is the slow test below (and a step of .ci/run)."""
     from schedopt.cli import main
 
@@ -204,7 +204,7 @@ def test_every_readme_command_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         if words[:3] == ["pip", "install", "-e"]:
             spec = words[3].strip("\"'")
             assert spec == "." or (spec.startswith(".[") and set(spec[2:-1].split(",")) <= extras), cmd
-        elif cmd in ("python -m pytest", DOCS_BUILD):
+        elif cmd in ("python -m pytest -n 2", DOCS_BUILD):
             continue
         else:
             assert words[0] == "schedopt", f"README command {cmd!r} is not tested: test it here"

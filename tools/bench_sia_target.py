@@ -16,7 +16,8 @@ Each checkout is put first on ``PYTHONPATH`` of its child processes, so the same
 process and the summary included: CPU is the children's user + system time (``getrusage``) over the process, which
 counts the worker it waited for. Each run's hash is of the printed results table (``table_hash``); ``--records``
 adds, per checkout and job model, one untimed run with ``-o`` and ``--json`` whose records (every job, every round,
-the meta; without the measured times: ``policy_seconds``, ``policy_cpu_seconds``, the answers' ``timings``, the
+the meta; without the measured times: ``policy_seconds``, ``policy_cpu_seconds``, the answers' ``timings``, a
+round's ``info.seconds``, the
 file's checksum) and summary (without its ``policy_*`` time columns) are hashed (``records_hash``).
 ``--bytecode cached`` runs each checkout with a ``PYTHONPYCACHEPREFIX`` of its own, filled by one untimed run first
 (an installed package's case: its modules compiled once); ``env`` (default) leaves the environment as it is (with
@@ -125,9 +126,11 @@ def _table_hash(stdout: str) -> str:
     return hashlib.sha1("\n".join(body).encode()).hexdigest()[:12]
 
 
-def _strip_times(obj: Any) -> Any:
+def _strip_times(obj: Any, key: str = "") -> Any:
     if isinstance(obj, dict):
-        return {k: _strip_times(v) for k, v in obj.items() if k not in _TIMES}
+        # a round's ``info`` may hold the policy's own measured time (gavel's LP re-solve: ``info.seconds``)
+        return {k: _strip_times(v, k) for k, v in obj.items()
+                if k not in _TIMES and not (key == "info" and k == "seconds")}
     if isinstance(obj, list):
         return [_strip_times(v) for v in obj]
     return obj
