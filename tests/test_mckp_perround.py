@@ -13,6 +13,7 @@ optimum is chosen, so "the same" means bit-identical), and the whole solve still
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import math
 from typing import Any
@@ -194,3 +195,33 @@ def test_solver_proves_the_brute_force_optimum_on_tied_small_mckps(seed: int) ->
     assert out.choice is not None and st.fits(out.choice)
     assert st.value_of(out.choice) == pytest.approx(want, abs=1e-9)
     assert out.bound >= want - 1e-9 and out.bound <= want + 1e-6 * max(1.0, abs(want)) + 1e-9
+
+
+def _same_aggregate(x: Any, y: Any) -> None:
+    for name in ("cls", "rank", "sorted_cols", "col_map", "ostarts"):
+        a, b = getattr(x, name), getattr(y, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b), name
+    for name in ("cols", "group", "starts", "counts", "value", "ri", "wt", "cap", "mult"):
+        a, b = getattr(x.st, name), getattr(y.st, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b), name
+
+
+@pytest.mark.parametrize("dup", [1, 2])
+def test_aggregate_singleton_classes_path_equals_the_general_path(dup: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When every group is a class of its own, ``aggregate`` skips the hash verification and the class ranks: the same
+    arrays as the general path, with one-row (Sia) and multi-row columns, with and without identical groups (tied
+    values: many equal column keys)."""
+    aggregate_mod = importlib.import_module("schedopt.mckp.aggregate")  # the package's name is the function
+
+    singletons = 0
+    for seed in range(30):
+        st = analyze(small_mckp(2 + seed % 6, 2 + seed % 4, 1 + seed % 3, seed, dup=dup, one_row=seed % 2 == 0))
+        assert np.all(np.diff(st.group) >= 0)  # the columns are sorted by group (what the fast path relies on)
+        got = aggregate(st)
+        st.aggregated = None
+        monkeypatch.setattr(aggregate_mod, "_GENERAL_PATH", True)
+        want = aggregate(st)
+        monkeypatch.setattr(aggregate_mod, "_GENERAL_PATH", False)
+        _same_aggregate(got, want)
+        singletons += int(got.classes == st.G)
+    assert singletons >= 10 if dup == 1 else singletons < 30  # both paths were taken
