@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -30,6 +31,16 @@ class Aggregate:
     @property
     def classes(self) -> int:
         return self.st.G
+
+    @cached_property
+    def dense_pad(self) -> np.ndarray:
+        """The aggregated columns' dense (n + 1) x K weights with a last row of zeros (index -1: nothing chosen),
+        made once for the local search and the residual search (read only). Row ``i`` is what ``st.dense`` gives
+        for column ``i`` alone: a column's dense row depends on its own weights only."""
+        a = self.st
+        out = np.zeros((a.n + 1, a.K))
+        out[:-1] = a.dense(np.arange(a.n))
+        return out
 
     def expand(self, choice: np.ndarray) -> np.ndarray:
         """An aggregated choice (one column or -1 per class) given to every member: one column per group."""

@@ -218,7 +218,7 @@ class ResidualClosure:
         m = res_cols.size
         if not m:
             return None
-        D = ast.dense(res_cols) if K else np.zeros((m, 0))
+        D = self.agg.dense_pad[res_cols] if K else np.zeros((m, 0))  # ast.dense(res_cols)
         if not np.array_equal(D, np.rint(D)):
             return None
         rows = (D.max(axis=0, initial=0.0) > 0).nonzero()[0] if K else np.zeros(0, dtype=np.int64)
@@ -305,7 +305,7 @@ class ResidualClosure:
         gi = og.searchsorted(ast.group[res_cols])
         bestg = self.bestg[og]
         R = const + float(up_rows @ bestg) + float(lam @ cap)
-        D = ast.dense(res_cols) if K else np.zeros((res_cols.size, 0))
+        D = self.agg.dense_pad[res_cols] if K else np.zeros((res_cols.size, 0))  # ast.dense(res_cols)
         # per open class: its choices sorted by loss, as plain lists (the search is scalar Python)
         order = np.lexsort((np.arange(res_cols.size), self.delta[res_cols], gi))
         classes: list[tuple[int, list[_Choice]]] = []
