@@ -11,6 +11,9 @@ from .structure import MckpStructure
 
 __all__ = ["Aggregate", "aggregate"]
 
+#: a one-element int64 zero, prepended to cumulative sums (no list converted a call)
+_ZERO = np.zeros(1, dtype=np.int64)
+
 
 @dataclass
 class Aggregate:
@@ -60,8 +63,8 @@ class Aggregate:
         members of a class, in group order, take the class's columns in column order, ``y[c]`` each."""
         a = self.st
         y = np.asarray(np.rint(y), dtype=np.int64)
-        E = np.cumsum(y)
-        base = np.concatenate(([0], E))[a.starts]  # counts before each class
+        E = y.cumsum()
+        base = np.concatenate((_ZERO, E))[a.starts]  # counts before each class
         tot = np.add.reduceat(y, a.starts) if a.n else np.zeros(0, np.int64)
         c = self.cls
         target = base[c] + self.rank
@@ -123,7 +126,7 @@ def aggregate(st: MckpStructure) -> Aggregate:
             diff |= wo[1:, j] != wo[:-1, j]
         new[1:] = diff
     kid = np.empty(n, dtype=np.int64)
-    kid[o] = np.cumsum(new) - 1
+    kid[o] = new.cumsum() - 1
     # 2. each group's columns in key order; hash the key sequence. The columns are sorted by group (``starts``), so
     # the group of sorted position i is ``group[i]`` itself (``group[sc] == group``)
     sc = np.lexsort((kid, st.group))
@@ -149,7 +152,7 @@ def aggregate(st: MckpStructure) -> Aggregate:
         mult = np.ones(G, dtype=np.int64)
         rank = np.zeros(G, dtype=np.int64)
     else:
-        cls[og] = np.cumsum(newc) - 1
+        cls[og] = newc.cumsum() - 1
         # 3. verify (a hash collision makes its groups classes of their own)
         mism = ks != ks[st.starts[rep[cls[g_of]]] + pos]
         if mism.any():
@@ -162,12 +165,12 @@ def aggregate(st: MckpStructure) -> Aggregate:
         C = rep.size
         mult = np.bincount(cls, minlength=C).astype(np.int64)
         members = np.lexsort((np.arange(G), cls))
-        cstart = np.concatenate(([0], np.cumsum(mult)[:-1]))
+        cstart = np.concatenate((_ZERO, mult.cumsum()[:-1]))
         rank = np.empty(G, dtype=np.int64)
         rank[members] = np.arange(G) - cstart[cls[members]]
     # 4. the aggregated structure: the representative groups' columns, in key order
     cnt = st.counts[rep]
-    astarts = np.concatenate(([0], np.cumsum(cnt)[:-1])).astype(np.int64)
+    astarts = np.concatenate((_ZERO, cnt.cumsum()[:-1])).astype(np.int64)
     tot = int(cnt.sum())
     sel = sc[np.repeat(st.starts[rep] - astarts, cnt) + np.arange(tot)]
     agroup = np.repeat(np.arange(C), cnt)
