@@ -8,7 +8,10 @@ optimum is chosen, so "the same" means bit-identical), and the whole solve still
 * :meth:`~schedopt.mckp.ResidualClosure.prove` (the table's plan made only when the short search gives up) against
   the order it replaced (the plan first, the search's budget from it);
 * the LP's shared HiGHS instance, reused without ``clearModel``, against a fresh instance per LP;
-* :class:`~schedopt.mckp.MckpSolver` against brute force on random small MCKPs with tied values.
+* :class:`~schedopt.mckp.MckpSolver` against brute force on random small MCKPs with tied values;
+* :func:`~schedopt.mckp.aggregate` when every group is a class of its own, ``GreedyRepair``'s one-slot usage and
+  whole-pool first pass, the LP's matrix written directly for one-slot columns and ``Aggregate.dense_pad``, each
+  against its general path.
 """
 
 from __future__ import annotations
