@@ -8,11 +8,15 @@ optimum is chosen, so "the same" means bit-identical), and the whole solve still
 * :meth:`~schedopt.mckp.ResidualClosure.prove` (the table's plan made only when the short search gives up) against
   the order it replaced (the plan first, the search's budget from it);
 * the LP's shared HiGHS instance, reused without ``clearModel``, against a fresh instance per LP;
-* :class:`~schedopt.mckp.MckpSolver` against brute force on random small MCKPs with tied values.
+* :class:`~schedopt.mckp.MckpSolver` against brute force on random small MCKPs with tied values;
+* :func:`~schedopt.mckp.aggregate` when every group is a class of its own, ``GreedyRepair``'s one-slot usage and
+  whole-pool first pass, the LP's matrix written directly for one-slot columns and ``Aggregate.dense_pad``, each
+  against its general path.
 """
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import math
 from typing import Any
@@ -194,3 +198,86 @@ def test_solver_proves_the_brute_force_optimum_on_tied_small_mckps(seed: int) ->
     assert out.choice is not None and st.fits(out.choice)
     assert st.value_of(out.choice) == pytest.approx(want, abs=1e-9)
     assert out.bound >= want - 1e-9 and out.bound <= want + 1e-6 * max(1.0, abs(want)) + 1e-9
+
+
+def _same_aggregate(x: Any, y: Any) -> None:
+    for name in ("cls", "rank", "sorted_cols", "col_map", "ostarts"):
+        a, b = getattr(x, name), getattr(y, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b), name
+    for name in ("cols", "group", "starts", "counts", "value", "ri", "wt", "cap", "mult"):
+        a, b = getattr(x.st, name), getattr(y.st, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b), name
+
+
+@pytest.mark.parametrize("dup", [1, 2])
+def test_aggregate_singleton_classes_path_equals_the_general_path(dup: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When every group is a class of its own, ``aggregate`` skips the hash verification and the class ranks: the same
+    arrays as the general path, with one-row (Sia) and multi-row columns, with and without identical groups (tied
+    values: many equal column keys)."""
+    aggregate_mod = importlib.import_module("schedopt.mckp.aggregate")  # the package's name is the function
+
+    singletons = 0
+    for seed in range(30):
+        st = analyze(small_mckp(2 + seed % 6, 2 + seed % 4, 1 + seed % 3, seed, dup=dup, one_row=seed % 2 == 0))
+        assert np.all(np.diff(st.group) >= 0)  # the columns are sorted by group (what the fast path relies on)
+        got = aggregate(st)
+        st.aggregated = None
+        monkeypatch.setattr(aggregate_mod, "_GENERAL_PATH", True)
+        want = aggregate(st)
+        monkeypatch.setattr(aggregate_mod, "_GENERAL_PATH", False)
+        _same_aggregate(got, want)
+        singletons += int(got.classes == st.G)
+    assert singletons >= 10 if dup == 1 else singletons < 30  # both paths were taken
+
+
+@pytest.mark.parametrize("one_row", [True, False])
+def test_repair_shortcuts_equal_the_general_paths(one_row: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``GreedyRepair`` with its one-slot usage and whole-pool first pass against its general paths: the same
+    repaired and improved choices, from the Lagrangian choice, from nothing and from every group's last column, with
+    the whole pool and a screened one."""
+    changed = 0
+    for seed in range(25):
+        st = analyze(small_mckp(2 + seed % 7, 2 + seed % 4, 1 + seed % 3, seed, dup=1 + seed % 2, one_row=one_row))
+        if st.infeasible or not st.n:
+            continue
+        d = LagrangianDual(st).solve()
+        rng = np.random.default_rng(seed)
+        pools = [None, dual_mod.ColumnSet(st, np.flatnonzero(rng.random(st.n) < 0.7))]
+        starts = [d.best.choice, np.full(st.G, -1, dtype=np.int64), st.starts + st.counts - 1]
+        for pool in pools:
+            got: list[np.ndarray] = []
+            for general in (False, True):
+                monkeypatch.setattr(heuristics, "_GENERAL_PATHS", general)
+                r = heuristics.GreedyRepair(st, pool)
+                assert (r._slot0 is not None) == (st.ri.shape[1] == 1)
+                got.append(np.concatenate([r.repair(d.best.choice, d.lam)] + [r.improve(s) for s in starts]))
+            assert np.array_equal(got[0], got[1]), seed
+            changed += int(not np.array_equal(got[0][st.G:2 * st.G], starts[0]))
+    assert changed >= 5  # improve upgraded something, not only its first pass's exit
+
+
+def test_lp_arrays_of_one_slot_columns_equal_the_general_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The LP relaxation's matrix written directly for one-slot columns (a Sia round) against the general ELL
+    route: the same optimal counts and duals, float for float (one-row and multi-row instances, identical groups)."""
+    direct = 0
+    for seed in range(16):
+        a = aggregate(analyze(small_mckp(2 + seed % 5, 3 + seed % 3, 1 + seed % 3, seed, dup=1 + seed % 2,
+                                         one_row=seed % 4 != 3))).st
+        d = LagrangianDual(a)
+        got = []
+        for general in (False, True):
+            monkeypatch.setattr(dual_mod, "_LP_GENERAL_ARRAYS", general)
+            got.append(d.solve_lp(np.arange(d.n)))
+        assert got[0] is not None and got[1] is not None
+        assert np.array_equal(got[0][0], got[1][0]) and np.array_equal(got[0][1], got[1][1]), seed
+        direct += int(a.ri.shape[1] == 1 and a.K > 0)
+    assert direct >= 8
+
+
+def test_the_aggregates_dense_pad_equals_dense_per_column() -> None:
+    for seed in range(10):
+        agg = aggregate(analyze(small_mckp(3 + seed % 4, 3, 1 + seed % 3, seed, dup=1 + seed % 3)))
+        a = agg.st
+        assert np.array_equal(agg.dense_pad[:-1], a.dense(np.arange(a.n))) and not agg.dense_pad[-1].any()
+        idx = np.random.default_rng(seed).permutation(a.n)[: a.n // 2]
+        assert np.array_equal(agg.dense_pad[idx], a.dense(idx))

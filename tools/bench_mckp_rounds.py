@@ -17,7 +17,8 @@ termination, the phases that ran) and exits 1 on any difference. ``ab`` runs ``r
 each checkout alternately (``--runs`` each; the checkout first on ``PYTHONPATH``) and prints the medians of the
 CPU per pass and their ratio. ``interleave`` loads a before checkout's ``schedopt/mckp`` beside this one's in one
 process and solves every round with both, alternately (the same machine load for both: the quietest comparison on
-a shared machine), compares their answers with each other and, with ``--out``, appends a row to the record:
+a shared machine), compares their answers with each other, prints each side's mean and median CPU per pass and,
+with ``--out``, appends a row to the record (the means):
 
     PYTHONPATH=$PWD python tools/bench_mckp_rounds.py interleave /tmp/rounds.pkl --before BEFORE \
         --repeat 5 --label sia-measured --out benchmarks/mckp_rounds.csv
@@ -179,8 +180,10 @@ def interleave(path: Path, before: Path, repeat: int, out: Path | None = None, l
     old = _load_before(before)
     rounds = load(path)
     tot = {"before": 0.0, "after": 0.0}
+    passes: dict[str, list[float]] = {"before": [], "after": []}  # each side's CPU per pass (its medians printed)
     bad = 0
     for rep in range(repeat):
+        at = dict(tot)
         for i, (blob, _want) in enumerate(rounds):
             got = {}
             order = [("before", old.MckpSolver), ("after", MckpSolver)]
@@ -199,9 +202,13 @@ def interleave(path: Path, before: Path, repeat: int, out: Path | None = None, l
                 if d:
                     bad += 1
                     print(f"round {i}: " + "; ".join(d[:6]), file=sys.stderr)
+        for name in passes:
+            passes[name].append(tot[name] - at[name])
     b, a = tot["before"] / repeat, tot["after"] / repeat
+    mb, ma = statistics.median(passes["before"]), statistics.median(passes["after"])
     print(f"{len(rounds)} solves x {repeat}, interleaved in one process: CPU per pass before {b:.3f} s, after {a:.3f} s, "
-          f"ratio after/before {a / b:.3f}; {bad} rounds differ")
+          f"ratio after/before {a / b:.3f} (medians of the passes: {mb:.3f} s, {ma:.3f} s, {ma / mb:.3f}); "
+          f"{bad} rounds differ")
     if out is not None:
         import platform
 

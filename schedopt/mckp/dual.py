@@ -54,6 +54,7 @@ class ColumnSet:
         whole = idx is None
         idx = np.arange(st.n) if idx is None else idx
         self.idx = idx
+        self.whole = whole  #: built from every column of ``st`` (``idx`` is ``arange(st.n)``)
         if whole and idx.size and int(st.counts.min()) > 0:
             # every column, no empty group: the group starts are the structure's own (what the search below finds),
             # and the columns' arrays are the structure's own (read only: the same values as copies of them)
@@ -149,6 +150,24 @@ def _lp_option(h: Any, name: str, value: Any) -> None:
     if opts.get(name) != value:
         h.setOptionValue(name, value)
         opts[name] = value
+
+
+#: :meth:`LagrangianDual.solve_lp` builds the LP's arrays by the general path even for one-slot columns (tests
+#: compare the two)
+_LP_GENERAL_ARRAYS = False
+
+_TWO_PER_COLUMN: dict[int, np.ndarray] = {}
+
+
+def _two_per_column(n: int) -> np.ndarray:
+    """The column starts ``0, 2, ..., 2n`` (int32) of a matrix with two entries per column, kept per ``n``
+    (read only: HiGHS copies what it is passed)."""
+    got = _TWO_PER_COLUMN.get(n)
+    if got is None:
+        got = np.arange(0, 2 * n + 1, 2, dtype=np.int32)
+        if len(_TWO_PER_COLUMN) < 4096:
+            _TWO_PER_COLUMN[n] = got
+    return got
 
 
 class _Master:
@@ -413,11 +432,25 @@ class LagrangianDual:
             rows = np.concatenate([row_of[grp][:, None], R + ri], axis=1)
         else:
             R, gub_up = G, mult
-            rows = np.concatenate([grp[:, None], G + ri], axis=1)
-        vals = np.concatenate([np.ones((n, 1)), wt], axis=1)
-        keep = (rows >= 0) & (rows < R + K)  # the ELL padding (row K) is no row, nor a class without its row
-        start = np.concatenate([_ZERO, keep.sum(axis=1).cumsum()]).astype(np.int32)
-        index = rows[keep].astype(np.int32)
+            rows = None
+            if ri.shape[1] == 1 and not _LP_GENERAL_ARRAYS and n and int(ri.max()) < K:
+                # one (row, weight) slot per column and no padding (a Sia round): every column has its class row and
+                # its knapsack row, two entries each; the arrays the general path below builds, written directly
+                start = _two_per_column(n)
+                index = np.empty(2 * n, dtype=np.int32)
+                index[0::2] = grp
+                index[1::2] = ri[:, 0] + G
+                mvals = np.empty(2 * n)
+                mvals[0::2] = 1.0
+                mvals[1::2] = wt[:, 0]
+            else:
+                rows = np.concatenate([grp[:, None], G + ri], axis=1)
+        if rows is not None:
+            vals = np.concatenate([np.ones((n, 1)), wt], axis=1)
+            keep = (rows >= 0) & (rows < R + K)  # the ELL padding (row K) is no row, nor a class without its row
+            start = np.concatenate([_ZERO, keep.sum(axis=1).cumsum()]).astype(np.int32)
+            index = rows[keep].astype(np.int32)
+            mvals = vals[keep]
         h = _lp_highs()
         _lp_option(h, "simplex_strategy", 1 if singleton_bounds else 4)
         _lp_option(h, "time_limit", max(self.time_left(), 1e-3) if math.isfinite(self.deadline) else inf)
@@ -425,7 +458,7 @@ class LagrangianDual:
         # (costs, bounds 0..inf), rows (-inf..mult, -inf..cap), the column-wise matrix, every column continuous
         h.passModel(n, R + K, int(index.size), int(highspy.MatrixFormat.kColwise), int(highspy.ObjSense.kMaximize),
                     0.0, st.value if whole else st.value[idx], np.zeros(n), col_up, np.full(R + K, -inf),
-                    np.concatenate([gub_up, st.cap]), start[:-1], index, vals[keep], np.zeros(n, dtype=np.int32))
+                    np.concatenate([gub_up, st.cap]), start[:-1], index, mvals, np.zeros(n, dtype=np.int32))
         h.run()
         status = h.getModelStatus()
         self.lp_status = h.modelStatusToString(status)

@@ -145,20 +145,24 @@ class ResidualClosure:
         if res_cols.size == 0:
             return RestrictedSolve(None, None, 0, fixed)
         y_fixed = np.where(open_g[ast.group], 0, y_inc)
+        # (each gather and test made once: res_cols is not empty here)
         d = delta[res_cols]
-        ub = np.minimum(mult[ast.group[res_cols]],
-                        np.floor(gam / np.where(d > 0, d, 1.0)).astype(np.int64) if d.size else 0)
-        ub = np.where(d > 0, ub, mult[ast.group[res_cols]])
+        dpos = d > 0
+        mult_r = mult[ast.group[res_cols]]
+        ub = np.minimum(mult_r, np.floor(gam / np.where(dpos, d, 1.0)).astype(np.int64))
+        ub = np.where(dpos, ub, mult_r)
         ub = np.maximum(ub, y_inc[res_cols])
         og = open_g.nonzero()[0]
-        none_max = np.where(bestg[og] > 0, np.floor(gam / np.where(bestg[og] > 0, bestg[og], 1.0)), mult[og])
+        bestg_o, mult_o = bestg[og], mult[og]
+        bpos = bestg_o > 0
+        none_max = np.where(bpos, np.floor(gam / np.where(bpos, bestg_o, 1.0)), mult_o)
         none_max = np.where(none_alive[og], np.maximum(none_max, none_inc[og]), 0)
-        lo_rows = np.maximum(mult[og] - none_max, 0).astype(np.float64)
+        lo_rows = np.maximum(mult_o - none_max, 0).astype(np.float64)
         cap = ast.cap - ast.usage(y_fixed.nonzero()[0], y_fixed[y_fixed > 0])
         const = float(ast.value @ y_fixed) + ast.const
         del agg
         if search:  # the search or the table only: a proof, or nothing (the caller then goes on with the sub-solver)
-            found, how = self.prove(res_cols, ub, og, lo_rows, mult[og], cap, const, y_inc[res_cols], none_alive[og])
+            found, how = self.prove(res_cols, ub, og, lo_rows, mult_o, cap, const, y_inc[res_cols], none_alive[og])
             if found is None:
                 return RestrictedSolve(None, None, int(res_cols.size), fixed)
             ys, bound, nodes = found
@@ -167,7 +171,7 @@ class ResidualClosure:
             return RestrictedSolve(None, found_counts, int(res_cols.size), fixed, bound, nodes, how)
         if self.auto:
             self._choose(default_residual_backend(int(res_cols.size)))
-        r, y = self.residual(res_cols, ub, og, lo_rows, mult[og], cap, const, y_inc[res_cols], time_limit)
+        r, y = self.residual(res_cols, ub, og, lo_rows, mult_o, cap, const, y_inc[res_cols], time_limit)
         counts = None
         if y is not None:
             counts = y_fixed.copy()
@@ -218,7 +222,7 @@ class ResidualClosure:
         m = res_cols.size
         if not m:
             return None
-        D = ast.dense(res_cols) if K else np.zeros((m, 0))
+        D = self.agg.dense_pad[res_cols] if K else np.zeros((m, 0))  # ast.dense(res_cols)
         if not np.array_equal(D, np.rint(D)):
             return None
         rows = (D.max(axis=0, initial=0.0) > 0).nonzero()[0] if K else np.zeros(0, dtype=np.int64)
@@ -305,7 +309,7 @@ class ResidualClosure:
         gi = og.searchsorted(ast.group[res_cols])
         bestg = self.bestg[og]
         R = const + float(up_rows @ bestg) + float(lam @ cap)
-        D = ast.dense(res_cols) if K else np.zeros((res_cols.size, 0))
+        D = self.agg.dense_pad[res_cols] if K else np.zeros((res_cols.size, 0))  # ast.dense(res_cols)
         # per open class: its choices sorted by loss, as plain lists (the search is scalar Python)
         order = np.lexsort((np.arange(res_cols.size), self.delta[res_cols], gi))
         classes: list[tuple[int, list[_Choice]]] = []

@@ -44,6 +44,14 @@ def _rows_any(b: np.ndarray) -> np.ndarray:
     return out
 
 
+#: :class:`GreedyRepair` takes its general paths (``st.usage`` for the usage, candidates indexed on the first pass of
+#: :meth:`GreedyRepair.improve`) instead of the one-slot and whole-pool shortcuts (tests compare the two)
+_GENERAL_PATHS = False
+
+#: :attr:`GreedyRepair._others` per number of knapsack rows
+_OTHERS: dict[int, list[np.ndarray]] = {}
+
+
 class GreedyRepair:
     """Makes a group choice feasible (:meth:`GreedyRepair.repair`) and improves it greedily (:meth:`GreedyRepair.improve`) on ``st``.
 
@@ -87,10 +95,14 @@ class GreedyRepair:
         """The dense weights of every column (:attr:`_dense_pad` without its last row)."""
         return self._dense_pad[:-1]
 
-    @cached_property
+    @property
     def _others(self) -> list[np.ndarray]:
-        """Per knapsack row ``k``, the other rows (``np.delete(np.arange(K), k)``)."""
-        return [np.delete(np.arange(self.K), k) for k in range(self.K)]
+        """Per knapsack row ``k``, the other rows (``np.delete(np.arange(K), k)``), kept per ``K`` across repairers
+        (read only: they index)."""
+        got = _OTHERS.get(self.K)
+        if got is None:
+            got = _OTHERS[self.K] = [np.delete(np.arange(self.K), k) for k in range(self.K)]
+        return got
 
     @cached_property
     def _vtol(self) -> np.ndarray:
@@ -101,6 +113,8 @@ class GreedyRepair:
     def _pool_all(self) -> bool:
         """Whether the pool is every column, in order (``pool.idx`` is ``arange(n)``)."""
         idx = self.pool.idx
+        if self.pool.whole:  # built from every column of this structure: idx is arange(n) by construction
+            return idx.size == self.n
         return bool(idx.size == self.n and np.array_equal(idx, np.arange(self.n)))
 
     @cached_property
@@ -115,6 +129,23 @@ class GreedyRepair:
     def time_left(self) -> float:
         return self.deadline - time.perf_counter()
 
+    @cached_property
+    def _slot0(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The row and weight of every column as contiguous vectors when each column has one (row, weight) slot
+        (a Sia round: a configuration lives on one GPU type), else None."""
+        st = self.st
+        if st.ri.shape[1] != 1:
+            return None
+        return np.ascontiguousarray(st.ri[:, 0]), np.ascontiguousarray(st.wt[:, 0])
+
+    def _usage(self, sel: np.ndarray) -> np.ndarray:
+        """``st.usage(sel)``: the same sums in the same order (one ``bincount`` over the columns ``sel``), read from
+        :attr:`_slot0`'s vectors when the columns have one slot (a fancy index of a 1-d array, not of a column)."""
+        s0 = self._slot0
+        if s0 is None or not sel.size or _GENERAL_PATHS:
+            return self.st.usage(sel)
+        return np.bincount(s0[0][sel], weights=s0[1][sel], minlength=self.K + 1)[: self.K]
+
     def _weight_on(self, idx: np.ndarray, k: int) -> np.ndarray:
         return ((self.st.ri[idx] == k) * self.st.wt[idx]).sum(axis=1)
 
@@ -128,7 +159,7 @@ class GreedyRepair:
             return self.improve(choice)
         cap = st.cap
         captol = self._captol
-        usage = self.st.usage_of(choice)
+        usage = self._usage(choice[choice >= 0])  # st.usage_of(choice)
         # with no column listing a row twice, a column's weight on row k is its dense weight there (the one entry
         # on row k, or none: 0), and the dense rows are read from the repairer's table (-1: the zero row)
         dense_pad = self._dense_pad if self._dense_fit() else None
@@ -177,7 +208,7 @@ class GreedyRepair:
                     p = min(p, max(1, int(np.argmax(bad))))
             take = o2[:p]
             choice[gs[cand_g[take]]] = cand_c[take]
-            usage = self.st.usage_of(choice)
+            usage = self._usage(choice[choice >= 0])  # st.usage_of(choice)
         return self.improve(choice)
 
     @cached_property
@@ -194,7 +225,7 @@ class GreedyRepair:
         captol = self._captol
         on = (choice >= 0).nonzero()[0]
         cur = choice[on]
-        usage = st.usage(cur)  # st.usage_of(choice): the same columns in the same order
+        usage = self._usage(cur)  # st.usage_of(choice): the same columns in the same order
         dense = self._dense if K else None
         Wcur = np.zeros((self.G, K))
         if dense is not None:
@@ -203,7 +234,11 @@ class GreedyRepair:
         vcur[on] = self.v[cur]
         group, v = st.group, self.v
         mark = np.zeros(self.n, dtype=bool)
-        if self._pool_all:  # every column is a candidate (what the marks give)
+        # every column is a candidate (what the marks give): the first pass reads the columns' arrays whole (the
+        # same values as indexing them with arange(n))
+        whole = self._pool_all
+        if whole:
+            whole = not _GENERAL_PATHS
             cand = self.pool.idx
         else:
             mark[self.pool.idx] = True
@@ -216,10 +251,16 @@ class GreedyRepair:
         for _ in range(100):
             if not cand.size or self.time_left() <= 0:
                 break
-            gc = group[cand]
-            gain = v[cand] - vcur[gc]
-            keep = (gain > vtol[cand]).nonzero()[0]
-            cand, gc, gain = cand[keep], gc[keep], gain[keep]
+            if whole:
+                whole = False
+                gain = v - vcur[group]
+                keep = (gain > vtol).nonzero()[0]
+                cand, gc, gain = keep, group[keep], gain[keep]
+            else:
+                gc = group[cand]
+                gain = v[cand] - vcur[gc]
+                keep = (gain > vtol[cand]).nonzero()[0]
+                cand, gc, gain = cand[keep], gc[keep], gain[keep]
             slack = np.maximum(cap - usage, 0.0)
             D = None
             if dense is not None:
@@ -264,7 +305,7 @@ class GreedyRepair:
             if dense is None:
                 break
             Wcur[gt] = dense[take]
-            usage = st.usage_of(choice)
+            usage = self._usage(choice[choice >= 0])  # st.usage_of(choice)
             # the sorted union (what np.unique of the concatenation gives), by marks: cheaper on these small arrays
             mark[:] = False
             mark[cand] = True
@@ -327,7 +368,8 @@ def _unique_inverse(keys: np.ndarray) -> np.ndarray:
 
 def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.ndarray, bestg: np.ndarray, gam: float,
                  deadline: float = math.inf, max_rounds: int = 500, kmax: int = 2,
-                 stop: Callable[[], bool] | None = None, target: float = math.inf) -> tuple[np.ndarray, int]:
+                 stop: Callable[[], bool] | None = None, target: float = math.inf,
+                 dense_pad: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """Improve the integer counts ``y`` of the aggregated structure ``a`` (``a.mult`` members per class) by compound
     exchanges that keep every knapsack row within capacity; returns (counts, exchanges applied).
 
@@ -339,12 +381,13 @@ def local_search(a: MckpStructure, y: np.ndarray, lam: np.ndarray, delta: np.nda
     ``k D``. An exchange is one bundle, or a bundle with a positive gain plus any other bundle, whose total weight
     change fits the slack: e.g. a job leaving an 8-GPU option (``D = (-8, 0, 4)``) paid by two ``(4, 0, -2)`` moves.
     The best exchange (largest value gain) is applied, until none gains, ``deadline`` passes, ``stop()`` is true or
-    the value reaches ``target`` (the caller's bound less its gap: nothing left to prove)."""
+    the value reaches ``target`` (the caller's bound less its gap: nothing left to prove). ``dense_pad``: ``a``'s
+    dense weights with a last row of zeros when the caller has them (``Aggregate.dense_pad``; read only)."""
     K = a.K
     mult = a.mult if a.mult is not None else np.ones(a.G, dtype=np.int64)
     y = y.astype(np.int64)  # a copy
     vpad = np.concatenate((a.value, [0.0]))
-    Dpad = np.concatenate((a.dense(np.arange(a.n)), np.zeros((1, K))))
+    Dpad = np.concatenate((a.dense(np.arange(a.n)), np.zeros((1, K)))) if dense_pad is None else dense_pad
     cap = a.cap
     tol = TOL * np.maximum(1.0, cap)
     captop = cap + tol

@@ -351,7 +351,7 @@ class MckpSolver:
         gam = self.UB - self.LB + 1e-9 * max(1.0, abs(self.UB))
         target = self.UB - self.st.const - self.gap_tol * max(abs(self.UB), 1e-10)
         y1, nmoves = local_search(ast, agg.counts(self.choice), self.dual.lam, self.delta, self.bestg, gam,
-                                  self.deadline, stop=self._is_stopped, target=target)
+                                  self.deadline, stop=self._is_stopped, target=target, dense_pad=agg.dense_pad)
         self.stats["local_search_moves"] = nmoves
         if nmoves:
             self.adopt(agg.disaggregate(y1))
