@@ -39,6 +39,11 @@ Columns per (policy, GPUs), all CPU times are user + sys:
   service (the answer's ``seconds``). Before each request the service is let finish a snapshot it is writing
   (rounds are a minute apart on a cluster). The machine is shared: wall times are noisy; the CPU columns less so.
 
+``--baseline DIR``: each row measured with the service of the checkout ``DIR`` too, both services up at once and
+their timed rounds alternating (round k: the baseline's first, round k + 1: this one's first), each against the same
+in-process run. (Measured one after the other, the second side read 1-4 ms higher with identical code; alternated,
+an A/A run -- ``DIR`` a checkout of this same commit -- reads alike on both sides within the noise.)
+
     python tools/bench_serve.py                                   # every size and policy (minutes)
     python tools/bench_serve.py --gpus 64 --policy tiresias --rounds 20
 """
