@@ -8,7 +8,9 @@ first, and its document is taken when it is surely the one Python's ``json`` wou
 every container seen, no key given twice (the pairs counted against the colons of the text), no integer read as a
 float (orjson reads one beyond 64 bits so), no ``\\u`` escape, nested less than :data:`ORJSON_DEPTH` deep.
 When orjson writes its document back as the body, byte for byte (compact JSON, as
-:class:`~schedopt.live.client.ServiceClient` sends it), that alone says so. Anything else -- a body orjson refuses (NaN, Infinity, a number too large for a float, bad UTF-8, a lone
+:class:`~schedopt.live.client.ServiceClient` sends it), that alone says so. A body the client declares compact
+(the ``Schedopt-Body: compact`` header; :func:`parse_json`'s ``compact``) is taken once its key-value pairs count
+up to the colons of its text, without writing it back. Anything else -- a body orjson refuses (NaN, Infinity, a number too large for a float, bad UTF-8, a lone
 surrogate, a syntax error) or one it may read otherwise -- is read again by Python's ``json`` with the checks of
 this module, whose refusal names the field and the position exactly as without orjson: orjson's own messages are
 never shown. ``SCHEDOPT_JSON=stdlib`` in the environment, or :func:`use_orjson` (False), keeps to Python's
