@@ -34,7 +34,7 @@ from schedopt.live.plan import Plan
 from schedopt.schemas import load
 from schedopt.serve.openapi import build_openapi
 from schedopt.sim import Workload, cluster_preset, load_workload
-from schedopt.testing.fuzz.service import GUARDED, run_http_case, session_cases
+from schedopt.testing.fuzz.service import GUARDED, HttpCase, run_http_case, session_cases
 from schedopt.testing.serve import ServiceProcess, ServiceReplay
 
 pytest.importorskip("starlette")
@@ -256,6 +256,34 @@ def test_fuzz_every_endpoint(svc: ServiceProcess) -> None:
 
 
 _REQUEST_KEYS = ("now", "deadline_s", "known_round", "since", "seq")
+
+
+def test_a_declared_body_is_refused_as_an_undeclared_one(svc: ServiceProcess) -> None:
+    """A body declared compact (``Schedopt-Body: compact``, which the module's clients send) is refused as the same
+    body without the declaration, naming the field: a key twice, an integer beyond 64 bits where an integer belongs
+    (the same message, the value said as the float orjson reads), a list nested where a number belongs, NaN; a declaration of another value is
+    refused naming the header. (The whole fuzz declared: tests/test_serve_compact.py, slow.)"""
+    with svc.client() as c:
+        assert c._body_headers["Schedopt-Body"] == "compact"
+        now = (c.state()["now"] or 0.0) + 60.0
+    for raw, field in ((b'{"now":%g,"now":1}' % now, "body"), (b'{"now":%g,"seq":%d}' % (now, 2**70), "seq"),
+                       (b'{"now":%g,"since":-%d}' % (now, 2**64), "since"), (b'{"now":[[[[1]]]]}', "now"),
+                       (b'{"now":NaN}', "body.now"), (b'{"now":%g,"events":[1,{"type":"x"}]}' % now, "events[0]")):
+        details = []
+        for declared in ((("Schedopt-Body", "compact"),), ()):
+            case = HttpCase("declared", "POST", "/v1/decide", raw, (("Authorization", f"Bearer {svc.token}"),
+                            ("Content-Type", "application/json"), *declared), 400, field)
+            out = run_http_case(svc.port, case, schema=SCHEMA)
+            assert out.status == "named" and out.detail.split()[2] == f"{field}:", (raw, out.detail)
+            details.append(out.detail)
+        if b"%d" % 2**64 in raw or b"%d" % 2**70 in raw:  # the value said as orjson read it, a float
+            assert [d.split(": ")[::2] for d in details] == [details[1].split(": ")[::2]] * 2, details
+            assert "e+" in details[0].split(": ")[1], details
+        else:
+            assert details[0] == details[1], raw
+    other = HttpCase("header", "POST", "/v1/decide", b'{"now":1}', (("Authorization", f"Bearer {svc.token}"), (
+        "Content-Type", "application/json"), ("Schedopt-Body", "yes")), 400, "Schedopt-Body")
+    assert run_http_case(svc.port, other, schema=SCHEMA).status == "named"
 
 
 @pytest.mark.slow

@@ -188,3 +188,67 @@ def test_the_two_proofs_of_orjsons_document() -> None:
     assert not body._written_back(orjson.loads(compact), compact) and body._orjson_fits(orjson.loads(compact), compact)
     for raw in (b'{"a":1,"a":1}', b'{"big":99999999999999999999999}', b'{"a":[1,{"b":2,"b":2}]}'):
         assert not body._written_back(orjson.loads(raw), raw) and not body._orjson_fits(orjson.loads(raw), raw), raw
+
+
+def _beyond_64_bits_as_floats(v: Any) -> Any:
+    """``v`` with every integer orjson reads as a float (beyond 64 bits) as that float."""
+    if isinstance(v, dict):
+        return {k: _beyond_64_bits_as_floats(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_beyond_64_bits_as_floats(x) for x in v]
+    if type(v) is int and not -(2**63) <= v < 2**64:
+        return float(v)
+    return v
+
+
+def _read_compact(raw: bytes) -> Any:
+    try:
+        return parse_json(raw, compact=True)
+    except InputError as exc:
+        return ("refused", exc.field, repr(exc.value), exc.message)
+
+
+def test_a_body_declared_compact_reads_as_pythons() -> None:
+    """A body declared compact (``Schedopt-Body: compact``) is read without writing it back: every body of this
+    module, valid or malformed, compact or not, and random documents (with keys twice) read as Python's json reads
+    them -- the same document of the same types, or the same refusal -- but for what the declaration vouches for:
+    an integer beyond 64 bits is read as its float (the same number)."""
+    rng = random.Random(7)
+    raws = list(BODIES + MALFORMED)
+    for _ in range(100):
+        doc = {"root": [{rng.choice("abc:"): rng.choice([1, 2.5, "x:y", [1, {"k": 2}], {}, 2**64])
+                         for _ in range(rng.randint(0, 4))} for _ in range(rng.randint(0, 3))]}
+        for sep in ((",", ":"), None):
+            raw = json.dumps(doc, separators=sep).encode()
+            raws += [raw, raw[:-1] + b', "root": 1}', raw.replace(b'"root"', b'"r", "r": 1, "root"', 1)]
+    differ = 0
+    for raw in raws:
+        python = _read(raw, False)
+        compact = _read_compact(raw)
+        if _types(compact) != _types(python):
+            assert _types(compact) == _types(_beyond_64_bits_as_floats(python)), raw[:200]
+            differ += 1
+    assert 0 < differ < len(raws) // 4  # (the bodies with such integers)
+    # the stdlib route ignores the declaration: Python's json reads every body
+    was = orjson_enabled()
+    use_orjson(False)
+    try:
+        assert parse_json(b'{"big": 99999999999999999999999}', compact=True) == {"big": 99999999999999999999999}
+    finally:
+        use_orjson(was)
+
+
+def test_a_declared_body_is_counted_not_written_back() -> None:
+    """The proof of a declared body: as many colons in the text as pairs in the objects reached; a key twice, a
+    colon in a string or an object not reached (in a list whose first item is not a container) says no, and the
+    body is read by the proof of an undeclared one."""
+    ok = b'{"now":1,"events":[{"type":"t","x":[1,2],"m":{"row":[0],"g":["a"]}},{"k":{}}],"e":{}}'
+    assert body._pairs_counted(orjson.loads(ok), ok)
+    spaced = b'{ "now" : 1 , "x" : [ {"a" : 1} ] }'
+    assert body._pairs_counted(orjson.loads(spaced), spaced)  # whitespace is no matter
+    for raw in (b'{"a":1,"a":2}', b'{"a":{"b":1,"b":1}}', b'{"a":[{"x":1},{"x":2,"x":3}]}', b'{"a":"p:q"}',
+                b'{"a:b":1}', b'{"a":[1,{"b":2}]}', b'{"a":[1,[{"b":2}]]}'):
+        assert not body._pairs_counted(orjson.loads(raw), raw), raw
+    assert parse_json(b'{"a":[1,{"b":2}]}', compact=True) == {"a": [1, {"b": 2}]}  # the walk proves it then
+    refused = _read_compact(b'{"now":1,"now":2}')
+    assert refused[:2] == ("refused", "body") and refused[3].endswith("duplicate key in a JSON object")

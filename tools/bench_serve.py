@@ -39,6 +39,11 @@ Columns per (policy, GPUs), all CPU times are user + sys:
   service (the answer's ``seconds``). Before each request the service is let finish a snapshot it is writing
   (rounds are a minute apart on a cluster). The machine is shared: wall times are noisy; the CPU columns less so.
 
+``--baseline DIR``: each row measured with the service of the checkout ``DIR`` too, both services up at once and
+their timed rounds alternating (round k: the baseline's first, round k + 1: this one's first), each against the same
+in-process run. (Measured one after the other, the second side read 1-4 ms higher with identical code; alternated,
+an A/A run -- ``DIR`` a checkout of this same commit -- reads alike on both sides within the noise.)
+
     python tools/bench_serve.py                                   # every size and policy (minutes)
     python tools/bench_serve.py --gpus 64 --policy tiresias --rounds 20
 """
@@ -52,6 +57,7 @@ import os
 import re
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -149,9 +155,126 @@ def _pct(xs: list[float], q: float) -> float:
     return round(float(np.percentile(np.array(xs) * 1e3, q)), 2)
 
 
+class _Side:
+    """One service measured (``code``: the checkout it runs, None this one): started, warmed up and calibrated on
+    entering, then one timed round a :meth:`step`; :meth:`row` its columns. Several sides are up at once so that
+    their timed rounds alternate (the first side measured was the faster one: a side measured after another read
+    1-4 ms higher with identical code)."""
+
+    def __init__(self, policy: str, gpus: int, workdir: Path, init: Path, snapshot_every: int,
+                 code: Path | None) -> None:
+        self.policy, self.gpus, self.code, self.snapshot_every = policy, gpus, code, snapshot_every
+        extra: tuple[str, ...] = ("--max-body", str(256 * 2**20))
+        if code is None or "--snapshot-every" in (code / "schedopt" / "serve" / "cli.py").read_text():
+            extra += ("--snapshot-every", str(snapshot_every))
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.sp = ServiceProcess(workdir, workdir / "state.json", init, extra=extra, code=code)
+        self.service: list[tuple[float, float]] = []
+        self.stack = ExitStack()
+        #: the labels of the sides this one's rounds alternated with (None: measured alone)
+        self.alternated: str | None = None
+
+    def start(self, warmup: int) -> _Side:
+        stack = self.stack
+        stack.enter_context(self.sp)
+        c = stack.enter_context(self.sp.client(timeout=600.0))
+        self.probe = stack.enter_context(self.sp.client(timeout=600.0))
+        # an older service (--baseline): what it reads (progress in columns, plans as deltas) or event by event,
+        # the whole plan every time
+        self.columns, self.delta = _protocol(self.code)
+        self.remote = ServiceSession(c, columns=2 if self.columns else 0, delta=self.delta)
+        self.sx = ServiceReplay(self.remote, workload(2 * self.gpus),
+                                Session(cluster_preset(f"sia-{self.gpus}"), make_policy(self.policy)))
+        self.sx.run(warmup)
+        return self
+
+    def calibrate(self) -> None:
+        assert self.sp.proc is not None
+        self.cpu = cpu = ServiceCpu(self.probe, self.sp.proc.pid)
+        cpu.settled()
+        cpu.calibrate()
+        self.saves0 = _metric(self.probe.metrics(), "schedopt_state_save_seconds_sum")
+        self.count0 = _metric(self.probe.metrics(), "schedopt_state_save_seconds_count")
+        remote_decide = self.remote.decide
+
+        def timed(now: float) -> Plan:
+            c0 = cpu.read()
+            w0 = time.perf_counter()
+            p = remote_decide(now)
+            w = time.perf_counter() - w0
+            cpu.settled()  # the round's save too (a snapshot; an older service's save after every answer)
+            self.service.append((w, cpu.read() - c0))
+            return p
+
+        self.remote.decide = timed  # type: ignore[method-assign]
+
+    def step(self) -> None:
+        assert self.sx.step() is not None, "the replay ended before the timed rounds"
+
+    def row(self, ex: Any, inproc: list[tuple[float, float]], inproc_round: list[float], label: str,
+            warmup: int) -> dict[str, Any]:
+        """The row of this side against the in-process run ``ex`` (its decisions' wall and CPU, ``inproc``; its
+        rounds' events applied and decided, ``inproc_round``)."""
+        cpu, remote, service, sx = self.cpu, self.remote, self.service, self.sx
+        cpu.settled()
+        metrics = self.probe.metrics()
+        assert remote.plan is not None
+        plan_kb = len(json.dumps(remote.plan.to_dict())) / 1024
+        answer_kb = float(np.median([len(json.dumps(a)) for a in remote.answers[-len(service):]])) / 1024
+        inside = [a["seconds"] for a in remote.answers[-len(service):]]
+        same = [a.to_dict()["jobs"] for a in ex.plans] == [b.to_dict()["jobs"] for b in sx.plans]
+        saves = _metric(metrics, "schedopt_state_save_seconds_sum") - self.saves0
+        n_saves = _metric(metrics, "schedopt_state_save_seconds_count") - self.count0
+        journal = (_metric(metrics, "schedopt_journal_append_seconds_sum") / max(
+            _metric(metrics, "schedopt_journal_append_seconds_count"), 1) if "schedopt_journal" in metrics else 0.0)
+        s_cpu = [c for _, c in service]
+        inside_cpu = [a.get("cpu_seconds") for a in remote.answers[-len(service):]]
+        same_request = all(c is not None for c in inside_cpu)
+        over_inproc = [c_s - c_i for c_s, (_, c_i) in zip(s_cpu, inproc)]
+        over_round = [c_s - c_r for c_s, c_r in zip(s_cpu, inproc_round)]
+        over = [c_s - c for c_s, c in zip(s_cpu, inside_cpu)] if same_request else over_inproc
+        events_cpu = [a.get("events_cpu_seconds") for a in remote.answers[-len(service):]]
+        net_known = same_request and all(c is not None for c in events_cpu)
+        net = [o - e for o, e in zip(over, events_cpu)] if net_known else []
+        http = [w_s - d for (w_s, _), d in zip(service, inside)]
+        code, columns, delta = self.code, self.columns, self.delta
+        return {"policy": self.policy, "gpus": self.gpus, "jobs": 2 * self.gpus, "rounds": len(service),
+                "inproc_cpu_p50_ms": _pct([c for _, c in inproc], 50),
+                "inproc_cpu_p99_ms": _pct([c for _, c in inproc], 99),
+                "inproc_round_cpu_p50_ms": _pct(inproc_round, 50),
+                "service_cpu_p50_ms": _pct(s_cpu, 50), "service_cpu_p99_ms": _pct(s_cpu, 99),
+                "service_cpu_mean_ms": round(1e3 * float(np.mean(s_cpu)), 2),
+                "decision_cpu_in_service_p50_ms": _pct(inside_cpu, 50) if same_request else "",
+                "overhead_cpu_p50_ms": _pct(over, 50), "overhead_cpu_p99_ms": _pct(over, 99),
+                "overhead_cpu_mean_ms": round(1e3 * float(np.mean(over)), 2),
+                "overhead_vs_inproc_p50_ms": _pct(over_inproc, 50),
+                "overhead_vs_inproc_round_p50_ms": _pct(over_round, 50),
+                "events_cpu_in_service_p50_ms": _pct(events_cpu, 50) if net_known else "",
+                "overhead_net_cpu_p50_ms": _pct(net, 50) if net_known else "",
+                "overhead_net_cpu_p99_ms": _pct(net, 99) if net_known else "",
+                "snapshot_ms": round(1e3 * saves / max(n_saves, 1), 2), "snapshots": int(n_saves),
+                "snapshot_per_round_ms": round(1e3 * saves / len(service), 2), "journal_ms": round(1e3 * journal, 2),
+                "inproc_wall_p50_ms": _pct([w for w, _ in inproc], 50),
+                "service_wall_p50_ms": _pct([w for w, _ in service], 50),
+                "service_wall_p99_ms": _pct([w for w, _ in service], 99),
+                "http_p50_ms": _pct(http, 50), "http_p99_ms": _pct(http, 99), "plan_kb": round(plan_kb, 1),
+                "answer_kb": round(answer_kb, 1),
+                "note": f"{label + '; ' if label else ''}warmup {warmup}; same decisions both ways: {same}; "
+                        + f"snapshot every {self.snapshot_every}; "
+                        + ("" if code is None else f"service from a checkout of {_commit(code)}; ")
+                        + ("" if columns else "events one by one; ") + ("" if delta else "whole plans; ")
+                        + ("" if cpu.precise else "service CPU in 10 ms ticks; ")
+                        + ("" if same_request else "overhead against the in-process decision (no cpu_seconds); ")
+                        + ("" if self.alternated is None else f"rounds alternated with {self.alternated}; ")
+                        + f"shared 2-core machine (load {Path('/proc/loadavg').read_text().split()[0]})"}
+
+
 def measure(policy: str, gpus: int, rounds: int, warmup: int, workdir: Path, label: str = "",
-            snapshot_every: int = 10, code: Path | None = None) -> dict[str, Any]:
-    wl = workload(2 * gpus)
+            snapshot_every: int = 10, code: Path | None = None,
+            others: tuple[tuple[Path | None, str], ...] = ()) -> list[dict[str, Any]]:
+    """The rows of ``code``'s service (None: this checkout's; note ``label``) and of each of ``others`` (a checkout
+    and its label), all up at once, their timed rounds alternating (round k: the sides in order, round k + 1 in
+    reverse), each against the same in-process run."""
     # in process: tools/bench_live.py's state and timing, the round's events applied timed beside it
     s, ex = build_state(policy, gpus, warmup=warmup)
     applied = [0.0]
@@ -173,89 +296,26 @@ def measure(policy: str, gpus: int, rounds: int, warmup: int, workdir: Path, lab
     inproc = [(t.wall, t.cpu) for t in time_decide(ex, rounds, decide)]
     s.apply = real_apply  # type: ignore[method-assign]
     inproc_round = [a + c for a, (_, c) in zip(round_apply, inproc)]
-    # through the service
+    # through the services
     init = workdir / "init.json"
     init.write_text(json.dumps({"schema": "schedopt.serve.init", "version": 1, "policy": policy,
                                 "cluster": ClusterState.from_cluster(cluster_preset(f"sia-{gpus}")).to_dict(),
                                 "round_duration": s.round_duration}))
-    service: list[tuple[float, float]] = []
-    extra: tuple[str, ...] = ("--max-body", str(256 * 2**20))
-    if code is None or "--snapshot-every" in (code / "schedopt" / "serve" / "cli.py").read_text():
-        extra += ("--snapshot-every", str(snapshot_every))
-    sp = ServiceProcess(workdir, workdir / "state.json", init, extra=extra, code=code)
-    with sp:
-        with sp.client(timeout=600.0) as c, sp.client(timeout=600.0) as probe:
-            # an older service (--baseline): what it reads (progress in columns, plans as deltas) or event by event,
-            # the whole plan every time
-            columns, delta = _protocol(code)
-            remote = ServiceSession(c, columns=2 if columns else 0, delta=delta)
-            sx = ServiceReplay(remote, wl, Session(cluster_preset(f"sia-{gpus}"), make_policy(policy)))
-            sx.run(warmup)
-            assert sp.proc is not None
-            cpu = ServiceCpu(probe, sp.proc.pid)
-            cpu.settled()
-            cpu.calibrate()
-            saves0 = _metric(probe.metrics(), "schedopt_state_save_seconds_sum")
-            count0 = _metric(probe.metrics(), "schedopt_state_save_seconds_count")
-            remote_decide = remote.decide
-
-            def timed(now: float) -> Plan:
-                c0 = cpu.read()
-                w0 = time.perf_counter()
-                p = remote_decide(now)
-                w = time.perf_counter() - w0
-                cpu.settled()  # the round's save too (a snapshot; an older service's save after every answer)
-                service.append((w, cpu.read() - c0))
-                return p
-
-            remote.decide = timed  # type: ignore[method-assign]
-            sx.run(rounds)
-            cpu.settled()
-            metrics = probe.metrics()
-            assert remote.plan is not None
-            plan_kb = len(json.dumps(remote.plan.to_dict())) / 1024
-            answer_kb = float(np.median([len(json.dumps(a)) for a in remote.answers[-len(service):]])) / 1024
-            inside = [a["seconds"] for a in remote.answers[-len(service):]]
-    same = [a.to_dict()["jobs"] for a in ex.plans] == [b.to_dict()["jobs"] for b in sx.plans]
-    saves = _metric(metrics, "schedopt_state_save_seconds_sum") - saves0
-    n_saves = _metric(metrics, "schedopt_state_save_seconds_count") - count0
-    journal = (_metric(metrics, "schedopt_journal_append_seconds_sum") / max(
-        _metric(metrics, "schedopt_journal_append_seconds_count"), 1) if "schedopt_journal" in metrics else 0.0)
-    s_cpu = [c for _, c in service]
-    inside_cpu = [a.get("cpu_seconds") for a in remote.answers[-len(service):]]
-    same_request = all(c is not None for c in inside_cpu)
-    over_inproc = [c_s - c_i for c_s, (_, c_i) in zip(s_cpu, inproc)]
-    over_round = [c_s - c_r for c_s, c_r in zip(s_cpu, inproc_round)]
-    over = [c_s - c for c_s, c in zip(s_cpu, inside_cpu)] if same_request else over_inproc
-    events_cpu = [a.get("events_cpu_seconds") for a in remote.answers[-len(service):]]
-    net_known = same_request and all(c is not None for c in events_cpu)
-    net = [o - e for o, e in zip(over, events_cpu)] if net_known else []
-    http = [w_s - d for (w_s, _), d in zip(service, inside)]
-    return {"policy": policy, "gpus": gpus, "jobs": 2 * gpus, "rounds": len(service),
-            "inproc_cpu_p50_ms": _pct([c for _, c in inproc], 50), "inproc_cpu_p99_ms": _pct([c for _, c in inproc], 99),
-            "inproc_round_cpu_p50_ms": _pct(inproc_round, 50),
-            "service_cpu_p50_ms": _pct(s_cpu, 50), "service_cpu_p99_ms": _pct(s_cpu, 99),
-            "service_cpu_mean_ms": round(1e3 * float(np.mean(s_cpu)), 2),
-            "decision_cpu_in_service_p50_ms": _pct(inside_cpu, 50) if same_request else "",
-            "overhead_cpu_p50_ms": _pct(over, 50), "overhead_cpu_p99_ms": _pct(over, 99),
-            "overhead_cpu_mean_ms": round(1e3 * float(np.mean(over)), 2),
-            "overhead_vs_inproc_p50_ms": _pct(over_inproc, 50), "overhead_vs_inproc_round_p50_ms": _pct(over_round, 50),
-            "events_cpu_in_service_p50_ms": _pct(events_cpu, 50) if net_known else "",
-            "overhead_net_cpu_p50_ms": _pct(net, 50) if net_known else "",
-            "overhead_net_cpu_p99_ms": _pct(net, 99) if net_known else "",
-            "snapshot_ms": round(1e3 * saves / max(n_saves, 1), 2), "snapshots": int(n_saves),
-            "snapshot_per_round_ms": round(1e3 * saves / len(service), 2), "journal_ms": round(1e3 * journal, 2),
-            "inproc_wall_p50_ms": _pct([w for w, _ in inproc], 50),
-            "service_wall_p50_ms": _pct([w for w, _ in service], 50),
-            "service_wall_p99_ms": _pct([w for w, _ in service], 99),
-            "http_p50_ms": _pct(http, 50), "http_p99_ms": _pct(http, 99), "plan_kb": round(plan_kb, 1),
-            "answer_kb": round(answer_kb, 1),
-            "note": f"{label + '; ' if label else ''}warmup {warmup}; same decisions both ways: {same}; "
-                    + f"snapshot every {snapshot_every}; " + ("" if code is None else f"service from a checkout of {_commit(code)}; ")
-                    + ("" if columns else "events one by one; ") + ("" if delta else "whole plans; ")
-                    + ("" if cpu.precise else "service CPU in 10 ms ticks; ")
-                    + ("" if same_request else "overhead against the in-process decision (no cpu_seconds); ")
-                    + f"shared 2-core machine (load {Path('/proc/loadavg').read_text().split()[0]})"}
+    wanted = ((code, label), *others)
+    sides = [_Side(policy, gpus, workdir / f"side{k}", init, snapshot_every, c) for k, (c, _) in enumerate(wanted)]
+    with ExitStack() as stack:
+        for side in sides:
+            stack.callback(side.stack.close)
+            side.start(warmup)
+        for side in sides:
+            side.calibrate()
+        for k in range(rounds):
+            for side in (sides if k % 2 == 0 else sides[::-1]):
+                side.step()
+        if len(sides) > 1:
+            for side, (_, lab) in zip(sides, wanted):
+                side.alternated = ", ".join(f"'{o}'" for _, o in wanted if o != lab) or "another side"
+        return [side.row(ex, inproc, inproc_round, lab, warmup) for side, (_, lab) in zip(sides, wanted)]
 
 
 def main() -> None:
@@ -270,16 +330,18 @@ def main() -> None:
     ap.add_argument("--snapshot-every", type=int, default=10, help="the service's --snapshot-every (default 10)")
     ap.add_argument("--baseline", type=Path, default=None,
                     help="another schedopt checkout (e.g. `git archive REV | tar -x -C DIR`): each row measured with "
-                         "its service too, alternating (labels: --baseline-label, then --label or 'after')")
+                         "its service too, both up at once, their timed rounds alternating (labels: --baseline-label, "
+                         "then --label or 'after')")
     ap.add_argument("--baseline-label", default="before", help="the note of the baseline's rows")
     a = ap.parse_args()
     rows = []
     for g in a.gpus:
         for p in a.policy:
-            for code, label in ([(a.baseline, a.baseline_label), (None, a.label or "after")] if a.baseline
-                                else [(None, a.label)]):
-                with tempfile.TemporaryDirectory() as tmp:
-                    r = measure(p, g, a.rounds, a.warmup, Path(tmp), label, a.snapshot_every, code)
+            sides = [(a.baseline, a.baseline_label), (None, a.label or "after")] if a.baseline else [(None, a.label)]
+            with tempfile.TemporaryDirectory() as tmp:
+                got = measure(p, g, a.rounds, a.warmup, Path(tmp), sides[0][1], a.snapshot_every, sides[0][0],
+                              tuple(sides[1:]))
+            for r in got:
                 print(", ".join(f"{k}={r[k]}" for k in FIELDS), flush=True)
                 rows.append(r)
     a.out.parent.mkdir(parents=True, exist_ok=True)

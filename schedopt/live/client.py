@@ -112,10 +112,14 @@ def event_documents(events: Iterable[Any], columns: int = 2) -> list[Any]:
 class ServiceClient:
     """A client of one service at ``url`` (``http://host:port``). The token is ``token`` or the first line of
     ``token_file``. ``timeout``: seconds for one request; ``retries``: how many times a request that could not reach
-    the service (refused, reset) is tried again, ``backoff`` seconds apart. Not thread-safe: one client per thread."""
+    the service (refused, reset) is tried again, ``backoff`` seconds apart; ``compact``: declare every body it
+    sends compact JSON it wrote itself (the ``Schedopt-Body: compact`` header; the service then reads it without
+    writing it back: about 0.5 ms less a 300 KB body; a service older than the header ignores it; an integer
+    beyond 64 bits in an event document given as it is then reads as a float: the same number where a number
+    belongs, refused where an integer belongs). Not thread-safe: one client per thread."""
 
     def __init__(self, url: str, token: str | None = None, token_file: str | Path | None = None,
-                 timeout: float = 60.0, retries: int = 0, backoff: float = 0.2) -> None:
+                 timeout: float = 60.0, retries: int = 0, backoff: float = 0.2, compact: bool = True) -> None:
         parts = urlsplit(url)
         if parts.scheme != "http" or not parts.hostname:
             raise InputError("url", url, "must be http://host:port (put TLS in a proxy in front of the service)")
@@ -140,6 +144,9 @@ class ServiceClient:
         self.retries = retries
         self.backoff = backoff
         self._headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+        self._body_headers = {**self._headers, "Content-Type": "application/json"}
+        if compact:  # (schedopt.serve.app.BODY_HEADER)
+            self._body_headers["Schedopt-Body"] = "compact"
         self._conn: http.client.HTTPConnection | None = None
 
     # ------------------------------------------------------------------ transport
@@ -168,9 +175,7 @@ class ServiceClient:
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
         """One request; the status and the body. Connection failures are retried ``retries`` times."""
         data = None if body is None else json.dumps(body, allow_nan=False, separators=(",", ":")).encode("utf-8")
-        headers = dict(self._headers)
-        if data is not None:
-            headers["Content-Type"] = "application/json"
+        headers = self._headers if data is None else self._body_headers
         attempt = 0
         while True:
             fresh = self._conn is None

@@ -39,7 +39,7 @@ from .body import TooLarge, encode_json, parse_json, read_limited
 from .metrics import CONTENT_TYPE
 from .service import Behind, Busy, DecideRequest, EventsRequest, Service
 
-__all__ = ["ERROR_SCHEMA", "OPEN_PATHS", "ROUTES", "create_app", "error_document"]
+__all__ = ["BODY_HEADER", "ERROR_SCHEMA", "OPEN_PATHS", "ROUTES", "create_app", "error_document"]
 
 log = logging.getLogger("schedopt.serve")
 
@@ -51,6 +51,10 @@ OPEN_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json"})
 ROUTES = (("/healthz", "GET"), ("/readyz", "GET"), ("/openapi.json", "GET"), ("/metrics", "GET"),
           ("/v1/events", "POST"), ("/v1/decide", "POST"), ("/v1/plan", "GET"), ("/v1/state", "GET"))
 _PATHS = frozenset(p for p, _ in ROUTES)
+#: The request header by which a client declares its body compact JSON it wrote itself, its integers within 64 bits
+#: (``Schedopt-Body: compact``): the body is then read without writing it back
+#: (:func:`schedopt.serve.body.parse_json`'s ``compact``); any other value is refused (400, naming the header).
+BODY_HEADER = "Schedopt-Body"
 
 
 def _value(v: Any) -> Any:
@@ -133,8 +137,11 @@ async def _body(request: Request, limit: int) -> tuple[bytes, dict[str, Any]]:
     ctype = request.headers.get("content-type", "")
     if ctype.split(";")[0].strip().lower() != "application/json":
         raise _MediaType(ctype)
+    declared = request.headers.get(BODY_HEADER)
+    if declared is not None and declared.strip().lower() != "compact":
+        raise InputError(BODY_HEADER, declared, "must be 'compact' (or left out)")
     raw = await read_limited(request.stream(), request.headers.get("content-length"), limit)
-    return raw, parse_json(raw)
+    return raw, parse_json(raw, compact=declared is not None)
 
 
 class _MediaType(SchedoptError):

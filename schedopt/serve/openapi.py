@@ -42,6 +42,16 @@ def _ok(name: str, what: str) -> dict[str, Any]:
     return {"200": {"description": what, "content": {_JSON: {"schema": _ref(name)}}}}
 
 
+#: the request header of a body the client declares compact (schedopt.serve.app.BODY_HEADER)
+_COMPACT = {"name": "Schedopt-Body", "in": "header", "required": False, "schema": {"enum": ["compact"]},
+            "description": "compact: the body is compact JSON the client wrote itself, its integers within 64 bits; "
+                           "the service then reads it without writing it back to prove it (about 0.5 ms less a "
+                           "300 KB body). A key given twice is still refused; a false declaration gets no other "
+                           "document: an integer beyond 64 bits reads as the same number where a number belongs "
+                           "and is refused, naming the field, where an integer belongs. Left out: the body is "
+                           "proved as it is. Any other value: 400 naming Schedopt-Body."}
+
+
 def build_openapi() -> dict[str, Any]:
     """The OpenAPI document (a dict)."""
     from ..schemas import load
@@ -62,12 +72,13 @@ def build_openapi() -> dict[str, Any]:
                     "content": {"text/plain": {"schema": {"type": "string"}}}}, **_errors(401)}}},
         "/v1/events": {"post": {
             "summary": "apply an event batch (in order, all or none); saved before answered", "security": auth,
+            "parameters": [_COMPACT],
             "requestBody": {"required": True, "content": {_JSON: {"schema": _ref("events_request")}}},
             "responses": {**_ok("events_response", "applied (or a duplicate seq, not applied again)"),
                           **_errors(400, 401, 409, 413, 415, 500)}}},
         "/v1/decide": {"post": {
             "summary": "the plan at now, within the deadline (past it: the previous plan); saved before answered",
-            "security": auth,
+            "security": auth, "parameters": [_COMPACT],
             "requestBody": {"required": True, "content": {_JSON: {"schema": _ref("decide_request")}}},
             "responses": {**_ok("decide_response", "the plan"), **_errors(400, 401, 409, 413, 415, 500)}}},
         "/v1/plan": {"get": {"summary": "the last plan", "security": auth,
