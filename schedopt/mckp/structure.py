@@ -11,13 +11,17 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..errors import StructureError
-from ..model import LinearModel, ModelArrays
+from ..model import LazyModule, LinearModel, ModelArrays
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+else:
+    sp = LazyModule("scipy.sparse", globals(), "sp")  # imported on first use (issue 42)
 
 __all__ = [
     "MAX_KNAPSACK_ROWS",
@@ -341,13 +345,13 @@ def presolve_arrays(arr: ModelArrays, d: Detected, row_label: Callable[[int], st
     (row index -> label) naming the knapsack rows and the rows of an infeasible model's reason."""
     n = arr.num_cols
     sign = 1.0 if arr.maximize else -1.0
-    A = arr.A
+    data, indices, _ = arr.csr_arrays()  # (the Sia round's array form gives them without making its matrix)
     K = int(d.knap_rows.size)
-    kpos = np.full(A.shape[0], -1, dtype=np.int64)
+    kpos = np.full(arr.num_rows, -1, dtype=np.int64)
     kpos[d.knap_rows] = np.arange(K)
     km = kpos[d.row_of]
     on = km >= 0
-    er, ec, ew = km[on], A.indices[on].astype(np.int64), A.data[on]
+    er, ec, ew = km[on], indices[on].astype(np.int64), data[on]
     labels = [row_label(r) for r in d.knap_rows.tolist()]
     capfull = arr.row_upper[d.knap_rows].astype(np.float64)
     infeasible = d.infeasible
