@@ -55,13 +55,16 @@ class DirectArrays(ModelArrays):
     ----------
     c, A, row_lower, row_upper, col_lower, col_upper, integrality, maximize, constant
         The fields of :class:`~schedopt.model.ModelArrays`; ``A`` may be ``None`` (made from ``rows`` when read).
-    rows : FamilyRows
-        The constraint families the matrix stacks (row order: jobs, GPU types, virtual nodes, forced pairs).
+    rows : FamilyRows or None
+        The constraint families the matrix stacks (row order: jobs, GPU types, virtual nodes, forced pairs);
+        ``None`` (a ``dataclasses.replace`` of one): ``A`` is given and everything is read from it.
     """
 
     def __init__(self, c: np.ndarray, A: Any, row_lower: np.ndarray, row_upper: np.ndarray, col_lower: np.ndarray,
                  col_upper: np.ndarray, integrality: np.ndarray, maximize: bool, constant: float, *,
-                 rows: FamilyRows) -> None:
+                 rows: FamilyRows | None = None) -> None:
+        if A is None and rows is None:
+            raise TypeError("DirectArrays needs its matrix A or the families it stacks (rows)")
         d = self.__dict__  # (a frozen dataclass: its fields set once, here)
         d.update(c=c, row_lower=row_lower, row_upper=row_upper, col_lower=col_lower, col_upper=col_upper,
                  integrality=integrality, maximize=maximize, constant=constant, _rows=rows)
@@ -70,34 +73,37 @@ class DirectArrays(ModelArrays):
 
     def __getattr__(self, name: str) -> Any:
         # only for attributes the instance does not hold yet: the matrix, made once
-        if name != "A" or "_rows" not in self.__dict__:
+        rows: FamilyRows | None = self.__dict__.get("_rows")
+        if name != "A" or rows is None:
             raise AttributeError(name)
         with _LOCK:
             A = self.__dict__.get("A")
             if A is None:
-                rows: FamilyRows = self.__dict__["_rows"]
                 data, indices, indptr = rows.csr_arrays()
                 A = self.__dict__["A"] = canonical_csr(data, indices, indptr, (rows.n_rows, rows.n_cols))
             return A
 
     @property
     def num_rows(self) -> int:
-        return self.__dict__["_rows"].n_rows
+        rows = self.rows
+        return int(self.A.shape[0]) if rows is None else rows.n_rows
 
     @property
-    def rows(self) -> FamilyRows:
-        """The constraint families (their arrays)."""
-        return self.__dict__["_rows"]
+    def rows(self) -> FamilyRows | None:
+        """The constraint families (their arrays; ``None``: read from ``A``)."""
+        return self.__dict__.get("_rows")
 
     def csr_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        A = self.__dict__.get("A")
-        return (A.data, A.indices, A.indptr) if A is not None else self.rows.csr_arrays()
+        A, rows = self.__dict__.get("A"), self.rows
+        return rows.csr_arrays() if A is None and rows is not None else super().csr_arrays()
 
     def row_activity(self, x: np.ndarray) -> np.ndarray:
-        return self.rows.activity(np.asarray(x, dtype=np.float64))
+        rows = self.rows
+        return super().row_activity(x) if rows is None else rows.activity(np.asarray(x, dtype=np.float64))
 
     def row_magnitude(self, ax: np.ndarray) -> np.ndarray:
-        return self.rows.activity(np.asarray(ax, dtype=np.float64))  # (every coefficient is positive)
+        rows = self.rows  # (every coefficient is positive: |A| @ ax is A @ ax)
+        return super().row_magnitude(ax) if rows is None else rows.activity(np.asarray(ax, dtype=np.float64))
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (ModelArrays, (self.c, self.A, self.row_lower, self.row_upper, self.col_lower, self.col_upper,
