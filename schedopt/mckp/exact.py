@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
-from ..model import LazyModule, LinearModel
+from ..model import LinearModel
 from ..results import SolveResult
 from .aggregate import Aggregate
 
@@ -27,8 +28,6 @@ from .aggregate import Aggregate
 _ZERO = np.zeros(1, dtype=np.int64)
 
 __all__ = ["ResidualClosure", "RestrictedSolve", "default_residual_backend"]
-
-sp = LazyModule("scipy.sparse", globals(), "sp")  # TEMP-LEAN (mckp7's file: not committed)
 
 
 #: residual problems with fewer columns go to HiGHS while CP-SAT is not loaded yet (``residual_backend=None``)
