@@ -11,6 +11,7 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -78,17 +79,25 @@ class MckpStructure:
     #: module does not import the one built on it; set only by ``aggregate``)
     aggregated: object | None = field(default=None, repr=False)
 
-    @property
+    # (the sizes and the one-slot weights are read in the solver's inner loops: computed once, the arrays of a
+    # structure are never reassigned)
+    @cached_property
     def n(self) -> int:
         return int(self.cols.shape[0])
 
-    @property
+    @cached_property
     def G(self) -> int:
         return int(self.starts.shape[0])
 
-    @property
+    @cached_property
     def K(self) -> int:
         return int(self.cap.shape[0])
+
+    @cached_property
+    def _slot0(self) -> tuple[np.ndarray, np.ndarray]:
+        """The first (row, weight) slot of every column as contiguous 1-d arrays (the only one when
+        ``wt.shape[1] == 1``)."""
+        return np.ascontiguousarray(self.ri[:, 0]), np.ascontiguousarray(self.wt[:, 0])
 
     def priced(self, lam_pad: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray:
         """``lam . W_i`` for the columns ``idx`` (all when None); ``lam_pad`` has a trailing 0 for the padding."""
@@ -112,8 +121,9 @@ class MckpStructure:
         if not sel.size:
             return np.zeros(self.K)
         if self.wt.shape[1] == 1:  # one row per column: the first (only) slot, the same products
-            w0 = self.wt[sel, 0] if times is None else self.wt[sel, 0] * times
-            return np.bincount(self.ri[sel, 0], weights=w0, minlength=self.K + 1)[: self.K]
+            r0, w0 = self._slot0
+            w = w0[sel] if times is None else w0[sel] * times
+            return np.bincount(r0[sel], weights=w, minlength=self.K + 1)[: self.K]
         w = self.wt[sel] if times is None else self.wt[sel] * times[:, None]
         return np.bincount(self.ri[sel].ravel(), weights=w.ravel(), minlength=self.K + 1)[: self.K]
 

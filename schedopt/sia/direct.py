@@ -20,6 +20,7 @@ both routes on random rounds).
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import time
@@ -186,6 +187,15 @@ def _clean(values: np.ndarray) -> bool:
     return bool((a < MAX_MAGNITUDE).all()) and not bool(((a < TINY_COEFFICIENT) & (a != 0)).any())
 
 
+@functools.cache
+def _binary_bounds() -> tuple[np.float64, np.float64]:
+    """The column bounds the model gives a binary block added with ``lower=0, upper=inf`` (as ``build_formulation``
+    adds ``x``): its own scalar arithmetic, done once."""
+    got = LinearModel._scalar_column_bounds(0.0, INF, VarKind.BINARY, 1)
+    assert got is not None  # (plain scalars that pass its checks)
+    return got[0][0], got[1][0]
+
+
 def model_arrays(problem: SiaRound) -> tuple[DirectArrays, FamilyRows] | None:
     """The array form of ``problem``'s model without the change auxiliaries (``build_formulation(problem).model
     .to_arrays()``, array for array, its matrix made when first read: :class:`DirectArrays`) and its constraint
@@ -211,16 +221,14 @@ def model_arrays(problem: SiaRound) -> tuple[DirectArrays, FamilyRows] | None:
             or (rows.n_virtual and not _clean(rows.virtual_data)):
         return None
     J, T, V, F = rows.n_jobs, rows.n_types, rows.n_virtual, rows.n_forced
-    lo, up = LinearModel._scalar_column_bounds(0.0, INF, VarKind.BINARY, P) or (None, None)
-    if lo is None or up is None:
-        return None
+    lo, up = _binary_bounds()
     arrays = DirectArrays(
         c=c.copy(),
         A=None,
         row_lower=np.concatenate((np.full(J + T + V, -INF), np.full(F, 1.0))),
         row_upper=np.concatenate((np.full(J, 1.0), rows.gpu_upper, rows.virtual_upper, np.full(F, INF))),
-        col_lower=lo,
-        col_upper=up,
+        col_lower=np.full(P, lo),
+        col_upper=np.full(P, up),
         integrality=np.full(P, 1, dtype=np.uint8),
         maximize=sense == "maximize",
         constant=const,
