@@ -320,22 +320,27 @@ def detect_arrays(arr: ModelArrays, row_label: Callable[[int], str], col_label: 
     return Detected(lo, up, col_gub, gub_rows, knap_rows, infeasible, row_of)
 
 
+_TRUE = np.ones(1, dtype=bool)
+
+
 def group_columns(keep: np.ndarray, col_gub: np.ndarray, n_gub: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
                                                                               np.ndarray]:
     """The kept columns (``keep``: a mask over the model's columns) grouped contiguously: ``(cols, group, starts,
     counts)``, the columns of one at-most-one row (``col_gub``: its index per column, -1 none, ``n_gub`` of them)
     together in row order, each other column a group of its own after them, columns in model order within a group
     (as :class:`MckpStructure` holds them)."""
-    cols = np.flatnonzero(keep)
+    cols = keep.nonzero()[0]  # (np.flatnonzero of a 1-d mask, without its ravel)
     gkey = col_gub[cols]  # (a copy: fancy indexing)
     free = gkey < 0
-    gkey[free] = n_gub + np.arange(int(free.sum()))
+    nfree = int(np.count_nonzero(free))
+    if nfree:
+        gkey[free] = n_gub + np.arange(nfree)
     if gkey.size and (gkey[1:] < gkey[:-1]).any():
         order = np.argsort(gkey, kind="stable")
         cols, gkey = cols[order], gkey[order]
     if cols.size:
-        newg = np.concatenate(([True], gkey[1:] != gkey[:-1]))
-        starts = np.flatnonzero(newg)
+        newg = np.concatenate((_TRUE, gkey[1:] != gkey[:-1]))
+        starts = newg.nonzero()[0]
         group = np.cumsum(newg) - 1
     else:
         starts = np.zeros(0, dtype=np.int64)

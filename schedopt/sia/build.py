@@ -254,16 +254,14 @@ class FamilyRows:
     (``schedopt.sia.direct``) makes none and imports no ``scipy.sparse``.
 
     ``one`` (jobs x pairs, upper 1): row pointers ``job_ptr`` (the pairs are sorted by job), every column once;
-    ``gpu`` (types x pairs, upper ``gpu_upper``): the columns by type ``gpu_cols`` (a stable sort), row pointers
-    ``gpu_ptr``, weights ``gpu_data`` (the columns' GPU counts in that order); ``virtual`` (upper
+    ``gpu`` (types x pairs, upper ``gpu_upper``): the columns by type :attr:`gpu_cols` (a stable sort), row
+    pointers :attr:`gpu_ptr`, weights :attr:`gpu_data` (the columns' GPU counts in that order), made when asked; ``virtual`` (upper
     ``virtual_upper``, row labels ``virtual_labels``): ``virtual_data`` / ``virtual_cols`` / ``virtual_ptr``;
     ``forced`` (one row per forced pair, column ``forced_cols``, lower 1). ``pair_job`` / ``pair_type`` /
     ``pair_gpus``: each column's job, GPU type and GPU count (float64)."""
 
     n_cols: int
     job_ptr: np.ndarray
-    gpu_cols: np.ndarray
-    gpu_ptr: np.ndarray
     gpu_upper: np.ndarray
     virtual_data: np.ndarray
     virtual_cols: np.ndarray
@@ -285,7 +283,7 @@ class FamilyRows:
     @property
     def n_types(self) -> int:
         """Rows of ``gpu_capacity``."""
-        return int(self.gpu_ptr.size) - 1
+        return int(self.gpu_upper.size)
 
     @property
     def n_virtual(self) -> int:
@@ -301,6 +299,16 @@ class FamilyRows:
     def n_rows(self) -> int:
         """Rows of the four families together (the model's rows, in this order)."""
         return self.n_jobs + self.n_types + self.n_virtual + self.n_forced
+
+    @cached_property
+    def gpu_cols(self) -> np.ndarray:
+        """``gpu_capacity``'s column indices in row order: the columns by GPU type (a stable sort; int32)."""
+        return np.argsort(self.pair_type, kind="stable").astype(np.int32)
+
+    @cached_property
+    def gpu_ptr(self) -> np.ndarray:
+        """``gpu_capacity``'s row pointers (int32)."""
+        return _indptr(self.pair_type, int(self.gpu_upper.size))
 
     @cached_property
     def gpu_data(self) -> np.ndarray:
@@ -367,14 +375,11 @@ def family_rows(problem: SiaRound) -> FamilyRows:
     :mod:`schedopt.sia.direct` solves from the arrays without the model."""
     pt = problem.valid_pairs()
     cfg = problem.configs
-    J, T = len(problem.jobs), len(problem.cluster.type_names)
     gpus = cfg.n_gpus[pt.config].astype(np.float64)
     tix = cfg.type_index[pt.config]
-    by_type = np.argsort(tix, kind="stable")
     vdata, vcols, vptr, vup, vlab = virtual_parts(problem)
-    return FamilyRows(len(pt), _indptr(pt.job, J), by_type.astype(np.int32), _indptr(tix, T),
-                      problem.available.astype(np.float64), vdata, vcols, vptr, vup, vlab, np.flatnonzero(pt.forced),
-                      pt.job, tix, gpus)
+    return FamilyRows(len(pt), _indptr(pt.job, len(problem.jobs)), problem.available.astype(np.float64), vdata, vcols,
+                      vptr, vup, vlab, np.flatnonzero(pt.forced), pt.job, tix, gpus)
 
 
 def linear_objective(problem: SiaRound) -> tuple[np.ndarray, float, str]:

@@ -364,87 +364,109 @@ def _gpu_rows_structure(problem: SiaRound, rows: FamilyRows, arrays: ModelArrays
 
     n = arrays.num_cols
     J = rows.n_jobs
-    gptr, gdata, u = rows.gpu_ptr, rows.gpu_data, rows.gpu_upper
-    if (u < -TOL).any():
+    u, tix, w = rows.gpu_upper, rows.pair_type, rows.pair_gpus
+    T = int(u.size)
+    ul = u.tolist()
+    if any(x < -TOL for x in ul):
         return None
-    cn = gptr[1:] - gptr[:-1]
-    # detect: the GPU rows' classes (one column: a bound, left to the model route when it fixes the column to 0)
-    knap_t = np.flatnonzero(cn >= 2)
-    nonempty = np.flatnonzero(cn)
-    if nonempty.size:
-        s = gptr[:-1][nonempty]
-        tot = np.add.reduceat(gdata, s)
-        rmin = np.minimum.reduceat(gdata, s)
-        rmax = np.maximum.reduceat(gdata, s)
-        un = u[nonempty]
-        single = cn[nonempty] == 1
-        if (single & ~(un >= rmax - TOL * np.maximum(1.0, np.abs(rmax)))).any():
+    # detect: the GPU rows' classes, type by type (a few types: Python floats, the same float64 arithmetic as
+    # classify's arrays); one column: a bound, left to the model route when it fixes the column to 0. The totals are
+    # sums of GPU counts (whole numbers: exact in any order), the extremes need no order.
+    cn = np.bincount(tix, minlength=T).tolist()
+    tot = np.bincount(tix, weights=w, minlength=T).tolist()
+    lo = np.full(T, np.inf)
+    hi = np.full(T, -np.inf)
+    np.minimum.at(lo, tix, w)
+    np.maximum.at(hi, tix, w)
+    rmin, rmax = lo.tolist(), hi.tolist()
+    knap: list[int] = []
+    for t in range(T):
+        if cn[t] == 0:
+            continue
+        un, top = ul[t], rmax[t]
+        if cn[t] == 1:
+            if not un >= top - TOL * max(1.0, abs(top)):
+                return None
+            continue
+        if rmin[t] < 0:
             return None
-        multi = ~single
-        redundant = ~np.isfinite(un) | (tot <= un + TOL)
-        ratio = np.where(rmax > 0, un / np.where(rmax > 0, rmax, 1.0), np.inf)
-        eligible = multi & ~redundant & (rmin == rmax) & (rmax > 0) & (ratio >= 1 - TOL) & (ratio < 2 - TOL)
-        if eligible.any() or (multi & (rmin < 0)).any():
-            return None
-        knap_t = nonempty[multi & ~redundant]
-    K = int(knap_t.size)
+        if not math.isfinite(un) or tot[t] <= un + TOL:  # never binds
+            continue
+        ratio = un / top if top > 0 else math.inf
+        if rmin[t] == top and top > 0 and ratio >= 1 - TOL and ratio < 2 - TOL:
+            return None  # an at-most-one row itself: left to detect
+        knap.append(t)
+    knap_t = np.array(knap, dtype=np.int64)
+    K = len(knap)
     if K > MAX_KNAPSACK_ROWS:
         return None
     pt = problem.valid_pairs()
     per_job = rows.job_ptr[1:] - rows.job_ptr[:-1]
-    gub_rows = np.flatnonzero(per_job >= 2)
+    gub_rows = (per_job >= 2).nonzero()[0]  # (np.flatnonzero, without its ravel)
     G = int(gub_rows.size)
     gidx = np.full(J, -1, dtype=np.int64)
     gidx[gub_rows] = np.arange(G)
     col_gub = gidx[pt.job]
-    kpos = np.full(len(u), -1, dtype=np.int64)
-    kpos[knap_t] = np.arange(K)
-    col_k = kpos[rows.pair_type]  # each column's knapsack row (-1: its GPU row never binds)
-    w = rows.pair_gpus
+    every = K == T and tix.dtype == np.int64  # every GPU row binds: each column's knapsack row is its type
+    if every:
+        col_k = tix
+    else:
+        kpos = np.full(T, -1, dtype=np.int64)
+        kpos[knap_t] = np.arange(K)
+        col_k = kpos[tix]  # each column's knapsack row (-1: its GPU row never binds)
     # presolve
     capfull = u[knap_t]
     forced = rows.forced_cols
-    fg = col_gub[forced]
-    fg = fg[fg >= 0]
+    nf = int(forced.size)
+    fg = col_gub[forced] if nf else forced
+    if nf:
+        fg = fg[fg >= 0]
     if fg.size and np.bincount(fg).max() > 1:
         return None  # two forced columns in one group: infeasible
-    if K and forced.size:
+    cap = capfull
+    if K and nf:
         fk = col_k[forced]
         on = fk >= 0
         use = np.bincount(fk[on], weights=w[forced][on], minlength=K)[:K]
         cap = capfull - use
         if (cap < -TOL * np.maximum(1.0, np.abs(capfull))).any():
             return None  # the forced columns exceed a capacity: infeasible
-    else:
-        cap = capfull.copy()
     cap = np.maximum(cap, 0.0)
     c = arrays.c
     sign = 1.0 if arrays.maximize else -1.0
     val = sign * c
-    const = sign * (arrays.constant + float(c[forced].sum()))
+    const = sign * (arrays.constant + (float(c[forced].sum()) if nf else 0.0))
     keep = val > 0
-    if forced.size:
+    if nf:
         keep[forced] = False
     if fg.size:
         in_fixed = np.zeros(max(G, 1), dtype=bool)
         in_fixed[fg] = True
         keep &= ~((col_gub >= 0) & in_fixed[np.maximum(col_gub, 0)])
     n_nonpos = int(np.count_nonzero(val <= 0))
-    inK = np.flatnonzero(col_k >= 0)
-    if inK.size:  # a column that does not fit alone can never be chosen
-        ck = cap[col_k[inK]]
-        keep[inK[w[inK] > ck + TOL * np.maximum(1.0, ck)]] = False
+    # a column that does not fit alone can never be chosen
+    if every:
+        ck = cap[col_k]
+        keep[w > ck + TOL * np.maximum(1.0, ck)] = False
+    else:
+        inK = (col_k >= 0).nonzero()[0]
+        if inK.size:
+            ck = cap[col_k[inK]]
+            keep[inK[w[inK] > ck + TOL * np.maximum(1.0, ck)]] = False
     cols, group, starts, counts = group_columns(keep, col_gub, G)
     kc = col_k[cols]
-    inc = kc >= 0
+    if every:  # (every column in a knapsack row: no padding slot)
+        ri, wt = kc.reshape(-1, 1), w[cols].reshape(-1, 1)
+    else:
+        inc = kc >= 0
+        ri, wt = np.where(inc, kc, K).reshape(-1, 1), np.where(inc, w[cols], 0.0).reshape(-1, 1)
     names = problem.cluster.type_names
     return MckpStructure(
         maximize=arrays.maximize, n_cols=n, gub_rows=gub_rows, knap_rows=knap_t + J,
-        knap_labels=[f"gpu_capacity[{names[t]}]" for t in knap_t.tolist()], forced=forced, cols=cols,
-        group=group, starts=starts, counts=counts,
-        value=val[cols], ri=np.where(inc, kc, K).reshape(-1, 1), wt=np.where(inc, w[cols], 0.0).reshape(-1, 1),
+        knap_labels=[f"gpu_capacity[{names[t]}]" for t in knap], forced=forced, cols=cols,
+        group=group, starts=starts, counts=counts, value=val[cols], ri=ri, wt=wt,
         cap=cap, const=const, infeasible=None,
-        stats={"columns": n, "columns_forced": int(forced.size), "columns_presolved": int(cols.size),
+        stats={"columns": n, "columns_forced": nf, "columns_presolved": int(cols.size),
                "columns_dropped_nonpositive": n_nonpos, "groups": int(starts.size), "knapsack_rows": K,
                "gub_rows": G},
     )
