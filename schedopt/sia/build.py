@@ -295,7 +295,7 @@ class FamilyRows:
         """Rows of ``forced_config``."""
         return int(self.forced_cols.size)
 
-    @property
+    @cached_property
     def n_rows(self) -> int:
         """Rows of the four families together (the model's rows, in this order)."""
         return self.n_jobs + self.n_types + self.n_virtual + self.n_forced
@@ -356,15 +356,15 @@ class FamilyRows:
         """The rows' activities ``A @ x`` of the four families stacked (float for float what the CSR product
         gives: each row's terms summed in column order from 0.0). Every coefficient is positive, so ``abs(A) @
         |x|`` is ``activity(|x|)``."""
-        parts = [
-            np.bincount(self.pair_job, weights=x, minlength=self.n_jobs),
-            np.bincount(self.pair_type, weights=self.pair_gpus * x, minlength=self.n_types),
-        ]
-        if self.n_virtual:
-            vrow = np.repeat(np.arange(self.n_virtual), np.diff(self.virtual_ptr))
-            parts.append(np.bincount(vrow, weights=self.virtual_data * x[self.virtual_cols], minlength=self.n_virtual))
-        parts.append(x[self.forced_cols] + 0.0)
-        return np.concatenate(parts).astype(np.float64, copy=False)
+        J, T, V = self.n_jobs, self.n_types, self.n_virtual
+        parts = [np.bincount(self.pair_job, weights=x, minlength=J),
+                 np.bincount(self.pair_type, weights=self.pair_gpus * x, minlength=T)]
+        if V:
+            vrow = np.repeat(np.arange(V), np.diff(self.virtual_ptr))
+            parts.append(np.bincount(vrow, weights=self.virtual_data * x[self.virtual_cols], minlength=V))
+        if self.forced_cols.size:
+            parts.append(x[self.forced_cols] + 0.0)
+        return np.concatenate(parts).astype(np.float64, copy=False)  # (bincount of no entries is int64)
 
 
 def family_rows(problem: SiaRound) -> FamilyRows:
