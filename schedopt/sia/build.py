@@ -340,7 +340,7 @@ class FamilyRows:
 
     def csr_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(data, indices, indptr)`` of the four families stacked in order (what
-        :func:`schedopt.model.stack_csr` of :attr:`one`, :attr:`gpu`, :attr:`virtual` and :attr:`forced` holds),
+        ``schedopt.model.stack_csr`` of :attr:`one`, :attr:`gpu`, :attr:`virtual` and :attr:`forced` holds),
         without a matrix."""
         P, F = self.n_cols, self.n_forced
         n1, n2, n3 = P, P, int(self.virtual_ptr[-1])

@@ -48,7 +48,7 @@ class DirectArrays(ModelArrays):
     ``c``, the bounds, the integrality, the sense and the constant are arrays at once, and the rows' activities
     (:meth:`row_activity`, what :func:`schedopt.results.solution_violation` asks), ``num_rows`` and
     :meth:`csr_arrays` come from the constraint families' arrays (:class:`~schedopt.sia.build.FamilyRows`) without
-    the matrix; ``A`` (the CSR :func:`schedopt.model.stack_csr` makes of the families, array for array) is made for
+    the matrix; ``A`` (the CSR ``schedopt.model.stack_csr`` makes of the families, array for array) is made for
     whatever reads it (another backend, an export). A pickle or copy of it is a plain
     :class:`~schedopt.model.ModelArrays`.
 
