@@ -207,6 +207,20 @@ class ModelArrays:
     def is_mip(self) -> bool:
         return bool(np.any(self.integrality))
 
+    def csr_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(data, indices, indptr)`` of ``A`` (a model's array form that knows them without the matrix, such as
+        the Sia round's, gives them without making it)."""
+        A = self.A
+        return A.data, A.indices, A.indptr
+
+    def row_activity(self, x: np.ndarray) -> np.ndarray:
+        """The rows' activities ``A @ x``."""
+        return np.asarray(self.A @ x)
+
+    def row_magnitude(self, ax: np.ndarray) -> np.ndarray:
+        """``abs(A) @ ax``: the rows' magnitudes at ``ax`` (the absolute values of a point)."""
+        return np.asarray(abs(self.A) @ ax)
+
 
 #: the largest magnitude of a finite coefficient or bound: glpk, mathopt and pyomo take 1e20 and beyond as infinity
 #: (or crash on it), so a finite value there would mean different models to different backends; use ±inf for "none"

@@ -164,13 +164,14 @@ def solution_violation(arrays: Any, x: np.ndarray, tol: float = FEASIBILITY_TOLE
         return f"column {j} = {x[j]!r} is not finite"
     ax = np.abs(x)
     if arrays.num_rows:
-        A = arrays.A
-        act = A @ x
+        # (a ModelArrays computes A @ x and |A| @ |x| itself: the Sia round's without making A)
+        times = getattr(arrays, "row_activity", None)
+        act = arrays.A @ x if times is None else times(x)
         raw = np.maximum(arrays.row_lower - act, act - arrays.row_upper)
         # with tol >= 0, the scaled violation raw / mag (mag >= 1) can exceed tol only where raw does: the
         # magnitudes |A| @ |x| (a new matrix |A|) are computed only then
         if tol < 0 or raw.max() > tol:
-            mag = np.maximum(1.0, abs(A) @ ax)
+            mag = np.maximum(1.0, abs(arrays.A) @ ax if times is None else arrays.row_magnitude(ax))
             over = raw / mag
             i = int(np.argmax(over))
             if over[i] > tol:

@@ -28,12 +28,13 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..results import Limit, SolveResult, TerminationReason
 from .base import Backend, Capabilities, SolveParams, interrupted_reason, run_interruptible
 
 if TYPE_CHECKING:
+    import scipy.sparse as sp
+
     from ..model import LinearModel, ModelArrays
 
 

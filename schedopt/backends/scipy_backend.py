@@ -16,14 +16,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy
-import scipy.sparse as sp
 
+from ..model import LazyModule
 from ..results import Limit, SolveResult, TerminationReason
 from .base import Backend, Capabilities, SolveParams
 from .isolate import IN_CHILD_OPTION, ChildProcessDied, pop_in_child_option, run_forked
 
 if TYPE_CHECKING:
+    import scipy.sparse as sp
+
     from ..model import LinearModel
+else:
+    sp = LazyModule("scipy.sparse", globals(), "sp")  # imported on first use (issue 42)
 
 
 class ScipyBackend(Backend):

@@ -11,13 +11,18 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..errors import StructureError
-from ..model import LinearModel, ModelArrays
+from ..model import LazyModule, LinearModel, ModelArrays
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+else:
+    sp = LazyModule("scipy.sparse", globals(), "sp")  # imported on first use (issue 42)
 
 __all__ = [
     "MAX_KNAPSACK_ROWS",
@@ -74,17 +79,25 @@ class MckpStructure:
     #: module does not import the one built on it; set only by ``aggregate``)
     aggregated: object | None = field(default=None, repr=False)
 
-    @property
+    # (the sizes and the one-slot weights are read in the solver's inner loops: computed once, the arrays of a
+    # structure are never reassigned)
+    @cached_property
     def n(self) -> int:
         return int(self.cols.shape[0])
 
-    @property
+    @cached_property
     def G(self) -> int:
         return int(self.starts.shape[0])
 
-    @property
+    @cached_property
     def K(self) -> int:
         return int(self.cap.shape[0])
+
+    @cached_property
+    def _slot0(self) -> tuple[np.ndarray, np.ndarray]:
+        """The first (row, weight) slot of every column as contiguous 1-d arrays (the only one when
+        ``wt.shape[1] == 1``)."""
+        return np.ascontiguousarray(self.ri[:, 0]), np.ascontiguousarray(self.wt[:, 0])
 
     def priced(self, lam_pad: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray:
         """``lam . W_i`` for the columns ``idx`` (all when None); ``lam_pad`` has a trailing 0 for the padding."""
@@ -108,8 +121,9 @@ class MckpStructure:
         if not sel.size:
             return np.zeros(self.K)
         if self.wt.shape[1] == 1:  # one row per column: the first (only) slot, the same products
-            w0 = self.wt[sel, 0] if times is None else self.wt[sel, 0] * times
-            return np.bincount(self.ri[sel, 0], weights=w0, minlength=self.K + 1)[: self.K]
+            r0, w0 = self._slot0
+            w = w0[sel] if times is None else w0[sel] * times
+            return np.bincount(r0[sel], weights=w, minlength=self.K + 1)[: self.K]
         w = self.wt[sel] if times is None else self.wt[sel] * times[:, None]
         return np.bincount(self.ri[sel].ravel(), weights=w.ravel(), minlength=self.K + 1)[: self.K]
 
@@ -306,22 +320,27 @@ def detect_arrays(arr: ModelArrays, row_label: Callable[[int], str], col_label: 
     return Detected(lo, up, col_gub, gub_rows, knap_rows, infeasible, row_of)
 
 
+_TRUE = np.ones(1, dtype=bool)
+
+
 def group_columns(keep: np.ndarray, col_gub: np.ndarray, n_gub: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
                                                                               np.ndarray]:
     """The kept columns (``keep``: a mask over the model's columns) grouped contiguously: ``(cols, group, starts,
     counts)``, the columns of one at-most-one row (``col_gub``: its index per column, -1 none, ``n_gub`` of them)
     together in row order, each other column a group of its own after them, columns in model order within a group
     (as :class:`MckpStructure` holds them)."""
-    cols = np.flatnonzero(keep)
+    cols = keep.nonzero()[0]  # (np.flatnonzero of a 1-d mask, without its ravel)
     gkey = col_gub[cols]  # (a copy: fancy indexing)
     free = gkey < 0
-    gkey[free] = n_gub + np.arange(int(free.sum()))
+    nfree = int(np.count_nonzero(free))
+    if nfree:
+        gkey[free] = n_gub + np.arange(nfree)
     if gkey.size and (gkey[1:] < gkey[:-1]).any():
         order = np.argsort(gkey, kind="stable")
         cols, gkey = cols[order], gkey[order]
     if cols.size:
-        newg = np.concatenate(([True], gkey[1:] != gkey[:-1]))
-        starts = np.flatnonzero(newg)
+        newg = np.concatenate((_TRUE, gkey[1:] != gkey[:-1]))
+        starts = newg.nonzero()[0]
         group = np.cumsum(newg) - 1
     else:
         starts = np.zeros(0, dtype=np.int64)
@@ -341,13 +360,13 @@ def presolve_arrays(arr: ModelArrays, d: Detected, row_label: Callable[[int], st
     (row index -> label) naming the knapsack rows and the rows of an infeasible model's reason."""
     n = arr.num_cols
     sign = 1.0 if arr.maximize else -1.0
-    A = arr.A
+    data, indices, _ = arr.csr_arrays()  # (the Sia round's array form gives them without making its matrix)
     K = int(d.knap_rows.size)
-    kpos = np.full(A.shape[0], -1, dtype=np.int64)
+    kpos = np.full(arr.num_rows, -1, dtype=np.int64)
     kpos[d.knap_rows] = np.arange(K)
     km = kpos[d.row_of]
     on = km >= 0
-    er, ec, ew = km[on], A.indices[on].astype(np.int64), A.data[on]
+    er, ec, ew = km[on], indices[on].astype(np.int64), data[on]
     labels = [row_label(r) for r in d.knap_rows.tolist()]
     capfull = arr.row_upper[d.knap_rows].astype(np.float64)
     infeasible = d.infeasible

@@ -17,21 +17,28 @@ The formulation's typed inverse map is the :class:`~schedopt.sia.pairs.PairTable
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
-from ..model import LinearModel
+from ..model import LazyModule, LinearModel
 from ..problem import Formulation, Structure
 from .configs import ConfigTable
 from .pairs import PairTable, ValidMemo
 from .round import SiaRound
 from .spec import is_pow2, virtual_bins
 
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+else:
+    sp = LazyModule("scipy.sparse", globals(), "sp")  # imported when a matrix is first made (issue 42)
+
 __all__ = ["FamilyRows", "SiaBuildCache", "build_formulation", "change_terms", "family_rows", "linear_objective",
-           "objective_coefficients", "virtual_rows"]
+           "objective_coefficients", "virtual_parts", "virtual_rows"]
 
 
 def _indptr(rows: np.ndarray, n: int) -> np.ndarray:
@@ -42,14 +49,24 @@ def _indptr(rows: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
+@functools.cache
 def _csr_attributes() -> tuple[bool, object]:
     """Whether a ``scipy.sparse.csr_matrix`` built from (data, indices, index pointers) holds exactly its shape,
-    ``maxprint`` and the three arrays (what :func:`canonical_csr` sets), and the ``maxprint`` such a matrix gets."""
+    ``maxprint`` and the three arrays (what :func:`canonical_csr` sets), and the ``maxprint`` such a matrix gets
+    (probed once, when the first matrix is made: importing this module imports no ``scipy.sparse``)."""
     probe = sp.csr_matrix((np.zeros(1), np.zeros(1, dtype=np.int32), np.array([0, 1], dtype=np.int32)), shape=(1, 1))
     return set(vars(probe)) == {"_shape", "maxprint", "data", "indices", "indptr"}, vars(probe).get("maxprint")
 
 
-_CSR_DIRECT, _CSR_MAXPRINT = _csr_attributes()
+def __getattr__(name: str) -> Any:
+    """``_CSR_DIRECT`` / ``_CSR_MAXPRINT``: :func:`_csr_attributes`' answers, probed on first use."""
+    if name == "_CSR_DIRECT":
+        return _csr_attributes()[0]
+    if name == "_CSR_MAXPRINT":
+        return _csr_attributes()[1]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 _INT32_MAX = int(np.iinfo(np.int32).max)
 
 
@@ -60,10 +77,11 @@ def canonical_csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, sha
     index-type search and format check (about 30 us a matrix, four matrices a round) are skipped. Where scipy's
     matrix holds other attributes than these (another scipy version), it is built by scipy.
     ``tests/test_sia_incremental.py`` compares the result with scipy's construction."""
-    if not _CSR_DIRECT or max(shape[0], shape[1], data.size) > _INT32_MAX:  # (scipy would widen the indices)
+    direct, maxprint = _csr_attributes()
+    if not direct or max(shape[0], shape[1], data.size) > _INT32_MAX:  # (scipy would widen the indices)
         return sp.csr_matrix((data, indices, indptr), shape=shape)
     out = sp.csr_matrix.__new__(sp.csr_matrix)
-    out.__dict__.update(_shape=(int(shape[0]), int(shape[1])), maxprint=_CSR_MAXPRINT, data=data, indices=indices,
+    out.__dict__.update(_shape=(int(shape[0]), int(shape[1])), maxprint=maxprint, data=data, indices=indices,
                         indptr=indptr)
     return out
 
@@ -183,82 +201,185 @@ def change_terms(problem: SiaRound) -> tuple[np.ndarray, float]:
     return delta, const
 
 
-def virtual_rows(problem: SiaRound) -> tuple[sp.csr_matrix, np.ndarray, list[str]]:
-    """The ``virtual_node_capacity`` rows over the columns: for a type whose nodes split into power-of-two
-    virtual nodes d_1 > d_2 > ... (R not a power of two), for each level j < m: the GPUs of power-of-two blocks
-    larger than d_{j+1} (a partial configuration is one block; a rigid shape's remainder is its binary digits) plus
-    (d_1 + .. + d_j) per whole node <= (d_1 + .. + d_j) N_t."""
+def virtual_parts(problem: SiaRound) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """The ``virtual_node_capacity`` rows over the columns as CSR arrays, without a matrix: ``(data, indices,
+    indptr, upper, labels)`` (float64 data, int32 column indices sorted within each row, int32 row pointers; what
+    :func:`virtual_rows`' matrix holds). For a type whose nodes split into power-of-two virtual nodes d_1 > d_2 >
+    ... (R not a power of two), for each level j < m: the GPUs of power-of-two blocks larger than d_{j+1} (a partial
+    configuration is one block; a rigid shape's remainder is its binary digits) plus (d_1 + .. + d_j) per whole node
+    <= (d_1 + .. + d_j) N_t."""
     pt = problem.valid_pairs()
     split = [(k, t) for k, t in enumerate(problem.cluster.gpu_types) if not is_pow2(t.gpus_per_node) and t.nodes > 0]
-    if not split:
-        return _no_rows(len(pt)), np.zeros(0), []
-    cfg = problem.configs
-    tix = cfg.type_index[pt.config]
-    whole, part = cfg.whole[pt.config], cfg.part[pt.config]
-    rows, cols, vals, upper, labels = [], [], [], [], []
-    r = 0
-    for k, t in split:
-        bins = virtual_bins(t.gpus_per_node)
-        of_t = tix == k
-        for lvl in range(len(bins) - 1):
-            D = sum(bins[: lvl + 1])
-            s = bins[lvl + 1]
-            big = part & ~((s << 1) - 1)  # the binary digits of the remainder larger than s
-            coef = (D * whole + big) * of_t
-            nz = np.flatnonzero(coef)
-            rows.append(np.full(nz.size, r))
-            cols.append(nz)
-            vals.append(coef[nz].astype(np.float64))
-            upper.append(D * t.nodes)
-            labels.append(f"{t.name}:>{s}")
-            r += 1
-    if r == 0:
-        return _no_rows(len(pt)), np.zeros(0), []
-    A = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(r, len(pt)))
-    return A, np.asarray(upper, dtype=np.float64), labels
+    cols: list[np.ndarray] = []
+    vals: list[np.ndarray] = []
+    upper: list[int] = []
+    labels: list[str] = []
+    if split:
+        cfg = problem.configs
+        tix = cfg.type_index[pt.config]
+        whole, part = cfg.whole[pt.config], cfg.part[pt.config]
+        for k, t in split:
+            bins = virtual_bins(t.gpus_per_node)
+            of_t = tix == k
+            for lvl in range(len(bins) - 1):
+                D = sum(bins[: lvl + 1])
+                s = bins[lvl + 1]
+                big = part & ~((s << 1) - 1)  # the binary digits of the remainder larger than s
+                coef = (D * whole + big) * of_t
+                nz = np.flatnonzero(coef)
+                cols.append(nz)
+                vals.append(coef[nz].astype(np.float64))
+                upper.append(D * t.nodes)
+                labels.append(f"{t.name}:>{s}")
+    if not upper:
+        return np.zeros(0), np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int32), np.zeros(0), []
+    ptr = np.zeros(len(upper) + 1, dtype=np.int32)
+    np.cumsum([c.size for c in cols], out=ptr[1:])
+    return (np.concatenate(vals), np.concatenate(cols).astype(np.int32), ptr, np.asarray(upper, dtype=np.float64),
+            labels)
+
+
+def virtual_rows(problem: SiaRound) -> tuple[sp.csr_matrix, np.ndarray, list[str]]:
+    """The ``virtual_node_capacity`` rows over the columns (the matrix of :func:`virtual_parts`' arrays, as
+    ``scipy.sparse.csr_matrix((data, (rows, cols)), shape)`` gives it), their upper bounds and labels."""
+    data, indices, indptr, upper, labels = virtual_parts(problem)
+    return canonical_csr(data, indices, indptr, (int(upper.size), len(problem.valid_pairs()))), upper, labels
 
 
 @dataclass(frozen=True, eq=False)
 class FamilyRows:
-    """The four constraint families of the Sia model over the ``x`` columns, as the canonical CSR matrices the
-    model keeps (:func:`family_rows`): ``one`` (jobs x pairs, upper 1), ``gpu`` (types x pairs, upper
-    ``gpu_upper``), ``virtual`` (upper ``virtual_upper``, row labels ``virtual_labels``) and ``forced`` (one row
-    per forced pair, column ``forced_cols``, lower 1); ``pair_type`` / ``pair_gpus``: each column's GPU type and
-    GPU count."""
+    """The four constraint families of the Sia model over the ``x`` columns (:func:`family_rows`), as the arrays
+    of their CSR matrices; each matrix (the canonical CSR the model keeps) is made the first time it is asked for
+    (:attr:`one`, :attr:`gpu`, :attr:`virtual`, :attr:`forced`), so that a round solved from the arrays alone
+    (``schedopt.sia.direct``) makes none and imports no ``scipy.sparse``.
 
-    one: sp.csr_matrix
-    gpu: sp.csr_matrix
+    ``one`` (jobs x pairs, upper 1): row pointers ``job_ptr`` (the pairs are sorted by job), every column once;
+    ``gpu`` (types x pairs, upper ``gpu_upper``): the columns by type :attr:`gpu_cols` (a stable sort), row
+    pointers :attr:`gpu_ptr`, weights :attr:`gpu_data` (the columns' GPU counts in that order), made when asked; ``virtual`` (upper
+    ``virtual_upper``, row labels ``virtual_labels``): ``virtual_data`` / ``virtual_cols`` / ``virtual_ptr``;
+    ``forced`` (one row per forced pair, column ``forced_cols``, lower 1). ``pair_job`` / ``pair_type`` /
+    ``pair_gpus``: each column's job, GPU type and GPU count (float64)."""
+
+    n_cols: int
+    job_ptr: np.ndarray
     gpu_upper: np.ndarray
-    virtual: sp.csr_matrix
+    virtual_data: np.ndarray
+    virtual_cols: np.ndarray
+    virtual_ptr: np.ndarray
     virtual_upper: np.ndarray
     virtual_labels: list[str]
-    forced: sp.csr_matrix
     forced_cols: np.ndarray
-    #: per pair: its GPU type's position and its GPU count (float64): the gpu_capacity row and weight of its column
+    #: per pair: its job's position, its GPU type's position and its GPU count (float64): the one_config_per_job
+    #: and gpu_capacity rows of its column and its weight in the latter
+    pair_job: np.ndarray
     pair_type: np.ndarray
     pair_gpus: np.ndarray
 
+    @property
+    def n_jobs(self) -> int:
+        """Rows of ``one_config_per_job``."""
+        return int(self.job_ptr.size) - 1
+
+    @property
+    def n_types(self) -> int:
+        """Rows of ``gpu_capacity``."""
+        return int(self.gpu_upper.size)
+
+    @property
+    def n_virtual(self) -> int:
+        """Rows of ``virtual_node_capacity``."""
+        return int(self.virtual_ptr.size) - 1
+
+    @property
+    def n_forced(self) -> int:
+        """Rows of ``forced_config``."""
+        return int(self.forced_cols.size)
+
+    @cached_property
+    def n_rows(self) -> int:
+        """Rows of the four families together (the model's rows, in this order)."""
+        return self.n_jobs + self.n_types + self.n_virtual + self.n_forced
+
+    @cached_property
+    def gpu_cols(self) -> np.ndarray:
+        """``gpu_capacity``'s column indices in row order: the columns by GPU type (a stable sort; int32)."""
+        return np.argsort(self.pair_type, kind="stable").astype(np.int32)
+
+    @cached_property
+    def gpu_ptr(self) -> np.ndarray:
+        """``gpu_capacity``'s row pointers (int32)."""
+        return _indptr(self.pair_type, int(self.gpu_upper.size))
+
+    @cached_property
+    def gpu_data(self) -> np.ndarray:
+        """``gpu_capacity``'s entries in row order (the GPU counts of ``gpu_cols``)."""
+        return self.pair_gpus[self.gpu_cols]
+
+    @cached_property
+    def one(self) -> sp.csr_matrix:
+        """``one_config_per_job``'s matrix."""
+        P = self.n_cols
+        return canonical_csr(np.ones(P), np.arange(P, dtype=np.int32), self.job_ptr, (self.n_jobs, P))
+
+    @cached_property
+    def gpu(self) -> sp.csr_matrix:
+        """``gpu_capacity``'s matrix."""
+        return canonical_csr(self.gpu_data, self.gpu_cols, self.gpu_ptr, (self.n_types, self.n_cols))
+
+    @cached_property
+    def virtual(self) -> sp.csr_matrix:
+        """``virtual_node_capacity``'s matrix."""
+        return canonical_csr(self.virtual_data, self.virtual_cols, self.virtual_ptr, (self.n_virtual, self.n_cols))
+
+    @cached_property
+    def forced(self) -> sp.csr_matrix:
+        """``forced_config``'s matrix."""
+        F = self.n_forced
+        return canonical_csr(np.ones(F), self.forced_cols.astype(np.int32), np.arange(F + 1, dtype=np.int32),
+                             (F, self.n_cols))
+
+    def csr_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(data, indices, indptr)`` of the four families stacked in order (what
+        ``schedopt.model.stack_csr`` of :attr:`one`, :attr:`gpu`, :attr:`virtual` and :attr:`forced` holds),
+        without a matrix."""
+        P, F = self.n_cols, self.n_forced
+        n1, n2, n3 = P, P, int(self.virtual_ptr[-1])
+        data = np.concatenate((np.ones(P), self.gpu_data, self.virtual_data, np.ones(F)))
+        indices = np.concatenate((np.arange(P, dtype=np.int32), self.gpu_cols, self.virtual_cols,
+                                  self.forced_cols.astype(np.int32)))
+        indptr = np.concatenate((self.job_ptr[:-1], self.gpu_ptr[:-1] + np.int32(n1),
+                                 self.virtual_ptr[:-1] + np.int32(n1 + n2),
+                                 np.arange(F + 1, dtype=np.int32) + np.int32(n1 + n2 + n3)))
+        return data, indices, indptr
+
+    def activity(self, x: np.ndarray) -> np.ndarray:
+        """The rows' activities ``A @ x`` of the four families stacked (float for float what the CSR product
+        gives: each row's terms summed in column order from 0.0). Every coefficient is positive, so ``abs(A) @
+        |x|`` is ``activity(|x|)``."""
+        J, T, V = self.n_jobs, self.n_types, self.n_virtual
+        parts = [np.bincount(self.pair_job, weights=x, minlength=J),
+                 np.bincount(self.pair_type, weights=self.pair_gpus * x, minlength=T)]
+        if V:
+            vrow = np.repeat(np.arange(V), np.diff(self.virtual_ptr))
+            parts.append(np.bincount(vrow, weights=self.virtual_data * x[self.virtual_cols], minlength=V))
+        if self.forced_cols.size:
+            parts.append(x[self.forced_cols] + 0.0)
+        return np.concatenate(parts).astype(np.float64, copy=False)  # (bincount of no entries is int64)
+
 
 def family_rows(problem: SiaRound) -> FamilyRows:
-    """The constraint families of ``problem``'s model (one matrix each, built straight from (data, indices,
-    index pointers): the pairs are sorted by job, so one_config_per_job's row pointers are a cumsum of the pairs
-    per job, and gpu_capacity's rows come from a stable sort by GPU type; int32 indices, what scipy keeps for them
-    anyway: the model takes such a canonical CSR as is). :func:`build_formulation` adds them to the model,
-    :mod:`schedopt.sia.direct` stacks them into the model's array form without the model."""
+    """The constraint families of ``problem``'s model as the arrays of their CSR matrices (:class:`FamilyRows`;
+    the pairs are sorted by job, so one_config_per_job's row pointers are a cumsum of the pairs per job, and
+    gpu_capacity's rows come from a stable sort by GPU type; int32 indices, what scipy keeps for them anyway: the
+    model takes such a canonical CSR as is). :func:`build_formulation` adds their matrices to the model,
+    :mod:`schedopt.sia.direct` solves from the arrays without the model."""
     pt = problem.valid_pairs()
     cfg = problem.configs
-    J, P, T = len(problem.jobs), len(pt), len(problem.cluster.type_names)
-    col = np.arange(P, dtype=np.int32)
-    A1 = canonical_csr(np.ones(P), col, _indptr(pt.job, J), (J, P))
     gpus = cfg.n_gpus[pt.config].astype(np.float64)
     tix = cfg.type_index[pt.config]
-    by_type = np.argsort(tix, kind="stable")
-    A2 = canonical_csr(gpus[by_type], by_type.astype(np.int32), _indptr(tix, T), (T, P))
-    A3, up3, lab3 = virtual_rows(problem)
-    fcols = np.flatnonzero(pt.forced)
-    A4 = canonical_csr(np.ones(fcols.size), fcols.astype(np.int32), np.arange(fcols.size + 1, dtype=np.int32),
-              (int(fcols.size), P))
-    return FamilyRows(A1, A2, problem.available.astype(np.float64), A3, up3, lab3, A4, fcols, tix, gpus)
+    vdata, vcols, vptr, vup, vlab = virtual_parts(problem)
+    return FamilyRows(len(pt), _indptr(pt.job, len(problem.jobs)), problem.available.astype(np.float64), vdata, vcols,
+                      vptr, vup, vlab, np.flatnonzero(pt.forced), pt.job, tix, gpus)
 
 
 def linear_objective(problem: SiaRound) -> tuple[np.ndarray, float, str]:

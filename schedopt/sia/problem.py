@@ -22,7 +22,6 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..errors import InfeasibleError, InputError, SolveFailedError
 from ..model import LinearModel
@@ -38,6 +37,8 @@ from .spec import Cluster, Config, Job, JobId
 from .validate import check_available, check_goodput_input, check_jobs, standard_width
 
 if TYPE_CHECKING:
+    import scipy.sparse as sp
+
     from ..infeasibility import InfeasibilityReport
     from .placement import Placement
 
