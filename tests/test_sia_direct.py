@@ -368,16 +368,10 @@ def test_an_everyday_simulation_imports_no_scipy_sparse() -> None:
     """In a fresh process, ``import schedopt.sim`` and a short Sia simulation on sia-64 (four saturn/1 jobs, the
     cluster's measured job model, the default backend mckp) import no ``scipy.sparse`` (about 0.1-0.2 s of CPU),
     and the decisions are made (every job finishes); a model built afterwards imports it as usual."""
-    import inspect
     import subprocess
     import sys
     from pathlib import Path
 
-    from schedopt.mckp import exact
-
-    if "\nimport scipy.sparse" in inspect.getsource(exact):
-        pytest.xfail("schedopt.mckp.exact imports scipy.sparse at module level (helper mckp7's module: to be "
-                     "imported lazily, e.g. sp = schedopt.model.LazyModule('scipy.sparse', globals(), 'sp'))")
     code = "\n".join((
         "import sys",
         "import schedopt.sim",

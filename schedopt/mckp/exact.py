@@ -15,14 +15,18 @@ import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
-from ..model import LinearModel
+from ..model import LazyModule, LinearModel
 from ..results import SolveResult
 from .aggregate import Aggregate
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+else:
+    sp = LazyModule("scipy.sparse", globals(), "sp")  # imported when a residual model is first built (issue 42)
 
 #: a one-element int64 zero, prepended to cumulative sums (no list converted a call)
 _ZERO = np.zeros(1, dtype=np.int64)
