@@ -446,10 +446,12 @@ def fit_checked(n: np.ndarray, r: np.ndarray, b: np.ndarray, step: np.ndarray, s
     ``b > 0``, ``0 <= sync < step``, all finite) from ``starts`` (gammas in [1, 10])."""
     comp = step - sync
     log_comp, log_step = np.log(comp), np.log(step)
+    # ``np.unique(b).size > 1`` of finite rows, without its sort: two values differ exactly when min < max
+    varied_b = bool(b.min() < b.max())
     lo, hi = np.log(PARAM_FLOOR), np.log(1e4)
 
     # Initial guess: least squares line for compute time; network from the sync times.
-    if np.unique(b).size > 1:
+    if varied_b:
         beta_c0, alpha_c0 = np.polyfit(b, comp, 1)
     else:
         beta_c0, alpha_c0 = np.mean(comp) / 2 / b[0], np.mean(comp) / 2
@@ -466,7 +468,7 @@ def fit_checked(n: np.ndarray, r: np.ndarray, b: np.ndarray, step: np.ndarray, s
             if not mask.any():
                 return PARAM_FLOOR, PARAM_FLOOR
             x = np.maximum(r[mask] - 2, 0)
-            if np.unique(x).size > 1:
+            if x.min() < x.max():  # np.unique(x).size > 1
                 slope, icpt = np.polyfit(x, t_net[mask], 1)
             else:
                 slope, icpt = 0.0, float(np.mean(t_net[mask]))
@@ -478,7 +480,7 @@ def fit_checked(n: np.ndarray, r: np.ndarray, b: np.ndarray, step: np.ndarray, s
         return [max(a_n - NET_PRIOR * a_r, 1e-3 * a_n), max(b_n - NET_PRIOR * b_r, 1e-3 * b_n), a_r, b_r]
 
     fixed: dict[int, float] = {}
-    if np.unique(b).size == 1:
+    if not varied_b:
         fixed[0] = np.log(np.mean(comp) / 2)
     if not multi_node.any():
         fixed[2] = fixed[3] = lo
