@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
@@ -226,6 +228,8 @@ def _pow(x: np.ndarray, e: np.ndarray) -> np.ndarray:
 _CANDS: dict[tuple[Any, ...], tuple[tuple[Any, ...], np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
 _CANDS_MAX = 64
 _POINTS: dict[tuple[Any, ...], int] = {}  # the point sets seen, numbered (the tables' keys name them by number)
+_POINT_IDS = itertools.count()  # (never reused: a table kept under a forgotten point set's number is never hit)
+_CANDS_LOCK = threading.Lock()  # simulations on threads share the tables
 
 
 def goodput_matrix(models: Sequence[JobGoodputModel], gpu_types: Sequence[str], nodes: np.ndarray,
@@ -252,12 +256,13 @@ def goodput_matrix(models: Sequence[JobGoodputModel], gpu_types: Sequence[str], 
     n_all = np.asarray(nodes, dtype=np.float64)
     r_all = np.asarray(replicas, dtype=np.float64)
     pkey = (tuple(gpu_types), n_all.tobytes(), r_all.tobytes())
-    pid = _POINTS.get(pkey)
-    if pid is None:
-        if len(_POINTS) > 64:
-            _POINTS.clear()
-            _CANDS.clear()
-        pid = _POINTS[pkey] = len(_POINTS)
+    with _CANDS_LOCK:
+        pid = _POINTS.get(pkey)
+        if pid is None:
+            if len(_POINTS) > 64:
+                _POINTS.clear()
+                _CANDS.clear()
+            pid = _POINTS[pkey] = next(_POINT_IDS)
     T = len(names)
     scal = []  # init_batch, max_batch, grad_sqr, grad_var at init_batch
     blocks: list[Any] = [None] * M  # per model: (kk, real_B, valid, xput), or its key when it is to be computed
@@ -267,10 +272,11 @@ def goodput_matrix(models: Sequence[JobGoodputModel], gpu_types: Sequence[str], 
         ps = tuple(params.get(t) for t in names)
         key = (pid, mdl.init_batch, mdl.max_batch, tuple(map(id, ps)),
                tuple(None if p is None else limits[t] for t, p in zip(names, ps)))
-        got = _CANDS.get(key)
+        with _CANDS_LOCK:
+            got = _CANDS.pop(key, None)
+            if got is not None:
+                _CANDS[key] = got  # the most recently used last
         if got is not None and all(a is b for a, b in zip(got[0], ps)):
-            del _CANDS[key]
-            _CANDS[key] = got  # the most recently used last
             blocks[i] = got[1:]
         else:
             blocks[i] = (key, ps)
@@ -315,9 +321,10 @@ def goodput_matrix(models: Sequence[JobGoodputModel], gpu_types: Sequence[str], 
             kk_i, rb_i, va_i, xp_i = kk[a:b], real_B[:, a:b], valid[:, a:b], xput[:, a:b]
             for arr in (kk_i, rb_i, va_i, xp_i):
                 arr.setflags(write=False)
-            if len(_CANDS) >= _CANDS_MAX:
-                del _CANDS[next(iter(_CANDS))]
-            _CANDS[key] = (ps, kk_i, rb_i, va_i, xp_i)
+            with _CANDS_LOCK:
+                while len(_CANDS) >= _CANDS_MAX:
+                    del _CANDS[next(iter(_CANDS))]
+                _CANDS[key] = (ps, kk_i, rb_i, va_i, xp_i)
             blocks[i] = (kk_i, rb_i, va_i, xp_i)
     sizes = [b[0].size for b in blocks]
     if not sum(sizes):
