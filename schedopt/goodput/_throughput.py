@@ -68,15 +68,6 @@ class ThroughputParams:
         if not 1.0 <= self.gamma <= 10.0:
             raise InputError("gamma", self.gamma, "must be in [1, 10]")
 
-    def __hash__(self) -> int:
-        """The dataclass's hash (of the seven values' tuple), computed once: the parameters key the simulator's
-        per-point caches (step times, candidate tables), tens of thousands of lookups a run."""
-        h = self.__dict__.get("_hash")
-        if h is None:
-            h = hash((self.alpha_c, self.beta_c, self.alpha_n, self.beta_n, self.alpha_r, self.beta_r, self.gamma))
-            object.__setattr__(self, "_hash", h)
-        return h
-
     # ------------------------------------------------------------------ evaluation
     def compute_time(self, local_bsz: Any) -> np.ndarray:
         """Time of one forward/backward pass on one GPU with local batch ``local_bsz``."""
