@@ -67,3 +67,33 @@ def test_empty_inputs() -> None:
     assert goodput_matrix([], TYPES, CFG.n_nodes, CFG.n_gpus).shape == (0, len(CFG))
     m = zoo.load_model("cifar10")
     assert goodput_matrix([m], [], np.zeros(0), np.zeros(0)).shape == (1, 0)
+
+
+def test_kept_candidate_tables_give_the_per_model_values_when_models_come_back() -> None:
+    """A model that comes back with new gradient statistics only (the same parameter objects: a simulated job's
+    estimate at its next epoch) reuses its kept candidate table; mixed with new models, in another order, with a
+    type left out, and on another point set, every row is still the per-model search's, bit for bit."""
+    from schedopt.goodput import _goodput
+
+    rng = np.random.default_rng(7)
+    base = []
+    for k in range(4):
+        params = {t: ThroughputParams(*rng.uniform(1e-3, 0.3, 6), float(rng.choice([1.0, 2.0, rng.uniform(1, 9)])))
+                  for t in CLUSTER.type_names if not (k == 3 and t == "v6")}
+        base.append(_model(f"m{k}", params, 64.0, 4096.0, (4, 128), 0.5, 2.0))
+    first = goodput_matrix(base, TYPES, CFG.n_nodes, CFG.n_gpus)
+    assert np.array_equal(first, _per_model(base))
+    kept = len(_goodput._CANDS)
+    again = [_model(m.name, m.params, m.init_batch, m.max_batch, (4, 128), float(rng.uniform(0, 5)),
+                    float(rng.uniform(0, 5))) for m in base[::-1]]
+    fresh = _model("new", {t: ThroughputParams(0.01, 0.002, 0.05, 0.001, 0.02, 0.001, 1.5)
+                           for t in CLUSTER.type_names}, 32.0, 2048.0, (2, 64), 1.0, 1.0)
+    mixed = [again[0], fresh, *again[1:]]
+    got = goodput_matrix(mixed, TYPES, CFG.n_nodes, CFG.n_gpus)
+    assert np.array_equal(got, _per_model(mixed))
+    assert not np.array_equal(got[[0, 2, 3, 4]], first[::-1])  # the new statistics do change the rows
+    assert len(_goodput._CANDS) == kept + 1 or len(_goodput._CANDS) == _goodput._CANDS_MAX  # only `fresh` was new
+    half = np.arange(len(CFG)) % 2 == 0  # another point set: its own tables
+    types = [t for t, h in zip(TYPES, half) if h]
+    got = goodput_matrix(mixed, types, CFG.n_nodes[half], CFG.n_gpus[half])
+    assert np.array_equal(got, _per_model(mixed)[:, half])

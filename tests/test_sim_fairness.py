@@ -245,3 +245,27 @@ def test_the_lone_runs_direct_route_equals_the_engines_route() -> None:
                         n += 1
     assert n >= 80
     assert isolated_time("long", "g", 2, 2, TOY, 60.0, False, 2, 8) == 110.0  # rigid: the engine's route
+
+
+def test_an_adaptive_jobs_lone_run_does_not_depend_on_its_request() -> None:
+    """``isolated_time`` shares one lone run among the adaptive data-parallel jobs of one application on one share
+    (``_lone_adaptive_time``: the request and batch are not its key). That is right only if the engine's route, run
+    with each job's own request and batch, finishes at the same float: checked for several requests and batches,
+    two GPU types, caps below and above the node size; a strong-scaling job's request does change its run."""
+    from schedopt.sim import fairness
+    from schedopt.sim.jobs import JobModel, JobState, job_model
+
+    jm = job_model("sia")
+    for app in ("cifar10", "bert", "yolov3"):
+        for t in sorted(jm.truth(app).params)[:2]:
+            for per_node, gpus in ((4, 3), (8, 13)):
+                shared = isolated_time(app, t, per_node, gpus, jm, 360.0, True, 1, 0)
+                for req, bsz in ((2, 64), (16, 512), (5, 1)):
+                    assert isolated_time(app, t, per_node, gpus, jm, 360.0, True, req, bsz) == shared
+                    engine = fairness._lone_run(JobState("isolated", app, 0.0, req, bsz, True, jm), t, per_node, gpus,
+                                                360.0)
+                    assert engine == shared and math.isfinite(shared), (app, t, per_node, gpus, req, bsz)
+    strong = JobModel("strong", restart_seconds=jm.restart_seconds, slowdown=jm.slowdown,
+                      max_local_bsz=jm.max_local_bsz, strong_jobs=frozenset({"isolated"}))
+    one, four = (isolated_time("cifar10", "t4", 4, 8, strong, 360.0, True, req, 128) for req in (1, 4))
+    assert one != four

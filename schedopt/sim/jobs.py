@@ -467,12 +467,21 @@ class JobState:
         t += d
         left -= d
         app = self.application
+        # fixed while the job holds this placement: what _observe records but the local batch, and whether rebatch
+        # takes its adaptive data-parallel branch (then taken here, call for call)
+        c = self.config
+        assert c is not None
+        units = self.scale_units
+        obs = (c.gpu_type, len(self.nodes), g // units.get(c.gpu_type, 1))
+        plain = not units and self.rigid_shape is None and self.id not in self.jm.strong_jobs
         while left > 0:
             rate = self.rate() * self.share
             if rate <= 0:  # held but stalled (a zero co-location factor)
                 t += left
                 break
-            self._observe()
+            key = (*obs, int(self.local_bsz))  # self._observe()
+            if key not in self.seen:
+                self.seen = tuple(sorted((*self.seen, key)))
             need = (float(app.progress[self.epoch]) - self.progress) / rate
             if need > left:
                 self.progress += rate * left
@@ -486,7 +495,13 @@ class JobState:
             if self.epoch >= app.epochs:
                 self.finish = t
                 break
-            self.rebatch()
+            if plain:  # self.rebatch(): its adaptive branch, on the same GPUs (self.batch = g * local * (accum + 1))
+                self._rate = None
+                cur = g * self.local_bsz * (self.accum + 1) if self.local_bsz else self.jm.truth(self.app).init_batch
+                self.local_bsz, self.accum = adaptive_batch(self.app, obs[0], self.jm, obs[1], g, self.epoch,
+                                                            float(cur))
+            else:
+                self.rebatch()
         if self.finish is None:
             t = t0 + seconds  # exact round end (no drift from summing the pieces)
         held = t - t0
