@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any, cast
 
 import numpy as np
 
@@ -27,8 +29,13 @@ class LiveJobState(JobState):
     observations: tuple[tuple[tuple[str, int, int, int], tuple[float, float]], ...] | None = None
     #: (grad_sqr, grad_var) the job reported (at the profile's initial batch); None: its profile's curve
     grad: tuple[float, float] | None = None
+    #: the last estimate and what it was made from: (estimator, observations, epoch, grad, job model, estimate),
+    #: the observations and job model as objects (Session._estimate: a refit after a measurement, found again by
+    #: the decision's views without hashing the observations; never saved: a restored job fits again)
+    fit: tuple[Any, ...] | None = field(default=None, repr=False)
     _shape: tuple[int, int] | None = field(default=None, init=False, repr=False)
     _kind: str = field(default="adaptive", init=False, repr=False)
+    _units: tuple[Any, ...] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         # a live job's shape and kind never change (its kind, requested GPUs and batch are given at submission):
@@ -50,6 +57,14 @@ class LiveJobState(JobState):
     @property
     def kind(self) -> str:
         return self._kind
+
+    @property
+    def scale_units(self) -> Mapping[str, int]:
+        # kept per job model (a function of the job model and the application: asked for every job every round)
+        u = self._units
+        if u is None or u[0] is not self.jm:
+            u = self._units = (self.jm, self.jm.scale_units(self.app))
+        return cast(Mapping[str, int], u[1])
 
     def rebatch(self) -> None:
         """:meth:`JobState.rebatch`; an adaptive job that reported its gradient statistics takes the batch its
