@@ -79,13 +79,13 @@ def _run(cls: type[Session], path: Path) -> tuple[list[dict[str, Any]], list[dic
 def test_kept_estimates_views_and_entries_give_the_plans_of_a_session_that_keeps_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fits = {"n": 0}
-    real = session_module.online_estimate
+    real = session_module.fitted_estimate
 
     def counted(*a: Any) -> Any:
         fits["n"] += 1
         return real(*a)
 
-    monkeypatch.setattr(session_module, "online_estimate", counted)
+    monkeypatch.setattr(session_module, "fitted_estimate", counted)
     plans0, states0 = _run(_Forgetful, tmp_path / "forgetful.json")
     forgetful = fits["n"]
     fits["n"] = 0
@@ -94,5 +94,5 @@ def test_kept_estimates_views_and_entries_give_the_plans_of_a_session_that_keeps
     assert plans1 == plans0  # plan for plan
     assert states1 == states0  # and the state documents
     assert {a["action"] for p in plans1 for a in p["jobs"]} >= {"start", "keep", "preempt", "queue"}
-    # the kept estimates were used: 800 fits against 1,298 (both count the refits when measurements arrive)
-    assert 0 < fits["n"] < 0.7 * forgetful
+    # the kept fits were used: 534 against 1,298 (both count the refits when measurements arrive)
+    assert 0 < fits["n"] < 0.5 * forgetful

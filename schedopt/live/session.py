@@ -26,13 +26,13 @@ from ..goodput import JobGoodputModel, blas_threads
 from ..sia import Cluster, Config, GpuType, Placement
 from ..sia.spec import JobId
 from ..sim.engine import DEFAULT_ROUND_SECONDS, RoundDecision, admit_pending, apply_decision, decide_round, job_view
-from ..sim.jobs import Application, JobModel, JobState, prior_estimate
+from ..sim.jobs import Application, JobModel, JobState, fitted_estimate, prior_estimate
 from ..sim.jobs import job_model as get_job_model
 from ..sim.policies import make_policy
 from ..sim.policies.base import JobView, Policy
 from ..sim.registry import role_name
 from ..sim.roles import AcceptAll, Admission, Placer, make_admission, make_placer
-from .jobstate import LiveJobState, online_estimate, profile_application, with_reported_stats
+from .jobstate import LiveJobState, estimate_at_epoch, profile_application, with_reported_stats
 from .persist import SCHEMA, VERSION, read_document, write_document
 from .plan import Action, JobPlan, Plan, mark_reused
 from .state import (
@@ -549,15 +549,22 @@ class Session:
         if (f is not None and f[1] is j.observations and f[4] is j.jm and f[2] == j.epoch and f[3] == j.grad
                 and f[0] == j.estimator):
             return cast(JobGoodputModel, f[5])
-        if (j.estimator == "oracle" or j.rigid_shape is not None or j.scale_units or j.app in j.jm.oracle_apps):
-            e = prior_estimate(j.jm, j.app, j.epoch)
+        jm = j.jm
+        fitted = None
+        if (j.estimator == "oracle" or j.rigid_shape is not None or j.scale_units or j.app in jm.oracle_apps):
+            e = prior_estimate(jm, j.app, j.epoch)
         else:
-            if j.observations is None:
-                j.observations = tuple(sorted(j.measured.items()))
-            e = online_estimate(j.jm, j.app, j.observations, j.epoch)
+            obs = j.observations
+            if obs is None:
+                obs = j.observations = tuple(sorted(j.measured.items()))
+            if f is not None and f[6] is not None and f[1] is obs and f[4] is jm:
+                fitted = f[6]  # (the same observations, another epoch or statistics: the same fit)
+            else:
+                fitted = fitted_estimate(jm, j.app, obs)
+            e = estimate_at_epoch(jm, j.app, obs, fitted, j.epoch)
         if j.grad is not None:
             e = with_reported_stats(e, *j.grad)
-        j.fit = (j.estimator, j.observations, j.epoch, j.grad, j.jm, e)
+        j.fit = (j.estimator, j.observations, j.epoch, j.grad, jm, e, fitted)
         return e
 
     def view(self, j: JobState, t: float) -> JobView:
@@ -585,7 +592,8 @@ class Session:
                 est = f[5]
             else:
                 est = estimate(j)
-            progress = min(j.frac, cap)
+            frac = j.frac
+            progress = cap if cap < frac else frac  # (min(frac, cap))
             nodes = j.nodes
             memo = memo_all.get(j.id)
             if memo is None or memo[0] is not j or memo[1] is not jm:
@@ -693,6 +701,7 @@ class Session:
                               cast(dict[str, JobState], self.jobs), rejected, now, self.view)
         k = max(self.round_index + 1, int(now // self.round_duration))
         jobs: dict[str, JobPlan] = {}
+        changed: list[str] = []  # the ids of the admitted jobs' entries that are not the last plan's objects
         info: Mapping[str, Any] = {}
         dt_wall = dt_cpu = 0.0
         if self.jobs:
@@ -717,11 +726,12 @@ class Session:
             self.where = (dict(zip(map(str, got), got.values())) if lay.plain
                           else {str(j): lay.to_live(s) for j, s in got.items()})
             self.configs = dict(zip(map(str, rd.placement.configs), rd.placement.configs.values()))
-            jobs = self._job_plans(before, restarts)
+            jobs, changed = self._job_plans(before, restarts)
             info = dict(rd.decision.info)
             if rd.waiting:
                 info = {**info, "unplaced_requests": rd.waiting}
             dt_wall, dt_cpu = rd.wall_seconds, rd.cpu_seconds
+        head = len(jobs)
         for j in arrived:
             jobs[j.id] = JobPlan(j.id, Action.QUEUE, {})
         for jid in rejected:
@@ -733,10 +743,13 @@ class Session:
             self._views = {j: v for j, v in self._views.items() if j in live}
         self.time, self.round_index, self._dirty = now, k, False
         last = self.plan
-        changed: list[str] = []
         if last is not None:  # an entry equal to the last plan's is that object (fewer objects; found by identity)
             held = last.jobs
-            for jid, p in jobs.items():
+            rest = list(jobs)[head:]  # (the admitted jobs' entries are so already: _job_plans)
+            if len(rest) != len(arrived) + len(rejected):  # (an id twice: all of them again)
+                rest, changed = list(jobs), []
+            for jid in rest:
+                p = jobs[jid]
                 q = held.get(jid)
                 if q is not None and (q is p or _same_plan(q, p)):
                     jobs[jid] = q
@@ -785,19 +798,22 @@ class Session:
         info = {**rd.decision.info, "drained": sorted(map(str, bad))}
         return dataclasses.replace(rd, placement=keep, decision=dataclasses.replace(rd.decision, info=info))
 
-    def _job_plans(self, before: Mapping[str, Slots], was: Mapping[str, tuple[int, bool]]) -> dict[str, JobPlan]:
+    def _job_plans(self, before: Mapping[str, Slots],
+                   was: Mapping[str, tuple[int, bool]]) -> tuple[dict[str, JobPlan], list[str]]:
         """Each admitted job's entry of the plan, from its slots before (``before``) and now (``self.where``) and
         its restart count and start before the decision (``was``).
 
         A job whose entry would be made from what the last plan's entry was made from (action, slots,
         configuration, node map, running configuration, local batch, accumulation, restart delay charged) gets
         that entry itself, not made again (most jobs of a round at 2,048 GPUs); the others a new one, or the last
-        plan's entry where equal to it."""
+        plan's entry where equal to it. Returns the entries and the ids of those that are not the last plan's
+        objects, in order."""
         held = self.plan.jobs if self.plan is not None else {}
         memo = self._plan_inputs
         kept: dict[str, tuple[JobPlan, tuple[Any, ...]]] = {}
         where, configs = self.where, self.configs
         out: dict[str, JobPlan] = {}
+        changed: list[str] = []
         for j in self.jobs.values():
             jid = j.id
             old = before.get(jid)
@@ -835,8 +851,10 @@ class Session:
                     p = _job_plan_of(*values)
             out[jid] = p
             kept[jid] = (p, key)
+            if p is not q:
+                changed.append(jid)
         self._plan_inputs = kept
-        return out
+        return out, changed
 
     # -------------------------------------------------------------------------------------------------- state
     def to_document(self) -> dict[str, Any]:
