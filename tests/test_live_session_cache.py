@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_live_session_reuse import _burst, _doc
 
 from schedopt.live import JobProgress, NodeDown, NodeDrained, NodeUp, Plan, ReplayExecutor, Session
 from schedopt.live import session as session_module
 from schedopt.live.state import JobFinished
-from schedopt.sim import Workload, WorkloadJob, cluster_preset, load_workload
+from schedopt.sim import cluster_preset
 
 
 class _Forgetful(Session):
@@ -27,16 +28,6 @@ class _Forgetful(Session):
             j.fit = None
             j._units = None
         return super()._round(now)
-
-
-def _burst(n: int) -> Workload:
-    base = load_workload("saturn/1").jobs
-    return Workload("burst", tuple(WorkloadJob(f"{b.name}-{k}", 0.0, b.application, b.num_replicas, b.batch_size)
-                                   for k, b in ((k, base[k % len(base)]) for k in range(n))))
-
-
-def _doc(p: Plan) -> dict[str, Any]:
-    return {k: v for k, v in p.to_dict().items() if k not in ("policy_seconds", "policy_cpu_seconds")}
 
 
 def _state(s: Session) -> dict[str, Any]:
