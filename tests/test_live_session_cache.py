@@ -14,6 +14,7 @@ from test_live_session_reuse import _burst, _doc
 
 from schedopt.live import JobProgress, NodeDown, NodeDrained, NodeUp, Plan, ReplayExecutor, Session
 from schedopt.live import session as session_module
+from schedopt.live.jobstate import online_estimate
 from schedopt.live.state import JobFinished
 from schedopt.sim import cluster_preset
 
@@ -77,7 +78,10 @@ def test_kept_estimates_views_and_entries_give_the_plans_of_a_session_that_keeps
         return real(*a)
 
     monkeypatch.setattr(session_module, "fitted_estimate", counted)
-    plans0, states0 = _run(_Forgetful, tmp_path / "forgetful.json")
+    with monkeypatch.context() as m:  # the reference: every estimate by its observations (online_estimate)
+        m.setattr(session_module, "estimate_at_epoch",
+                  lambda jm, app, obs, fitted, epoch: online_estimate(jm, app, obs, epoch))
+        plans0, states0 = _run(_Forgetful, tmp_path / "forgetful.json")
     forgetful = fits["n"]
     fits["n"] = 0
     plans1, states1 = _run(Session, tmp_path / "kept.json")
