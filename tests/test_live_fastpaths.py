@@ -47,16 +47,18 @@ def test_kept_views_and_jobs_equal_the_ones_built_from_scratch(monkeypatch: pyte
     s = Session(cluster_preset("sia-64"), policy)
     ex = ReplayExecutor(s, _workload(48))
     checked = {"views": 0, "kept": 0, "jobs": 0, "moved": 0}
-    real_view, real_jobs = s.view, type(policy).jobs
+    real_views, real_jobs = s._views_of, type(policy).jobs
 
-    def view(j: Any, t: float) -> Any:
-        kept = j.id in s._views  # a view of the job from an earlier round: the kept path
-        v = real_view(j, t)
-        want = job_view(j, t, s._estimate(j), min(j.frac, 1.0 - 1e-12))
-        assert v == want and dict(v.current_nodes) == dict(j.nodes)
-        checked["views"] += 1
-        checked["kept"] += kept and v.current is not None
-        return v
+    def views_of(js: Any, t: float) -> Any:  # (Session.view and the round's views: one pass over the jobs)
+        js = list(js)
+        kept = [j.id in s._views for j in js]  # a view of the job from an earlier round: the kept path
+        got = real_views(js, t)
+        for j, v, k in zip(js, got, kept, strict=True):
+            want = job_view(j, t, s._estimate(j), min(j.frac, 1.0 - 1e-12))
+            assert v == want and dict(v.current_nodes) == dict(j.nodes)
+            checked["views"] += 1
+            checked["kept"] += k and v.current is not None
+        return got
 
     def jobs(self: Any, state: RoundState) -> list[Job]:
         got = real_jobs(self, state)
@@ -67,7 +69,7 @@ def test_kept_views_and_jobs_equal_the_ones_built_from_scratch(monkeypatch: pyte
         checked["moved"] += sum(1 for j in got if j.current is not None)
         return got
 
-    monkeypatch.setattr(s, "view", view)
+    monkeypatch.setattr(s, "_views_of", views_of)
     monkeypatch.setattr(type(policy), "jobs", jobs)
     ex.run(40)
     assert checked["views"] > 600 and checked["kept"] > 500 and checked["moved"] > 500

@@ -67,6 +67,7 @@ def _run(check: bool) -> list[Plan]:
 def test_reused_entries_give_the_plans_of_fresh_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     with monkeypatch.context() as m:  # the reference: every entry a new object, as before the reuse
         m.setattr(session_module, "_same_plan", lambda a, b: False)
+        m.setattr(session_module, "_KEEP_ENTRIES", False)
         m.setattr(session_module, "mark_reused", lambda *a: None)  # (nothing reused: no plan so marked)
         fresh = _run(check=False)
     kept = _run(check=True)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any, cast
 
 import numpy as np
 
@@ -11,7 +13,7 @@ from ..goodput import JobGoodputModel
 from ..goodput._goodput import best_point
 from ..sim.jobs import Application, JobModel, JobState, fitted_estimate, local_limits, with_grad_stats
 
-__all__ = ["LiveJobState", "online_estimate", "profile_application", "with_reported_stats"]
+__all__ = ["LiveJobState", "estimate_at_epoch", "online_estimate", "profile_application", "with_reported_stats"]
 
 
 @dataclass(eq=False)
@@ -27,8 +29,14 @@ class LiveJobState(JobState):
     observations: tuple[tuple[tuple[str, int, int, int], tuple[float, float]], ...] | None = None
     #: (grad_sqr, grad_var) the job reported (at the profile's initial batch); None: its profile's curve
     grad: tuple[float, float] | None = None
+    #: the last estimate and what it was made from: (estimator, observations, epoch, grad, job model, estimate,
+    #: the fit of the observations or None), the observations and job model as objects (Session._estimate: a refit
+    #: after a measurement, found again by the decision's views without hashing the observations; never saved: a
+    #: restored job fits again)
+    fit: tuple[Any, ...] | None = field(default=None, repr=False)
     _shape: tuple[int, int] | None = field(default=None, init=False, repr=False)
     _kind: str = field(default="adaptive", init=False, repr=False)
+    _units: tuple[Any, ...] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         # a live job's shape and kind never change (its kind, requested GPUs and batch are given at submission):
@@ -51,6 +59,14 @@ class LiveJobState(JobState):
     def kind(self) -> str:
         return self._kind
 
+    @property
+    def scale_units(self) -> Mapping[str, int]:
+        # kept per job model (a function of the job model and the application: asked for every job every round)
+        u = self._units
+        if u is None or u[0] is not self.jm:
+            u = self._units = (self.jm, self.jm.scale_units(self.app))
+        return cast(Mapping[str, int], u[1])
+
     def rebatch(self) -> None:
         """:meth:`JobState.rebatch`; an adaptive job that reported its gradient statistics takes the batch its
         profile gives with those (Pollux's ``update_local_bsz`` with the job's own ``grad_params``)."""
@@ -72,6 +88,28 @@ def online_estimate(jm: JobModel, app: str, obs: tuple[tuple[tuple[str, int, int
     """The live estimate: the profile refitted to what the job measured (shared by jobs with the same history,
     as the simulator shares its estimates)."""
     return with_grad_stats(fitted_estimate(jm, app, obs), jm, app, epoch)
+
+
+#: (id of a job model, id of a fitted estimate of it, epoch) -> (the job model, the fitted estimate, the live
+#: estimate of that epoch): online_estimate found from the fit itself (shared by the jobs with that history) instead
+#: of its observations (hashed and compared at every lookup: a few microseconds a job each time its epoch changes)
+_AT_EPOCH: dict[tuple[int, int, int], tuple[JobModel, JobGoodputModel, JobGoodputModel]] = {}
+
+
+def estimate_at_epoch(jm: JobModel, app: str,
+                      obs: tuple[tuple[tuple[str, int, int, int], tuple[float, float]], ...],
+                      fitted: JobGoodputModel, epoch: int) -> JobGoodputModel:
+    """:func:`online_estimate` ``(jm, app, obs, epoch)`` (that object), found by ``fitted`` (``fitted_estimate(jm,
+    app, obs)``, the object) and ``epoch``."""
+    key = (id(jm), id(fitted), epoch)
+    got = _AT_EPOCH.get(key)
+    if got is not None and got[0] is jm and got[1] is fitted:
+        return got[2]
+    if len(_AT_EPOCH) >= 65536:
+        _AT_EPOCH.clear()
+    out = online_estimate(jm, app, obs, epoch)
+    _AT_EPOCH[key] = (jm, fitted, out)
+    return out
 
 
 #: (id of the estimate, grad_sqr, grad_var) -> (the estimate, with the statistics): one object per point, as the
