@@ -44,6 +44,7 @@ _FLOATS = {"progress": (0.0, 1.0), "attained_gpu_seconds": (0.0, math.inf), "gra
            "grad_var": (0.0, math.inf)}  # [low, high): null allowed
 _INTS = {"epoch": (0, 2**20), "local_batch": (1, 2**31), "accumulation": (0, 2**20)}  # [low, high]: null allowed
 _NUMBER = frozenset({int, float})
+_NULL = type(None)
 #: the message of an event holding an integer too large to read as a number
 TOO_LARGE = "holds an integer too large for a number (beyond 1.8e308)"
 
@@ -64,7 +65,7 @@ def _floats(col: list[Any], low: float, high: float, nullable: bool,
     null = np.isnan(a)  # a null, or a NaN a caller put in (JSON has none): only nulls pass
     ok = (a >= low) & (a < high)
     if nullable:
-        if int(null.sum()) != col.count(None):
+        if int(null.sum()) != (col.count(None) if _NULL in kinds else 0):
             return None
         ok |= null
     if not bool(ok.all()):
@@ -79,19 +80,16 @@ def _floats(col: list[Any], low: float, high: float, nullable: bool,
 
 
 def _ints(col: list[Any], low: int, high: int) -> bool:
-    """Whether every value of ``col`` is null or an integer in [low, high] (Python's min and max of the integers,
-    in C: no array made; a bool is no integer here)."""
+    """Whether every value of ``col`` is null or an integer in [low, high] (a bool is no integer here): the types
+    in one pass of C, then the range of the distinct values (a round's columns hold a few: no list made)."""
     kinds = set(map(type, col))
-    if kinds == _INT:
-        values = col
-    elif kinds <= _INT_OR_NULL:
-        values = [v for v in col if v is not None]
-    else:
+    if not kinds <= _INT_OR_NULL:
         return False
+    values = set(col)  # (integers and None only: no bool or float equal to an integer merges into one)
+    values.discard(None)
     return not values or (min(values) >= low and max(values) <= high)
 
 
-_INT = {int}
 _INT_OR_NULL = {int, type(None)}
 
 
@@ -164,8 +162,8 @@ def _measurement_pairs(gpu_type: list[Any], nodes: list[Any], gpus: list[Any], l
     if step is None or sync is None or (int in step_kinds | sync_kinds and any(
             type(v) is int and v >= 2**1023 for v in (*step_time, *sync_time))):
         return None  # (events._number: an integer from 2**1023 on goes the general route)
-    try:
-        nd, g, lb = (np.array(c, dtype=np.float64) for c in (nodes, gpus, local_batch))
+    try:  # (integers only, checked above: exact as int64; one beyond it is out of range anyway)
+        nd, g, lb = (np.array(c, dtype=np.int64) for c in (nodes, gpus, local_batch))
     except OverflowError:
         return None
     st, sy = np.array(step), np.array(sync)
@@ -316,10 +314,9 @@ def _fast(d: dict[str, Any], n: int) -> ProgressColumns | None:
         if k in d and not _ints(d[k], low, high):
             return None
     none = [None] * n
-    lb, acc = d.get("local_batch", none), d.get("accumulation", none)
-    gs, gv = floats.get("grad_sqr", none), floats.get("grad_var", none)
-    if not _paired(lb, acc) or not _paired(gs, gv):
-        return None  # one of a pair without the other: the general route says which
+    for a, b in ((d.get("local_batch"), d.get("accumulation")), (floats.get("grad_sqr"), floats.get("grad_var"))):
+        if (a is not None or b is not None) and not _paired(none if a is None else a, none if b is None else b):
+            return None  # one of a pair without the other: the general route says which
     ms = None
     if "measurements" in d:
         ms = _measurements(d["measurements"], n)
