@@ -54,6 +54,13 @@ def _floats(col: list[Any], low: float, high: float, nullable: bool,
     """``col`` as floats (None for null) when every value passes; None when one may not. ``kinds``: the types of
     ``col``'s values, when the caller has them already. A column of floats (and nulls) passes as it is: the same
     values; integers are turned into floats."""
+    got = _float_array(col, low, high, nullable, kinds)
+    return None if got is None else got[0]
+
+
+def _float_array(col: list[Any], low: float, high: float, nullable: bool, kinds: set[type] | None = None
+                 ) -> tuple[list[float | None], np.ndarray[Any, np.dtype[np.float64]]] | None:
+    """:func:`_floats`'s values and the array of them it checked (NaN for null)."""
     if kinds is None:
         kinds = set(map(type, col))
     if not kinds <= (_NUMBER | {type(None)} if nullable else _NUMBER):
@@ -71,12 +78,12 @@ def _floats(col: list[Any], low: float, high: float, nullable: bool,
     if not bool(ok.all()):
         return None
     if int not in kinds:
-        return col  # floats and nulls only: as they are (no list made again)
+        return col, a  # floats and nulls only: as they are (no list made again)
     values: list[Any] = a.tolist()
     if null.any():
         for k in np.flatnonzero(null).tolist():
             values[k] = None
-    return values
+    return values, a
 
 
 def _ints(col: list[Any], low: int, high: int) -> bool:
@@ -157,16 +164,16 @@ def _measurement_pairs(gpu_type: list[Any], nodes: list[Any], gpus: list[Any], l
             gpu_type):
         return None
     step_kinds, sync_kinds = set(map(type, step_time)), set(map(type, sync_time))
-    step = _floats(step_time, 0.0, math.inf, nullable=False, kinds=step_kinds)
-    sync = _floats(sync_time, 0.0, math.inf, nullable=False, kinds=sync_kinds)
-    if step is None or sync is None or (int in step_kinds | sync_kinds and any(
+    step_checked = _float_array(step_time, 0.0, math.inf, nullable=False, kinds=step_kinds)
+    sync_checked = _float_array(sync_time, 0.0, math.inf, nullable=False, kinds=sync_kinds)
+    if step_checked is None or sync_checked is None or (int in step_kinds | sync_kinds and any(
             type(v) is int and v >= 2**1023 for v in (*step_time, *sync_time))):
         return None  # (events._number: an integer from 2**1023 on goes the general route)
     try:  # (integers only, checked above: exact as int64; one beyond it is out of range anyway)
         nd, g, lb = (np.array(c, dtype=np.int64) for c in (nodes, gpus, local_batch))
     except OverflowError:
         return None
-    st, sy = np.array(step), np.array(sync)
+    (step, st), (sync, sy) = step_checked, sync_checked  # (the arrays checked: no second conversion)
     if not bool(((nd >= 1) & (nd <= 2**20) & (g >= nd) & (g <= 2**20) & (lb >= 1) & (lb <= 2**31) & (st > 0)
                  & (sy < st)).all()):
         return None
