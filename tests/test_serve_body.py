@@ -252,3 +252,25 @@ def test_a_declared_body_is_counted_not_written_back() -> None:
     assert parse_json(b'{"a":[1,{"b":2}]}', compact=True) == {"a": [1, {"b": 2}]}  # the walk proves it then
     refused = _read_compact(b'{"now":1,"now":2}')
     assert refused[:2] == ("refused", "body") and refused[3].endswith("duplicate key in a JSON object")
+
+
+def test_every_action_is_written_as_its_string_by_both_writers() -> None:
+    """Action.value is read in C (a property of ``_value_``, not Enum's Python descriptor): every member still
+    has its string as value, is found by it and by name, pickles as itself; an answer's entries left as JobPlan
+    objects are written (orjson, and Python's json) as the bytes of their to_dict documents."""
+    import pickle
+
+    entries = [JobPlan(f"j{k}", a, {"n-1": (0, 1)} if k % 2 else {}, "t4", 2, 256, 128, 0, 30.0 if k % 3 else None)
+               for k, a in enumerate(Action)]
+    assert [a.value for a in Action] == ["start", "keep", "resize", "move", "preempt", "queue", "reject"]
+    assert all(type(a.value) is str and Action(a.value) is a and Action[a.name] is a
+               and pickle.loads(pickle.dumps(a)) is a for a in Action) and len(Action) == 7
+    plan = Plan(120.0, 2, "sia", {p.job_id: p for p in entries})
+    want = json.dumps(plan.to_dict(), separators=(",", ":"), allow_nan=False).encode()
+    was = orjson_enabled()
+    try:
+        for fast in (True, False):
+            use_orjson(fast)
+            assert encode_json(plan.entries_document(), finite=True) == want, fast
+    finally:
+        use_orjson(was)

@@ -7,6 +7,7 @@ events they came from; a refusal when the events are applied names the document 
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 import jsonschema
@@ -355,3 +356,110 @@ def test_a_pair_with_nulls_in_other_rows_is_refused_as_the_general_route_does(fi
         for r, (a, b) in zip(rows, pairs):
             r[first], r[second] = a, b
         assert _agree(rows) is accepted, pairs
+
+
+#: good values of each column (the rest drawn from test_serve_events.VALUES: every JSON type, every range's edge)
+_GOOD: dict[str, list[Any]] = {
+    "progress": [None, 0, 0.0, 0.25, 0.999999, -0.0], "epoch": [None, 0, 3, 2**20],
+    "local_batch": [None, 1, 64, 2**31], "accumulation": [None, 0, 1, 2**20],
+    "attained_gpu_seconds": [None, 0, 120.0, 1e308], "grad_sqr": [None, 0.5, 0, 2], "grad_var": [None, 2.0, 0, 1e-300]}
+_M_GOOD: dict[str, list[Any]] = {
+    "gpu_type": ["t4", "a100", "x" * 253], "nodes": [1, 2, 2**20], "gpus": [2, 4, 2**20],
+    "local_batch": [1, 128, 2**31], "step_time": [0.25, 1, 0.06, 1e308], "sync_time": [0.0, 0, 0.05, -0.0]}
+
+
+def _pick(rng: Any, good: list[Any], bad: float) -> Any:
+    return rng.choice(VALUES) if rng.random() < bad else rng.choice(good)
+
+
+def _random_doc(rng: Any, bad: float) -> dict[str, Any]:
+    """A columnar document of 1 to 6 rows, each value good but for about ``bad`` of them (any JSON value); a pair's
+    two columns often null in the same rows; the measurements in columns (rows in order) or one list a row."""
+    n = rng.randrange(1, 7)
+    doc: dict[str, Any] = {"type": PROGRESS_BATCH, "time": rng.choice([60.0, 61, [60.0] * n]),
+                           "job_id": [f"j-{rng.randrange(9)}" if rng.random() >= bad else rng.choice(VALUES)
+                                      for _ in range(n)]}
+    for k, good in _GOOD.items():
+        if rng.random() < 0.7:
+            doc[k] = [_pick(rng, good, bad) for _ in range(n)]
+    for a, b in (("local_batch", "accumulation"), ("grad_sqr", "grad_var")):
+        if (a in doc) != (b in doc) and rng.random() < 0.9:  # a pair: both columns, mostly
+            doc.pop(a, None) if rng.random() < 0.5 else doc.setdefault(a, [_pick(rng, _GOOD[a], bad) for _ in range(n)])
+            doc.setdefault(b, [_pick(rng, _GOOD[b], bad) for _ in range(n)]) if a in doc else doc.pop(b, None)
+        if a in doc and b in doc and rng.random() < 0.9:  # nulls in the same rows, mostly
+            doc[b] = [None if x is None else y if y is not None else _GOOD[b][1] for x, y in zip(doc[a], doc[b])]
+    if rng.random() < 0.8:
+        m = rng.randrange(0, 9)
+        cols = {"row": sorted(rng.randrange(n) for _ in range(m)),
+                **{k: [_pick(rng, good, bad / 2) for _ in range(m)] for k, good in _M_GOOD.items()}}
+        if rng.random() < 0.3:
+            del cols["sync_time"]
+        if rng.random() < bad:
+            cols["row"] = [_pick(rng, [0], 0.5) if rng.random() < 0.3 else r for r in cols["row"]]
+        flat = list(zip(*cols.values()))
+        doc["measurements"] = cols if rng.random() < 0.7 else [  # or the list form: one list a row
+            [dict(zip(cols, f)) for f in flat if f[0] == r] or None for r in range(n)]
+        if type(doc["measurements"]) is list and any(type(r) is not int for r in cols["row"]):
+            del doc["measurements"]
+    return doc
+
+
+def _per_element(doc: dict[str, Any]) -> Any:
+    """The document read value by value (columns._slow: each row through the general route)."""
+    from schedopt.serve.columns import _slow
+    try:
+        got = _slow(doc, len(doc["job_id"]), "events[0]")
+    except InputError as exc:
+        return exc.field, repr(exc.value), exc.message
+    return [(e, tuple(map(type, vars(e).values()))) for e in got]
+
+
+def test_random_columns_checked_at_once_agree_with_the_checks_value_by_value() -> None:
+    """Random documents, good and bad values in every column: the columns checked at once (numpy, C passes) give
+    the events the value-by-value route gives, or its refusal (the same field, row, value and message); both
+    routes exercised, most good documents taken at once."""
+    import random
+
+    from schedopt.serve.columns import _fast
+    rng = random.Random(38)
+    fast = accepted = refused = 0
+    for k in range(1500):
+        doc = _random_doc(rng, bad=(0.0, 0.02, 0.1)[k % 3])
+        want = _per_element(doc)
+        assert _outcome(doc) == want, doc
+        took = _fast(doc, len(doc["job_id"])) is not None
+        assert not took or isinstance(want, list), doc  # nothing taken at once that value by value refuses
+        fast += took
+        accepted += isinstance(want, list)
+        refused += not isinstance(want, list)
+    assert fast > 0.9 * accepted and accepted > 300 and refused > 300, (fast, accepted, refused)
+
+
+def test_a_float_column_is_checked_as_value_by_value() -> None:
+    """columns._floats (one numpy pass) against the check of each value: a finite int or float (not a bool) in
+    [low, high), or null where nulls are allowed; the values it gives are the floats of the column."""
+    import random
+
+    from schedopt.serve.columns import _floats
+    rng = random.Random(5)
+    pool: list[Any] = [None, 0, 0.0, -0.0, 1, 1.0, 0.5, -1e-300, 2**1100, 2**1023, 1e308, True, False, "1",
+                       float("nan"), float("inf"), [], 7]
+    for _ in range(3000):
+        col = [rng.choice(pool) for _ in range(rng.randrange(0, 5))]
+        low, high = rng.choice([(0.0, 1.0), (0.0, float("inf"))])
+        nullable = rng.random() < 0.5
+
+        def ok(v: Any, low: float = low, high: float = high, nullable: bool = nullable) -> bool:
+            if v is None:
+                return nullable
+            return type(v) in (int, float) and math.isfinite(float(v)) and low <= v < high
+
+        try:
+            want = all(map(ok, col))
+        except OverflowError:  # an integer beyond a float: refused (the general route says so)
+            want = False
+        got = _floats(col, low, high, nullable)
+        assert (got is not None) is want, (col, low, high, nullable)
+        if got is not None:
+            assert got == [None if v is None else float(v) for v in col] and all(
+                type(v) in (float, type(None)) for v in got), col

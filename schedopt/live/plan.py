@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,6 +27,10 @@ class Action(StrEnum):
     PREEMPT = "preempt"  #: take its GPUs away (checkpoint; it waits)
     QUEUE = "queue"      #: it waits (held no GPUs, gets none)
     REJECT = "reject"    #: the admission rule refused it: it never runs
+
+    # the member's string, read in C (Enum's own ``value`` is a Python descriptor: orjson reads it for every entry
+    # of an answer, 1,700 of them a round at 2,048 GPUs: 0.15 ms of the entries' 0.76 before)
+    value = property(operator.attrgetter("_value_"), doc="The action's string (as written in a plan's document).")
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ _FLOATS = {"progress": (0.0, 1.0), "attained_gpu_seconds": (0.0, math.inf), "gra
            "grad_var": (0.0, math.inf)}  # [low, high): null allowed
 _INTS = {"epoch": (0, 2**20), "local_batch": (1, 2**31), "accumulation": (0, 2**20)}  # [low, high]: null allowed
 _NUMBER = frozenset({int, float})
+_NULL = type(None)
 #: the message of an event holding an integer too large to read as a number
 TOO_LARGE = "holds an integer too large for a number (beyond 1.8e308)"
 
@@ -53,6 +54,13 @@ def _floats(col: list[Any], low: float, high: float, nullable: bool,
     """``col`` as floats (None for null) when every value passes; None when one may not. ``kinds``: the types of
     ``col``'s values, when the caller has them already. A column of floats (and nulls) passes as it is: the same
     values; integers are turned into floats."""
+    got = _float_array(col, low, high, nullable, kinds)
+    return None if got is None else got[0]
+
+
+def _float_array(col: list[Any], low: float, high: float, nullable: bool, kinds: set[type] | None = None
+                 ) -> tuple[list[float | None], np.ndarray[Any, np.dtype[np.float64]]] | None:
+    """:func:`_floats`'s values and the array of them it checked (NaN for null)."""
     if kinds is None:
         kinds = set(map(type, col))
     if not kinds <= (_NUMBER | {type(None)} if nullable else _NUMBER):
@@ -64,34 +72,31 @@ def _floats(col: list[Any], low: float, high: float, nullable: bool,
     null = np.isnan(a)  # a null, or a NaN a caller put in (JSON has none): only nulls pass
     ok = (a >= low) & (a < high)
     if nullable:
-        if int(null.sum()) != col.count(None):
+        if int(null.sum()) != (col.count(None) if _NULL in kinds else 0):
             return None
         ok |= null
     if not bool(ok.all()):
         return None
     if int not in kinds:
-        return col  # floats and nulls only: as they are (no list made again)
+        return col, a  # floats and nulls only: as they are (no list made again)
     values: list[Any] = a.tolist()
     if null.any():
         for k in np.flatnonzero(null).tolist():
             values[k] = None
-    return values
+    return values, a
 
 
 def _ints(col: list[Any], low: int, high: int) -> bool:
-    """Whether every value of ``col`` is null or an integer in [low, high] (Python's min and max of the integers,
-    in C: no array made; a bool is no integer here)."""
+    """Whether every value of ``col`` is null or an integer in [low, high] (a bool is no integer here): the types
+    in one pass of C, then the range of the distinct values (a round's columns hold a few: no list made)."""
     kinds = set(map(type, col))
-    if kinds == _INT:
-        values = col
-    elif kinds <= _INT_OR_NULL:
-        values = [v for v in col if v is not None]
-    else:
+    if not kinds <= _INT_OR_NULL:
         return False
+    values = set(col)  # (integers and None only: no bool or float equal to an integer merges into one)
+    values.discard(None)
     return not values or (min(values) >= low and max(values) <= high)
 
 
-_INT = {int}
 _INT_OR_NULL = {int, type(None)}
 
 
@@ -159,16 +164,16 @@ def _measurement_pairs(gpu_type: list[Any], nodes: list[Any], gpus: list[Any], l
             gpu_type):
         return None
     step_kinds, sync_kinds = set(map(type, step_time)), set(map(type, sync_time))
-    step = _floats(step_time, 0.0, math.inf, nullable=False, kinds=step_kinds)
-    sync = _floats(sync_time, 0.0, math.inf, nullable=False, kinds=sync_kinds)
-    if step is None or sync is None or (int in step_kinds | sync_kinds and any(
+    step_checked = _float_array(step_time, 0.0, math.inf, nullable=False, kinds=step_kinds)
+    sync_checked = _float_array(sync_time, 0.0, math.inf, nullable=False, kinds=sync_kinds)
+    if step_checked is None or sync_checked is None or (int in step_kinds | sync_kinds and any(
             type(v) is int and v >= 2**1023 for v in (*step_time, *sync_time))):
         return None  # (events._number: an integer from 2**1023 on goes the general route)
-    try:
-        nd, g, lb = (np.array(c, dtype=np.float64) for c in (nodes, gpus, local_batch))
+    try:  # (integers only, checked above: exact as int64; one beyond it is out of range anyway)
+        nd, g, lb = (np.array(c, dtype=np.int64) for c in (nodes, gpus, local_batch))
     except OverflowError:
         return None
-    st, sy = np.array(step), np.array(sync)
+    (step, st), (sync, sy) = step_checked, sync_checked  # (the arrays checked: no second conversion)
     if not bool(((nd >= 1) & (nd <= 2**20) & (g >= nd) & (g <= 2**20) & (lb >= 1) & (lb <= 2**31) & (st > 0)
                  & (sy < st)).all()):
         return None
@@ -316,10 +321,9 @@ def _fast(d: dict[str, Any], n: int) -> ProgressColumns | None:
         if k in d and not _ints(d[k], low, high):
             return None
     none = [None] * n
-    lb, acc = d.get("local_batch", none), d.get("accumulation", none)
-    gs, gv = floats.get("grad_sqr", none), floats.get("grad_var", none)
-    if not _paired(lb, acc) or not _paired(gs, gv):
-        return None  # one of a pair without the other: the general route says which
+    for a, b in ((d.get("local_batch"), d.get("accumulation")), (floats.get("grad_sqr"), floats.get("grad_var"))):
+        if (a is not None or b is not None) and not _paired(none if a is None else a, none if b is None else b):
+            return None  # one of a pair without the other: the general route says which
     ms = None
     if "measurements" in d:
         ms = _measurements(d["measurements"], n)
