@@ -203,6 +203,7 @@ class SiaPolicy:
         new: dict[tuple[int, float | None, tuple[tuple[str, int], ...]], tuple[Any, list[int]]] = {}  # adaptive misses
         cache = self._cache
         plain = self.batch_cap == "application"  # (self.estimate(v) is v.estimate)
+        key: tuple[int, float | None, tuple[tuple[str, int], ...]]
         for i, v in enumerate(state.jobs):
             su = v.scale_units
             if plain and not su and v.kind == "adaptive":  # (the common case, its key without the general steps)
