@@ -4,12 +4,19 @@ fast path here is compared, value for value, with the general route it stands fo
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import numpy as np
 import pytest
 
-from schedopt.sia import Config, Job
+from schedopt.errors import InputError
+from schedopt.sia import Config, Job, Placement
 from schedopt.sia.pairs import NO_LIMIT, RIGID, job_arrays
+from schedopt.sim import cluster_preset
+from schedopt.sim.engine import _check_counts, _check_placement, _from_allocation
+from schedopt.sim.jobs import JobState, job_model
+from schedopt.sim.policies.base import GpuRequest
+from schedopt.sim.roles import SiaPlacer
 
 _TYPES = ("t4", "v100", "a100")
 
@@ -64,3 +71,108 @@ def test_job_arrays_by_columns_equal_the_rows(seed: int) -> None:
         assert a.dtype == arr.dtype and a.shape == arr.shape and np.array_equal(a, arr), name
     if jobs:  # the hand-checked corner: a job not preemptible in a configuration is forced, one queued is not
         assert got.forced.tolist() == [(not j.preemptible) and j.current is not None for j in jobs]
+
+
+def _check_placement_as_it_was(cluster: Any, pname: str, placer: Any, chosen: Any, pl: Any) -> None:
+    """schedopt.sim.engine._check_placement before the round's cut (a set of types per job)."""
+    ntype = {nid: (t.name, g) for t in cluster.gpu_types for nid, g in zip(t.ids, t.sizes)}
+    seen: dict[str, set[int]] = {}
+    for jid, slots in pl.assignments.items():
+        want = chosen.get(jid) if isinstance(jid, str) else None
+        if want is None:
+            raise InputError(f"placer[{placer.name}].assignments[{jid}]", slots,
+                             f"places a job policy {pname} did not ask to place")
+        n = 0
+        for nid, gs in slots:
+            nt = ntype.get(nid) if isinstance(nid, str) else None
+            if nt is None:
+                raise InputError(f"placer[{placer.name}].assignments[{jid}]", nid, "names no node of the cluster")
+            used = seen.setdefault(nid, set())
+            R = nt[1]
+            if gs and (min(gs) < 0 or max(gs) >= R or not used.isdisjoint(gs) or len(set(gs)) != len(gs)):
+                for g in gs:
+                    if not (0 <= g < R) or g in used:
+                        raise InputError(f"placer[{placer.name}].assignments[{jid}]", (nid, g),
+                                         "is not a free GPU of the node")
+                    used.add(g)
+            used.update(gs)
+            n += len(gs)
+        types = {ntype[nid][0] for nid, gs in slots if gs}
+        wt = want.gpu_type
+        if n != (want.n_gpus if isinstance(want, Config) else want.gpus) or len(types) != 1 or (
+                wt is not None and types != {wt}):
+            raise InputError(f"placer[{placer.name}].assignments[{jid}]", slots,
+                             f"does not give the job what it asked for ({want})")
+        if jid not in pl.configs:
+            raise InputError(f"placer[{placer.name}].configs", jid, "has no configuration for a placed job")
+
+
+def _outcome(f: Any, *args: Any) -> str:
+    try:
+        f(*args)
+    except InputError as e:
+        return str(e)
+    return "ok"
+
+
+def test_check_placement_answers_as_it_did_on_random_placements() -> None:
+    cluster = cluster_preset("sia-64")
+    placer = SiaPlacer()
+    rng = random.Random(5)
+    outcomes: set[str] = set()
+    for trial in range(300):
+        sizes = [(t.name, 1 << rng.randrange(0, 3)) for t in cluster.gpu_types for _ in range(3)]
+        chosen: dict[str, Any] = {f"j{i}": (Config(1, g, t) if rng.random() < 0.8 else GpuRequest(g, rng.choice(
+            (None, t)))) for i, (t, g) in enumerate(sizes)}
+        pl = SiaPlacer().place(cluster, chosen, None)
+        assign = {j: [(n, list(gs)) for n, gs in s] for j, s in pl.assignments.items()}
+        configs = dict(pl.configs)
+        if assign and trial % 4:  # corrupt one thing: a GPU out of the node or twice, a node or type or job unknown
+            j = rng.choice(sorted(assign))
+            what = rng.randrange(8)
+            n0, gs0 = assign[j][0]
+            if what == 0:
+                gs0.append(99)
+            elif what == 1:
+                gs0.append(gs0[0])
+            elif what == 2:
+                assign[j][0] = ("nowhere-0", gs0)
+            elif what == 3:
+                other = next(t for t in cluster.gpu_types if not n0.startswith(t.name + "-"))
+                assign[j].append((other.ids[-1], [0]))
+            elif what == 4:
+                assign[j][0] = (n0, [])
+            elif what == 5:
+                assign["stranger"] = [(n0, [0])]
+            elif what == 6:
+                del configs[j]
+            else:
+                k = rng.choice(sorted(assign))
+                assign[k].append(assign[j][0])
+        placed = Placement(assignments={j: [(n, tuple(gs)) for n, gs in s] for j, s in assign.items()},
+                           configs=configs)
+        want = _outcome(_check_placement_as_it_was, cluster, "sia", placer, chosen, placed)
+        assert _outcome(_check_placement, cluster, "sia", placer, chosen, placed) == want
+        outcomes.add(want.split(":")[-1].strip()[:20])
+    assert len(outcomes) >= 5  # valid placements and several kinds of error met
+
+
+def test_allocation_counts_are_refused_as_check_counts_refuses_them() -> None:
+    """_from_allocation asks _check_counts only of rigid jobs and of jobs over their cap (its only ways to fail):
+    on random jobs (adaptive, rigid, rigid of an elastic application) and counts, it refuses exactly what
+    _check_counts refuses, with its message."""
+    cluster = cluster_preset("sia-64")
+    rng = random.Random(11)
+    refused = 0
+    for jm_name in ("sia", "pollux"):
+        jm = job_model(jm_name)
+        for i in range(120):
+            app = rng.choice(("cifar10", "bert", "imagenet", "ncf", "deepspeech2", "yolov3"))
+            j = JobState(f"j{i}", app, 0.0, rng.choice((1, 2, 4, 8)), 64, rng.random() < 0.7, jm,
+                         max_profiled=rng.choice((0, 1, 2, 4, 16)))
+            c = Config(1, rng.choice((1, 2, 4, 8)), "a100")
+            want = _outcome(_check_counts, f"policy[p].allocation[{j.id}]", j, c.n_gpus)
+            got = _outcome(_from_allocation, cluster, "p", {j.id: c}, {}, {j.id: j}, None, SiaPlacer())
+            assert got == want
+            refused += want != "ok"
+    assert 20 <= refused <= 220  # both outcomes met

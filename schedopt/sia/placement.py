@@ -880,6 +880,15 @@ def place(
         prev_conf[jid] = _config_of_slots(ps, cluster) if pc is _UNSET else pc
 
     nodes_of = _node_index(cluster)
+    keys: dict[int, tuple[int, int]] = {}  # id of a Config of `conf` -> its _order_key (a few distinct ones)
+
+    def order_of(jid: JobId) -> tuple[int, int]:
+        """``_order_key(conf[jid], cluster)``, once per configuration object (asked only for the jobs queued)."""
+        c = conf[jid]
+        got = keys.get(id(c))
+        if got is None:
+            got = keys[id(c)] = _order_key(c, cluster)
+        return got
 
     def run(stop: bool) -> tuple[_Grid, list[JobId], bool]:
         """The greedy placement with evictions; ``stop``: return as soon as some job is certain to fail (the
@@ -906,7 +915,7 @@ def place(
                     grid.assign(t, k, idx, slot_of[jid])
                     taken.update((t, k, g) for g in idx)
                 kept.add(jid)
-        key = {jid: _order_key(c, cluster) for jid, c in jobs}.__getitem__
+        key = order_of
         queue = sorted((jid for jid, _ in jobs if jid not in kept), key=key)
         head = 0  # queue[:head] is done; queue[head:] stays sorted by key (stable: equal keys in arrival order)
         cost = {slot_of[j]: (1.0 if j in kept else 1e-3) for j, _ in jobs}
@@ -915,7 +924,6 @@ def place(
                 cost[slot_of[j]] = np.inf
         failed: list[JobId] = []
         budget = 4 * len(jobs) + 8
-        inv = {v: k for k, v in slot_of.items()}
         loop = _CycleWatch(grid) if stop else None
         while head < len(queue):
             jid = queue[head]
@@ -937,7 +945,7 @@ def place(
             if not grid.put(c, slot_of[jid]):  # pragma: no cover - eviction frees a block that fits by construction
                 failed.append(jid)
             for v in victims:  # what extend + a stable sort gives: after every queued job of an equal key
-                insort(queue, inv[v], lo=head, key=key)
+                insort(queue, jobs[v][0], lo=head, key=key)  # (slot v is jobs[v]: slot_of enumerates them)
         return grid, failed, False
 
     kept_all = _kept_slots(cluster, jobs, prev_slots, prev_conf, nodes_of)

@@ -245,7 +245,8 @@ def _from_allocation(cluster: Cluster, pname: str, alloc: Mapping[str, Config | 
     chosen: dict[str, Config | GpuRequest] = {}
     shape_ok: set[int] = set()  # ids of the Config objects checked (a policy's allocation shares its table's)
     for jid, c in alloc.items():
-        if jid not in active:
+        j = active.get(jid)
+        if j is None:
             raise InputError(f"policy[{pname}].allocation[{jid}]", c, "names no active job")
         if c is None:
             continue
@@ -256,8 +257,10 @@ def _from_allocation(cluster: Cluster, pname: str, alloc: Mapping[str, Config | 
             if why:
                 raise InputError(f"policy[{pname}].allocation[{jid}]", c.label, why)
             shape_ok.add(id(c))
-        _check_counts(f"policy[{pname}].allocation[{jid}]", active[jid], c.n_gpus)
-        used[c.gpu_type] += c.n_gpus
+        n = c.n_gpus
+        if j.rigid_shape is not None or n > j.max_gpus:  # (_check_counts' only ways to fail: a Config has n >= 1)
+            _check_counts(f"policy[{pname}].allocation[{jid}]", j, n)
+        used[c.gpu_type] += n
         chosen[jid] = c
     for jid, r in requests.items():
         who = f"policy[{pname}].requests[{jid}]"
@@ -303,14 +306,17 @@ def _check_placement(cluster: Cluster, pname: str, placer: Placer, chosen: Mappi
     every node's GPUs, with no GPU given twice."""
     ntype = _node_types_of(cluster)
     seen: dict[str, set[int]] = {}  # node -> GPUs given so far
+    configs = pl.configs
     for jid, slots in pl.assignments.items():
         want = chosen.get(jid) if isinstance(jid, str) else None  # the simulator's job ids are strings
         if want is None:
             raise InputError(f"placer[{placer.name}].assignments[{jid}]", slots,
                              f"places a job policy {pname} did not ask to place")
         n = 0
+        t0: str | None = None  # the type of the job's first non-empty slot
+        mixed = False          # another type among its non-empty slots
         for nid, gs in slots:
-            nt = ntype.get(nid) if isinstance(nid, str) else None
+            nt = ntype.get(nid) if type(nid) is str or isinstance(nid, str) else None
             if nt is None:
                 raise InputError(f"placer[{placer.name}].assignments[{jid}]", nid, "names no node of the cluster")
             used = seen.get(nid)
@@ -324,14 +330,18 @@ def _check_placement(cluster: Cluster, pname: str, placer: Placer, chosen: Mappi
                                          "is not a free GPU of the node")
                     used.add(g)
             used.update(gs)
+            if gs:
+                if t0 is None:
+                    t0 = nt[0]
+                elif nt[0] != t0:
+                    mixed = True
             n += len(gs)
-        types = {ntype[nid][0] for nid, gs in slots if gs}
         wt = want.gpu_type
-        if n != (want.n_gpus if isinstance(want, Config) else want.gpus) or len(types) != 1 or (
-                wt is not None and types != {wt}):
+        if n != (want.n_gpus if isinstance(want, Config) else want.gpus) or t0 is None or mixed or (
+                wt is not None and t0 != wt):
             raise InputError(f"placer[{placer.name}].assignments[{jid}]", slots,
                              f"does not give the job what it asked for ({want})")
-        if jid not in pl.configs:
+        if jid not in configs:
             raise InputError(f"placer[{placer.name}].configs", jid, "has no configuration for a placed job")
 
 
