@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from schedopt.errors import InputError
-from schedopt.sia import Config, Job, Placement
+from schedopt.sia import Config, Job, Placement, SiaSettings, generate_configs
 from schedopt.sia.pairs import NO_LIMIT, RIGID, job_arrays
+from schedopt.sia.validate import OUTSIDE_TABLE, check_jobs
 from schedopt.sim import cluster_preset
 from schedopt.sim.engine import _check_counts, _check_placement, _from_allocation
 from schedopt.sim.jobs import JobState, job_model
@@ -176,3 +177,30 @@ def test_allocation_counts_are_refused_as_check_counts_refuses_them() -> None:
             assert got == want
             refused += want != "ok"
     assert 20 <= refused <= 220  # both outcomes met
+
+
+def test_check_jobs_finds_each_current_configuration_as_find_does() -> None:
+    """check_jobs looks a configuration object up once per call: on random jobs sharing objects, holding equal
+    but distinct ones, rigid-only shapes (3 GPUs on a 4-GPU node) and shapes outside a capped table, the positions
+    are configs.find's, -1 for an elastic job in a rigid-only shape, OUTSIDE_TABLE for one the cap removed."""
+    cluster = cluster_preset("sia-64")
+    table = generate_configs(cluster, 8, rigid_counts=(3,))
+    rng = random.Random(3)
+    shared = [Config(1, 3, "t4"), Config(1, 2, "a100"), Config(2, 16, "a100"), Config(1, 4, "t4")]
+    jobs = []
+    for i in range(300):
+        c = rng.choice((None, rng.choice(shared), Config(1, 3, "t4"), Config(2, 16, "a100"), Config(1, 8, "a100")))
+        if rng.random() < 0.4:
+            jobs.append(Job(id=f"j{i}", kind="rigid", rigid_gpus=c.n_gpus if c is not None and c.n_gpus <= 8 else 3,
+                            current=c))
+        elif c is None or c.n_gpus != 3:
+            jobs.append(Job(id=f"j{i}", current=c))
+    _, cur = check_jobs(cluster, table, jobs, SiaSettings(), 8)
+    want = []
+    for j in jobs:
+        f = -1 if j.current is None else table.find(j.current)
+        if j.current is not None and f >= 0 and table.rigid_only[f] and j.kind != "rigid":
+            f = -1
+        want.append(OUTSIDE_TABLE if j.current is not None and f < 0 else f)
+    assert cur.tolist() == want
+    assert {-1, OUTSIDE_TABLE} < set(want) and any(table.rigid_only[f] for f in want if f >= 0)

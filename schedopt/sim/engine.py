@@ -400,11 +400,19 @@ def apply_decision(active: dict[str, JobState], rd: RoundDecision, t: float, ext
     decision's ``restart`` or the job model's, plus ``extra``), restart count, start time, growth rule and batch."""
     decision, placement = rd.decision, rd.placement
     rates, restarts = decision.rate or {}, decision.restart or {}
+    where = placement.assignments
     for j in active.values():
-        j.share = float(rates.get(j.id, 1.0))
-        slots = placement.assignments.get(j.id, [])
+        j.share = float(rates.get(j.id, 1.0)) if rates else 1.0
+        slots = where.get(j.id, ())
+        held = j.nodes
+        if len(slots) == 1 == len(held):  # (the common case without the map: one node before and now)
+            n, g = slots[0]
+            if held.get(n) == len(g):
+                continue
+        elif not slots and not held:
+            continue
         new = {n: len(g) for n, g in slots}
-        if new == j.nodes:
+        if new == held:
             continue
         same = decision.nodes is None and new and j.config is not None and placement.configs[j.id] == j.config
         j.nodes = new
