@@ -704,6 +704,7 @@ def _kept_slots_arrays(cluster: Cluster, jobs: list[tuple[JobId, Config]], prev_
     tpos = {t.name: i for i, t in enumerate(types)}
     first = np.cumsum([0] + [t.nodes for t in types])  # a node's number across types: first[type] + index
     sizes = np.fromiter((g for t in types for g in t.sizes), np.int64, int(first[-1]))
+    first_of = first.tolist()
     node_no: list[int] = []  # per slot
     slot_job: list[int] = []
     gpus: list[tuple[int, ...]] = []
@@ -713,7 +714,7 @@ def _kept_slots_arrays(cluster: Cluster, jobs: list[tuple[JobId, Config]], prev_
             tk = nodes_of.get(node)
             if tk is None or tk[0] != c.gpu_type or tp is None:
                 return None
-            node_no.append(int(first[tp]) + tk[1])
+            node_no.append(first_of[tp] + tk[1])
             slot_job.append(i)
             gpus.append(gs)
     lens = np.fromiter(map(len, gpus), np.int64, len(gpus))
