@@ -286,8 +286,12 @@ def _from_allocation(cluster: Cluster, pname: str, alloc: Mapping[str, Config | 
                              f"{used[t]} {t} GPUs allocated > {cluster[t].total_gpus} in the cluster")
     prev = None
     if previous is not None:
-        prev = Placement(assignments={j: s for j, s in previous.assignments.items() if j in active},
-                         configs={j: c for j, c in previous.configs.items() if j in active})
+        pa, pc = previous.assignments, previous.configs
+        if pa.keys() <= active.keys() and pc.keys() <= active.keys():  # (no job gone: the copies, whole)
+            prev = Placement(assignments=dict(pa), configs=dict(pc))
+        else:
+            prev = Placement(assignments={j: s for j, s in pa.items() if j in active},
+                             configs={j: c for j, c in pc.items() if j in active})
     # a job inside its checkpoint-restore delay that keeps its configuration is never the one moved for another
     # (Sia: jobs in checkpoint-restore are non-preemptible, `preserve_ckpt_allocs`)
     pinned = [jid for jid, c in chosen.items() if active[jid].restart_left > 0 and active[jid].config == c]

@@ -274,5 +274,6 @@ class SiaPolicy:
         ans = Answer(termination=r.termination, objective_value=r.objective_or_nan, bound=r.bound,
                      backend=sol.backend, method="sia", timings=r.timings, result=r)
         ans.raise_for_status()
-        return Decision(allocation={str(k): c for k, c in sol.allocation.items()}, answer=ans,
+        alloc = sol.allocation
+        return Decision(allocation=dict(zip(map(str, alloc), alloc.values())), answer=ans,
                         info={"columns": int(model.num_cols)})
