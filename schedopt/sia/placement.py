@@ -870,8 +870,8 @@ def place(
             configs={jid: c for jid, c in jobs if jid in fresh},
             unplaced=tuple(failed),
         )
-    slot_of = {jid: k for k, (jid, _) in enumerate(jobs)}
     conf = dict(jobs)
+    slot_of = dict(zip(conf, range(len(jobs))))  # (the allocation's ids are distinct: its keys)
     prev_slots: dict[JobId, list[Slot]] = {}
     prev_conf: dict[JobId, Config | None] = {}
     given = previous.configs if isinstance(previous, Placement) else {}
@@ -919,10 +919,7 @@ def place(
         key = order_of
         queue = sorted((jid for jid, _ in jobs if jid not in kept), key=key)
         head = 0  # queue[:head] is done; queue[head:] stays sorted by key (stable: equal keys in arrival order)
-        cost = {slot_of[j]: (1.0 if j in kept else 1e-3) for j, _ in jobs}
-        for j in pinned:
-            if j in slot_of:
-                cost[slot_of[j]] = np.inf
+        cost: dict[int, float] | None = None  # made at the first eviction (most rounds evict nothing)
         failed: list[JobId] = []
         budget = 4 * len(jobs) + 8
         loop = _CycleWatch(grid) if stop else None
@@ -934,6 +931,13 @@ def place(
                 continue
             if loop is not None and budget > 0 and loop.seen(jid, queue, head):
                 return grid, [jid], True  # the evictions go round in a cycle until the budget ends: a job fails
+            if cost is None:
+                cost = dict.fromkeys(range(len(jobs)), 1e-3)
+                for j in kept:
+                    cost[slot_of[j]] = 1.0
+                for j in pinned:
+                    if j in slot_of:
+                        cost[slot_of[j]] = np.inf
             victims = grid.evict_for(c, cost) if budget > 0 else None
             if not victims:
                 failed.append(jid)
@@ -964,9 +968,10 @@ def place(
         else:
             by_slot = grid.slots_by_job()
             assignments = {}
-            for jid, _ in jobs:
-                if slot_of[jid] in by_slot:
-                    assignments[jid] = by_slot[slot_of[jid]]
+            for k, (jid, _) in enumerate(jobs):
+                got = by_slot.get(k)
+                if got is not None:
+                    assignments[jid] = got
             if failed:  # greedy eviction got stuck: place everything afresh (always fits)
                 assignments2, failed2 = afresh if afresh is not None else _place_empty(cluster, jobs)
                 if len(failed2) <= len(failed):
