@@ -3,6 +3,8 @@ fast path here is compared, value for value, with the general route it stands fo
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import random
 from typing import Any
 
@@ -13,13 +15,29 @@ from schedopt.errors import InputError
 from schedopt.sia import Config, Job, Placement, SiaSettings, generate_configs
 from schedopt.sia.pairs import NO_LIMIT, RIGID, job_arrays
 from schedopt.sia.validate import OUTSIDE_TABLE, check_jobs
-from schedopt.sim import cluster_preset
+from schedopt.sim import cluster_preset, make_policy
 from schedopt.sim.engine import _check_counts, _check_placement, _from_allocation
 from schedopt.sim.jobs import JobState, job_model
-from schedopt.sim.policies.base import GpuRequest
+from schedopt.sim.policies.base import GpuRequest, JobView, RoundState
 from schedopt.sim.roles import SiaPlacer
 
 _TYPES = ("t4", "v100", "a100")
+
+
+def _jobs_from_scratch(policy: Any, state: RoundState, pinned: dict[str, bool]) -> list[Job]:
+    """SiaPolicy.jobs as it was first written: one Job built and checked per view."""
+    out = []
+    for v in state.jobs:
+        common: dict[str, Any] = {"current": v.current, "age_s": v.age, "restarts": v.restarts,
+                                  "restart_cost_s": policy.restart_penalty(v.application),
+                                  "preemptible": not pinned[v.id]}
+        if v.adaptive:
+            unit = math.gcd(*v.scale_units.values()) if v.scale_units else 1
+            out.append(Job(id=v.id, kind=v.kind or "adaptive", max_gpus=v.max_gpus, max_profiled_gpus=v.max_gpus,
+                           scale_unit=unit, batch_size=v.batch_size if v.kind == "strong" else None, **common))
+        else:
+            out.append(Job(id=v.id, kind="rigid", rigid_gpus=v.requested_gpus, batch_size=v.batch_size, **common))
+    return out
 
 
 def _random_job(rng: random.Random, i: int) -> Job:
@@ -204,3 +222,46 @@ def test_check_jobs_finds_each_current_configuration_as_find_does() -> None:
         want.append(OUTSIDE_TABLE if j.current is not None and f < 0 else f)
     assert cur.tolist() == want
     assert {-1, OUTSIDE_TABLE} < set(want) and any(table.rigid_only[f] for f in want if f >= 0)
+
+
+def _view(rng: random.Random, i: int, t: float) -> JobView:
+    kind = rng.choice(("adaptive", "adaptive", "strong", "rigid"))
+    cur = rng.choice((None, Config(1, 2, "a100"), Config(1, 4, "t4")))
+    return JobView(id=f"j{i}", application=rng.choice(("cifar10", "bert")), arrival=0.0, age=t,
+                   attained_gpu_seconds=0.0, restarts=rng.randrange(3), requested_gpus=rng.choice((1, 2, 4)),
+                   batch_size=64, adaptive=kind != "rigid", current=cur, current_nodes={}, estimate=None,  # type: ignore[arg-type]
+                   progress=0.1, max_gpus=rng.choice((2, 4, 8, 16, 64)), kind=kind,
+                   scale_units=rng.choice(({}, {}, {"a100": 2})))
+
+
+def test_sia_jobs_with_new_caps_equal_the_jobs_built_from_scratch() -> None:
+    """SiaPolicy.jobs copies last round's Job of a job whose cap (max_gpus) alone changed: over rounds of random
+    views (kinds, caps including 0, scale units), every Job equals one built from scratch, and a cap Job refuses
+    raises as Job raises."""
+    policy = make_policy("sia")
+    rng = random.Random(7)
+    views = [_view(rng, i, 0.0) for i in range(60)]
+    refused = copied = 0
+    for k in range(1, 12):
+        t = 60.0 * k
+        views = [dataclasses.replace(v, age=t, max_gpus=rng.choice((2, 4, 8, 16, 64) if v.scale_units else (1, 2, 64)),
+                                     current=rng.choice((v.current, None)))
+                 if rng.random() < 0.5 else dataclasses.replace(v, age=t) for v in views]
+        if k % 4 == 0:  # one adaptive job's cap below every count it may run at: Job refuses it
+            bad = rng.choice([i for i, v in enumerate(views) if v.adaptive])
+            views[bad] = dataclasses.replace(views[bad], max_gpus=0)
+        state = RoundState(time=t, round_index=k, round_seconds=60.0, cluster=cluster_preset("sia-64"),
+                           jobs=tuple(views), placement=None)
+        before, seen = dict(policy._jobs), dict(policy._changed)
+        try:
+            got = policy.jobs(state)
+        except InputError as e:
+            refused += 1  # the first view whose Job refuses its cap, named as Job names it
+            assert str(e) == _outcome(_jobs_from_scratch, policy, state, dict.fromkeys(policy._changed, False))
+            views = [dataclasses.replace(v, max_gpus=max(v.max_gpus, 2)) for v in views]
+            policy._jobs, policy._changed = before, seen
+            continue
+        pinned = {j.id: not j.preemptible for j in got}
+        assert got == _jobs_from_scratch(policy, state, pinned)
+        copied += sum(1 for v in views if v.id in before and before[v.id][0][1] is not v.max_gpus)
+    assert refused and copied > 20

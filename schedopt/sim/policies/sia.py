@@ -27,7 +27,7 @@ from ...errors import InputError
 from ...goodput import JobGoodputModel, goodput_matrix
 from ...problem import Answer
 from ...sia import Config, ConfigTable, Job, SiaBuildCache, SiaProblem, generate_configs
-from ...sia.spec import MAX_RESTARTS
+from ...sia.spec import MAX_GPUS, MAX_RESTARTS
 from ..jobs import JobModel
 from ..jobs import job_model as get_job_model
 from .base import Decision, JobView, RoundState
@@ -146,7 +146,16 @@ class SiaPolicy:
             else:
                 fixed = ("rigid", None, 1, v.batch_size, v.requested_gpus, app[1])
             got = made.get(jid)
-            if got is not None and all(map(is_, got[0], fixed)):  # the same objects: the same checks pass
+            cap = None  # a new cap (Job.max_gpus = max_profiled_gpus) of a job otherwise as it was, valid as it is
+            if got is not None and not all(map(is_, got[0], fixed)):
+                was, m, j0 = got[0], fixed[1], got[1]
+                if (type(m) is int and fixed[0] != "rigid" and was[0] is fixed[0]
+                        and all(map(is_, was[2:], fixed[2:]))  # (what Job checks of the two fields: u <= m)
+                        and -(-j0.min_gpus // j0.scale_unit) * j0.scale_unit <= m <= MAX_GPUS):
+                    cap = m
+                else:
+                    got = None
+            if got is not None:  # the same objects (or a valid new cap): the same checks pass
                 age, restarts = v.age, v.restarts
                 if ((current is None or type(current) is cfg_type) and type(age) is float and 0.0 <= age < inf
                         and type(restarts) is int and 0 <= restarts <= MAX_RESTARTS):
@@ -155,8 +164,13 @@ class SiaPolicy:
                     d = job.__dict__
                     d.update(got[1].__dict__)
                     d["current"], d["age_s"], d["restarts"], d["preemptible"] = current, age, restarts, not pinned
-                else:
+                    if cap is not None:
+                        d["max_gpus"] = d["max_profiled_gpus"] = cap
+                elif cap is None:
                     job = replace(got[1], current, age, restarts, not pinned)
+                else:
+                    job = dataclasses.replace(got[1], current=current, age_s=age, restarts=restarts,
+                                              preemptible=not pinned, max_gpus=cap, max_profiled_gpus=cap)
             else:
                 kind, max_gpus, unit, batch, rigid_gpus, cost = fixed
                 common: dict[str, Any] = {"current": v.current, "age_s": v.age, "restarts": v.restarts,
