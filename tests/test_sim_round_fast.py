@@ -224,12 +224,15 @@ def test_check_jobs_finds_each_current_configuration_as_find_does() -> None:
     assert {-1, OUTSIDE_TABLE} < set(want) and any(table.rigid_only[f] for f in want if f >= 0)
 
 
+_NO_ESTIMATE: Any = None  # (SiaPolicy.jobs reads no estimate)
+
+
 def _view(rng: random.Random, i: int, t: float) -> JobView:
     kind = rng.choice(("adaptive", "adaptive", "strong", "rigid"))
     cur = rng.choice((None, Config(1, 2, "a100"), Config(1, 4, "t4")))
     return JobView(id=f"j{i}", application=rng.choice(("cifar10", "bert")), arrival=0.0, age=t,
                    attained_gpu_seconds=0.0, restarts=rng.randrange(3), requested_gpus=rng.choice((1, 2, 4)),
-                   batch_size=64, adaptive=kind != "rigid", current=cur, current_nodes={}, estimate=None,  # type: ignore[arg-type]
+                   batch_size=64, adaptive=kind != "rigid", current=cur, current_nodes={}, estimate=_NO_ESTIMATE,
                    progress=0.1, max_gpus=rng.choice((2, 4, 8, 16, 64)), kind=kind,
                    scale_units=rng.choice(({}, {}, {"a100": 2})))
 
