@@ -4,7 +4,6 @@ fast path here is compared, value for value, with the general route it stands fo
 from __future__ import annotations
 
 import dataclasses
-import math
 import random
 from typing import Any
 
@@ -20,24 +19,9 @@ from schedopt.sim.engine import _check_counts, _check_placement, _from_allocatio
 from schedopt.sim.jobs import JobState, job_model
 from schedopt.sim.policies.base import GpuRequest, JobView, RoundState
 from schedopt.sim.roles import SiaPlacer
+from tests.test_live_fastpaths import _jobs_from_scratch
 
 _TYPES = ("t4", "v100", "a100")
-
-
-def _jobs_from_scratch(policy: Any, state: RoundState, pinned: dict[str, bool]) -> list[Job]:
-    """SiaPolicy.jobs as it was first written: one Job built and checked per view."""
-    out = []
-    for v in state.jobs:
-        common: dict[str, Any] = {"current": v.current, "age_s": v.age, "restarts": v.restarts,
-                                  "restart_cost_s": policy.restart_penalty(v.application),
-                                  "preemptible": not pinned[v.id]}
-        if v.adaptive:
-            unit = math.gcd(*v.scale_units.values()) if v.scale_units else 1
-            out.append(Job(id=v.id, kind=v.kind or "adaptive", max_gpus=v.max_gpus, max_profiled_gpus=v.max_gpus,
-                           scale_unit=unit, batch_size=v.batch_size if v.kind == "strong" else None, **common))
-        else:
-            out.append(Job(id=v.id, kind="rigid", rigid_gpus=v.requested_gpus, batch_size=v.batch_size, **common))
-    return out
 
 
 def _random_job(rng: random.Random, i: int) -> Job:
