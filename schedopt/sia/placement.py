@@ -704,6 +704,7 @@ def _kept_slots_arrays(cluster: Cluster, jobs: list[tuple[JobId, Config]], prev_
     tpos = {t.name: i for i, t in enumerate(types)}
     first = np.cumsum([0] + [t.nodes for t in types])  # a node's number across types: first[type] + index
     sizes = np.fromiter((g for t in types for g in t.sizes), np.int64, int(first[-1]))
+    first_of = first.tolist()
     node_no: list[int] = []  # per slot
     slot_job: list[int] = []
     gpus: list[tuple[int, ...]] = []
@@ -713,7 +714,7 @@ def _kept_slots_arrays(cluster: Cluster, jobs: list[tuple[JobId, Config]], prev_
             tk = nodes_of.get(node)
             if tk is None or tk[0] != c.gpu_type or tp is None:
                 return None
-            node_no.append(int(first[tp]) + tk[1])
+            node_no.append(first_of[tp] + tk[1])
             slot_job.append(i)
             gpus.append(gs)
     lens = np.fromiter(map(len, gpus), np.int64, len(gpus))
@@ -869,8 +870,8 @@ def place(
             configs={jid: c for jid, c in jobs if jid in fresh},
             unplaced=tuple(failed),
         )
-    slot_of = {jid: k for k, (jid, _) in enumerate(jobs)}
     conf = dict(jobs)
+    slot_of = dict(zip(conf, range(len(jobs))))  # (the allocation's ids are distinct: its keys)
     prev_slots: dict[JobId, list[Slot]] = {}
     prev_conf: dict[JobId, Config | None] = {}
     given = previous.configs if isinstance(previous, Placement) else {}
@@ -880,6 +881,15 @@ def place(
         prev_conf[jid] = _config_of_slots(ps, cluster) if pc is _UNSET else pc
 
     nodes_of = _node_index(cluster)
+    keys: dict[int, tuple[int, int]] = {}  # id of a Config of `conf` -> its _order_key (a few distinct ones)
+
+    def order_of(jid: JobId) -> tuple[int, int]:
+        """``_order_key(conf[jid], cluster)``, once per configuration object (asked only for the jobs queued)."""
+        c = conf[jid]
+        got = keys.get(id(c))
+        if got is None:
+            got = keys[id(c)] = _order_key(c, cluster)
+        return got
 
     def run(stop: bool) -> tuple[_Grid, list[JobId], bool]:
         """The greedy placement with evictions; ``stop``: return as soon as some job is certain to fail (the
@@ -906,16 +916,12 @@ def place(
                     grid.assign(t, k, idx, slot_of[jid])
                     taken.update((t, k, g) for g in idx)
                 kept.add(jid)
-        key = {jid: _order_key(c, cluster) for jid, c in jobs}.__getitem__
+        key = order_of
         queue = sorted((jid for jid, _ in jobs if jid not in kept), key=key)
         head = 0  # queue[:head] is done; queue[head:] stays sorted by key (stable: equal keys in arrival order)
-        cost = {slot_of[j]: (1.0 if j in kept else 1e-3) for j, _ in jobs}
-        for j in pinned:
-            if j in slot_of:
-                cost[slot_of[j]] = np.inf
+        cost: dict[int, float] | None = None  # made at the first eviction (most rounds evict nothing)
         failed: list[JobId] = []
         budget = 4 * len(jobs) + 8
-        inv = {v: k for k, v in slot_of.items()}
         loop = _CycleWatch(grid) if stop else None
         while head < len(queue):
             jid = queue[head]
@@ -925,6 +931,13 @@ def place(
                 continue
             if loop is not None and budget > 0 and loop.seen(jid, queue, head):
                 return grid, [jid], True  # the evictions go round in a cycle until the budget ends: a job fails
+            if cost is None:
+                cost = dict.fromkeys(range(len(jobs)), 1e-3)
+                for j in kept:
+                    cost[slot_of[j]] = 1.0
+                for j in pinned:
+                    if j in slot_of:
+                        cost[slot_of[j]] = np.inf
             victims = grid.evict_for(c, cost) if budget > 0 else None
             if not victims:
                 failed.append(jid)
@@ -937,7 +950,7 @@ def place(
             if not grid.put(c, slot_of[jid]):  # pragma: no cover - eviction frees a block that fits by construction
                 failed.append(jid)
             for v in victims:  # what extend + a stable sort gives: after every queued job of an equal key
-                insort(queue, inv[v], lo=head, key=key)
+                insort(queue, jobs[v][0], lo=head, key=key)  # (slot v is jobs[v]: slot_of enumerates them)
         return grid, failed, False
 
     kept_all = _kept_slots(cluster, jobs, prev_slots, prev_conf, nodes_of)
@@ -955,9 +968,10 @@ def place(
         else:
             by_slot = grid.slots_by_job()
             assignments = {}
-            for jid, _ in jobs:
-                if slot_of[jid] in by_slot:
-                    assignments[jid] = by_slot[slot_of[jid]]
+            for k, (jid, _) in enumerate(jobs):
+                got = by_slot.get(k)
+                if got is not None:
+                    assignments[jid] = got
             if failed:  # greedy eviction got stuck: place everything afresh (always fits)
                 assignments2, failed2 = afresh if afresh is not None else _place_empty(cluster, jobs)
                 if len(failed2) <= len(failed):

@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import InputError
 from .configs import ConfigTable, generate_configs, shape_error
 from .settings import SiaSettings
-from .spec import Cluster, Job, JobId
+from .spec import Cluster, Config, Job, JobId
 
 __all__ = ["check_available", "check_goodput_input", "check_jobs", "check_rigid"]
 
@@ -60,7 +60,8 @@ def check_jobs(
     seen: dict[JobId, int] = {}
     tnames = cluster.type_names
     tset = set(tnames)
-    find = configs.find
+    find, rigid_only = configs.find, configs.rigid_only
+    found: dict[int, tuple[Config, int, bool]] = {}  # id of a current Config -> (it, its position, rigid-only)
     cur = [-1] * len(jobs)
     rigid_seen: set[tuple[Any, Any]] = set()
     for i, j in enumerate(jobs):
@@ -77,8 +78,12 @@ def check_jobs(
                     raise InputError(f"jobs[{i}].allowed_types[{k}]", t, f"is not a GPU type of the cluster ({', '.join(tnames)})")
         c = j.current
         if c is not None:
-            f = find(c)
-            if f >= 0 and configs.rigid_only[f] and j.kind != "rigid":
+            hit = found.get(id(c))  # (jobs in one configuration share its object: found once per call)
+            if hit is None or hit[0] is not c:
+                f = find(c)
+                hit = found[id(c)] = (c, f, f >= 0 and bool(rigid_only[f]))
+            f = hit[1]
+            if hit[2] and j.kind != "rigid":
                 f = -1
             if f < 0:
                 why = shape_error(cluster, c, rigid_shape=j.kind == "rigid" and settings.rigid_any_count)

@@ -245,7 +245,8 @@ def _from_allocation(cluster: Cluster, pname: str, alloc: Mapping[str, Config | 
     chosen: dict[str, Config | GpuRequest] = {}
     shape_ok: set[int] = set()  # ids of the Config objects checked (a policy's allocation shares its table's)
     for jid, c in alloc.items():
-        if jid not in active:
+        j = active.get(jid)
+        if j is None:
             raise InputError(f"policy[{pname}].allocation[{jid}]", c, "names no active job")
         if c is None:
             continue
@@ -256,8 +257,10 @@ def _from_allocation(cluster: Cluster, pname: str, alloc: Mapping[str, Config | 
             if why:
                 raise InputError(f"policy[{pname}].allocation[{jid}]", c.label, why)
             shape_ok.add(id(c))
-        _check_counts(f"policy[{pname}].allocation[{jid}]", active[jid], c.n_gpus)
-        used[c.gpu_type] += c.n_gpus
+        n = c.n_gpus
+        if j.rigid_shape is not None or n > j.max_gpus:  # (_check_counts' only ways to fail: a Config has n >= 1)
+            _check_counts(f"policy[{pname}].allocation[{jid}]", j, n)
+        used[c.gpu_type] += n
         chosen[jid] = c
     for jid, r in requests.items():
         who = f"policy[{pname}].requests[{jid}]"
@@ -283,8 +286,12 @@ def _from_allocation(cluster: Cluster, pname: str, alloc: Mapping[str, Config | 
                              f"{used[t]} {t} GPUs allocated > {cluster[t].total_gpus} in the cluster")
     prev = None
     if previous is not None:
-        prev = Placement(assignments={j: s for j, s in previous.assignments.items() if j in active},
-                         configs={j: c for j, c in previous.configs.items() if j in active})
+        pa, pc = previous.assignments, previous.configs
+        if pa.keys() <= active.keys() and pc.keys() <= active.keys():  # (no job gone: the copies, whole)
+            prev = Placement(assignments=dict(pa), configs=dict(pc))
+        else:
+            prev = Placement(assignments={j: s for j, s in pa.items() if j in active},
+                             configs={j: c for j, c in pc.items() if j in active})
     # a job inside its checkpoint-restore delay that keeps its configuration is never the one moved for another
     # (Sia: jobs in checkpoint-restore are non-preemptible, `preserve_ckpt_allocs`)
     pinned = [jid for jid, c in chosen.items() if active[jid].restart_left > 0 and active[jid].config == c]
@@ -303,14 +310,17 @@ def _check_placement(cluster: Cluster, pname: str, placer: Placer, chosen: Mappi
     every node's GPUs, with no GPU given twice."""
     ntype = _node_types_of(cluster)
     seen: dict[str, set[int]] = {}  # node -> GPUs given so far
+    configs = pl.configs
     for jid, slots in pl.assignments.items():
         want = chosen.get(jid) if isinstance(jid, str) else None  # the simulator's job ids are strings
         if want is None:
             raise InputError(f"placer[{placer.name}].assignments[{jid}]", slots,
                              f"places a job policy {pname} did not ask to place")
         n = 0
+        t0: str | None = None  # the type of the job's first non-empty slot
+        mixed = False          # another type among its non-empty slots
         for nid, gs in slots:
-            nt = ntype.get(nid) if isinstance(nid, str) else None
+            nt = ntype.get(nid) if type(nid) is str or isinstance(nid, str) else None
             if nt is None:
                 raise InputError(f"placer[{placer.name}].assignments[{jid}]", nid, "names no node of the cluster")
             used = seen.get(nid)
@@ -324,14 +334,18 @@ def _check_placement(cluster: Cluster, pname: str, placer: Placer, chosen: Mappi
                                          "is not a free GPU of the node")
                     used.add(g)
             used.update(gs)
+            if gs:
+                if t0 is None:
+                    t0 = nt[0]
+                elif nt[0] != t0:
+                    mixed = True
             n += len(gs)
-        types = {ntype[nid][0] for nid, gs in slots if gs}
         wt = want.gpu_type
-        if n != (want.n_gpus if isinstance(want, Config) else want.gpus) or len(types) != 1 or (
-                wt is not None and types != {wt}):
+        if n != (want.n_gpus if isinstance(want, Config) else want.gpus) or t0 is None or mixed or (
+                wt is not None and t0 != wt):
             raise InputError(f"placer[{placer.name}].assignments[{jid}]", slots,
                              f"does not give the job what it asked for ({want})")
-        if jid not in pl.configs:
+        if jid not in configs:
             raise InputError(f"placer[{placer.name}].configs", jid, "has no configuration for a placed job")
 
 
@@ -390,11 +404,19 @@ def apply_decision(active: dict[str, JobState], rd: RoundDecision, t: float, ext
     decision's ``restart`` or the job model's, plus ``extra``), restart count, start time, growth rule and batch."""
     decision, placement = rd.decision, rd.placement
     rates, restarts = decision.rate or {}, decision.restart or {}
+    where = placement.assignments
     for j in active.values():
-        j.share = float(rates.get(j.id, 1.0))
-        slots = placement.assignments.get(j.id, [])
+        j.share = float(rates.get(j.id, 1.0)) if rates else 1.0
+        slots = where.get(j.id, ())
+        held = j.nodes
+        if len(slots) == 1 == len(held):  # (the common case without the map: one node before and now)
+            n, g = slots[0]
+            if held.get(n) == len(g):
+                continue
+        elif not slots and not held:
+            continue
         new = {n: len(g) for n, g in slots}
-        if new == j.nodes:
+        if new == held:
             continue
         same = decision.nodes is None and new and j.config is not None and placement.configs[j.id] == j.config
         j.nodes = new

@@ -27,7 +27,7 @@ from ...errors import InputError
 from ...goodput import JobGoodputModel, goodput_matrix
 from ...problem import Answer
 from ...sia import Config, ConfigTable, Job, SiaBuildCache, SiaProblem, generate_configs
-from ...sia.spec import MAX_RESTARTS
+from ...sia.spec import MAX_GPUS, MAX_RESTARTS
 from ..jobs import JobModel
 from ..jobs import job_model as get_job_model
 from .base import Decision, JobView, RoundState
@@ -117,17 +117,21 @@ class SiaPolicy:
 
     def jobs(self, state: RoundState) -> list[Job]:
         """The round's :class:`schedopt.sia.Job` list (one per active job, in the state's order)."""
-        out = []
+        out: list[Job] = []
+        append = out.append
         made = self._jobs
         now: dict[str, tuple[tuple[Any, ...], Job]] = {}
         changed, restart, t = self._changed, self.jm.restart, state.time
+        kept: dict[str, tuple[Any, float]] = {}  # self._changed of the active jobs (the others are gone)
         back = t - state.round_seconds
         per_app: dict[str, tuple[float, float]] = {}  # application -> (restart delay, restart penalty), this round
+        new, replace, inf, cfg_type = object.__new__, _with_round, math.inf, Config
         for v in state.jobs:
-            current = v.current  # (self._pinned, inline: a round at 2,048 GPUs asks it 4,096 times)
-            seen = changed.get(v.id)
-            if seen is None or seen[0] != current:
-                seen = changed[v.id] = (current, back)
+            jid, current = v.id, v.current  # (self._pinned, inline: a round at 2,048 GPUs asks it 4,096 times)
+            seen = changed.get(jid)
+            if seen is None or (seen[0] is not current and seen[0] != current):
+                seen = changed[jid] = (current, back)
+            kept[jid] = seen
             app = per_app.get(v.application)
             if app is None:
                 app = per_app[v.application] = (restart(v.application), self.restart_penalty(v.application))
@@ -135,14 +139,38 @@ class SiaPolicy:
             # -- sia-eval (issue 31): strong-scaling jobs and pipeline scale units (GPU counts in multiples of P) --
             if v.adaptive:
                 units = v.scale_units
-                fixed: tuple[Any, ...] = (v.kind or "adaptive", v.max_gpus, math.gcd(*units.values()) if units else 1,
-                                          v.batch_size if v.kind == "strong" else None, None, app[1])
+                kind = v.kind
+                fixed: tuple[Any, ...] = (kind or "adaptive", v.max_gpus, math.gcd(*units.values()) if units else 1,
+                                          v.batch_size if kind == "strong" else None, None, app[1])
             # -- end sia-eval --
             else:
                 fixed = ("rigid", None, 1, v.batch_size, v.requested_gpus, app[1])
-            got = made.get(v.id)
-            if got is not None and all(map(is_, got[0], fixed)):  # the same objects: the same checks pass
-                job = _with_round(got[1], v.current, v.age, v.restarts, not pinned)
+            got = made.get(jid)
+            cap = None  # a new cap (Job.max_gpus = max_profiled_gpus) of a job otherwise as it was, valid as it is
+            if got is not None and not all(map(is_, got[0], fixed)):
+                was, m, j0 = got[0], fixed[1], got[1]
+                if (type(m) is int and fixed[0] != "rigid" and was[0] is fixed[0]
+                        and all(map(is_, was[2:], fixed[2:]))  # (what Job checks of the two fields: u <= m)
+                        and -(-j0.min_gpus // j0.scale_unit) * j0.scale_unit <= m <= MAX_GPUS):
+                    cap = m
+                else:
+                    got = None
+            if got is not None:  # the same objects (or a valid new cap): the same checks pass
+                age, restarts = v.age, v.restarts
+                if ((current is None or type(current) is cfg_type) and type(age) is float and 0.0 <= age < inf
+                        and type(restarts) is int and 0 <= restarts <= MAX_RESTARTS):
+                    # (_with_round's own fast path, inline: a frozen Job copied with the round's four fields)
+                    job = new(Job)
+                    d = job.__dict__
+                    d.update(got[1].__dict__)
+                    d["current"], d["age_s"], d["restarts"], d["preemptible"] = current, age, restarts, not pinned
+                    if cap is not None:
+                        d["max_gpus"] = d["max_profiled_gpus"] = cap
+                elif cap is None:
+                    job = replace(got[1], current, age, restarts, not pinned)
+                else:
+                    job = dataclasses.replace(got[1], current=current, age_s=age, restarts=restarts,
+                                              preemptible=not pinned, max_gpus=cap, max_profiled_gpus=cap)
             else:
                 kind, max_gpus, unit, batch, rigid_gpus, cost = fixed
                 common: dict[str, Any] = {"current": v.current, "age_s": v.age, "restarts": v.restarts,
@@ -152,11 +180,10 @@ class SiaPolicy:
                 else:
                     job = Job(id=v.id, kind=kind, max_gpus=max_gpus, max_profiled_gpus=max_gpus, scale_unit=unit,
                               batch_size=batch, **common)
-            now[v.id] = (fixed, job)
-            out.append(job)
+            now[jid] = (fixed, job)
+            append(job)
         self._jobs = now
-        active = {v.id for v in state.jobs}
-        self._changed = {j: s for j, s in self._changed.items() if j in active}
+        self._changed = kept
         return out
 
     def estimate(self, v: JobView) -> JobGoodputModel:
@@ -189,10 +216,20 @@ class SiaPolicy:
         rows: list[np.ndarray | None] = [None] * len(state.jobs)
         new: dict[tuple[int, float | None, tuple[tuple[str, int], ...]], tuple[Any, list[int]]] = {}  # adaptive misses
         cache = self._cache
+        plain = self.batch_cap == "application"  # (self.estimate(v) is v.estimate)
+        key: tuple[int, float | None, tuple[tuple[str, int], ...]]
         for i, v in enumerate(state.jobs):
+            su = v.scale_units
+            if plain and not su and v.kind == "adaptive":  # (the common case, its key without the general steps)
+                est = v.estimate
+                key = (id(est), None, ())
+                hit = cache.get(key)
+                if hit is not None and hit[0] is est:
+                    rows[i] = hit[1]
+                    continue
             est = self.estimate(v)
-            by_goodput = v.kind == "adaptive" or bool(v.scale_units)  # sia-eval: a pipeline's batch is its own
-            units = tuple(sorted(v.scale_units.items()))
+            by_goodput = v.kind == "adaptive" or bool(su)  # sia-eval: a pipeline's batch is its own
+            units = tuple(sorted(su.items()))
             key = (id(est), None if by_goodput else float(v.batch_size), units)
             hit = cache.get(key)
             if hit is not None and hit[0] is est:
@@ -251,5 +288,6 @@ class SiaPolicy:
         ans = Answer(termination=r.termination, objective_value=r.objective_or_nan, bound=r.bound,
                      backend=sol.backend, method="sia", timings=r.timings, result=r)
         ans.raise_for_status()
-        return Decision(allocation={str(k): c for k, c in sol.allocation.items()}, answer=ans,
+        alloc = sol.allocation
+        return Decision(allocation=dict(zip(map(str, alloc), alloc.values())), answer=ans,
                         info={"columns": int(model.num_cols)})
