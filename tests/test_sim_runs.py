@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import hashlib
 import json
 import os
 import re
@@ -29,6 +30,7 @@ from schedopt.sim.records import (
     check_record,
     mask_wall_clock,
     read_record,
+    record_inputs,
     record_task,
     record_text,
     write_record,
@@ -274,6 +276,31 @@ def test_resume_skips_whole_records_and_redoes_a_truncated_one(small_csv: str, t
     assert bad.stat().st_mtime_ns != stamps[bad.name]
     assert all(f.stat().st_mtime_ns == stamps[f.name] for f in files if f != bad)  # not run again
     assert [r.jobs for r in again] == [r.jobs for r in first]
+
+
+def test_resume_redoes_a_record_written_from_another_version_of_its_workload_file(
+        small_csv: str, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A record's end marker holds the SHA-256 of the files its task reads; ``resume`` keeps a record whose files
+    are unchanged and redoes one whose workload file changed since (the task's settings alone are equal)."""
+    wl = tmp_path / "wl.csv"
+    wl.write_text(Path(small_csv).read_text())
+    out = tmp_path / "out"
+    items = tasks(["fifo"], [str(wl)], cluster="pollux")
+    first = run_tasks(items, workers=1, output_dir=out, progress=False)
+    (rec,) = out.glob("*.jsonl")
+    assert record_inputs(rec) == {str(wl.resolve()): hashlib.sha256(wl.read_bytes()).hexdigest()}
+    stamp = rec.stat().st_mtime_ns
+    time.sleep(0.01)
+    same = run_tasks(items, workers=1, output_dir=out, resume=True, progress=False)
+    assert rec.stat().st_mtime_ns == stamp and [r.jobs for r in same] == [r.jobs for r in first]  # not run again
+    lines = wl.read_text().splitlines(keepends=True)
+    wl.write_text("".join(lines[:-2]))  # two jobs fewer: the same settings, another file
+    with caplog.at_level("WARNING", logger="schedopt"):
+        again = run_tasks(items, workers=1, output_dir=out, resume=True, progress=False)
+    assert f"{rec} was written from another version of {wl.resolve()}: redoing it" in caplog.text
+    assert rec.stat().st_mtime_ns != stamp and check_record(rec) is None
+    assert len(again[0].jobs) == len(first[0].jobs) - 2
+    assert record_inputs(rec) == {str(wl.resolve()): hashlib.sha256(wl.read_bytes()).hexdigest()}
 
 
 def test_resume_needs_an_output_folder_and_on_error_is_checked(small_csv: str) -> None:

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .records import RecordError, RecordStream, atomic_write_bytes, task_key
+from .records import RecordError, RecordStream, atomic_write_bytes, input_files, task_key
 
 __all__ = ["CHECKPOINT_FORMAT", "CHECKPOINT_VERSION", "Checkpoint", "CheckpointEvery", "RunHooks", "input_files",
            "parse_every", "run_hooks", "take_run_hooks"]
@@ -133,40 +133,6 @@ def code_hash(*objs: object) -> str:
 
 def _task_hash(task: Any) -> str:
     return hashlib.sha256(json.dumps(task_key(task), sort_keys=True).encode()).hexdigest()
-
-
-def _named_files(value: str) -> list[Path]:
-    """The files a task's string names: the whole string, or a prefix of it ending before ``:`` or ``+`` (a
-    workload ``FILE:load=2``, ``FILE+gpt=0.2``), when it is a regular file here."""
-    cuts = [len(value)] + [m.start() for m in re.finditer(r"[:+]", value)]
-    out: list[Path] = []
-    for end in sorted(set(cuts)):
-        head = value[:end]
-        if head and "\x00" not in head:
-            with contextlib.suppress(OSError, ValueError):
-                if Path(head).is_file():
-                    out.append(Path(head))
-    return out
-
-
-def input_files(task: Any) -> dict[str, str]:
-    """The files a task reads by path (its workload, cluster or job model given as a file, or a trace named in a
-    workload spec), each with the SHA-256 of its bytes: a checkpoint holds them, and a resume after a file changed
-    is refused (the task's settings alone cannot tell). Paths are as the task names them, resolved."""
-    out: dict[str, str] = {}
-    for v in task_key(task).values():
-        if not isinstance(v, str):
-            continue
-        for path in _named_files(v):
-            h = hashlib.sha256()
-            try:
-                with open(path, "rb") as f:
-                    for block in iter(lambda: f.read(1 << 20), b""):
-                        h.update(block)
-            except OSError:
-                continue
-            out[str(path.resolve())] = h.hexdigest()
-    return out
 
 
 def _version() -> str:

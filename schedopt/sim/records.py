@@ -31,6 +31,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -49,10 +50,12 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "check_record",
+    "input_files",
     "mask_wall_clock",
     "output_error",
     "output_folder",
     "read_record",
+    "record_inputs",
     "record_task",
     "record_text",
     "record_view",
@@ -113,6 +116,42 @@ def _plain(v: Any) -> Any:
     return f"{t.__module__}:{t.__qualname__}"
 
 
+def _named_files(value: str) -> list[Path]:
+    """The files a task's string names: the whole string, or a prefix of it ending before ``:`` or ``+`` (a
+    workload ``FILE:load=2``, ``FILE+gpt=0.2``), when it is a regular file here."""
+    cuts = [len(value)] + [m.start() for m in re.finditer(r"[:+]", value)]
+    out: list[Path] = []
+    for end in sorted(set(cuts)):
+        head = value[:end]
+        if head and "\x00" not in head:
+            with contextlib.suppress(OSError, ValueError):
+                if Path(head).is_file():
+                    out.append(Path(head))
+    return out
+
+
+def input_files(task: Any) -> dict[str, str]:
+    """The files a task reads by path (its workload, cluster or job model given as a file, or a trace named in a
+    workload spec), each with the SHA-256 of its bytes: a checkpoint holds them, and a resume after a file changed
+    is refused (the task's settings alone cannot tell), and a whole record's end marker holds them (``inputs``, left
+out when the task names no file), so that ``resume`` redoes a record written from another version of a file.
+Paths are as the task names them, resolved."""
+    out: dict[str, str] = {}
+    for v in task_key(task).values():
+        if not isinstance(v, str):
+            continue
+        for path in _named_files(v):
+            h = hashlib.sha256()
+            try:
+                with open(path, "rb") as f:
+                    for block in iter(lambda: f.read(1 << 20), b""):
+                        h.update(block)
+            except OSError:
+                continue
+            out[str(path.resolve())] = h.hexdigest()
+    return out
+
+
 def _dumps(obj: Any) -> str:
     return json.dumps(obj, sort_keys=False)
 
@@ -123,7 +162,11 @@ def record_text(result: SimResult, task: Any = None) -> str:
     head = _dumps({"record": {"format": RECORD_FORMAT, "version": RECORD_VERSION, "task": task_key(task)}}) + "\n"
     body = head + result.to_jsonl()
     digest = hashlib.sha256(body.encode()).hexdigest()
-    end = {"sha256": digest, "lines": body.count("\n"), "jobs": len(result.jobs), "rounds": len(result.rounds)}
+    end: dict[str, Any] = {"sha256": digest, "lines": body.count("\n"), "jobs": len(result.jobs),
+                           "rounds": len(result.rounds)}
+    inputs = input_files(task)
+    if inputs:
+        end["inputs"] = inputs
     return body + _dumps({"end": end}) + "\n"
 
 
@@ -264,6 +307,25 @@ def read_record(path: str | os.PathLike[str]) -> SimResult:
         raise RecordError(p, f"holds {len(result.jobs)} jobs and {len(result.rounds)} rounds, its end "
                           f"marker says {end.get('jobs')} and {end.get('rounds')}")
     return result
+
+
+def record_inputs(path: str | os.PathLike[str]) -> dict[str, str] | None:
+    """The input files (path -> SHA-256, :func:`input_files`) the end marker of the whole record at ``path`` holds:
+    an empty dict when its task named no file (or it was written before records held them), None when the file has
+    no readable end marker (see :func:`check_record`)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 65536))
+            last = f.read().rstrip(b"\n").rpartition(b"\n")[2]
+        end = json.loads(last.decode()).get("end")
+    except (OSError, ValueError, AttributeError, UnicodeDecodeError):
+        return None
+    if not isinstance(end, dict):
+        return None
+    got = end.get("inputs", {})
+    return {str(k): str(v) for k, v in got.items()} if isinstance(got, dict) else None
 
 
 def record_task(path: str | os.PathLike[str]) -> dict[str, Any] | None:
@@ -451,8 +513,11 @@ class RecordStream:
                 hop = list(hopeless)
                 if hop:
                     put((_dumps({"hopeless": hop}) + "\n").encode())
-                end = {"sha256": digest.hexdigest(), "lines": lines, "jobs": self.jobs_written,
-                       "rounds": self.rounds_written}
+                end: dict[str, Any] = {"sha256": digest.hexdigest(), "lines": lines, "jobs": self.jobs_written,
+                                       "rounds": self.rounds_written}
+                inputs = input_files(self.task)
+                if inputs:
+                    end["inputs"] = inputs
                 out.write((_dumps({"end": end}) + "\n").encode())
                 out.flush()
                 os.fsync(out.fileno())

@@ -17,7 +17,9 @@
 (:func:`~schedopt.sim.records.write_record`: atomic, with a checksummed end marker) as
 ``<policy>__<workload>__seed<k>.jsonl``, and ``summary.csv`` is rewritten (atomically) with one row per finished
 simulation. ``resume=True`` reads the folder first: a simulation whose record is whole and was written for the same
-task is not run again; a cut-short or torn file is named in a warning and redone. Output errors (a file where the
+task, from the same content of every file the task reads (its end marker holds their SHA-256), is not run again; a
+cut-short or torn file, or one written from another version of a trace or workload file, is named in a warning and
+redone. Output errors (a file where the
 folder should be, a read-only folder, a full disk) are :class:`~schedopt.errors.InputError` naming the path, and
 leave no file that reads as a record.
 
@@ -64,9 +66,11 @@ from .metrics import SimResult, keep_summary, summary_row
 from .records import (
     atomic_write_text,
     check_record,
+    input_files,
     output_error,
     output_folder,
     read_record,
+    record_inputs,
     record_task,
     record_view,
     task_key,
@@ -733,8 +737,8 @@ class _Folder:
         self.rows: dict[int, dict[str, Any]] = {}
 
     def resume(self) -> list[tuple[int, SimResult]]:
-        """The tasks with a whole record of the same task in the folder (read back); bad files named and redone;
-        temporary files of killed runs removed."""
+        """The tasks with a whole record of the same task in the folder (read back); bad files, and records written
+        from another version of a file the task reads, named and redone; temporary files of killed runs removed."""
         for pattern in (".*.tmp-*", ".*.jobs-*", ".*.rounds-*"):  # a killed run's temporary files and spools
             for tmp in self.dir.glob(pattern):
                 pid = tmp.name.rpartition("-")[2]
@@ -761,6 +765,11 @@ class _Folder:
                             "sweep matches its header; it will be overwritten if one writes the same name)")
                 continue
             if i is None:
+                continue
+            written, now = record_inputs(p), input_files(self.items[i])
+            if written and written != now:  # a file the task reads changed since (its settings alone cannot tell)
+                changed = sorted(f for f in {*written, *now} if written.get(f) != now.get(f))
+                log.warning("%s was written from another version of %s: redoing it", p, ", ".join(changed))
                 continue
             res = _light(record_view(p)) if self.stream else read_record(p)
             free.remove(i)
