@@ -134,8 +134,8 @@ def input_files(task: Any) -> dict[str, str]:
     """The files a task reads by path (its workload, cluster or job model given as a file, or a trace named in a
     workload spec), each with the SHA-256 of its bytes: a checkpoint holds them, and a resume after a file changed
     is refused (the task's settings alone cannot tell), and a whole record's end marker holds them (``inputs``, left
-out when the task names no file), so that ``resume`` redoes a record written from another version of a file.
-Paths are as the task names them, resolved."""
+    out when the task names no file), so that ``resume`` redoes a record written from another version of a file.
+    Paths are as the task names them, resolved."""
     out: dict[str, str] = {}
     for v in task_key(task).values():
         if not isinstance(v, str):
