@@ -268,14 +268,6 @@ def _as_real(name: str, value: Any) -> float:
     return out
 
 
-def _drop_tiny(values: np.ndarray) -> np.ndarray:
-    tiny = (values != 0) & (np.abs(values) < TINY_COEFFICIENT)
-    if tiny.any():
-        values = values.copy()
-        values[tiny] = 0.0
-    return values
-
-
 def _check_shape(name: str, shape: Any) -> tuple[int, ...]:
     def dim(s: Any) -> int:
         if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)):

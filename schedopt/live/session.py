@@ -30,7 +30,6 @@ from ..sim.jobs import Application, JobModel, JobState, fitted_estimate, prior_e
 from ..sim.jobs import job_model as get_job_model
 from ..sim.policies import make_policy
 from ..sim.policies.base import JobView, Policy
-from ..sim.registry import role_name
 from ..sim.roles import AcceptAll, Admission, Placer, make_admission, make_placer
 from .jobstate import LiveJobState, estimate_at_epoch, profile_application, with_reported_stats
 from .persist import SCHEMA, VERSION, read_document, write_document
@@ -151,10 +150,6 @@ def _same_plan(a: JobPlan, b: JobPlan) -> bool:
     """Whether the job entries ``a`` and ``b`` are equal field for field (the dataclass's ``==``, without its
     type check)."""
     return a is b or bool(_plan_values(a) == _plan_values(b))
-
-
-def _role(kind: str, obj: object, spec: object) -> str:
-    return role_name(obj, spec) if spec is not None else str(getattr(obj, "name", type(obj).__name__))
 
 
 class Session:

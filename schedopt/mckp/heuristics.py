@@ -122,10 +122,6 @@ class GreedyRepair:
         """The group of every pool column."""
         return self.st.group[self.pool.idx]
 
-    def _dense_of(self, idx: np.ndarray) -> np.ndarray:
-        """``st.dense(idx)`` for columns ``idx >= 0``, read from :attr:`_dense`."""
-        return self._dense[idx]
-
     def time_left(self) -> float:
         return self.deadline - time.perf_counter()
 
