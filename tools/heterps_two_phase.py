@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     with out.open("w", newline="") as f:
         f.write(f"# PYTHONPATH=. python tools/heterps_two_phase.py --seeds {args.seeds} --splits {args.splits}; "
                 f"{TOTAL} updates of {BATCH} plans per run, generate(model, 0) (64 CPUs, 8 GPUs)\n")
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
     print("model,pretrain+reinforce,mean gap %,worst gap %,optimal runs,mean plans evaluated (in phase 2),"
