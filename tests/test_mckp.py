@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import schedopt
-from schedopt.errors import BackendCapabilityError, StructureError
+from schedopt.errors import BackendCapabilityError, InputError, StructureError
 from schedopt.mckp import MAX_KNAPSACK_ROWS, analyze
 from schedopt.problem import Structure
 from schedopt.results import Limit, TerminationReason
@@ -736,6 +736,27 @@ def test_race_backend_off_or_too_late_leaves_mckp_alone() -> None:
     r2 = schedopt.solve(m, "mckp", search_nodes=0, residual_table=False)
     assert r2.objective == pytest.approx(12.0) and r2.termination.reason is TerminationReason.OPTIMAL
     assert r2.stats["race_backend"] == "highs" and "fallback" not in r2.stats
+
+
+def test_no_race_on_a_model_beyond_race_max_columns() -> None:
+    """The gap model (7 columns) with the race at once (race_delay 0): a cap of 6 columns starts no race and says
+    why in the stats; a cap of 7 (the model's size) lets it run; either way the answer is mckp's optimum 12. A cap
+    that is not a non-negative integer or None is refused, naming the option."""
+    m = _gap_model()
+    opts = {"race_delay": 0.0, "search_nodes": 0, "residual_table": False}
+    r = schedopt.solve(m, "mckp", race_max_columns=6, **opts)
+    assert r.objective == pytest.approx(12.0) and r.termination.reason is TerminationReason.OPTIMAL
+    assert "race_backend" not in r.stats and r.stats["race_skipped"] == "7 columns > race_max_columns = 6"
+    r2 = schedopt.solve(m, "mckp", race_max_columns=7, **opts)
+    assert r2.objective == pytest.approx(12.0) and r2.stats["race_backend"] == "highs"
+    assert "race_skipped" not in r2.stats
+    from schedopt.mckp.solver import RACE_MAX_COLUMNS, MckpOptions
+
+    assert MckpOptions().race_max_columns == RACE_MAX_COLUMNS == 100_000
+    assert MckpOptions.from_mapping({"race_max_columns": None}).race_max_columns is None
+    for bad in (-1, 2.5, True, "100"):
+        with pytest.raises(InputError, match="options.race_max_columns"):
+            schedopt.solve(m, "mckp", race_max_columns=bad)
 
 
 def test_small_residual_goes_to_highs_until_cpsat_is_loaded() -> None:

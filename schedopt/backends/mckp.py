@@ -6,7 +6,8 @@ Backend options (``schedopt.solve(model, "mckp", exact=..., ...)``) are the fiel
 ``kick_seconds`` (0.03; 0.005 when ``mip_rel_gap < 1e-5``; at most 10 us per aggregated column), ``kicks`` (40), ``kick_size`` (3),
 ``residual_backend`` ("cpsat" when OR-Tools is installed, else "highs"), ``residual_form`` ("auto"),
 ``max_dual_iterations`` (500), ``dual_tolerance`` (1e-10), ``core_columns`` (2000), ``race_backend`` ("highs"),
-``race_delay`` (None: the time taken so far, at least 0.05 s), ``dual_method`` ("auto": the prices from one LP of
+``race_delay`` (None: the time taken so far, at least 0.05 s), ``race_max_columns`` (100,000: no race on a larger
+model; None: no cap), ``dual_method`` ("auto": the prices from one LP of
 the relaxation up to 2,000 aggregated columns, Kelley's cutting planes above; "lp"; "kelley"), ``lp_rounding``
 (True: the repair starts from the LP's counts rounded down), ``search_nodes`` (1500: the residual's own depth-first
 search with symmetry breaking; 0 turns it off) and ``residual_table`` (True: the residual's dynamic programme over

@@ -30,6 +30,11 @@ DUAL_GAP_FRACTION = 1e-5
 
 #: the least delay (seconds) before the race backend starts (``MckpOptions.race_delay=None``)
 RACE_DELAY_MIN = 0.05
+#: the default ``MckpOptions.race_max_columns``: no race on larger models. HiGHS 1.12 had not reached its root LP
+#: after 236-287 s at 123,406 columns (``benchmarks/scale_rounds.md``), and it checks a cancel only after its
+#: presolve and symmetry detection (3.5 s at 60,000 columns), so there a race could only lose, and the solve would
+#: wait minutes for the loser to stop (``formulations/mckp.md``, "What the race costs when it loses")
+RACE_MAX_COLUMNS = 100_000
 
 #: the default kick budget per aggregated column (seconds): 0.03 s from 3,000 columns up
 KICK_SECONDS_PER_COLUMN = 1e-5
@@ -74,6 +79,7 @@ class MckpOptions:
     core_columns: int = 2000
     race_backend: str | None = "highs"
     race_delay: float | None = None
+    race_max_columns: int | None = RACE_MAX_COLUMNS
     search_nodes: int = SEARCH_MAX_NODES
     dual_method: str = "auto"
     lp_rounding: bool = True
@@ -105,6 +111,10 @@ class MckpOptions:
                     raise InputError(f"options.{name}", v, "must be a non-negative integer" if nonneg
                                      else "must be a positive integer")
                 vals[name] = int(v)
+            elif name == "race_max_columns":
+                if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0):
+                    raise InputError(f"options.{name}", v, "must be a non-negative integer or None")
+                vals[name] = None if v is None else int(v)
             elif name in ("kick_seconds", "dual_tolerance", "race_delay"):
                 if v is None and name in ("kick_seconds", "race_delay"):
                     vals[name] = None
@@ -541,6 +551,10 @@ class MckpSolver:
     def _racer(self) -> _Racer | None:
         rb = self.opts.race_backend
         if rb is None or self.model is None or self.sub_solve is None or not self.st.fits(self.choice):
+            return None
+        cap = self.opts.race_max_columns
+        if cap is not None and self.model.num_cols > cap:
+            self.stats["race_skipped"] = f"{self.model.num_cols} columns > race_max_columns = {cap}"
             return None
         delay = self.opts.race_delay
         if delay is None:
