@@ -166,6 +166,26 @@ def test_generate_configs_by_identity_is_the_checked_table() -> None:
     assert e.value.field == "cluster"
 
 
+def test_a_full_table_cache_drops_its_oldest_table_not_the_newest() -> None:
+    """63 tables built, then ``a`` (the 64th: the cache is full), then one more: the oldest table goes, so an equal
+    cluster still finds ``a`` (the cache used to be cleared whole when full, and this lookup missed: the identity
+    test above failed whenever its worker process had built 63 tables before it)."""
+    from schedopt.sia import configs
+
+    configs._TABLES.clear()
+    configs._BY_ID.clear()
+    first = generate_configs(CLUSTER, 1)
+    for cap in range(2, 64):
+        generate_configs(CLUSTER, cap)
+    a = generate_configs(CLUSTER, 64)
+    generate_configs(CLUSTER, 65)
+    same = Cluster((GpuType("t4", 4, 3), GpuType("a100", 8, 2), GpuType("v6", 6, 2)))  # equal, another object
+    assert generate_configs(same, 64) is a
+    assert len(configs._TABLES) == len(configs._BY_ID) == configs._TABLES_MAX
+    assert generate_configs(CLUSTER, 1) is not first  # the oldest went (an equal table, built again)
+    assert generate_configs(CLUSTER, 1) == first
+
+
 def _model(params: dict[str, ThroughputParams], init: float, batches: tuple[float, ...],
            sqr: tuple[float, ...], var: tuple[float, ...]) -> JobGoodputModel:
     return JobGoodputModel("m", params, init, init * 32, dict.fromkeys(params, (4, 128)), batches, sqr, var)

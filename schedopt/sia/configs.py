@@ -144,7 +144,8 @@ def _check_cap(name: str, v: object) -> int | None:
 
 #: tables already built: (cluster, cap, node caps, rigid counts) -> table. A table is immutable (read-only arrays,
 #: frozen fields), so equal inputs share one, with its cached Configs, labels and index (a simulator asks for the
-#: same table twice a round). Bounded: cleared when full.
+#: same table twice a round). Bounded: when full, the oldest entry goes (clearing the whole dict made a table built
+#: just before another one miss in a process that had built 63 tables: an order-dependent test failure).
 _TABLES: dict[tuple[object, ...], ConfigTable] = {}
 _TABLES_MAX = 64
 #: (id(cluster), type and value of the cap) -> (cluster, table) for calls without node caps or rigid counts; the
@@ -163,7 +164,7 @@ def generate_configs(
     ``max_gpus_per_job`` GPUs and ``max_nodes`` nodes per type (an int, or a mapping type name -> cap), plus the
     rigid shapes of ``rigid_counts`` (see the module doc), appended after the standard configurations.
 
-    Equal inputs give the same (immutable) table object, built once per process (at most the last 64 kept)."""
+    Equal inputs give the same (immutable) table object, built once per process (the last 64 built are kept)."""
     if (max_nodes is None and type(rigid_counts) in (tuple, list) and not rigid_counts
             and (max_gpus_per_job is None or type(max_gpus_per_job) is int)):
         # the common call (a simulator asks twice a round): the table of this very cluster object and cap, found by
@@ -186,11 +187,11 @@ def generate_configs(
     if table is None:
         table = _build_table(cluster, cap, node_cap, counts)
         if len(_TABLES) >= _TABLES_MAX:
-            _TABLES.clear()
+            del _TABLES[next(iter(_TABLES))]
         _TABLES[key] = table
     if max_nodes is None and not counts and type(max_gpus_per_job) in (int, type(None)):
         if len(_BY_ID) >= _TABLES_MAX:
-            _BY_ID.clear()
+            del _BY_ID[next(iter(_BY_ID))]
         _BY_ID[(id(cluster), type(max_gpus_per_job), max_gpus_per_job)] = (cluster, table)  # (keeps the cluster alive)
     return table
 
