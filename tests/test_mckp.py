@@ -615,6 +615,7 @@ solve = cp_model.CpSolver.solve
 
 
 def started(self, *args, **kwargs):  # "ready" once the residual's CP-SAT search is under way (the signal's cue)
+    cp_model.CpSolver.solve = solve  # (said once)
     print("ready", flush=True)
     return solve(self, *args, **kwargs)
 
@@ -638,7 +639,7 @@ def test_ctrl_c_stops_the_cp_sat_residual_sub_solve_too() -> None:
 
     The race (HiGHS on the whole model) is off here: it is stopped by the same signal, but HiGHS 1.12 checks its
     interrupt only after its MIP presolve and symmetry detection, about 3.5 s on this model, and the solve waits for
-    it (formulations/mckp.md, "The race")."""
+    it (formulations/mckp.md, "What the race costs when it loses")."""
     from schedopt.testing.interrupt import sigint_child
 
     run = sigint_child(_SIGINT_RESIDUAL_CHILD, delay=0.5, timeout=60)
