@@ -303,6 +303,21 @@ def test_resume_redoes_a_record_written_from_another_version_of_its_workload_fil
     assert record_inputs(rec) == {str(wl.resolve()): hashlib.sha256(wl.read_bytes()).hexdigest()}
 
 
+def test_input_files_reads_a_shared_file_once_with_a_hash_cache(small_csv: str, tmp_path: Path) -> None:
+    """``input_files(task, hashes)`` gives what ``input_files(task)`` gives, fills ``hashes`` with each file read,
+    and takes a file's hash from it afterwards (a resumed sweep's records of one file read it once)."""
+    from schedopt.sim.records import input_files
+
+    wl = tmp_path / "wl.csv"
+    wl.write_text(Path(small_csv).read_text())
+    fifo, tiresias = tasks(["fifo", "tiresias"], [str(wl)], cluster="pollux")
+    hashes: dict[str, str] = {}
+    want = {str(wl.resolve()): hashlib.sha256(wl.read_bytes()).hexdigest()}
+    assert input_files(fifo, hashes) == input_files(fifo) == want and hashes == want
+    hashes[str(wl.resolve())] = "0" * 64  # taken from the cache, not read again
+    assert input_files(tiresias, hashes) == {str(wl.resolve()): "0" * 64}
+
+
 def test_resume_needs_an_output_folder_and_on_error_is_checked(small_csv: str) -> None:
     items = tasks(["fifo"], [small_csv], cluster="pollux")
     with pytest.raises(InputError, match="resume"):

@@ -916,8 +916,7 @@ def place(
                     grid.assign(t, k, idx, slot_of[jid])
                     taken.update((t, k, g) for g in idx)
                 kept.add(jid)
-        key = order_of
-        queue = sorted((jid for jid, _ in jobs if jid not in kept), key=key)
+        queue = sorted((jid for jid, _ in jobs if jid not in kept), key=order_of)
         head = 0  # queue[:head] is done; queue[head:] stays sorted by key (stable: equal keys in arrival order)
         cost: dict[int, float] | None = None  # made at the first eviction (most rounds evict nothing)
         failed: list[JobId] = []
@@ -950,7 +949,7 @@ def place(
             if not grid.put(c, slot_of[jid]):  # pragma: no cover - eviction frees a block that fits by construction
                 failed.append(jid)
             for v in victims:  # what extend + a stable sort gives: after every queued job of an equal key
-                insort(queue, jobs[v][0], lo=head, key=key)  # (slot v is jobs[v]: slot_of enumerates them)
+                insort(queue, jobs[v][0], lo=head, key=order_of)  # (slot v is jobs[v]: slot_of enumerates them)
         return grid, failed, False
 
     kept_all = _kept_slots(cluster, jobs, prev_slots, prev_conf, nodes_of)

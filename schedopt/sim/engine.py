@@ -320,7 +320,7 @@ def _check_placement(cluster: Cluster, pname: str, placer: Placer, chosen: Mappi
         t0: str | None = None  # the type of the job's first non-empty slot
         mixed = False          # another type among its non-empty slots
         for nid, gs in slots:
-            nt = ntype.get(nid) if type(nid) is str or isinstance(nid, str) else None
+            nt = ntype.get(nid) if isinstance(nid, str) else None
             if nt is None:
                 raise InputError(f"placer[{placer.name}].assignments[{jid}]", nid, "names no node of the cluster")
             used = seen.get(nid)

@@ -130,26 +130,43 @@ def _named_files(value: str) -> list[Path]:
     return out
 
 
-def input_files(task: Any) -> dict[str, str]:
+def input_files(task: Any, hashes: dict[str, str] | None = None) -> dict[str, str]:
     """The files a task reads by path (its workload, cluster or job model given as a file, or a trace named in a
     workload spec), each with the SHA-256 of its bytes: a checkpoint holds them, and a resume after a file changed
     is refused (the task's settings alone cannot tell), and a whole record's end marker holds them (``inputs``, left
     out when the task names no file), so that ``resume`` redoes a record written from another version of a file.
-    Paths are as the task names them, resolved."""
+    Paths are as the task names them, resolved. ``hashes``: resolved path -> SHA-256 already read (filled here), for
+    a caller asking of many tasks that share a file (a resumed sweep's records of one trace)."""
     out: dict[str, str] = {}
     for v in task_key(task).values():
         if not isinstance(v, str):
             continue
         for path in _named_files(v):
-            h = hashlib.sha256()
-            try:
-                with open(path, "rb") as f:
-                    for block in iter(lambda: f.read(1 << 20), b""):
-                        h.update(block)
-            except OSError:
-                continue
-            out[str(path.resolve())] = h.hexdigest()
+            name = str(path.resolve())
+            digest = hashes.get(name) if hashes is not None else None
+            if digest is None:
+                h = hashlib.sha256()
+                try:
+                    with open(path, "rb") as f:
+                        for block in iter(lambda: f.read(1 << 20), b""):
+                            h.update(block)
+                except OSError:
+                    continue
+                digest = h.hexdigest()
+                if hashes is not None:
+                    hashes[name] = digest
+            out[name] = digest
     return out
+
+
+def _end_marker(digest: str, lines: int, jobs: int, rounds: int, task: Any) -> dict[str, Any]:
+    """A whole record's end marker: its checksum and counts, and the files its task reads (``inputs``, left out
+    when there are none)."""
+    end: dict[str, Any] = {"sha256": digest, "lines": lines, "jobs": jobs, "rounds": rounds}
+    inputs = input_files(task)
+    if inputs:
+        end["inputs"] = inputs
+    return end
 
 
 def _dumps(obj: Any) -> str:
@@ -162,11 +179,7 @@ def record_text(result: SimResult, task: Any = None) -> str:
     head = _dumps({"record": {"format": RECORD_FORMAT, "version": RECORD_VERSION, "task": task_key(task)}}) + "\n"
     body = head + result.to_jsonl()
     digest = hashlib.sha256(body.encode()).hexdigest()
-    end: dict[str, Any] = {"sha256": digest, "lines": body.count("\n"), "jobs": len(result.jobs),
-                           "rounds": len(result.rounds)}
-    inputs = input_files(task)
-    if inputs:
-        end["inputs"] = inputs
+    end = _end_marker(digest, body.count("\n"), len(result.jobs), len(result.rounds), task)
     return body + _dumps({"end": end}) + "\n"
 
 
@@ -513,11 +526,7 @@ class RecordStream:
                 hop = list(hopeless)
                 if hop:
                     put((_dumps({"hopeless": hop}) + "\n").encode())
-                end: dict[str, Any] = {"sha256": digest.hexdigest(), "lines": lines, "jobs": self.jobs_written,
-                                       "rounds": self.rounds_written}
-                inputs = input_files(self.task)
-                if inputs:
-                    end["inputs"] = inputs
+                end = _end_marker(digest.hexdigest(), lines, self.jobs_written, self.rounds_written, self.task)
                 out.write((_dumps({"end": end}) + "\n").encode())
                 out.flush()
                 os.fsync(out.fileno())

@@ -747,6 +747,7 @@ class _Folder:
                         tmp.unlink()
         found: list[tuple[int, SimResult]] = []
         free = list(range(len(self.items)))
+        hashes: dict[str, str] = {}  # each input file read once, whatever number of records name it
         for p in sorted(self.dir.glob(".*.record")):  # whole, written by a worker the sweep did not name yet
             key = record_task(p)
             i = next((k for k in free if self.keys[k] == key), None)
@@ -766,11 +767,13 @@ class _Folder:
                 continue
             if i is None:
                 continue
-            written, now = record_inputs(p), input_files(self.items[i])
-            if written and written != now:  # a file the task reads changed since (its settings alone cannot tell)
-                changed = sorted(f for f in {*written, *now} if written.get(f) != now.get(f))
-                log.warning("%s was written from another version of %s: redoing it", p, ", ".join(changed))
-                continue
+            written = record_inputs(p)
+            if written:  # a file the task reads may have changed since (its settings alone cannot tell)
+                now = input_files(self.items[i], hashes)
+                if written != now:
+                    changed = sorted(f for f in {*written, *now} if written.get(f) != now.get(f))
+                    log.warning("%s was written from another version of %s: redoing it", p, ", ".join(changed))
+                    continue
             res = _light(record_view(p)) if self.stream else read_record(p)
             free.remove(i)
             self.names[i] = p.name
